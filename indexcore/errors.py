@@ -1,0 +1,40 @@
+"""Errors raised by indexcore, mirroring Kafka's exception names where they fit."""
+
+
+class SegdexError(Exception):
+    """Base class for every error indexcore raises on bad input."""
+
+
+class CorruptRecordException(SegdexError):
+    """A batch failed validation (size below the minimum overhead, CRC mismatch).
+
+    Kafka's recovery truncates the segment at the start of such a batch.
+    """
+
+
+class InvalidRecordException(SegdexError):
+    """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
+
+
+class IndexOffsetOverflowException(SegdexError):
+    """An offset does not fit in the segment's relative (int32) offset space."""
+
+
+class InvalidOffsetException(SegdexError):
+    """An index append that would break the index's monotonic order."""
+
+
+class IndexFullException(SegdexError):
+    """An append to an index whose maximum entry count was reached."""
+
+
+class CorruptIndexException(SegdexError):
+    """An index file that fails Kafka's sanity check."""
+
+
+class InvalidLayoutException(SegdexError):
+    """A path that is not a Kafka segment file, partition directory or log dir."""
+
+
+class InvalidTxnStateException(SegdexError):
+    """Producer state that Kafka refuses (a non-transactional write inside an open transaction)."""

@@ -1,0 +1,272 @@
+"""``LogSegment.recover``: rebuild a segment's indexes from its ``.log`` bytes, as Kafka does.
+
+The loop keeps its state in a flat int64 array so that the native scan
+(``indexcore._fastscan``, optional) can run the common case: a run of valid,
+non-transactional magic-2 batches of one leader epoch. Every other batch (legacy
+formats, transactions, control batches, a new leader epoch, anything that fails
+a check) goes through ``_recover_batch``, the reference logic, one batch at a
+time. ``scan_simple`` is the same fast loop in Python, used when the extension
+is absent and as the oracle the extension is tested against.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from dataclasses import dataclass, field
+
+from . import fastscan
+from .abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
+from .errors import (
+    CorruptRecordException,
+    IndexOffsetOverflowException,
+    InvalidRecordException,
+    SegdexError,
+)
+from .file_records import batches, open_log
+from .offset_index import ENTRY as OFFSET_ENTRY
+from .offset_index import OffsetIndex
+from .producer_state import ProducerStateManager
+from .record_batch import (
+    NO_TIMESTAMP,
+    RecordBatch,
+    compression_name,
+    ensure_valid,
+)
+from .records import records
+from .time_index import ENTRY as TIME_ENTRY
+from .time_index import TimeIndex
+from .transaction_index import TransactionIndex
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+
+# Slots of the scan state shared with the native kernel (see fastscan.py for the contract).
+S_POSITION = 0  # == validBytes: batches are contiguous from position 0
+S_END = 1
+S_BASE_OFFSET = 2
+S_INDEX_INTERVAL = 3
+S_LAST_INDEX_ENTRY = 4
+S_MAX_TIMESTAMP = 5
+S_OFFSET_OF_MAX_TIMESTAMP = 6
+S_LAST_OFFSET = 7  # lastOffset of the last valid batch, -1 before any
+S_BATCHES = 8
+S_RECORDS = 9
+S_LEADER_EPOCH = 10  # the only partitionLeaderEpoch the fast path accepts (no epoch assignment needed)
+S_CODECS = 11  # bitmask of 1 << compression codec
+S_MAGICS = 12  # bitmask of 1 << magic
+S_FIRST_OFFSET = 13  # baseOffset of the first batch, -1 before any
+N_SLOTS = 14
+
+
+@dataclass
+class RecoveryResult:
+    """What recovery of one segment found and built."""
+
+    base_offset: int
+    size_bytes: int
+    valid_bytes: int
+    offset_index: OffsetIndex
+    time_index: TimeIndex
+    txn_index: TransactionIndex
+    batch_count: int = 0
+    record_count: int = 0
+    first_offset: int = -1
+    last_offset: int = -1
+    max_timestamp: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+    magics: list[int] = field(default_factory=list)
+    codecs: list[str] = field(default_factory=list)
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    stop_reason: str | None = None  # why iteration stopped before the end of the file (corrupt tail)
+    error: str | None = None  # a failure Kafka would not recover from by truncation
+
+    @property
+    def truncated_bytes(self) -> int:
+        """What ``LogSegment.recover`` returns: bytes past the last valid batch."""
+        return self.size_bytes - self.valid_bytes
+
+    @property
+    def next_offset(self) -> int:
+        """The segment's log end offset: last valid offset + 1, or the base offset when empty."""
+        return self.last_offset + 1 if self.last_offset >= 0 else self.base_offset
+
+
+def _bit_list(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time_data: bytearray,
+                time_max: int) -> None:
+    """Advance over valid, plain magic-2 batches of the accepted leader epoch; stop before any other.
+
+    Pure-Python twin of the native kernel: same state in, same state and index bytes out.
+    """
+    from .record_batch import (
+        CONTROL_FLAG_MASK,
+        HEADER_SIZE_UP_TO_MAGIC,
+        LOG_OVERHEAD,
+        RECORD_BATCH_OVERHEAD,
+        RECORD_BATCH_V2,
+        TRANSACTIONAL_FLAG_MASK,
+    )
+    import crc32c
+
+    position = state[S_POSITION]
+    end = state[S_END]
+    base = state[S_BASE_OFFSET]
+    interval = state[S_INDEX_INTERVAL]
+    epoch = state[S_LEADER_EPOCH]
+    mv = memoryview(buf)
+    while position < end - HEADER_SIZE_UP_TO_MAGIC:
+        if position + RECORD_BATCH_OVERHEAD > end:
+            break
+        (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _bts, max_ts, _pid, _pe, _bs,
+         count) = RECORD_BATCH_V2.unpack_from(buf, position)
+        size = length + LOG_OVERHEAD
+        if (magic != 2 or size < RECORD_BATCH_OVERHEAD or position > end - size or leader_epoch != epoch
+                or attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)):
+            break
+        last_offset = base_offset + last_delta
+        if not 0 <= last_offset - base <= INT32_MAX:
+            break
+        if crc32c.crc32c(mv[position + 21:position + size]) != crc:
+            break
+        max_so_far = state[S_MAX_TIMESTAMP]
+        off_of_max = state[S_OFFSET_OF_MAX_TIMESTAMP]
+        if max_ts > max_so_far:
+            max_so_far, off_of_max = max_ts, last_offset
+        if position - state[S_LAST_INDEX_ENTRY] > interval:
+            n = len(offset_data) // 8
+            if n >= offset_max:
+                break
+            if n and last_offset - base <= OFFSET_ENTRY.unpack_from(offset_data, len(offset_data) - 8)[0]:
+                break
+            t = len(time_data) // 12
+            last_ts = TIME_ENTRY.unpack_from(time_data, len(time_data) - 12)[0] if t else NO_TIMESTAMP
+            if max_so_far > last_ts:
+                if t >= time_max - 1:
+                    break
+                if t and off_of_max - base < TIME_ENTRY.unpack_from(time_data, len(time_data) - 12)[1]:
+                    break
+                time_data += TIME_ENTRY.pack(max_so_far, off_of_max - base)
+            offset_data += OFFSET_ENTRY.pack(last_offset - base, position)
+            state[S_LAST_INDEX_ENTRY] = position
+        state[S_MAX_TIMESTAMP] = max_so_far
+        state[S_OFFSET_OF_MAX_TIMESTAMP] = off_of_max
+        if state[S_FIRST_OFFSET] < 0:
+            state[S_FIRST_OFFSET] = base_offset
+        state[S_LAST_OFFSET] = last_offset
+        state[S_BATCHES] += 1
+        state[S_RECORDS] += count
+        state[S_CODECS] |= 1 << (attributes & 0x07)
+        state[S_MAGICS] |= 1 << 2
+        position += size
+        state[S_POSITION] = position
+
+
+def _recover_batch(state: array, buf, batch: RecordBatch, offset_index: OffsetIndex, time_index: TimeIndex,
+                   txn_index: TransactionIndex, producer_state: ProducerStateManager,
+                   leader_epochs: list[tuple[int, int]]) -> None:
+    """One iteration of ``LogSegment.recover``'s loop body, for any batch."""
+    ensure_valid(buf, batch)
+    base = state[S_BASE_OFFSET]
+    if not 0 <= batch.last_offset - base <= INT32_MAX:
+        raise IndexOffsetOverflowException(
+            f"offset {batch.last_offset} at position {batch.position} does not fit the segment's relative offset "
+            f"range (base offset {base}); Kafka would split this segment on load")
+    if batch.max_timestamp > state[S_MAX_TIMESTAMP]:
+        state[S_MAX_TIMESTAMP] = batch.max_timestamp
+        state[S_OFFSET_OF_MAX_TIMESTAMP] = batch.last_offset
+    valid_bytes = state[S_POSITION]
+    if valid_bytes - state[S_LAST_INDEX_ENTRY] > state[S_INDEX_INTERVAL]:
+        offset_index.append(batch.last_offset, valid_bytes)
+        time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP])
+        state[S_LAST_INDEX_ENTRY] = valid_bytes
+    if batch.magic >= 2:
+        count = batch.records_count
+        epoch = batch.partition_leader_epoch
+        if epoch >= 0 and (not leader_epochs or epoch > leader_epochs[-1][0]):
+            leader_epochs.append((epoch, batch.base_offset))
+        aborted = producer_state.update(buf, batch)
+        if aborted is not None:
+            txn_index.append(aborted)
+    elif batch.compression_type == 0:
+        count = 1
+    else:
+        try:
+            inner = list(records(buf, batch))
+        except CorruptRecordException as e:
+            raise InvalidRecordException(f"compressed legacy wrapper at position {batch.position}: {e}") from e
+        count = len(inner)
+    first = batch.base_offset if batch.magic >= 2 or batch.compression_type == 0 else (
+        inner[0].offset if count else batch.last_offset)
+    if state[S_FIRST_OFFSET] < 0:
+        state[S_FIRST_OFFSET] = first
+    state[S_LAST_OFFSET] = batch.last_offset
+    state[S_BATCHES] += 1
+    state[S_RECORDS] += count
+    state[S_CODECS] |= 1 << batch.compression_type
+    state[S_MAGICS] |= 1 << batch.magic
+    state[S_POSITION] = valid_bytes + batch.size_in_bytes
+
+
+def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+            producer_state: ProducerStateManager | None = None, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+            leader_epochs: list[tuple[int, int]] | None = None, native: bool | None = None) -> RecoveryResult:
+    """Rebuild the indexes of one segment whose ``.log`` bytes are ``buf`` (never modified).
+
+    ``producer_state`` and ``leader_epochs`` carry over from the partition's earlier segments.
+    ``native`` forces (True) or forbids (False) the extension; None uses it when available.
+    """
+    producer_state = producer_state if producer_state is not None else ProducerStateManager()
+    leader_epochs = leader_epochs if leader_epochs is not None else []
+    offset_index = OffsetIndex(base_offset, max_index_size)
+    time_index = TimeIndex(base_offset, max_index_size)
+    txn_index = TransactionIndex(base_offset)
+    size = len(buf)
+    state = array("q", [0] * N_SLOTS)
+    state[S_END] = size
+    state[S_BASE_OFFSET] = base_offset
+    state[S_INDEX_INTERVAL] = index_interval_bytes
+    state[S_MAX_TIMESTAMP] = NO_TIMESTAMP
+    state[S_OFFSET_OF_MAX_TIMESTAMP] = base_offset
+    state[S_LAST_OFFSET] = -1
+    state[S_FIRST_OFFSET] = -1
+    kernel = fastscan.kernel(native)
+    result = RecoveryResult(base_offset, size, 0, offset_index, time_index, txn_index, leader_epochs=leader_epochs)
+    try:
+        while True:
+            if not producer_state.has_ongoing_txns:
+                state[S_LEADER_EPOCH] = leader_epochs[-1][0] if leader_epochs else -1
+                kernel(state, buf, offset_index.data, offset_index.max_entries, time_index.data,
+                       time_index.max_entries)
+            batch = next(batches(buf, state[S_POSITION], size), None)
+            if batch is None:
+                break
+            _recover_batch(state, buf, batch, offset_index, time_index, txn_index, producer_state, leader_epochs)
+    except (CorruptRecordException, InvalidRecordException) as e:
+        result.stop_reason = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
+    except SegdexError as e:
+        result.error = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
+    if result.stop_reason is None and result.error is None and state[S_POSITION] < size:
+        result.stop_reason = (f"partial batch at position {state[S_POSITION]}: "
+                              f"{size - state[S_POSITION]} trailing bytes do not hold a whole batch")
+    # A normally closed segment always ends its time index with the largest timestamp seen.
+    if result.error is None:
+        time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP], skip_full_check=True)
+    result.valid_bytes = state[S_POSITION]
+    result.batch_count = state[S_BATCHES]
+    result.record_count = state[S_RECORDS]
+    result.first_offset = state[S_FIRST_OFFSET]
+    result.last_offset = state[S_LAST_OFFSET]
+    result.max_timestamp = state[S_MAX_TIMESTAMP]
+    result.offset_of_max_timestamp = state[S_OFFSET_OF_MAX_TIMESTAMP] if state[S_BATCHES] else -1
+    result.magics = _bit_list(state[S_MAGICS])
+    result.codecs = [compression_name(c) for c in _bit_list(state[S_CODECS])]
+    return result
+
+
+def recover_file(path: str | os.PathLike, base_offset: int, **kwargs) -> RecoveryResult:
+    """``recover`` over a ``.log`` file mapped read-only."""
+    with open_log(path) as buf:
+        return recover(buf, base_offset, **kwargs)

@@ -1,0 +1,106 @@
+"""Kafka's ``TimeIndex``: (timestamp int64, relativeOffset int32) entries, 12 bytes each."""
+
+from __future__ import annotations
+
+import struct
+
+from .abstract_index import DEFAULT_MAX_INDEX_SIZE, relative_offset, round_down
+from .errors import CorruptIndexException, IndexFullException, InvalidOffsetException
+from .record_batch import NO_TIMESTAMP
+
+ENTRY = struct.Struct(">qi")
+ENTRY_SIZE = ENTRY.size
+
+
+class TimeIndex:
+    """A time index held as the bytes of its file; timestamps strictly grow, offsets never go back."""
+
+    def __init__(self, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE) -> None:
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self.max_entries = max_index_size // ENTRY_SIZE
+        self.data = bytearray()
+
+    def __len__(self) -> int:
+        return len(self.data) // ENTRY_SIZE
+
+    @property
+    def is_full(self) -> bool:
+        # TimeIndex keeps its last slot for the entry written when the segment rolls.
+        return len(self) >= self.max_entries - 1
+
+    def entry(self, n: int) -> tuple[int, int]:
+        ts, rel = ENTRY.unpack_from(self.data, n * ENTRY_SIZE)
+        return ts, self.base_offset + rel
+
+    def last_entry(self) -> tuple[int, int]:
+        """The last entry, or (-1, baseOffset) when empty (``TimeIndex.lastEntry``)."""
+        if not self.data:
+            return NO_TIMESTAMP, self.base_offset
+        return self.entry(len(self) - 1)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """``TimeIndex.maybeAppend``: append only a strictly greater timestamp."""
+        if not skip_full_check and self.is_full:
+            raise IndexFullException(f"Attempt to append to a full time index (size = {len(self)})")
+        last_ts, last_offset = self.last_entry()
+        if self.data and offset < last_offset:
+            raise InvalidOffsetException(
+                f"Attempt to append an offset ({offset}) to slot {len(self)} no larger than the last offset "
+                f"appended ({last_offset})")
+        if self.data and timestamp < last_ts:
+            raise InvalidOffsetException(
+                f"Attempt to append a timestamp ({timestamp}) to slot {len(self)} no larger than the last "
+                f"timestamp appended ({last_ts})")
+        if timestamp > last_ts:
+            self.data += ENTRY.pack(timestamp, relative_offset(self.base_offset, offset))
+
+    def lookup(self, target_timestamp: int) -> tuple[int, int]:
+        """The floor entry (greatest timestamp <= target), else (-1, baseOffset)."""
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entry(mid)[0] <= target_timestamp:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.entry(lo - 1) if lo else (NO_TIMESTAMP, self.base_offset)
+
+    def entries(self) -> list[tuple[int, int]]:
+        return parse_time_index(self.data, self.base_offset)
+
+    def to_bytes(self, preallocate: bool = False) -> bytes:
+        if preallocate:
+            return bytes(self.data) + bytes(round_down(self.max_index_size, ENTRY_SIZE) - len(self.data))
+        return bytes(self.data)
+
+
+def parse_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
+    """Decode every whole entry of a ``.timeindex`` file as (timestamp, absolute offset)."""
+    usable = round_down(len(data), ENTRY_SIZE)
+    return [(ts, base_offset + rel) for ts, rel in ENTRY.iter_unpack(memoryview(data)[:usable])]
+
+
+def trimmed_entry_count(data: bytes) -> int:
+    """Entries before the first all-zero slot of a possibly preallocated file."""
+    usable = round_down(len(data), ENTRY_SIZE)
+    count = 0
+    for ts, rel in ENTRY.iter_unpack(memoryview(data)[:usable]):
+        if ts == 0 and rel == 0:
+            break
+        count += 1
+    return count
+
+
+def sanity_check(data: bytes, base_offset: int) -> None:
+    """Kafka's ``TimeIndex.sanityCheck`` plus strict growth of timestamps."""
+    if len(data) % ENTRY_SIZE != 0:
+        raise CorruptIndexException(
+            f"Time index file has size {len(data)} which is not a multiple of {ENTRY_SIZE}")
+    entries = parse_time_index(data, base_offset)
+    if entries and entries[-1][1] < base_offset:
+        raise CorruptIndexException(
+            f"Corrupt time index found, its last offset {entries[-1][1]} is below the base offset {base_offset}")
+    for (t1, o1), (t2, o2) in zip(entries, entries[1:], strict=False):
+        if t2 <= t1 or o2 < o1:
+            raise CorruptIndexException(f"Time index entries out of order: ({t1}, {o1}) then ({t2}, {o2})")
