@@ -101,6 +101,8 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
 
     Pure-Python twin of the native kernel: same state in, same state and index bytes out.
     """
+    import crc32c
+
     from .record_batch import (
         CONTROL_FLAG_MASK,
         HEADER_SIZE_UP_TO_MAGIC,
@@ -109,7 +111,6 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
         RECORD_BATCH_V2,
         TRANSACTIONAL_FLAG_MASK,
     )
-    import crc32c
 
     position = state[S_POSITION]
     end = state[S_END]
