@@ -1,0 +1,65 @@
+"""``segdex rebuild``: regenerate .index/.timeindex/.txnindex from .log files, without Spark."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from indexcore.errors import SegdexError
+from indexcore.log_config import LogConfig, parse_config_args
+from indexcore.log_segments import STATUS_OK
+from indexcore.rebuild import RebuildOutcome, rebuild
+
+HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="Kafka topic config, e.g. index.interval.bytes=4096 (repeatable)")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="write to DIR/<partition dir name>/ and leave the source untouched")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="partition directory or .log file")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = LogConfig().with_overrides(parse_config_args(args.config))
+    except SegdexError as e:
+        print(f"segdex rebuild: {e}", file=sys.stderr)
+        return 2
+    status = 0
+    for path in args.paths:
+        try:
+            for item in rebuild(path, config, args.out_dir):
+                if isinstance(item, RebuildOutcome):
+                    seg = item.segment
+                    if seg.status != STATUS_OK:
+                        print(f"{seg.status}: {seg.reason}", file=sys.stderr)
+                        status = 1
+                    if not args.quiet:
+                        r = seg.result
+                        detail = (f" batches={r.batch_count} index_entries={len(r.offset_index)} "
+                                  f"time_index_entries={len(r.time_index)} txn_index_entries={len(r.txn_index)}"
+                                  if r else "")
+                        print(f"{seg.log_path}: {seg.status} written={len(item.written)} "
+                              f"unchanged={len(item.unchanged)}{detail}")
+                else:
+                    print(f"misnamed: {item[0]}: {item[1]}", file=sys.stderr)
+                    status = 1
+        except FileNotFoundError:
+            print(f"segdex rebuild: {path}: no such file or directory", file=sys.stderr)
+            return 2
+        except PermissionError as e:
+            print(f"unreadable: {path}: {e.strerror}", file=sys.stderr)
+            status = 1
+        except SegdexError as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    from jobs.cli import main
+
+    sys.exit(main(["rebuild", *sys.argv[1:]]))

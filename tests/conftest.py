@@ -1,0 +1,57 @@
+"""Shared test fixtures: Kafka's reference files and one session-wide local SparkSession."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES_ENV = "SEGDEX_KAFKA_FIXTURES"
+FIXTURES = Path(os.environ.get(FIXTURES_ENV, REPO_ROOT.parent / "shared" / "fixtures" / "kafka"))
+
+
+def fixture_case_names() -> list[str]:
+    """Every case folder of the Kafka fixtures (empty when they are absent)."""
+    if not FIXTURES.is_dir():
+        return []
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").is_file())
+
+
+def load_case(name: str) -> dict:
+    return json.loads((FIXTURES / name / "case.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def kafka_fixtures() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"Kafka fixtures not found at {FIXTURES}; set {FIXTURES_ENV} to their folder")
+    return FIXTURES
+
+
+def pytest_generate_tests(metafunc):
+    if "fixture_case" in metafunc.fixturenames:
+        names = fixture_case_names()
+        metafunc.parametrize("fixture_case", names or [pytest.param(None, marks=pytest.mark.skip(
+            reason=f"Kafka fixtures not found at {FIXTURES}; set {FIXTURES_ENV}"))])
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local SparkSession for the whole run."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("segdex-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
