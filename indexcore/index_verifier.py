@@ -1,0 +1,164 @@
+"""Checks existing index files against the ``.log`` they describe.
+
+``ok``: byte-identical to what Kafka's recovery writes. ``equivalent``: other
+bytes, but every entry is one Kafka's read path answers correctly with (as the
+broker's append path writes for multi-batch appends, or older brokers), or a
+valid prefix followed by preallocated zeros. ``missing``: an index file is
+absent. ``corrupt_index``: anything else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import CorruptRecordException, SegdexError
+from .file_records import batches, open_log
+from .layout import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
+from .log_segment import RecoveryResult
+from .log_segments import STATUS_CORRUPT_LOG_TAIL, STATUS_ERROR, STATUS_OK, STATUS_UNREADABLE, SegmentRecovery
+from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
+from .offset_index import parse_offset_index
+from .offset_index import trimmed_entry_count as offset_trimmed_count
+from .record_batch import NO_TIMESTAMP
+from .time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
+from .time_index import parse_time_index
+from .time_index import trimmed_entry_count as time_trimmed_count
+
+STATUS_EQUIVALENT = "equivalent"
+STATUS_MISSING = "missing"
+STATUS_CORRUPT_INDEX = "corrupt_index"
+
+
+@dataclass
+class Verdict:
+    status: str
+    reason: str = ""
+
+
+def check_offset_entries(buf, entries: list[tuple[int, int]], result: RecoveryResult) -> str | None:
+    """Why these offset-index entries would mislead Kafka's lookups, or None if every entry is sound.
+
+    An entry (o, p) is sound when p starts a valid batch, every batch before p ends below o, and o is an
+    offset of the segment; lookups then land at or before the batch holding any target >= o.
+    """
+    for (o1, p1), (o2, p2) in zip(entries, entries[1:], strict=False):
+        if o2 <= o1 or p2 <= p1:
+            return f"offset index entries out of order: ({o1}, {p1}) then ({o2}, {p2})"
+    i = 0
+    prev_last = result.base_offset - 1
+    try:
+        for batch in batches(buf, 0, result.valid_bytes):
+            while i < len(entries) and entries[i][1] <= batch.position:
+                offset, position = entries[i]
+                if position != batch.position:
+                    return f"offset index entry ({offset}, {position}) does not point at a batch start"
+                if not prev_last < offset <= result.last_offset:
+                    return (f"offset index entry ({offset}, {position}): offset outside "
+                            f"({prev_last}, {result.last_offset}] for the batch at that position")
+                i += 1
+            prev_last = batch.last_offset
+    except CorruptRecordException:
+        pass  # beyond valid bytes; not reached since we stop there
+    if i < len(entries):
+        return f"offset index entry {entries[i]} lies beyond the valid bytes ({result.valid_bytes})"
+    return None
+
+
+def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResult) -> str | None:
+    """Why these time-index entries are unsound, or None.
+
+    An entry (t, o) is sound when o is the last offset of the first batch whose max timestamp reached t
+    (strictly above all earlier batches), and entries grow; the last one must be the segment's largest
+    timestamp, which Kafka reads back as the segment's max timestamp.
+    """
+    for (t1, o1), (t2, o2) in zip(entries, entries[1:], strict=False):
+        if t2 <= t1 or o2 < o1:
+            return f"time index entries out of order: ({t1}, {o1}) then ({t2}, {o2})"
+    j = 0
+    running = NO_TIMESTAMP
+    for batch in batches(buf, 0, result.valid_bytes):
+        raised = batch.max_timestamp > running
+        if raised:
+            running = batch.max_timestamp
+        while j < len(entries) and entries[j][1] <= batch.last_offset:
+            ts, offset = entries[j]
+            if offset != batch.last_offset or not raised or ts != running:
+                return (f"time index entry ({ts}, {offset}) is not (max timestamp, last offset) of a batch "
+                        f"that raised the segment's running max timestamp")
+            j += 1
+    if j < len(entries):
+        return f"time index entry {entries[j]} lies beyond the valid bytes"
+    if result.max_timestamp > NO_TIMESTAMP and (not entries or entries[-1][0] != result.max_timestamp):
+        return (f"time index does not end with the segment's largest timestamp {result.max_timestamp} "
+                f"(Kafka reads the last entry as the segment's max timestamp)")
+    return None
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def verify_segment(segment: SegmentRecovery) -> Verdict:
+    """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written)."""
+    if segment.status in (STATUS_UNREADABLE, STATUS_ERROR):
+        return Verdict(segment.status, segment.reason)
+    result = segment.result
+    assert result is not None
+    paths = index_paths(segment.log_path)
+    try:
+        existing = {suffix: _read(path) for suffix, path in paths.items()}
+    except OSError as e:
+        return Verdict(STATUS_UNREADABLE, f"{segment.log_path}: cannot read index files: {e.strerror or e}")
+    tail = segment.status == STATUS_CORRUPT_LOG_TAIL
+    absent = [s for s in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX) if existing[s] is None]
+    if len(result.txn_index) and existing[TXN_INDEX_FILE_SUFFIX] is None:
+        absent.append(TXN_INDEX_FILE_SUFFIX)
+    if tail:
+        return Verdict(STATUS_CORRUPT_LOG_TAIL, segment.reason)
+    if absent:
+        return Verdict(STATUS_MISSING, f"{segment.log_path}: no {', '.join(absent)} file")
+    want = segment.files
+    if all(existing[s] == want[s] or (want[s] is None and not existing[s]) for s in want):
+        return Verdict(STATUS_OK)
+    txn = existing[TXN_INDEX_FILE_SUFFIX] or b""
+    if txn != (want[TXN_INDEX_FILE_SUFFIX] or b""):
+        return Verdict(STATUS_CORRUPT_INDEX, f"{paths[TXN_INDEX_FILE_SUFFIX]}: aborted transactions differ "
+                                             f"from the ones the log's control batches record")
+    notes = []
+    try:
+        with open_log(segment.log_path) as buf:
+            for suffix, count_fn, size, parse, check in (
+                    (INDEX_FILE_SUFFIX, offset_trimmed_count, OFFSET_ENTRY_SIZE, parse_offset_index,
+                     check_offset_entries),
+                    (TIME_INDEX_FILE_SUFFIX, time_trimmed_count, TIME_ENTRY_SIZE, parse_time_index,
+                     check_time_entries)):
+                data = existing[suffix]
+                if data == want[suffix]:
+                    continue
+                count = count_fn(data)
+                if any(data[count * size:]):
+                    return Verdict(STATUS_CORRUPT_INDEX, f"{paths[suffix]}: {len(data)} bytes do not hold whole "
+                                                         f"entries followed by zero padding")
+                problem = check(buf, parse(data[:count * size], result.base_offset), result)
+                if problem:
+                    return Verdict(STATUS_CORRUPT_INDEX, f"{paths[suffix]}: {problem}")
+                if len(data) > count * size:
+                    notes.append(f"{os.path.basename(paths[suffix])} has {len(data) - count * size} bytes of "
+                                 f"preallocated zeros")
+                else:
+                    notes.append(f"{os.path.basename(paths[suffix])} entries differ from a rebuild but are valid")
+    except OSError as e:
+        return Verdict(STATUS_UNREADABLE, f"{segment.log_path}: {e.strerror or e}")
+    except SegdexError as e:
+        return Verdict(STATUS_CORRUPT_INDEX, f"{segment.log_path}: {e}")
+    return Verdict(STATUS_EQUIVALENT, "; ".join(notes))
+
+
+__all__ = ["Verdict", "verify_segment", "check_offset_entries", "check_time_entries", "STATUS_OK",
+           "STATUS_EQUIVALENT", "STATUS_MISSING", "STATUS_CORRUPT_INDEX", "STATUS_CORRUPT_LOG_TAIL",
+           "STATUS_UNREADABLE", "STATUS_ERROR"]
