@@ -1,0 +1,429 @@
+/*
+ * indexcore._fastscan: the native twin of indexcore.log_segment.scan_simple.
+ *
+ * A kernel advances over valid, plain (non-transactional, non-control) magic-2
+ * batches of the accepted partition leader epoch, appending offset/time index
+ * entries in file format (big-endian) to two bytearrays, and stops BEFORE any
+ * batch that is not such a batch or whose index appends would break a rule;
+ * Python's reference loop then handles that batch. Same arguments, same effect
+ * on the state slots and bytearrays as scan_simple (see log_segment.py).
+ *
+ * CRC-32C comes from crc32c_extend() of Google's crc32c library, found at
+ * make_kernel() time (the copy shipped in the google-crc32c wheel, else a system
+ * libcrc32c) and called through a function pointer: no hand-written CRC here.
+ *
+ * The scan runs without the GIL. The state array and the data buffer are held
+ * through the buffer protocol, and so are the bytearrays while the GIL is
+ * released, so no other thread can resize them under the scan. Index capacity
+ * is reserved ahead in chunks and trimmed to the used size at the end.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef uint32_t (*crc32c_extend_fn)(uint32_t crc, const uint8_t *data, size_t n);
+
+/* Slots of the state array: keep in step with log_segment.py. */
+enum {
+    S_POSITION = 0,
+    S_END = 1,
+    S_BASE_OFFSET = 2,
+    S_INDEX_INTERVAL = 3,
+    S_LAST_INDEX_ENTRY = 4,
+    S_MAX_TIMESTAMP = 5,
+    S_OFFSET_OF_MAX_TIMESTAMP = 6,
+    S_LAST_OFFSET = 7,
+    S_BATCHES = 8,
+    S_RECORDS = 9,
+    S_LEADER_EPOCH = 10,
+    S_CODECS = 11,
+    S_MAGICS = 12,
+    S_FIRST_OFFSET = 13,
+    N_SLOTS = 14
+};
+
+#define LOG_OVERHEAD 12
+#define HEADER_SIZE_UP_TO_MAGIC 17
+#define RECORD_BATCH_OVERHEAD 61
+#define TRANSACTIONAL_FLAG_MASK 0x10
+#define CONTROL_FLAG_MASK 0x20
+#define OFFSET_ENTRY 8
+#define TIME_ENTRY 12
+#define NO_TIMESTAMP (-1)
+
+static inline uint32_t be32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+static inline uint64_t be64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+static inline void put32(uint8_t *p, uint32_t v) {
+    v = __builtin_bswap32(v);
+    memcpy(p, &v, 4);
+}
+static inline void put64(uint8_t *p, uint64_t v) {
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+}
+
+enum { SCAN_STOP = 0, SCAN_NEED_SPACE = 1 };
+
+typedef struct {
+    int64_t *st;           /* the state slots */
+    const uint8_t *buf;
+    uint8_t *off;          /* offset index bytes: used, capacity */
+    Py_ssize_t off_used, off_cap;
+    uint8_t *tim;          /* time index bytes */
+    Py_ssize_t tim_used, tim_cap;
+    int64_t offset_max, time_max;
+    crc32c_extend_fn crc;
+} scan_ctx;
+
+/* The loop of scan_simple. Runs without the GIL; touches only ctx. */
+static int scan(scan_ctx *c) {
+    int64_t *st = c->st;
+    const uint8_t *buf = c->buf;
+    const int64_t end = st[S_END], base = st[S_BASE_OFFSET], interval = st[S_INDEX_INTERVAL];
+    const int64_t epoch = st[S_LEADER_EPOCH];
+    int64_t position = st[S_POSITION];
+    int64_t last_index_entry = st[S_LAST_INDEX_ENTRY];
+    int64_t max_so_far = st[S_MAX_TIMESTAMP], off_of_max = st[S_OFFSET_OF_MAX_TIMESTAMP];
+    int64_t first_offset = st[S_FIRST_OFFSET], last_offset_seen = st[S_LAST_OFFSET];
+    int64_t batches = st[S_BATCHES], records = st[S_RECORDS], codecs = st[S_CODECS];
+    int64_t magics = st[S_MAGICS];
+    int rc = SCAN_STOP;
+
+    while (position < end - HEADER_SIZE_UP_TO_MAGIC) {
+        if (position + RECORD_BATCH_OVERHEAD > end)
+            break;
+        const uint8_t *h = buf + position;
+        int64_t base_offset = (int64_t)be64(h);
+        int64_t size = (int64_t)(int32_t)be32(h + 8) + LOG_OVERHEAD;
+        int32_t leader_epoch = (int32_t)be32(h + 12);
+        int8_t magic = (int8_t)h[16];
+        uint32_t stored_crc = be32(h + 17);
+        int16_t attributes = (int16_t)(((uint16_t)h[21] << 8) | h[22]);
+        int32_t last_delta = (int32_t)be32(h + 23);
+        int64_t batch_max_ts = (int64_t)be64(h + 35);
+        int32_t count = (int32_t)be32(h + 57);
+        if (magic != 2 || size < RECORD_BATCH_OVERHEAD || position > end - size || leader_epoch != epoch
+            || (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)))
+            break;
+        int64_t last_offset, rel;
+        /* An int64 overflow here leaves Python's reference loop to report it. */
+        if (__builtin_add_overflow(base_offset, (int64_t)last_delta, &last_offset))
+            break;
+        if (__builtin_sub_overflow(last_offset, base, &rel) || rel < 0 || rel > INT32_MAX)
+            break;
+        if (c->crc(0, h + 21, (size_t)(size - 21)) != stored_crc)
+            break;
+        int64_t mst = max_so_far, oom = off_of_max;
+        if (batch_max_ts > mst) {
+            mst = batch_max_ts;
+            oom = last_offset;
+        }
+        if (position - last_index_entry > interval) {
+            int64_t n = c->off_used / OFFSET_ENTRY;
+            if (n >= c->offset_max)
+                break;
+            if (n && rel <= (int32_t)be32(c->off + c->off_used - OFFSET_ENTRY))
+                break;
+            if (position > INT32_MAX)
+                break; /* the position field is an int32: Python raises on this batch */
+            int64_t t = c->tim_used / TIME_ENTRY;
+            int64_t last_ts = t ? (int64_t)be64(c->tim + c->tim_used - TIME_ENTRY) : NO_TIMESTAMP;
+            int add_time = mst > last_ts;
+            if (add_time) {
+                if (t >= c->time_max - 1)
+                    break;
+                if (t && oom - base < (int32_t)be32(c->tim + c->tim_used - 4))
+                    break;
+            }
+            if (c->off_used + OFFSET_ENTRY > c->off_cap || (add_time && c->tim_used + TIME_ENTRY > c->tim_cap)) {
+                rc = SCAN_NEED_SPACE;
+                break;
+            }
+            if (add_time) {
+                put64(c->tim + c->tim_used, (uint64_t)mst);
+                put32(c->tim + c->tim_used + 8, (uint32_t)(int32_t)(oom - base));
+                c->tim_used += TIME_ENTRY;
+            }
+            put32(c->off + c->off_used, (uint32_t)(int32_t)rel);
+            put32(c->off + c->off_used + 4, (uint32_t)(int32_t)position);
+            c->off_used += OFFSET_ENTRY;
+            last_index_entry = position;
+        }
+        max_so_far = mst;
+        off_of_max = oom;
+        if (first_offset < 0)
+            first_offset = base_offset;
+        last_offset_seen = last_offset;
+        batches += 1;
+        records += count;
+        codecs |= (int64_t)1 << (attributes & 0x07);
+        magics |= 1 << 2;
+        position += size;
+    }
+    st[S_POSITION] = position;
+    st[S_LAST_INDEX_ENTRY] = last_index_entry;
+    st[S_MAX_TIMESTAMP] = max_so_far;
+    st[S_OFFSET_OF_MAX_TIMESTAMP] = off_of_max;
+    st[S_FIRST_OFFSET] = first_offset;
+    st[S_LAST_OFFSET] = last_offset_seen;
+    st[S_BATCHES] = batches;
+    st[S_RECORDS] = records;
+    st[S_CODECS] = codecs;
+    st[S_MAGICS] = magics;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ kernel object */
+
+typedef struct {
+    PyObject_HEAD
+    crc32c_extend_fn crc;
+    PyObject *library;  /* the ctypes CDLL object (keeps the library loaded) */
+    PyObject *path;     /* where it was found, for diagnostics */
+} Kernel;
+
+/* Make room for `extra` more bytes past `used` in a bytearray (no buffer exported by us at this point). */
+static int reserve(PyObject *ba, Py_ssize_t used, Py_ssize_t extra) {
+    if (PyByteArray_GET_SIZE(ba) >= used + extra)
+        return 0;
+    return PyByteArray_Resize(ba, used + extra);
+}
+
+static PyObject *Kernel_call(Kernel *self, PyObject *args, PyObject *kwargs) {
+    PyObject *state_obj, *buf_obj, *off_obj, *tim_obj;
+    Py_ssize_t offset_max, time_max;
+    static char *kwlist[] = {"state", "buf", "offset_data", "offset_max", "time_data", "time_max", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOnOn:kernel", kwlist, &state_obj, &buf_obj, &off_obj,
+                                     &offset_max, &tim_obj, &time_max))
+        return NULL;
+    if (!PyByteArray_Check(off_obj) || !PyByteArray_Check(tim_obj)) {
+        PyErr_SetString(PyExc_TypeError, "offset_data and time_data must be bytearrays");
+        return NULL;
+    }
+    Py_buffer sv, bv, ov, tv;
+    if (PyObject_GetBuffer(state_obj, &sv, PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (sv.itemsize != 8 || !sv.format || (strcmp(sv.format, "q") && strcmp(sv.format, "l"))
+        || sv.len < (Py_ssize_t)(N_SLOTS * sizeof(int64_t))) {
+        PyBuffer_Release(&sv);
+        PyErr_SetString(PyExc_TypeError, "state must be an array('q') of at least 14 slots");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(buf_obj, &bv, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    int64_t *st = (int64_t *)sv.buf;
+    if (st[S_END] > bv.len || st[S_END] < 0 || st[S_POSITION] < 0) {
+        PyBuffer_Release(&bv);
+        PyBuffer_Release(&sv);
+        PyErr_Format(PyExc_ValueError, "scan range [%lld, %lld) is outside the buffer of %zd bytes",
+                     (long long)st[S_POSITION], (long long)st[S_END], bv.len);
+        return NULL;
+    }
+    scan_ctx c;
+    c.st = st;
+    c.buf = (const uint8_t *)bv.buf;
+    c.offset_max = offset_max;
+    c.time_max = time_max;
+    c.crc = self->crc;
+    c.off_used = PyByteArray_GET_SIZE(off_obj);
+    c.tim_used = PyByteArray_GET_SIZE(tim_obj);
+    /* Entries this scan can add at most: one per batch past the interval, batches of >= 61 bytes. */
+    int64_t remaining = st[S_END] > st[S_POSITION] ? st[S_END] - st[S_POSITION] : 0;
+    int64_t step = st[S_INDEX_INTERVAL] + 1 > RECORD_BATCH_OVERHEAD ? st[S_INDEX_INTERVAL] + 1 : RECORD_BATCH_OVERHEAD;
+    int64_t bound = remaining / step + 2;
+    int64_t chunk = bound < 4096 ? bound : 4096;
+    Py_ssize_t off_extra = (Py_ssize_t)chunk * OFFSET_ENTRY, tim_extra = (Py_ssize_t)chunk * TIME_ENTRY;
+    int rc, failed = 0;
+    for (;;) {
+        if (reserve(off_obj, c.off_used, off_extra) < 0 || reserve(tim_obj, c.tim_used, tim_extra) < 0) {
+            failed = 1;
+            break;
+        }
+        if (PyObject_GetBuffer(off_obj, &ov, PyBUF_WRITABLE) < 0) {
+            failed = 1;
+            break;
+        }
+        if (PyObject_GetBuffer(tim_obj, &tv, PyBUF_WRITABLE) < 0) {
+            PyBuffer_Release(&ov);
+            failed = 1;
+            break;
+        }
+        c.off = (uint8_t *)ov.buf;
+        c.off_cap = ov.len;
+        c.tim = (uint8_t *)tv.buf;
+        c.tim_cap = tv.len;
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan(&c);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&ov);
+        if (rc != SCAN_NEED_SPACE)
+            break;
+        off_extra = c.off_used + off_extra;  /* grow geometrically */
+        tim_extra = c.tim_used + tim_extra;
+    }
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&sv);
+    /* Trim to the entries written (also after a failed reservation, so the bytearrays stay whole entries). */
+    PyObject *et = NULL, *ev = NULL, *tb = NULL;
+    if (failed)
+        PyErr_Fetch(&et, &ev, &tb);
+    if (PyByteArray_GET_SIZE(off_obj) != c.off_used && PyByteArray_Resize(off_obj, c.off_used) < 0)
+        failed = 2;
+    if (failed != 2 && PyByteArray_GET_SIZE(tim_obj) != c.tim_used && PyByteArray_Resize(tim_obj, c.tim_used) < 0)
+        failed = 2;
+    if (et || ev || tb) {
+        if (failed == 2) {
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        } else {
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static void Kernel_dealloc(Kernel *self) {
+    Py_XDECREF(self->library);
+    Py_XDECREF(self->path);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Kernel_repr(Kernel *self) {
+    return PyUnicode_FromFormat("<indexcore._fastscan kernel, crc32c_extend from %R>", self->path);
+}
+
+static PyMemberDef Kernel_members[] = {
+    {"library_path", T_OBJECT, offsetof(Kernel, path), READONLY, "file the crc32c library was loaded from"},
+    {NULL}
+};
+
+static PyTypeObject KernelType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "indexcore._fastscan.Kernel",
+    .tp_basicsize = sizeof(Kernel),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "kernel(state, buf, offset_data, offset_max, time_data, time_max): native scan_simple",
+    .tp_call = (ternaryfunc)Kernel_call,
+    .tp_dealloc = (destructor)Kernel_dealloc,
+    .tp_repr = (reprfunc)Kernel_repr,
+    .tp_members = Kernel_members,
+};
+
+/* ------------------------------------------------------------------ make_kernel */
+
+/* Locating a shared library is Python's job (ctypes); this returns (CDLL, address of crc32c_extend, path). */
+static const char FIND_CRC32C[] =
+    "def find(libpath=None):\n"
+    "    import ctypes, ctypes.util, glob, os\n"
+    "    candidates = [libpath] if libpath else []\n"
+    "    if not libpath:\n"
+    "        try:\n"
+    "            import google_crc32c\n"
+    "            pkg = os.path.dirname(os.path.abspath(google_crc32c.__file__))\n"
+    "            for pattern in (os.path.join(os.path.dirname(pkg), 'google_crc32c.libs', 'libcrc32c*.so*'),\n"
+    "                            os.path.join(pkg, 'libcrc32c*.so*')):\n"
+    "                candidates += sorted(glob.glob(pattern))\n"
+    "        except ImportError:\n"
+    "            pass\n"
+    "        system = ctypes.util.find_library('crc32c')\n"
+    "        if system:\n"
+    "            candidates.append(system)\n"
+    "    errors = []\n"
+    "    for path in candidates:\n"
+    "        try:\n"
+    "            lib = ctypes.CDLL(path)\n"
+    "            fn = lib.crc32c_extend\n"
+    "        except (OSError, AttributeError) as e:\n"
+    "            errors.append(f'{path}: {e}')\n"
+    "            continue\n"
+    "        return lib, ctypes.cast(fn, ctypes.c_void_p).value, path\n"
+    "    raise ImportError('crc32c_extend not found (google-crc32c wheel or system libcrc32c): '\n"
+    "                      + ('; '.join(errors) or 'no candidate library'))\n";
+
+static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs) {
+    PyObject *libpath = Py_None;
+    static char *kwlist[] = {"libpath", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:make_kernel", kwlist, &libpath))
+        return NULL;
+    PyObject *globals = PyDict_New();
+    if (!globals)
+        return NULL;
+    if (PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        Py_DECREF(globals);
+        return NULL;
+    }
+    PyObject *res = PyRun_String(FIND_CRC32C, Py_file_input, globals, globals);
+    if (!res) {
+        Py_DECREF(globals);
+        return NULL;
+    }
+    Py_DECREF(res);
+    PyObject *find = PyDict_GetItemString(globals, "find"); /* borrowed */
+    PyObject *found = find ? PyObject_CallOneArg(find, libpath) : NULL;
+    Py_DECREF(globals);
+    if (!found)
+        return NULL;
+    PyObject *lib, *addr_obj, *path;
+    if (!PyArg_ParseTuple(found, "OOO", &lib, &addr_obj, &path)) {
+        Py_DECREF(found);
+        return NULL;
+    }
+    void *addr = PyLong_AsVoidPtr(addr_obj);
+    if (!addr) {
+        Py_DECREF(found);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ImportError, "crc32c_extend has a NULL address");
+        return NULL;
+    }
+    crc32c_extend_fn fn = (crc32c_extend_fn)addr;
+    /* The CRC-32C check value: guards against a library with another crc32c_extend signature. */
+    if (fn(0, (const uint8_t *)"123456789", 9) != 0xE3069283u) {
+        Py_DECREF(found);
+        PyErr_SetString(PyExc_ImportError, "crc32c_extend does not compute CRC-32C");
+        return NULL;
+    }
+    Kernel *k = PyObject_New(Kernel, &KernelType);
+    if (!k) {
+        Py_DECREF(found);
+        return NULL;
+    }
+    k->crc = fn;
+    Py_INCREF(lib);
+    k->library = lib;
+    Py_INCREF(path);
+    k->path = path;
+    Py_DECREF(found);
+    return (PyObject *)k;
+}
+
+static PyMethodDef module_methods[] = {
+    {"make_kernel", (PyCFunction)(void (*)(void))make_kernel, METH_VARARGS | METH_KEYWORDS,
+     "make_kernel(libpath=None) -> kernel bound to crc32c_extend of Google's crc32c library."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "indexcore._fastscan", "Native scan kernel for LogSegment.recover.", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    if (PyType_Ready(&KernelType) < 0)
+        return NULL;
+    return PyModule_Create(&module_def);
+}
