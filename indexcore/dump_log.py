@@ -55,8 +55,10 @@ def batch_view(buf, batch: RecordBatch) -> dict:
 def dump_log(path: str, deep: bool = False) -> Iterator[dict]:
     """One dict per batch (and per record with ``deep``); a final ``{"iterationStopped": ...}`` on bad bytes."""
     with open_log(path) as buf:
+        end = 0
         try:
             for batch in batches(buf):
+                end = batch.position + batch.size_in_bytes
                 view = batch_view(buf, batch)
                 yield {"type": "batch", **view}
                 if deep:
@@ -67,6 +69,10 @@ def dump_log(path: str, deep: bool = False) -> Iterator[dict]:
                                "headerKeys": [k for k, _ in r.headers]}
         except CorruptRecordException as e:
             yield {"type": "error", "iterationStopped": f"CorruptRecordException: {e}"}
+            return
+        if end < len(buf):
+            yield {"type": "error", "iterationStopped": f"partial batch: {len(buf) - end} trailing bytes at "
+                                                        f"position {end} do not hold a whole batch"}
 
 
 def _log_beside(path: str) -> str:
