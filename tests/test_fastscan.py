@@ -265,7 +265,7 @@ def test_prefilled_indexes_and_midfile_start(native):
     scan_simple(half, data, od1, 1000, td1, 1000)
     half[S_END] = len(data)
     n, p = _both(native, data, half, bytes(od1), bytes(td1), 8000)
-    assert n == p and n[1] == bytes(od) and list(mid) == n[0]
+    assert n == p and n[1] == bytes(od) and n[2] == bytes(td) and list(mid) == n[0]
 
 
 @pytest.mark.parametrize("kind", ["bytes", "bytearray", "mmap", "memoryview"])
