@@ -1,0 +1,1 @@
+"""Spark transformations built on indexcore: discover, rebuild/verify in parallel, Delta metadata."""
