@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 segdex_venv
-.venv/bin/ruff check indexcore pipelines jobs tests airflow_dags benchmarks
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
