@@ -1,0 +1,169 @@
+"""Trim over-long index files of non-active segments, as Kafka's ``AbstractIndex.trimToValidSize`` leaves them.
+
+A closed segment's ``.index``/``.timeindex`` hold exactly ``entries x entry size`` bytes. Longer files come from
+a crash while the segment was active (preallocated to ``segment.index.bytes`` and zero-filled) or from a copy that
+turned sparse files dense. Their valid size is the entries before the first all-zero slot; everything after it
+must be zeros, or the file is reported as corrupt and left alone (``segdex rebuild`` regenerates it). The active
+segment (the highest base offset of a partition) is skipped: Kafka keeps its indexes preallocated.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .abstract_index import round_down
+from .atomic_file import write_atomic
+from .errors import CorruptIndexException, InvalidLayoutException, SegdexError
+from .layout import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, parse_segment_file_name
+from .log_dir import is_locked, list_log_dir
+from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
+from .offset_index import sanity_check as offset_sanity_check
+from .offset_index import trimmed_entry_count as offset_entry_count
+from .time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
+from .time_index import sanity_check as time_sanity_check
+from .time_index import trimmed_entry_count as time_entry_count
+
+STATUS_OK = "ok"  # already trimmed
+STATUS_OVERLONG = "overlong"  # zero tail: trim to valid_bytes
+STATUS_TRIMMED = "trimmed"
+STATUS_CORRUPT = "corrupt"  # non-zero bytes after the entries, or entries out of order: not touched
+STATUS_UNREADABLE = "unreadable"
+
+_KINDS = {
+    INDEX_FILE_SUFFIX: (OFFSET_ENTRY_SIZE, offset_entry_count, offset_sanity_check),
+    TIME_INDEX_FILE_SUFFIX: (TIME_ENTRY_SIZE, time_entry_count, time_sanity_check),
+}
+
+
+@dataclass
+class IndexFileCheck:
+    """One index file of a non-active segment and what compaction finds or did."""
+
+    path: str
+    base_offset: int
+    suffix: str
+    size_bytes: int
+    valid_bytes: int
+    entries: int
+    status: str
+    reason: str = ""
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        return self.size_bytes - self.valid_bytes if self.status in (STATUS_OVERLONG, STATUS_TRIMMED) else 0
+
+
+def valid_index_bytes(data: bytes, suffix: str, base_offset: int) -> tuple[int, int]:
+    """(entries, valid bytes) of an index file that may carry a zero tail; CorruptIndexException when bytes
+    after the entries are not all zero or the entries fail Kafka's sanity check."""
+    entry_size, count, sanity = _KINDS[suffix]
+    entries = count(data)
+    valid = entries * entry_size
+    if data.count(0, valid) != len(data) - valid:
+        raise CorruptIndexException(
+            f"non-zero bytes after the {entries} entries ({valid} bytes): not a zero-padded index")
+    sanity(bytes(data[:valid]), base_offset)
+    return entries, valid
+
+
+def check_index_file(path: str, suffix: str, base_offset: int) -> IndexFileCheck:
+    """Inspect one ``.index``/``.timeindex`` file (reads only its last slot when it is already trimmed)."""
+    entry_size = _KINDS[suffix][0]
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            usable = round_down(size, entry_size)
+            if size == usable and size:
+                f.seek(size - entry_size)
+                if f.read(entry_size).strip(b"\0"):
+                    return IndexFileCheck(path, base_offset, suffix, size, size, size // entry_size, STATUS_OK)
+                f.seek(0)
+            data = f.read()
+    except OSError as e:
+        return IndexFileCheck(path, base_offset, suffix, 0, 0, 0, STATUS_UNREADABLE, f"{path}: {e.strerror or e}")
+    try:
+        entries, valid = valid_index_bytes(data, suffix, base_offset)
+    except CorruptIndexException as e:
+        return IndexFileCheck(path, base_offset, suffix, size, size, 0, STATUS_CORRUPT,
+                              f"{path}: {e}; run `segdex rebuild` on its partition")
+    status = STATUS_OK if valid == size else STATUS_OVERLONG
+    reason = f"{size - valid} bytes after its {entries} entries are zeros" if status == STATUS_OVERLONG else ""
+    return IndexFileCheck(path, base_offset, suffix, size, valid, entries, status, reason)
+
+
+def check_partition(partition_dir: str) -> list[IndexFileCheck]:
+    """Index files of the non-active segments of a partition directory (segments that have a live ``.log``)."""
+    logs = []
+    for name in os.listdir(partition_dir):
+        if name.endswith(LOG_FILE_SUFFIX):
+            try:
+                logs.append(parse_segment_file_name(name).base_offset)
+            except InvalidLayoutException:
+                continue
+    logs.sort()
+    checks = []
+    for base in logs[:-1]:  # the last one is the active segment
+        stem = os.path.join(partition_dir, f"{base:020d}")
+        for suffix in _KINDS:
+            if os.path.exists(stem + suffix):
+                checks.append(check_index_file(stem + suffix, suffix, base))
+    return checks
+
+
+def trim(check: IndexFileCheck) -> IndexFileCheck:
+    """Atomically replace an over-long index file by its valid prefix (mtime kept); re-checks the file first."""
+    fresh = check_index_file(check.path, check.suffix, check.base_offset)
+    if fresh.status != STATUS_OVERLONG:
+        return fresh
+    st = os.stat(check.path)
+    with open(check.path, "rb") as f:
+        data = f.read(fresh.valid_bytes)
+    write_atomic(check.path, data)
+    os.utime(check.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    fresh.status = STATUS_TRIMMED
+    return fresh
+
+
+@dataclass
+class CompactOutcome:
+    log_dir: str
+    checks: list[IndexFileCheck] = field(default_factory=list)
+    error: str | None = None
+    applied: bool = False
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        return sum(c.reclaimable_bytes for c in self.checks)
+
+    @property
+    def needs_attention(self) -> bool:
+        return bool(self.error) or any(c.status in (STATUS_CORRUPT, STATUS_UNREADABLE) for c in self.checks)
+
+
+def compact_log_dir(log_dir: str, apply: bool = False) -> CompactOutcome:
+    """Find (and with ``apply`` trim) over-long index files in every partition of a log dir; never raises on
+    bad input. Apply holds the dir's ``.lock`` and refuses a dir a broker holds."""
+    from .retention import hold_lock
+
+    log_dir = os.fspath(log_dir)
+    outcome = CompactOutcome(log_dir)
+    try:
+        listing = list_log_dir(log_dir)
+        for p in listing.partitions:
+            try:
+                outcome.checks.extend(check_partition(p.path))
+            except OSError as e:
+                outcome.checks.append(IndexFileCheck(p.path, -1, "", 0, 0, 0, STATUS_UNREADABLE,
+                                                     f"{p.path}: {e.strerror or e}"))
+        if not apply:
+            if is_locked(log_dir):
+                outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
+                                 f"--apply would be refused")
+            return outcome
+        with hold_lock(log_dir):
+            outcome.checks = [trim(c) if c.status == STATUS_OVERLONG else c for c in outcome.checks]
+            outcome.applied = True
+    except (SegdexError, OSError) as e:
+        outcome.error = f"{log_dir}: {e.strerror}" if isinstance(e, OSError) and e.strerror else str(e)
+    return outcome

@@ -1,0 +1,180 @@
+"""``segdex retention``: what Kafka's ``deleteOldSegments`` would do to each partition, offline.
+
+Plan by default (nothing on disk changes), ``--apply`` to rename segments ``*.deleted`` and update the
+checkpoints, ``--from-metadata`` to plan from the Delta tables alone. Exit 0 clean, 1 something needs attention
+(a refused log dir, a partition without a high watermark, future timestamps, unreadable files), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/retention.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from indexcore.errors import SegdexError  # noqa: E402
+from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+
+HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
+        "--from-metadata plans from the Delta tables alone")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--now", type=int, metavar="EPOCH_MS", help="the clock for retention.ms (default: now)")
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="topic config for every topic, e.g. retention.ms=259200000 (repeatable)")
+    parser.add_argument("--topic-config", action="append", metavar="TOPIC:KEY=VALUE",
+                        help="config for one topic, e.g. orders:retention.bytes=1073741824 (repeatable)")
+    parser.add_argument("--metadata", metavar="PATH",
+                        help="Delta tables directory where retention_actions is recorded "
+                             "(default: $SEGDEX_METADATA or ./segdex-metadata)")
+    parser.add_argument("--no-record", action="store_true", help="print only; write no Delta table")
+    parser.add_argument("--apply", action="store_true",
+                        help="rename deleted segments *.deleted and update log-start-offset-checkpoint and "
+                             "leader-epoch-checkpoint (refused where a broker holds the log dir's .lock)")
+    parser.add_argument("--from-metadata", metavar="PATH",
+                        help="what-if: plan from the segments/partitions tables under PATH; no disk is read")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master; with it, log dirs are processed one Spark task each")
+    parser.add_argument("--verbose", "-v", action="store_true", help="also print why each pass stopped")
+    parser.add_argument("log_dirs", nargs="*", metavar="LOGDIR", help="Kafka log dir (holds <topic>-<n> dirs)")
+
+
+def _err(msg: str) -> None:
+    print(f"segdex retention: {msg}", file=sys.stderr)
+
+
+def _print_plan(where: str, plan, verbose: bool, applied: bool) -> None:
+    verb = "deleted" if applied else "delete"
+    for d in plan.deletions:
+        print(f"{where}: {verb} {d.base_offset:020d} {d.size_bytes} bytes [{d.rule}] {d.reason}")
+    if plan.roll_offset is not None:
+        print(f"{where}: every segment goes: {'rolled' if applied else 'roll'} an empty segment at {plan.roll_offset}")
+    for seg, why in plan.blocked:
+        print(f"{where}: blocked {seg.base_offset:020d}: {why}")
+    if plan.skipped:
+        print(f"{where}: nothing deletable: {plan.skipped}")
+    elif plan.deletions:
+        epochs = ""
+        if plan.leader_epochs_after is not None:
+            epochs = " leader epochs " + " ".join(f"{e}:{o}" for e, o in plan.leader_epochs_after)
+        print(f"{where}: {len(plan.deletions)} segments, {plan.bytes_freed} bytes; log start offset "
+              f"{plan.log_start_offset_before} -> {plan.log_start_offset_after};{epochs}")
+    else:
+        print(f"{where}: nothing to delete")
+    if verbose:
+        for note in plan.notes:
+            print(f"{where}:   {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = LogConfig().with_overrides(parse_config_args(args.config))
+        topic_overrides = parse_topic_config_args(args.topic_config)
+        for topic, overrides in topic_overrides.items():
+            config.with_overrides(overrides)  # validate early
+            if not topic:
+                raise SegdexError("empty topic name in --topic-config")
+    except SegdexError as e:
+        _err(str(e))
+        return 2
+    if args.from_metadata and (args.log_dirs or args.apply):
+        _err("--from-metadata plans from the tables alone: give no LOGDIR and no --apply")
+        return 2
+    if not args.from_metadata and not args.log_dirs:
+        _err("give at least one LOGDIR, or --from-metadata PATH")
+        return 2
+    now_ms = args.now if args.now is not None else int(time.time() * 1000)
+    from pipelines import retention as pr
+    from pipelines.schemas import default_metadata_path
+
+    metadata = args.metadata or default_metadata_path()
+    run_id, run_at = pr.new_run_id(), datetime.now(UTC)
+    if args.from_metadata:
+        return _what_if(args, config, topic_overrides, now_ms, metadata, run_id, run_at)
+    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
+    for d in missing:
+        _err(f"{d}: no such log dir")
+    if missing:
+        return 2
+    spark = None
+    if args.master:
+        from pipelines.spark_session import get_spark
+
+        spark = get_spark(args.master, "segdex-retention")
+    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, topic_overrides,
+                           args.apply, spark)
+    status = 0
+    mode = "apply" if args.apply else "plan"
+    for o in outcomes:
+        if o.error:
+            print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
+        for path, why in o.skipped:
+            print(f"{path}: skipped: {why}")
+        freed = 0
+        for p in o.partitions:
+            where = os.path.basename(p.partition_dir)
+            if p.error:
+                print(f"{where}: error: {p.error}", file=sys.stderr)
+            _print_plan(where, p.plan, args.verbose, args.apply and p.applied)
+            freed += p.plan.bytes_freed if (p.applied or not args.apply) else 0
+        print(f"{o.log_dir}: {mode}: {freed} bytes {'freed' if args.apply else 'to free'} "
+              f"in {len(o.partitions)} partitions (now={now_ms})")
+        if o.needs_attention:
+            status = 1
+    if not args.no_record:
+        rows = pr.outcome_rows(outcomes, run_id, run_at, now_ms, args.apply)
+        try:
+            pr.record_actions(spark, metadata, rows)
+            print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")
+        except Exception as e:  # the files are done; say the record failed
+            _err(f"could not record retention_actions in {metadata}: {type(e).__name__}: {e}")
+            status = 1
+    return status
+
+
+def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: str, run_at) -> int:
+    from pipelines import metadata_store as ms
+    from pipelines import retention as pr
+    from pipelines.spark_session import get_spark
+
+    for table in ("segments", "partitions"):
+        if not os.path.isdir(os.path.join(args.from_metadata, table, "_delta_log")) and "://" not in args.from_metadata:
+            _err(f"{args.from_metadata}: no {table} table (run `segdex verify` or `segdex reindex` first)")
+            return 2
+    spark = get_spark(args.master, "segdex-retention-what-if")
+    try:
+        df = pr.what_if(spark, args.from_metadata, config, now_ms, topic_overrides, run_id, run_at).cache()
+        rows = [r.asDict() for r in df.orderBy("log_dir", "topic", "partition", "base_offset").collect()]
+    except ms.MetadataStoreError as e:
+        _err(str(e))
+        return 2
+    totals: dict[str, list[int]] = {}
+    for r in rows:
+        where = f"{r['topic']}-{r['partition']}"
+        if r["action"] == "delete":
+            print(f"{where}: would delete {r['segment']} {r['bytes']} bytes [{r['rule']}] {r['reason']}")
+            t = totals.setdefault(r["topic"], [0, 0])
+            t[0] += 1
+            t[1] += r["bytes"]
+        elif r["action"] == "blocked":
+            print(f"{where}: blocked {r['segment']}: {r['reason']}")
+        else:
+            print(f"{where}: nothing deletable: {r['reason']}")
+    for topic, (n, b) in sorted(totals.items()):
+        print(f"topic {topic}: {n} segments, {b} bytes would be freed")
+    print(f"what-if total: {sum(b for _, b in totals.values())} bytes (now={now_ms})")
+    if not args.no_record and args.metadata:
+        pr.record_actions(spark, metadata, rows)
+        print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")
+    return 1 if any(r["action"] != "delete" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    from jobs.cli import main
+
+    sys.exit(main(["retention", *sys.argv[1:]]))

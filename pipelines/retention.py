@@ -1,0 +1,160 @@
+"""Retention over many log dirs and from the metadata tables; the ``retention_actions`` Delta table.
+
+The Kafka rules live in ``indexcore.retention``; this module fans them out (one Spark task per log dir, or a
+plain loop without Spark), shapes the outcome as rows, and plans "what if" retention from the ``segments`` and
+``partitions`` tables without touching any disk.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from indexcore.log_config import LogConfig
+from indexcore.retention import (
+    ACTION_BLOCKED,
+    ACTION_DELETE,
+    ACTION_SKIPPED,
+    TIMESTAMP_FROM_TIME_INDEX,
+    LogDirOutcome,
+    PartitionFacts,
+    RetentionPlan,
+    SegmentFacts,
+    config_for,
+    plan_retention,
+    run_log_dir,
+)
+from pipelines import metadata_store as ms
+
+RETENTION_ACTIONS = "retention_actions"
+TIMESTAMP_UNKNOWN = "unknown"
+
+STATUS_PLANNED = "planned"
+STATUS_APPLIED = "applied"
+STATUS_FAILED = "failed"
+STATUS_WHAT_IF = "what_if"
+
+SOURCE_DISK = "disk"
+SOURCE_METADATA = "metadata"
+
+RETENTION_ACTIONS_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("log_dir", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("base_offset", pa.int64(), nullable=False),  # -1 on a partition-level (skipped) row
+    pa.field("action", pa.string(), nullable=False),  # delete | blocked | skipped
+    pa.field("segment", pa.string()),
+    pa.field("rule", pa.string()),
+    pa.field("bytes", pa.int64()),
+    pa.field("upper_bound_offset", pa.int64()),
+    pa.field("largest_timestamp", pa.int64()),
+    pa.field("reason", pa.string()),
+    pa.field("status", pa.string()),  # planned | applied | failed | what_if
+    pa.field("source", pa.string()),  # disk | metadata
+    pa.field("now_ms", pa.int64()),
+    pa.field("log_start_offset_after", pa.int64()),
+    pa.field("run_at", pa.timestamp("us", tz="UTC")),
+])
+RETENTION_ACTION_KEYS = ("run_id", "log_dir", "topic", "partition", "base_offset", "action")
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def run_disk(log_dirs: list[str], config: LogConfig, now_ms: int, topic_overrides: dict | None = None,
+             apply: bool = False, spark: Any = None) -> list[LogDirOutcome]:
+    """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
+    (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
+    if spark is None or len(log_dirs) < 2:
+        return [run_log_dir(d, config, now_ms, topic_overrides, apply) for d in log_dirs]
+    return (spark.sparkContext.parallelize(log_dirs, len(log_dirs))
+            .map(lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply)).collect())
+
+
+def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,
+              now_ms: int) -> list[dict[str, Any]]:
+    """A plan as ``retention_actions`` rows: one per deleted or blocked segment, one for a skipped partition."""
+    common = {"run_id": run_id, "log_dir": log_dir, "topic": plan.topic, "partition": plan.partition,
+              "status": status, "source": source, "now_ms": now_ms, "run_at": run_at,
+              "log_start_offset_after": plan.log_start_offset_after}
+    rows = []
+    for d in plan.deletions:
+        rows.append({**common, "base_offset": d.base_offset, "action": ACTION_DELETE,
+                     "segment": f"{d.base_offset:020d}", "rule": d.rule, "bytes": d.size_bytes,
+                     "upper_bound_offset": d.upper_bound_offset,
+                     "largest_timestamp": d.largest_timestamp, "reason": d.reason})
+    for seg, why in plan.blocked:
+        rows.append({**common, "base_offset": seg.base_offset, "action": ACTION_BLOCKED,
+                     "segment": f"{seg.base_offset:020d}", "rule": "retention.ms", "bytes": seg.size_bytes,
+                     "upper_bound_offset": None, "largest_timestamp": seg.largest_timestamp, "reason": why})
+    if plan.skipped:
+        rows.append({**common, "base_offset": -1, "action": ACTION_SKIPPED, "segment": None, "rule": None,
+                     "bytes": 0, "upper_bound_offset": None, "largest_timestamp": None, "reason": plan.skipped})
+    return rows
+
+
+def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetime, now_ms: int,
+                 applied: bool) -> list[dict[str, Any]]:
+    """Rows for every partition of every log dir (status planned, or applied/failed after ``--apply``)."""
+    rows = []
+    for o in outcomes:
+        for p in o.partitions:
+            status = STATUS_PLANNED
+            if applied:
+                status = STATUS_FAILED if p.error else STATUS_APPLIED
+            rows.extend(plan_rows(p.plan, o.log_dir, status, SOURCE_DISK, run_id, run_at, now_ms))
+    return rows
+
+
+def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
+    """Upsert rows (dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run become
+    applied rows when the same run applies them."""
+    return ms.write_table(spark, metadata_path, RETENTION_ACTIONS, rows, RETENTION_ACTIONS_SCHEMA,
+                          merge_keys=list(RETENTION_ACTION_KEYS))
+
+
+def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig, topic_overrides: dict | None, now_ms: int,
+                run_id: str, run_at: datetime) -> list[dict[str, Any]]:
+    log_dir, topic, partition = key
+    rows = sorted(rows, key=lambda r: r["base_offset"])
+    part = rows[0]
+    segments = []
+    for r in rows:
+        ts = r["max_timestamp"]
+        if ts is None or ts < 0:  # no time index entry: Kafka would use the .log mtime, which the table lacks
+            segments.append(SegmentFacts(r["base_offset"], r["size_bytes"] or 0, now_ms, TIMESTAMP_UNKNOWN))
+        else:
+            segments.append(SegmentFacts(r["base_offset"], r["size_bytes"] or 0, ts, TIMESTAMP_FROM_TIME_INDEX))
+    leo = part["log_end_offset"]
+    if leo is None:
+        leo = rows[-1]["next_offset"] if rows[-1]["next_offset"] is not None else rows[-1]["base_offset"]
+    facts = PartitionFacts(topic, partition, segments, leo, part["log_start_offset"], part["high_watermark"])
+    plan = plan_retention(facts, config_for(topic, config, topic_overrides), now_ms)
+    return plan_rows(plan, log_dir, STATUS_WHAT_IF, SOURCE_METADATA, run_id, run_at, now_ms)
+
+
+def what_if(spark: Any, metadata_path: str, config: LogConfig, now_ms: int, topic_overrides: dict | None = None,
+            run_id: str | None = None, run_at: datetime | None = None) -> Any:
+    """Retention planned from the ``segments`` and ``partitions`` tables alone, as a DataFrame of
+    ``retention_actions`` rows (status ``what_if``); no log dir is read. One group per partition."""
+    run_id = run_id or new_run_id()
+    run_at = run_at or datetime.now(UTC)
+    segments = ms.read_table(spark, metadata_path, "segments")
+    partitions = ms.read_table(spark, metadata_path, "partitions")
+    keys = ["log_dir", "topic", "partition"]
+    if "future" in segments.columns:
+        segments = segments.where("future IS NULL OR NOT future")
+    joined = (segments.select(*keys, "base_offset", "next_offset", "max_timestamp", "size_bytes")
+              .join(partitions.select(*keys, "log_start_offset", "high_watermark", "log_end_offset"), keys, "left"))
+    rdd = (joined.rdd.map(lambda r: ((r["log_dir"], r["topic"], r["partition"]), r.asDict()))
+           .groupByKey()
+           .flatMap(lambda kv: _plan_group(kv[0], kv[1], config, topic_overrides, now_ms, run_id, run_at)))
+    schema = ms.spark_schema(RETENTION_ACTIONS_SCHEMA)
+    return spark.createDataFrame(rdd, schema=schema)
+
