@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import random
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -26,6 +27,8 @@ import pyarrow as pa
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
 _LOCK_NAME = "_segdex_writer.lock"
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
 
 
 class MetadataStoreError(Exception):
@@ -106,12 +109,12 @@ def _merge_predicate(keys: Sequence[str]) -> str:
 
 
 def _changed_predicate(columns: Sequence[str]) -> str:
-    return " OR ".join(f"NOT (t.{_quote(c)} <=> s.{_quote(c)})" for c in columns)
+    return " OR ".join(f"(NOT (t.{_quote(c)} <=> s.{_quote(c)}))" for c in columns)
 
 
 def _changed_predicate_deltars(columns: Sequence[str]) -> str:
     # delta-rs (DataFusion SQL) spells null-safe inequality IS DISTINCT FROM
-    return " OR ".join(f"t.{_quote(c)} IS DISTINCT FROM s.{_quote(c)}" for c in columns)
+    return " OR ".join(f"(t.{_quote(c)} IS DISTINCT FROM s.{_quote(c)})" for c in columns)
 
 
 @contextlib.contextmanager
@@ -123,14 +126,17 @@ def _writer_lock(path: str) -> Iterator[None]:
     parent = os.path.dirname(os.path.abspath(_local(path)))
     os.makedirs(parent, exist_ok=True)
     lock_path = os.path.join(parent, f".{os.path.basename(_local(path))}{_LOCK_NAME}")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fcntl.lockf(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    with _THREAD_LOCKS_GUARD:  # POSIX locks are per process: threads of one process need their own lock
+        thread_lock = _THREAD_LOCKS.setdefault(lock_path, threading.Lock())
+    with thread_lock:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def _is_conflict(exc: BaseException) -> bool:

@@ -1,0 +1,73 @@
+"""``segdex reindex``: rebuild, in place and only where they differ, the index files of whole log dirs, with Spark.
+
+Also ``spark-submit jobs/reindex.py [options] LOGDIR...`` (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/reindex.py: make the package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from indexcore.errors import SegdexError  # noqa: E402
+from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+
+HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
+COMMAND = "reindex"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.schemas import METADATA_ENV, default_metadata_path
+
+    parser.add_argument("--metadata", metavar="PATH", default=None,
+                        help=f"Delta tables directory (default: ${METADATA_ENV} or ./{default_metadata_path()})")
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="Kafka topic config default for every topic, e.g. index.interval.bytes=4096")
+    parser.add_argument("--topic-config", action="append", metavar="TOPIC:KEY=VALUE",
+                        help="config of one topic, e.g. orders:index.interval.bytes=1024 (repeatable)")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: spark-submit's, else embedded local[*])")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir (holding <topic>-<n> dirs)")
+
+
+def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogConfig]]:
+    """The default LogConfig and per-topic ones from --config/--topic-config (ConfigException when bad)."""
+    default = LogConfig().with_overrides(parse_config_args(args.config))
+    topics = {t: default.with_overrides(kv) for t, kv in parse_topic_config_args(args.topic_config).items()}
+    return default, topics
+
+
+def run_command(args: argparse.Namespace, mode: str) -> int:
+    """Shared by reindex and verify: validate arguments, start Spark, run the pipeline."""
+    try:
+        default, topics = resolve_configs(args)
+    except SegdexError as e:
+        print(f"segdex {mode}: {e}", file=sys.stderr)
+        return 2
+    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
+    if missing:
+        print(f"segdex {mode}: not a directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    from pipelines import reindex
+    from pipelines.schemas import default_metadata_path
+    from pipelines.spark_session import get_spark
+
+    spark = get_spark(args.master, f"segdex-{mode}")
+    summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
+                          arguments=getattr(args, "_argv", None) or sys.argv[1:],
+                          progress=not args.no_progress)
+    return summary.exit_status
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_command(args, COMMAND)
+
+
+if __name__ == "__main__":
+    from jobs.cli import main
+
+    sys.exit(main([COMMAND, *sys.argv[1:]]))

@@ -1,0 +1,34 @@
+"""``segdex verify``: classify every segment's index files against a rebuild, writing nothing in the log dirs.
+
+Also ``spark-submit jobs/verify.py [options] LOGDIR...`` (see the README). Exit 1 when anything needs attention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/verify.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs.reindex import add_arguments as _add_arguments  # noqa: E402
+from jobs.reindex import run_command  # noqa: E402
+
+HELP = ("verify the index files of whole Kafka log dirs with Spark (ok, equivalent, missing, corrupt_index, "
+        "corrupt_log_tail, unreadable); record segments in Delta; writes nothing in the log dirs")
+COMMAND = "verify"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_command(args, COMMAND)
+
+
+if __name__ == "__main__":
+    from jobs.cli import main
+
+    sys.exit(main([COMMAND, *sys.argv[1:]]))

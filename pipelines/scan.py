@@ -1,0 +1,198 @@
+"""The work of one Spark task: scan (verify, or rebuild in place) the segments of whole partitions.
+
+Plain Python over indexcore, no Spark: tasks get picklable ``PartitionTask``s and return plain dicts.
+A partition's segments are recovered in offset order by one ``PartitionRecovery`` (producer state and
+leader epochs carry over, as in Kafka's ``LogLoader``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from indexcore.index_verifier import STATUS_EQUIVALENT, STATUS_MISSING, verify_segment
+from indexcore.log_config import LogConfig
+from indexcore.log_dir import is_locked
+from indexcore.log_segments import (
+    STATUS_CORRUPT_LOG_TAIL,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_UNREADABLE,
+    PartitionRecovery,
+    SegmentRecovery,
+    segment_logs,
+)
+from indexcore.rebuild import write_index_files
+
+MODE_VERIFY = "verify"
+MODE_REINDEX = "reindex"
+
+# Worst first: a partition's status is the worst of its segments'.
+SEVERITY = {s: i for i, s in enumerate(
+    (STATUS_ERROR, STATUS_UNREADABLE, STATUS_CORRUPT_LOG_TAIL, "corrupt_index", STATUS_MISSING, STATUS_EQUIVALENT,
+     STATUS_OK))}
+ATTENTION = frozenset(s for s in SEVERITY if s not in (STATUS_OK, STATUS_EQUIVALENT))
+FUTURE_NOTE = "future replica directory (-future)"
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    """One partition directory to scan, with its topic's resolved config and checkpoint facts."""
+
+    log_dir: str
+    path: str
+    topic: str
+    partition: int
+    future: bool
+    config: LogConfig
+    size_bytes: int = 0
+    segment_count: int = 0
+    log_start_offset: int | None = None
+    recovery_point: int | None = None
+    high_watermark: int | None = None
+
+
+@dataclass
+class PartitionOutcome:
+    """What a task returns for one partition (plain data, picklable)."""
+
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    partition: dict[str, Any] | None = None
+    messages: list[str] = field(default_factory=list)  # problems to print on the driver
+    found: Counter = field(default_factory=Counter)  # status as found, per segment
+    files_written: int = 0
+    bytes: int = 0
+    attention: bool = False
+
+
+def partition_size(path: str) -> tuple[int, int]:
+    """(bytes of .log files, number of .log files) of a partition directory; (0, 0) when unreadable."""
+    try:
+        logs, _ = segment_logs(path)
+    except OSError:
+        return 0, 0
+    total = 0
+    for _, p in logs:
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return total, len(logs)
+
+
+def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason: str, run_id: str,
+                 scanned_at: datetime) -> dict[str, Any]:
+    r = seg.result
+    try:
+        size = os.path.getsize(seg.log_path)
+    except OSError:
+        size = r.size_bytes if r else None
+    if task.future:
+        reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
+    return {
+        "log_dir": task.log_dir, "topic": task.topic, "partition": task.partition, "base_offset": seg.base_offset,
+        "segment_file": os.path.basename(seg.log_path), "future": task.future,
+        "next_offset": r.next_offset if r else None,
+        "max_timestamp": r.max_timestamp if r else None,
+        "offset_of_max_timestamp": r.offset_of_max_timestamp if r else None,
+        "size_bytes": size,
+        "valid_bytes": r.valid_bytes if r else None,
+        "batch_count": r.batch_count if r else None,
+        "record_count": r.record_count if r else None,
+        "index_entries": len(r.offset_index) if r else None,
+        "time_index_entries": len(r.time_index) if r else None,
+        "txn_index_entries": len(r.txn_index) if r else None,
+        "magic": max(r.magics) if r and r.magics else None,
+        "codecs": ",".join(sorted(r.codecs)) if r and r.codecs else None,
+        "status": status, "reason": reason, "run_id": run_id, "scanned_at": scanned_at,
+    }
+
+
+def _strip_dir(reason: str, path: str) -> str:
+    """Reasons without the segment's own path (the row has the location); other files by their names."""
+    if reason.startswith(path + ": "):
+        reason = reason[len(path) + 2:]
+    return reason.replace(os.path.dirname(path) + os.sep, "")
+
+
+def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: datetime,
+                   native: bool | None = None) -> PartitionOutcome:
+    """Verify (or, in reindex mode, rebuild in place) every segment of one partition directory.
+
+    Rows record the state after this run: in reindex mode, segments whose indexes were rewritten are ``ok``.
+    ``found`` counts the statuses as found before any rewrite.
+    """
+    out = PartitionOutcome()
+    where = f"{task.topic}-{task.partition}"
+    try:
+        logs, misnamed = segment_logs(task.path)
+    except OSError as e:
+        reason = f"{task.path}: cannot list: {e.strerror or e}"
+        out.messages.append(f"unreadable: {reason}")
+        out.attention = True
+        out.partition = _partition_row(task, [], STATUS_UNREADABLE, reason, run_id, scanned_at)
+        return out
+    for name in misnamed:
+        out.messages.append(f"misnamed: {os.path.join(task.path, name)}: not a segment file name "
+                            f"(expected a 20-digit base offset, e.g. 00000000000000001000.log)")
+        out.attention = True
+    if mode == MODE_REINDEX and is_locked(task.log_dir):
+        reason = f"{task.log_dir}: its .lock is now held by another process (a broker started?); not written"
+        out.messages.append(f"refused: {reason}")
+        out.attention = True
+        out.partition = _partition_row(task, [], STATUS_ERROR, reason, run_id, scanned_at)
+        return out
+    recovery = PartitionRecovery(task.config)
+    for base, log_path in logs:
+        seg = recovery.recover_segment(log_path, base, native)
+        verdict = verify_segment(seg)
+        status, reason = verdict.status, verdict.reason
+        out.found[status] += 1
+        if seg.result is not None:
+            out.bytes += seg.result.size_bytes
+        if mode == MODE_REINDEX and seg.files and status not in (STATUS_UNREADABLE, STATUS_ERROR):
+            try:
+                written = write_index_files(seg, os.path.dirname(log_path))
+                out.files_written += len(written.written)
+                if status != STATUS_CORRUPT_LOG_TAIL:
+                    status, reason = STATUS_OK, ""
+            except OSError as e:
+                reason = f"{reason}; cannot write index files: {e.strerror or e}".lstrip("; ")
+                out.messages.append(f"{status}: {log_path}: cannot write index files: {e.strerror or e}")
+                out.attention = True
+        if status in ATTENTION:
+            out.attention = True
+            out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_strip_dir(reason, log_path)}")
+        out.segments.append(_segment_row(task, seg, status, _strip_dir(reason, log_path), run_id, scanned_at))
+    worst = min((r["status"] for r in out.segments), key=SEVERITY.__getitem__, default=STATUS_OK)
+    counts = Counter(r["status"] for r in out.segments)
+    reason = "" if worst == STATUS_OK else ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != STATUS_OK)
+    out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at)
+    return out
+
+
+def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: str, reason: str, run_id: str,
+                   scanned_at: datetime) -> dict[str, Any]:
+    last = segments[-1] if segments else None
+    stamps = [r["max_timestamp"] for r in segments if r["max_timestamp"] is not None]
+    if task.future:
+        reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
+    return {
+        "log_dir": task.log_dir, "topic": task.topic, "partition": task.partition, "future": task.future,
+        "log_start_offset": task.log_start_offset, "recovery_point": task.recovery_point,
+        "high_watermark": task.high_watermark,
+        "log_end_offset": last["next_offset"] if last else None,
+        "segment_count": len(segments),
+        "size_bytes": sum(r["size_bytes"] or 0 for r in segments),
+        "max_timestamp": max(stamps) if stamps else None,
+        "status": status, "reason": reason, "run_id": run_id, "scanned_at": scanned_at,
+    }
+
+
+def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: datetime,
+               native: bool | None = None) -> list[PartitionOutcome]:
+    """Scan a group of partitions one after another (one Spark task's share)."""
+    return [scan_partition(t, mode, run_id, scanned_at, native) for t in tasks]

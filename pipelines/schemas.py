@@ -1,0 +1,91 @@
+"""Schemas and keys of the metadata tables: ``segments``, ``partitions``, ``runs``."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+DEFAULT_METADATA_PATH = "segdex-metadata"
+METADATA_ENV = "SEGDEX_METADATA"
+
+SEGMENTS = "segments"
+PARTITIONS = "partitions"
+RUNS = "runs"
+TABLES = (SEGMENTS, PARTITIONS, RUNS)
+
+TS = pa.timestamp("us", tz="UTC")
+
+SEGMENTS_SCHEMA = pa.schema([
+    pa.field("log_dir", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("base_offset", pa.int64(), nullable=False),
+    pa.field("segment_file", pa.string()),
+    pa.field("future", pa.bool_()),
+    pa.field("next_offset", pa.int64()),
+    pa.field("max_timestamp", pa.int64()),
+    pa.field("offset_of_max_timestamp", pa.int64()),
+    pa.field("size_bytes", pa.int64()),
+    pa.field("valid_bytes", pa.int64()),
+    pa.field("batch_count", pa.int64()),
+    pa.field("record_count", pa.int64()),
+    pa.field("index_entries", pa.int64()),
+    pa.field("time_index_entries", pa.int64()),
+    pa.field("txn_index_entries", pa.int64()),
+    pa.field("magic", pa.int32()),
+    pa.field("codecs", pa.string()),
+    pa.field("status", pa.string()),
+    pa.field("reason", pa.string()),
+    pa.field("run_id", pa.string()),
+    pa.field("scanned_at", TS),
+])
+SEGMENT_KEYS = ("log_dir", "topic", "partition", "base_offset")
+
+PARTITIONS_SCHEMA = pa.schema([
+    pa.field("log_dir", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("future", pa.bool_()),
+    pa.field("log_start_offset", pa.int64()),
+    pa.field("recovery_point", pa.int64()),
+    pa.field("high_watermark", pa.int64()),
+    pa.field("log_end_offset", pa.int64()),
+    pa.field("segment_count", pa.int64()),
+    pa.field("size_bytes", pa.int64()),
+    pa.field("max_timestamp", pa.int64()),
+    pa.field("status", pa.string()),
+    pa.field("reason", pa.string()),
+    pa.field("run_id", pa.string()),
+    pa.field("scanned_at", TS),
+])
+PARTITION_KEYS = ("log_dir", "topic", "partition")
+
+STATUSES = ("ok", "equivalent", "missing", "corrupt_index", "corrupt_log_tail", "unreadable", "error")
+
+RUNS_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("command", pa.string()),
+    pa.field("arguments", pa.string()),
+    pa.field("log_dirs", pa.string()),
+    pa.field("started_at", TS),
+    pa.field("ended_at", TS),
+    pa.field("partitions", pa.int64()),
+    pa.field("segments", pa.int64()),
+    pa.field("bytes", pa.int64()),
+    *[pa.field(f"count_{s}", pa.int64()) for s in STATUSES],
+    pa.field("files_written", pa.int64()),
+    pa.field("skipped", pa.int64()),
+    pa.field("exit_status", pa.int32()),
+])
+RUN_KEYS = ("run_id",)
+
+# Columns whose change rewrites a current row; run_id/scanned_at say which run last recorded new facts.
+BOOKKEEPING = ("run_id", "scanned_at")
+SEGMENT_FACTS = tuple(n for n in SEGMENTS_SCHEMA.names if n not in SEGMENT_KEYS + BOOKKEEPING)
+PARTITION_FACTS = tuple(n for n in PARTITIONS_SCHEMA.names if n not in PARTITION_KEYS + BOOKKEEPING)
+
+
+def default_metadata_path() -> str:
+    """``$SEGDEX_METADATA``, else ``./segdex-metadata``."""
+    return os.environ.get(METADATA_ENV) or DEFAULT_METADATA_PATH

@@ -1,0 +1,65 @@
+"""The SparkSession of a segdex job: embedded ``local[*]`` by default, or the master spark-submit/--master gives."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from typing import Any
+
+PACKAGES = ("indexcore", "pipelines", "jobs")
+SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
+
+
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def package_zip(dest_dir: str | None = None) -> str:
+    """A zip of indexcore/pipelines/jobs (Python sources) for ``addPyFile``/``--py-files``; returns its path."""
+    root = _repo_root()
+    dest_dir = dest_dir or tempfile.mkdtemp(prefix="segdex-pkg-")
+    path = os.path.join(dest_dir, "segdex.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in PACKAGES:
+            for dirpath, dirnames, filenames in os.walk(os.path.join(root, pkg)):
+                dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+                for name in filenames:
+                    if name.endswith(".py"):
+                        full = os.path.join(dirpath, name)
+                        z.write(full, os.path.relpath(full, root))
+    return path
+
+
+def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession: ``master`` if given, else what spark-submit configured, else Spark's default ``local[*]``.
+
+    Executors of a non-local master get the package as a zip (pure-Python scan) unless ``SEGDEX_SHIP_PACKAGE=0``
+    (segdex installed on the executors, which also gives them the native scan kernel).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    defaults = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+    }
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: embedded defaults
+        defaults["spark.ui.enabled"] = os.environ.get("SEGDEX_SPARK_UI", "false")
+    for key, value in {**defaults, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SEGDEX_SPARK_LOG_LEVEL", "WARN"))
+    effective = spark.sparkContext.master
+    ship = os.environ.get(SHIP_ENV)
+    if ship == "1" or (ship is None and not effective.startswith("local")):
+        spark.sparkContext.addPyFile(package_zip())
+    return spark
