@@ -11,7 +11,8 @@ setup(
         Extension(
             "indexcore._fastscan",
             sources=["indexcore/_fastscan.c"],
-            extra_compile_args=["-O3", "-std=gnu11"],
+            extra_compile_args=["-O3", "-std=gnu11", "-pthread"],
+            extra_link_args=["-pthread"],
             optional=True,
         )
     ]

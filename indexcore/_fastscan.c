@@ -12,6 +12,11 @@
  * make_kernel() time (the copy shipped in the google-crc32c wheel, else a system
  * libcrc32c) and called through a function pointer: no hand-written CRC here.
  *
+ * On a big range a helper thread verifies the CRCs of every other block of
+ * HELPER_BLOCK bytes ahead of the scan, which computes the others itself (see
+ * helper_t). Only the scan decides anything, in file order: the helper only
+ * tells it that a batch's stored CRC is right, or where the first wrong one is.
+ *
  * The scan runs without the GIL. The state array and the data buffer are held
  * through the buffer protocol, and so are the bytearrays while the GIL is
  * released, so no other thread can resize them under the scan. Index capacity
@@ -20,8 +25,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef uint32_t (*crc32c_extend_fn)(uint32_t crc, const uint8_t *data, size_t n);
 
@@ -74,6 +84,83 @@ static inline void put64(uint8_t *p, uint64_t v) {
 
 enum { SCAN_STOP = 0, SCAN_NEED_SPACE = 1 };
 
+/*
+ * The CRC helper. It walks the batch headers from `start` under the same structural conditions as the
+ * scan (so it sees the same batches), and checks the CRC of each batch whose start lies in an odd block
+ * ((position - start) / HELPER_BLOCK odd). After each batch it publishes `progress` = the next batch's
+ * start: every odd-block batch before `progress` has a right CRC. On a wrong one it publishes `bad` and
+ * stops without moving `progress` past it. The scan checks even-block batches itself.
+ */
+#define HELPER_BLOCK (256 << 10)
+#define HELPER_MIN_BYTES (4 << 20)
+
+typedef struct {
+    const uint8_t *buf;
+    int64_t start, end;
+    crc32c_extend_fn crc;
+    _Alignas(64) _Atomic int64_t progress;
+    _Atomic int64_t bad;
+    _Atomic int done;
+    _Alignas(64) _Atomic int stop;
+} helper_t;
+
+static inline int odd_block(int64_t start, int64_t position) {
+    return (int)(((position - start) / HELPER_BLOCK) & 1);
+}
+
+static void *helper_main(void *arg) {
+    helper_t *hp = (helper_t *)arg;
+    const uint8_t *buf = hp->buf;
+    const int64_t end = hp->end;
+    int64_t pos = hp->start;
+    while (pos < end - HEADER_SIZE_UP_TO_MAGIC && pos + RECORD_BATCH_OVERHEAD <= end) {
+        if (atomic_load_explicit(&hp->stop, memory_order_relaxed))
+            break;
+        const uint8_t *h = buf + pos;
+        int64_t size = (int64_t)(int32_t)be32(h + 8) + LOG_OVERHEAD;
+        if ((int8_t)h[16] != 2 || size < RECORD_BATCH_OVERHEAD || pos > end - size)
+            break;
+        if (odd_block(hp->start, pos) && hp->crc(0, h + 21, (size_t)(size - 21)) != be32(h + 17)) {
+            atomic_store_explicit(&hp->bad, pos, memory_order_relaxed);
+            break;
+        }
+        pos += size;
+        atomic_store_explicit(&hp->progress, pos, memory_order_release);
+    }
+    atomic_store_explicit(&hp->done, 1, memory_order_release);
+    return NULL;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* 1: the helper vouches for the batch at `position`; 0: its CRC is wrong; -1: the helper cannot say. */
+static int helper_verdict(helper_t *hp, int64_t position, int64_t *seen_progress) {
+    unsigned spins = 0;
+    for (;;) {
+        int64_t progress = atomic_load_explicit(&hp->progress, memory_order_acquire);
+        *seen_progress = progress;
+        if (progress > position)
+            return 1;
+        if (atomic_load_explicit(&hp->done, memory_order_acquire)) {
+            progress = atomic_load_explicit(&hp->progress, memory_order_acquire);
+            *seen_progress = progress;
+            if (progress > position)
+                return 1;
+            return atomic_load_explicit(&hp->bad, memory_order_relaxed) == position ? 0 : -1;
+        }
+        if (++spins < 2000)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
 typedef struct {
     int64_t *st;           /* the state slots */
     const uint8_t *buf;
@@ -83,6 +170,7 @@ typedef struct {
     Py_ssize_t tim_used, tim_cap;
     int64_t offset_max, time_max;
     crc32c_extend_fn crc;
+    int threads;           /* 2: use a CRC helper thread on a big range */
 } scan_ctx;
 
 /* The loop of scan_simple. Runs without the GIL; touches only ctx. */
@@ -98,6 +186,23 @@ static int scan(scan_ctx *c) {
     int64_t batches = st[S_BATCHES], records = st[S_RECORDS], codecs = st[S_CODECS];
     int64_t magics = st[S_MAGICS];
     int rc = SCAN_STOP;
+
+    helper_t helper;
+    helper_t *hp = NULL;
+    pthread_t helper_tid;
+    int64_t seen_progress = position;
+    if (c->threads > 1 && end - position >= HELPER_MIN_BYTES) {
+        helper.buf = buf;
+        helper.start = position;
+        helper.end = end;
+        helper.crc = c->crc;
+        atomic_init(&helper.progress, position);
+        atomic_init(&helper.bad, -1);
+        atomic_init(&helper.done, 0);
+        atomic_init(&helper.stop, 0);
+        if (pthread_create(&helper_tid, NULL, helper_main, &helper) == 0)
+            hp = &helper;
+    }
 
     while (position < end - HEADER_SIZE_UP_TO_MAGIC) {
         if (position + RECORD_BATCH_OVERHEAD > end)
@@ -121,7 +226,12 @@ static int scan(scan_ctx *c) {
             break;
         if (__builtin_sub_overflow(last_offset, base, &rel) || rel < 0 || rel > INT32_MAX)
             break;
-        if (c->crc(0, h + 21, (size_t)(size - 21)) != stored_crc)
+        int verdict = -1;
+        if (hp && odd_block(helper.start, position))
+            verdict = seen_progress > position ? 1 : helper_verdict(hp, position, &seen_progress);
+        if (verdict == 0)
+            break;
+        if (verdict < 0 && c->crc(0, h + 21, (size_t)(size - 21)) != stored_crc)
             break;
         int64_t mst = max_so_far, oom = off_of_max;
         if (batch_max_ts > mst) {
@@ -170,6 +280,10 @@ static int scan(scan_ctx *c) {
         magics |= 1 << 2;
         position += size;
     }
+    if (hp) {
+        atomic_store_explicit(&helper.stop, 1, memory_order_relaxed);
+        pthread_join(helper_tid, NULL);
+    }
     st[S_POSITION] = position;
     st[S_LAST_INDEX_ENTRY] = last_index_entry;
     st[S_MAX_TIMESTAMP] = max_so_far;
@@ -188,6 +302,7 @@ static int scan(scan_ctx *c) {
 typedef struct {
     PyObject_HEAD
     crc32c_extend_fn crc;
+    int threads;        /* 1, or 2 for a CRC helper thread on big ranges */
     PyObject *library;  /* the ctypes CDLL object (keeps the library loaded) */
     PyObject *path;     /* where it was found, for diagnostics */
 } Kernel;
@@ -237,6 +352,7 @@ static PyObject *Kernel_call(Kernel *self, PyObject *args, PyObject *kwargs) {
     c.offset_max = offset_max;
     c.time_max = time_max;
     c.crc = self->crc;
+    c.threads = self->threads;
     c.off_used = PyByteArray_GET_SIZE(off_obj);
     c.tim_used = PyByteArray_GET_SIZE(tim_obj);
     /* Entries this scan can add at most: one per batch past the interval, batches of >= 61 bytes. */
@@ -305,11 +421,13 @@ static void Kernel_dealloc(Kernel *self) {
 }
 
 static PyObject *Kernel_repr(Kernel *self) {
-    return PyUnicode_FromFormat("<indexcore._fastscan kernel, crc32c_extend from %R>", self->path);
+    return PyUnicode_FromFormat("<indexcore._fastscan kernel, %d thread(s), crc32c_extend from %R>", self->threads,
+                                self->path);
 }
 
 static PyMemberDef Kernel_members[] = {
     {"library_path", T_OBJECT, offsetof(Kernel, path), READONLY, "file the crc32c library was loaded from"},
+    {"threads", T_INT, offsetof(Kernel, threads), READONLY, "2 when a helper thread verifies CRCs on big ranges"},
     {NULL}
 };
 
@@ -363,9 +481,19 @@ static const char FIND_CRC32C[] =
 
 static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs) {
     PyObject *libpath = Py_None;
-    static char *kwlist[] = {"libpath", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:make_kernel", kwlist, &libpath))
+    int threads = 0;
+    static char *kwlist[] = {"libpath", "threads", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Oi:make_kernel", kwlist, &libpath, &threads))
         return NULL;
+    if (threads <= 0) {
+        /* SEGDEX_SCAN_THREADS=1 turns the helper off; by default it runs when there is a second CPU. */
+        const char *env = getenv("SEGDEX_SCAN_THREADS");
+        threads = env && *env ? atoi(env) : 0;
+        if (threads <= 0)
+            threads = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+    }
+    if (threads > 2)
+        threads = 2;
     PyObject *globals = PyDict_New();
     if (!globals)
         return NULL;
@@ -409,6 +537,7 @@ static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     k->crc = fn;
+    k->threads = threads;
     Py_INCREF(lib);
     k->library = lib;
     Py_INCREF(path);
@@ -419,7 +548,8 @@ static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
 
 static PyMethodDef module_methods[] = {
     {"make_kernel", (PyCFunction)(void (*)(void))make_kernel, METH_VARARGS | METH_KEYWORDS,
-     "make_kernel(libpath=None) -> kernel bound to crc32c_extend of Google's crc32c library."},
+     "make_kernel(libpath=None, threads=0) -> kernel bound to crc32c_extend of Google's crc32c library.\n"
+     "threads: 1, or 2 for a CRC helper thread; <= 0 reads SEGDEX_SCAN_THREADS, else 2 on a multi-CPU host."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -313,3 +313,98 @@ def test_large_index_growth(native):
     data = b"".join(uniform_batches(20000, value_size=10))
     n, p = _both(native, data, _state(len(data), 0, 0, 0))
     assert n == p and len(n[1]) == 8 * 19999
+
+
+# ---------------------------------------------------------------- the CRC helper thread (ranges >= 4 MiB)
+
+HELPER_BLOCK = 256 << 10
+
+
+@pytest.fixture(scope="module")
+def kernels(native):
+    from indexcore import _fastscan
+
+    return {1: _fastscan.make_kernel(threads=1), 2: _fastscan.make_kernel(threads=2)}
+
+
+@pytest.fixture(scope="module")
+def big_segment() -> bytes:
+    """~6 MiB of batches of varied sizes (so block edges fall anywhere inside batches)."""
+    rng = random.Random(11)
+    out = bytearray()
+    offset, ts = 0, 1_700_000_000_000
+    while len(out) < 6 << 20:
+        n = rng.randint(1, 4)
+        out += build_batch(offset, [(ts + rng.randint(-50, 50), b"k", rng.randbytes(rng.randint(10, 3000)))
+                                    for _ in range(n)])
+        offset += n
+        ts += 7
+    return bytes(out)
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        pos += int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+    return starts
+
+
+def _kernel_diff(kernels, buf, start_state: array, max_index_size: int = DEFAULT_MAX_INDEX_SIZE) -> tuple:
+    ref = None
+    for k in (scan_simple, kernels[1], kernels[2]):
+        st, od, td = array("q", start_state), bytearray(), bytearray()
+        k(st, buf, od, max_index_size // 8, td, max_index_size // 12)
+        got = (list(st), bytes(od), bytes(td))
+        if ref is None:
+            ref = got
+        assert got == ref, f"{k!r} differs from scan_simple"
+    return ref
+
+
+def test_helper_thread_corruptions(kernels, big_segment: bytes):
+    """Damage in blocks the helper checks (odd) and blocks the scan checks itself (even), at block edges too."""
+    data = big_segment
+    starts = _batch_starts(data)
+    rng = random.Random(5)
+    spots = [100, HELPER_BLOCK - 3, HELPER_BLOCK + 5, 3 * HELPER_BLOCK + 1000, 2 * HELPER_BLOCK + 7,
+             len(data) - 20] + [rng.randrange(len(data)) for _ in range(8)]
+    cases = [("intact", data), ("truncated", data[:len(data) - 1000]), ("zero_tail", data + bytes(100_000))]
+    for spot in spots:
+        flipped = bytearray(data)
+        flipped[spot] ^= 0x40
+        cases.append((f"flip@{spot}", bytes(flipped)))
+    # A length field that breaks the walk inside an odd block.
+    b = next(s for s in starts if s > HELPER_BLOCK * 5)
+    broken = bytearray(data)
+    broken[b + 8:b + 12] = (10).to_bytes(4, "big")
+    cases.append(("bad_length", bytes(broken)))
+    for label, buf in cases:
+        for start in (0, starts[3]):
+            state = _state(len(buf), 0, 4096, 0)
+            state[0] = start
+            final = _kernel_diff(kernels, buf, state)
+            assert final[0][0] <= len(buf), label
+        _assert_same(buf, 0, label)
+
+
+def test_helper_thread_early_stops(kernels, big_segment: bytes):
+    """The scan stops early (epoch change, full index, transactional batch) while the helper runs ahead."""
+    data = big_segment
+    # Full index after a few entries: the scan stops long before the end.
+    for size in (8, 64, 4096):
+        _kernel_diff(kernels, data, _state(len(data), 0, 0, 0), max_index_size=size)
+    # The accepted epoch differs from every batch: nothing is scanned.
+    _kernel_diff(kernels, data, _state(len(data), 0, 4096, 3))
+    # A transactional batch and a new epoch in the middle.
+    starts = _batch_starts(data)
+    middle = starts[len(starts) // 2]
+    offset = int.from_bytes(data[middle:middle + 8], "big")
+    end_of_middle = starts[len(starts) // 2 + 1]
+    for extra in (dict(is_transactional=True, producer_id=3, producer_epoch=0, base_sequence=0),
+                  dict(partition_leader_epoch=1)):
+        rebuilt = build_batch(offset, [(1, b"k", b"v" * (end_of_middle - middle - 80))], **extra)
+        buf = data[:middle] + rebuilt + data[end_of_middle:]
+        final = _kernel_diff(kernels, buf, _state(len(buf), 0, 4096, 0))
+        assert final[0][0] == middle
+        _assert_same(buf, 0, str(extra))
