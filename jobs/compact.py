@@ -1,0 +1,94 @@
+"""``segdex compact``: trim over-long index files of non-active segments; maintain the metadata Delta tables.
+
+Report by default, ``--apply`` to trim (atomically, refused where a broker holds the log dir's ``.lock``).
+``--metadata PATH`` also compacts small files and vacuums old versions of every table under PATH (retention
+``--vacuum-hours``, at least 168 unless ``--unsafe-vacuum``). Exit 0 clean, 1 attention, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
+        "compact and vacuum the Delta tables")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--apply", action="store_true", help="trim the files (default: report only)")
+    parser.add_argument("--metadata", metavar="PATH", help="also maintain the Delta tables under PATH")
+    parser.add_argument("--vacuum-hours", type=int, default=168, metavar="H",
+                        help="keep files of table versions younger than H hours (default 168, Delta's default)")
+    parser.add_argument("--unsafe-vacuum", action="store_true", help="allow --vacuum-hours below 168")
+    parser.add_argument("--master", metavar="URL", help="Spark master; with it, one Spark task per log dir")
+    parser.add_argument("--verbose", "-v", action="store_true", help="list every over-long file")
+    parser.add_argument("log_dirs", nargs="*", metavar="LOGDIR", help="Kafka log dir (holds <topic>-<n> dirs)")
+
+
+def _err(msg: str) -> None:
+    print(f"segdex compact: {msg}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from indexcore.index_compaction import STATUS_CORRUPT, STATUS_OVERLONG, STATUS_TRIMMED, STATUS_UNREADABLE
+    from pipelines import compaction
+
+    if not args.log_dirs and not args.metadata:
+        _err("give at least one LOGDIR, or --metadata PATH")
+        return 2
+    if args.vacuum_hours < compaction.SAFE_RETENTION_HOURS and not args.unsafe_vacuum:
+        _err(f"--vacuum-hours {args.vacuum_hours} is below the safe {compaction.SAFE_RETENTION_HOURS}: readers of "
+             f"older versions could lose files; add --unsafe-vacuum to force")
+        return 2
+    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
+    for d in missing:
+        _err(f"{d}: no such log dir")
+    if missing:
+        return 2
+    spark = None
+    if args.master:
+        from pipelines.spark_session import get_spark
+
+        spark = get_spark(args.master, "segdex-compact")
+    status = 0
+    for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
+        if o.error:
+            print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
+        counts: dict[str, int] = {}
+        for c in o.checks:
+            counts[c.status] = counts.get(c.status, 0) + 1
+            if c.status in (STATUS_CORRUPT, STATUS_UNREADABLE):
+                print(f"{c.status}: {c.reason}", file=sys.stderr)
+            elif c.status in (STATUS_OVERLONG, STATUS_TRIMMED) and args.verbose:
+                print(f"{c.status}: {c.path}: {c.size_bytes} -> {c.valid_bytes} bytes ({c.entries} entries)")
+        verb = "reclaimed" if o.applied else "reclaimable"
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no index files"
+        print(f"{o.log_dir}: {o.reclaimable_bytes} bytes {verb} ({summary})")
+        if o.needs_attention:
+            status = 1
+    if args.metadata:
+        from pipelines import metadata_store as ms
+
+        names = ms.table_names(args.metadata)
+        if not names:
+            _err(f"{args.metadata}: no Delta tables")
+            return max(status, 1)
+        for name in names:
+            try:
+                r = compaction.maintain_table(spark, args.metadata, name, args.vacuum_hours, args.unsafe_vacuum)
+                print(f"{args.metadata}/{name}: files {r['files_before']} -> {r['files_after']}, "
+                      f"vacuumed {r['vacuumed']} (retention {args.vacuum_hours} h)")
+            except Exception as e:  # one table's failure is a row, not a crash
+                print(f"{args.metadata}/{name}: maintenance failed: {type(e).__name__}: {e}", file=sys.stderr)
+                status = 1
+    return status
+
+
+if __name__ == "__main__":
+    from jobs.cli import main
+
+    sys.exit(main(["compact", *sys.argv[1:]]))

@@ -1,0 +1,78 @@
+"""Nightly compaction: trim over-long index files across log dirs, and maintain the metadata Delta tables.
+
+Table maintenance compacts small files (``OPTIMIZE`` / delta-rs ``optimize.compact``) and vacuums files no
+version newer than the retention needs. The retention is never below Delta's own default of 7 days unless the
+caller says ``allow_unsafe`` (readers of older versions, and writers still running, need those files).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from indexcore.index_compaction import CompactOutcome, compact_log_dir
+from pipelines import metadata_store as ms
+
+SAFE_RETENTION_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration (7 days)
+
+
+class MaintenanceError(Exception):
+    """A maintenance request that would be unsafe, or a table that cannot be maintained."""
+
+
+def compact_indexes(log_dirs: list[str], apply: bool = False, spark: Any = None) -> list[CompactOutcome]:
+    """``compact_log_dir`` for each log dir: one Spark task per dir when ``spark`` is given."""
+    if spark is None or len(log_dirs) < 2:
+        return [compact_log_dir(d, apply) for d in log_dirs]
+    return spark.sparkContext.parallelize(log_dirs, len(log_dirs)).map(lambda d: compact_log_dir(d, apply)).collect()
+
+
+def _active_files(uri: str) -> int:
+    from deltalake import DeltaTable
+
+    return len(DeltaTable(uri).file_uris())
+
+
+def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE_RETENTION_HOURS,
+                   allow_unsafe: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    """Compact the small files of table ``path/name`` and vacuum files older than ``retention_hours``.
+
+    Returns ``{table, files_before, files_after, vacuumed, version}``. Through Spark when the session has
+    Delta loaded, else with delta-rs.
+    """
+    if retention_hours < SAFE_RETENTION_HOURS and not allow_unsafe:
+        raise MaintenanceError(
+            f"vacuum retention {retention_hours} h is below the safe {SAFE_RETENTION_HOURS} h: readers of older "
+            f"versions and running writers could lose files (allow_unsafe to force)")
+    uri = ms.table_path(path, name)
+    if ms.spark_has_delta(spark):
+        quoted = "`" + uri.replace("`", "``") + "`"
+        before = spark.sql(f"DESCRIBE DETAIL delta.{quoted}").collect()[0]["numFiles"]
+        if not dry_run:
+            spark.sql(f"OPTIMIZE delta.{quoted}")
+        if allow_unsafe:
+            spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        vac = spark.sql(f"VACUUM delta.{quoted} RETAIN {retention_hours} HOURS{' DRY RUN' if dry_run else ''}")
+        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted}").collect()[0]
+        return {"table": name, "files_before": before, "files_after": detail["numFiles"],
+                "vacuumed": len(vac.collect()) if dry_run else None, "version": None}
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(uri):
+        raise MaintenanceError(f"{uri}: no Delta table")
+    before = _active_files(uri)
+    dt = DeltaTable(uri)
+    if not dry_run and before > 1:
+        dt.optimize.compact()
+        dt = DeltaTable(uri)
+    vacuumed = dt.vacuum(retention_hours=retention_hours, dry_run=dry_run,
+                         enforce_retention_duration=not allow_unsafe)
+    dt = DeltaTable(uri)
+    return {"table": name, "files_before": before, "files_after": len(dt.file_uris()),
+            "vacuumed": len(vacuumed), "version": dt.version()}
+
+
+def maintain_tables(spark: Any, path: str, retention_hours: int = SAFE_RETENTION_HOURS, allow_unsafe: bool = False,
+                    dry_run: bool = False, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """``maintain_table`` for every Delta table under ``path`` (or ``names``)."""
+    return [maintain_table(spark, path, n, retention_hours, allow_unsafe, dry_run)
+            for n in (names if names is not None else ms.table_names(path))]
