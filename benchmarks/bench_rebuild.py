@@ -149,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"segdex rebuild benchmark: {size >> 20} MiB segments, median of {args.runs} after a warm-up, "
           f"{os.cpu_count()} CPUs, native kernel: {fastscan.native_available()}"
           f"{'' if fastscan.native_available() else ' (' + str(fastscan._native_error) + ')'}")
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"  warning: load average {load:.2f} before the run: other work shares the CPUs, timings are noisy")
     empty, _ = make_segment(args.dir, "small", 0)
     fixed, _ = median_of(time_rebuild, empty, args.runs)
     print(f"  fixed cost (segdex rebuild of an empty segment): {fixed * 1000:.0f} ms")
@@ -178,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 (rebuild / floor, "vs in-process pass"), (rebuild / floor_proc, "process vs process")))
         print(f"  target {TARGETS[shape]}: {verdict}; at least Kafka's speed: "
               f"{'met' if kafka >= rebuild else 'NOT met'}")
+    print(f"\nload average after the run: {os.getloadavg()[0]:.2f}")
     return 0
 
 
