@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,8 @@ def pytest_generate_tests(metafunc):
 def spark():
     """One real local SparkSession for the whole run."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Spark's Python workers must run this interpreter (it has crc32c, cramjam and segdex installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     session = (
