@@ -29,6 +29,7 @@ from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, pa
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
+MAX_PRINTED = 20  # problem lines printed per run; the tables hold them all
 
 
 @dataclass
@@ -199,9 +200,12 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     for note in discovery.notes:
         print(f"note: {note}", file=err)
     outcomes = scan(spark, discovery, mode, run_id, started, native, progress, err)
-    for o in outcomes:
-        for msg in o.messages:
-            print(msg, file=err)
+    messages = [m for o in outcomes for m in o.messages]
+    for msg in messages[:MAX_PRINTED]:
+        print(msg, file=err)
+    if len(messages) > MAX_PRINTED:
+        print(f"... and {len(messages) - MAX_PRINTED} more (all in the segments table: "
+              "segdex sql \"SELECT * FROM segments WHERE status <> 'ok'\")", file=err)
     attention = bool(discovery.refused) or any(o.attention for o in outcomes)
     exit_status = EXIT_ATTENTION if attention else EXIT_OK
     found: Counter = Counter()

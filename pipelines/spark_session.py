@@ -9,6 +9,7 @@ import zipfile
 from typing import Any
 
 PACKAGES = ("indexcore", "pipelines", "jobs")
+FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
 
 
@@ -54,6 +55,9 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
     }
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: embedded defaults
         defaults["spark.ui.enabled"] = os.environ.get("SEGDEX_SPARK_UI", "false")
+        # The driver JVM only moves pickled rows: a quick-starting JVM saves seconds on every command.
+        defaults["spark.driver.extraJavaOptions"] = FAST_START_JVM
+        os.environ.setdefault("SPARK_LAUNCHER_OPTS", FAST_START_JVM)  # spark-class's launcher JVM
     for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
