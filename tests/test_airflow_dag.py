@@ -1,0 +1,271 @@
+"""The ``segdex_nightly`` DAG (needs the ``airflow`` extra): DagBag loads it with no import errors, its tasks and
+params, the spark-submit command lines it builds, and two whole runs with ``dag.test()`` on a generated sample
+log dir (Spark in local mode, a SQLite Airflow database in a temporary AIRFLOW_HOME): one clean, one with a
+corrupted segment that the quality check must fail.
+
+Airflow reads AIRFLOW_HOME when it is first imported, so nothing here imports it before the ``airflow_env``
+fixture has set the environment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DAGS = REPO / "airflow_dags"
+DAG_ID = "segdex_nightly"
+TASKS = {"verify_and_reindex", "retention", "compact", "quality_check"}
+CONN_ID = "segdex_test_spark"
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("airflow") is None,
+    reason="Airflow is not installed: pip install -e '.[airflow]' (scripts/test.sh installs it)")
+
+
+@pytest.fixture(scope="session")
+def airflow_env():
+    """A temporary AIRFLOW_HOME with a migrated SQLite database, set before Airflow is first imported."""
+    if "airflow" in sys.modules:
+        pytest.fail("airflow was imported before the airflow_env fixture set AIRFLOW_HOME")
+    home = tempfile.mkdtemp(prefix="segdex-airflow-home-")
+    env = {
+        "AIRFLOW_HOME": home,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # A connection of type spark whose host is the master URL, as configured in the UI.
+        f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "SEGDEX_NIGHTLY_RETRIES": "0",  # a failing task fails the test run now, not after a retry delay
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True,
+                       text=True, timeout=600)
+        yield home
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def dagbag(airflow_env):
+    from airflow.models import DagBag
+
+    return DagBag(dag_folder=str(DAGS))
+
+
+@pytest.fixture(scope="session")
+def dag(dagbag):
+    return dagbag.dags[DAG_ID]
+
+
+@pytest.fixture(scope="session")
+def nightly(dag):
+    """The DAG file's module (its helpers), as the DagBag loaded it."""
+    return sys.modules[type(dag.get_task("verify_and_reindex")).__module__]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------------------------
+
+def test_dagbag_loads_with_no_import_errors(dagbag):
+    assert dagbag.import_errors == {}
+    assert DAG_ID in dagbag.dags
+    # the spark-submit applications are not DAG files (.airflowignore)
+    assert [Path(s.file).name for s in dagbag.dagbag_stats] == ["segdex_nightly.py"]
+
+
+def test_tasks_params_and_schedule(dag):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    assert {t.task_id for t in dag.tasks} == TASKS
+    assert all(isinstance(t, SparkSubmitOperator) for t in dag.tasks)
+    order = ["verify_and_reindex", "retention", "compact", "quality_check"]
+    for up, down in zip(order, order[1:], strict=False):
+        assert dag.get_task(down).upstream_task_ids == {up}
+    assert dag.get_task("quality_check").retries == 0
+    assert dag.max_active_runs == 1 and not dag.catchup
+    assert dag.schedule == "0 2 * * *"  # nightly
+    params = dag.params.dump()
+    assert params["apply_retention"] is False  # retention is planned, not applied, unless asked
+    assert params["apply_compaction"] is True
+    assert set(params) >= {"log_dirs", "metadata", "spark_conn_id", "spark_master", "topic_configs",
+                           "config", "spark_conf", "fail_statuses"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the tasks submit (no Spark started)
+# ---------------------------------------------------------------------------------------------------------------
+
+PARAMS = {
+    "log_dirs": ["/data/kafka-1", "/data/kafka-2"],
+    "metadata": "/meta",
+    "config": {"index.interval.bytes": 4096},
+    "topic_configs": {"orders": {"retention.ms": "-1", "retention.bytes": "1000"}},
+    "apply_retention": False,
+    "apply_compaction": True,
+    "spark_conn_id": CONN_ID,
+    "spark_master": "",
+    "spark_conf": {"spark.executor.memory": "6g", "spark.executor.cores": 4},
+    "ship_package": "auto",
+    "package": "",
+    "pyspark_python": "",
+    "fail_statuses": ["corrupt_log_tail", "unreadable"],
+}
+
+
+def test_segdex_arguments(nightly):
+    assert nightly.segdex_args("reindex", PARAMS, "local[2]") == [
+        "reindex", "--metadata", "/meta", "--no-progress", "--config", "index.interval.bytes=4096",
+        "--topic-config", "orders:retention.bytes=1000", "--topic-config", "orders:retention.ms=-1",
+        "/data/kafka-1", "/data/kafka-2"]
+    retention = nightly.segdex_args("retention", PARAMS, "yarn")
+    assert retention[:4] == ["retention", "--metadata", "/meta", "--master"] and "--apply" not in retention
+    assert "--apply" in nightly.segdex_args("retention", {**PARAMS, "apply_retention": True})
+    assert nightly.segdex_args("compact", PARAMS) == ["compact", "--metadata", "/meta", "--apply",
+                                                     "/data/kafka-1", "/data/kafka-2"]
+    assert "--apply" not in nightly.segdex_args("compact", {**PARAMS, "apply_compaction": False})
+    assert nightly.quality_check_args(PARAMS) == [
+        "--metadata", "/meta", "--log-dir", "/data/kafka-1", "--log-dir", "/data/kafka-2",
+        "--fail-status", "corrupt_log_tail", "--fail-status", "unreadable"]
+    with pytest.raises(ValueError):
+        nightly.segdex_args("reindex", {**PARAMS, "log_dirs": []})
+
+
+def _prepared(dag, task_id, params, tmp_path):
+    import copy
+
+    task = copy.deepcopy(dag.get_task(task_id))
+    task.spark_conn_id = params["spark_conn_id"]  # what rendering "{{ params... }}" gives at run time
+    task.spark_master = params["spark_master"]
+    task.prepare(params, str(tmp_path))
+    return task, task.submit_command()
+
+
+def _opt(cmd, name):
+    """Values of a spark-submit option (before the application file)."""
+    app = next(i for i, a in enumerate(cmd) if a.endswith(".py"))
+    return [cmd[i + 1] for i, a in enumerate(cmd[:app]) if a == name]
+
+
+def test_submit_command_from_connection_without_shipping_in_local_mode(dag, nightly, tmp_path):
+    task, cmd = _prepared(dag, "verify_and_reindex", PARAMS, tmp_path)
+    assert cmd[0].endswith("spark-submit") and os.access(cmd[0], os.X_OK)
+    assert _opt(cmd, "--master") == ["local[2]"]  # the connection's host
+    assert "--py-files" not in cmd  # auto: nothing to ship to a local master
+    assert "spark.executor.memory=6g" in _opt(cmd, "--conf") and "spark.executor.cores=4" in _opt(cmd, "--conf")
+    assert "spark.log.level=WARN" in _opt(cmd, "--conf")
+    i = cmd.index(nightly.RUN_SEGDEX_APP)
+    assert cmd[i + 1:i + 3] == ["--attention-ok", "reindex"]
+    assert task.env_vars["PYSPARK_PYTHON"] == sys.executable
+
+
+def test_submit_command_ships_the_package_to_a_cluster_master(dag, nightly, tmp_path):
+    params = {**PARAMS, "spark_master": "spark://master.example:7077"}
+    _, cmd = _prepared(dag, "compact", params, tmp_path)
+    assert _opt(cmd, "--master") == ["spark://master.example:7077"]  # the param overrides the connection
+    (zip_path,) = _opt(cmd, "--py-files")
+    names = set(zipfile.ZipFile(zip_path).namelist())
+    assert {"indexcore/__init__.py", "indexcore/log_segment.py", "pipelines/reindex.py", "jobs/cli.py",
+            "jobs/compact.py"} <= names
+    i = cmd.index(nightly.RUN_SEGDEX_APP)
+    assert cmd[i + 1:] == ["--attention-ok", "compact", "--metadata", "/meta", "--apply", "--master",
+                           "spark://master.example:7077", "/data/kafka-1", "/data/kafka-2"]
+    _, cmd = _prepared(dag, "quality_check", {**params, "package": "/dist/segdex.zip"}, tmp_path)
+    assert _opt(cmd, "--py-files") == ["/dist/segdex.zip"]
+    assert cmd[cmd.index(nightly.QUALITY_CHECK_APP) + 1:] == nightly.quality_check_args(params)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Whole runs
+# ---------------------------------------------------------------------------------------------------------------
+
+def _sample(root: Path) -> Path:
+    from pipelines.sample_logdir import generate_sample
+
+    log_dir = root / "kafka-logs"
+    generate_sample(log_dir, batches_per_partition=240, segment_bytes=48 * 1024)
+    return log_dir
+
+
+def _run(dag, log_dir: Path, metadata: Path, **params):
+    conf = {"log_dirs": [str(log_dir)], "metadata": str(metadata), "spark_conn_id": CONN_ID,
+            "spark_conf": {"spark.ui.enabled": "false", "spark.driver.memory": "1g",
+                           "spark.sql.shuffle.partitions": "2"}, **params}
+    dr = dag.test(run_conf=conf)
+    return dr, {ti.task_id: ti.state for ti in dr.get_task_instances()}
+
+
+def _table(metadata: Path, name: str) -> list[dict]:
+    from pipelines import metadata_store
+
+    return metadata_store.read_arrow(str(metadata), name).to_pylist()
+
+
+def test_nightly_run_fills_the_tables_and_passes_the_quality_check(dag, tmp_path):
+    log_dir = _sample(tmp_path)
+    logs = sorted(log_dir.glob("*-*/*.log"))
+    assert logs and not list(log_dir.glob("*-*/*.index"))  # the sample lost its index files
+    metadata = tmp_path / "metadata"
+    dr, states = _run(dag, log_dir, metadata, ship_package="always",  # the cluster path: --py-files zip
+                      topic_configs={"orders": {"retention.ms": "-1"}})
+    assert states == dict.fromkeys(TASKS, "success"), states
+    assert dr.state == "success"
+
+    segments = _table(metadata, "segments")
+    assert len(segments) == len(logs)
+    assert {r["log_dir"] for r in segments} == {str(log_dir)}
+    assert {(r["topic"], r["partition"], r["base_offset"]) for r in segments} == {
+        (p.parent.name.rsplit("-", 1)[0], int(p.parent.name.rsplit("-", 1)[1]), int(p.stem)) for p in logs}
+    assert {r["status"] for r in segments} <= {"ok", "missing", "equivalent"}
+    for log in logs:  # reindex rebuilt them
+        assert log.with_suffix(".index").is_file() and log.with_suffix(".timeindex").is_file()
+    partitions = _table(metadata, "partitions")
+    assert len(partitions) == len({log.parent for log in logs})
+    runs = _table(metadata, "runs")
+    assert [(r["command"], r["exit_status"], r["segments"]) for r in runs] == [("reindex", 0, len(logs))]
+
+    # retention was planned, not applied: nothing renamed; orders (retention.ms=-1) keeps every segment
+    actions = _table(metadata, "retention_actions")
+    assert actions and {r["status"] for r in actions} == {"planned"}
+    deletes = [r for r in actions if r["action"] == "delete"]
+    assert deletes and "orders" not in {r["topic"] for r in deletes}
+    assert not list(log_dir.rglob("*.deleted")) and sorted(log_dir.glob("*-*/*.log")) == logs
+
+
+def test_corrupt_segment_fails_the_run_at_the_quality_check(dag, tmp_path):
+    log_dir = _sample(tmp_path)
+    victim = sorted((log_dir / "orders-0").glob("*.log"))[0]  # a closed segment, several batches
+    data = bytearray(victim.read_bytes())
+    middle = len(data) // 2
+    data[middle] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    metadata = tmp_path / "metadata"
+    dr, states = _run(dag, log_dir, metadata, spark_master="local[2]")
+    assert dr.state == "failed"
+    # reindex, retention and compact record the bad segment and go on; the check fails the run
+    assert states == {"verify_and_reindex": "success", "retention": "success", "compact": "success",
+                      "quality_check": "failed"}, states
+    bad = [r for r in _table(metadata, "segments") if r["status"] not in ("ok", "missing", "equivalent")]
+    assert [(r["topic"], r["partition"], r["base_offset"], r["status"]) for r in bad] == [
+        ("orders", 0, int(victim.stem), "corrupt_log_tail")]
+    assert victim.read_bytes() == bytes(data)  # segdex changed no byte of the .log
