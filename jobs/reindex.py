@@ -67,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
     return run_command(args, COMMAND)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # spark-submit jobs/reindex.py ...
     from jobs.cli import main
+    from pipelines.spark_session import stop_active
 
-    sys.exit(main([COMMAND, *sys.argv[1:]]))
+    code = main([COMMAND, *sys.argv[1:]])
+    stop_active()
+    sys.exit(code)

@@ -67,3 +67,14 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
     if ship == "1" or (ship is None and not effective.startswith("local")):
         spark.sparkContext.addPyFile(package_zip())
     return spark
+
+
+def stop_active() -> None:
+    """Stop the active SparkSession, if any (a clean exit for spark-submit scripts)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()
