@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from indexcore.index_verifier import STATUS_EQUIVALENT, STATUS_MISSING, verify_segment
+from indexcore.layout import LOG_FILE_SUFFIX
 from indexcore.log_config import LogConfig
 from indexcore.log_dir import is_locked
 from indexcore.log_segments import (
@@ -25,7 +26,8 @@ from indexcore.log_segments import (
     SegmentRecovery,
     segment_logs,
 )
-from indexcore.rebuild import write_index_files
+
+from .batch_write import PendingWrites
 
 MODE_VERIFY = "verify"
 MODE_REINDEX = "reindex"
@@ -66,6 +68,7 @@ class PartitionOutcome:
     files_written: int = 0
     bytes: int = 0
     attention: bool = False
+    staged: dict[str, int] = field(default_factory=dict)  # index files staged, not yet committed
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -119,11 +122,12 @@ def _strip_dir(reason: str, path: str) -> str:
 
 
 def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: datetime,
-                   native: bool | None = None) -> PartitionOutcome:
+                   native: bool | None = None, pending: PendingWrites | None = None) -> PartitionOutcome:
     """Verify (or, in reindex mode, rebuild in place) every segment of one partition directory.
 
     Rows record the state after this run: in reindex mode, segments whose indexes were rewritten are ``ok``.
-    ``found`` counts the statuses as found before any rewrite.
+    ``found`` counts the statuses as found before any rewrite. Index files are staged in ``pending`` when
+    given (the caller commits them, see ``scan_group``), else committed at the end of the partition.
     """
     out = PartitionOutcome()
     where = f"{task.topic}-{task.partition}"
@@ -146,6 +150,8 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.partition = _partition_row(task, [], STATUS_ERROR, reason, run_id, scanned_at)
         return out
     recovery = PartitionRecovery(task.config)
+    writes = pending if pending is not None else PendingWrites()
+    staged_rows: dict[str, int] = {}  # target path -> index of its segment row
     for base, log_path in logs:
         seg = recovery.recover_segment(log_path, base, native)
         verdict = verify_segment(seg)
@@ -155,8 +161,11 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
             out.bytes += seg.result.size_bytes
         if mode == MODE_REINDEX and seg.files and status not in (STATUS_UNREADABLE, STATUS_ERROR):
             try:
-                written = write_index_files(seg, os.path.dirname(log_path))
-                out.files_written += len(written.written)
+                stem = log_path[: -len(LOG_FILE_SUFFIX)]
+                for suffix, data in seg.files.items():
+                    if data is not None and writes.stage(stem + suffix, data):
+                        out.files_written += 1
+                        staged_rows[stem + suffix] = len(out.segments)
                 if status != STATUS_CORRUPT_LOG_TAIL:
                     status, reason = STATUS_OK, ""
             except OSError as e:
@@ -167,11 +176,35 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
             out.attention = True
             out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_strip_dir(reason, log_path)}")
         out.segments.append(_segment_row(task, seg, status, _strip_dir(reason, log_path), run_id, scanned_at))
+    if pending is None:
+        fail_writes(out, staged_rows, writes.commit())
+    else:
+        out.staged = staged_rows
+    summarize(task, out, run_id, scanned_at)
+    return out
+
+
+def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list[tuple[str, str]]) -> None:
+    """Mark the segments whose index files could not be replaced (the files there are the old ones)."""
+    for path, why in errors:
+        out.attention = True
+        out.messages.append(f"error: {path}: cannot replace: {why}")
+        i = staged_rows.get(path)
+        if i is not None:
+            out.files_written -= 1
+            row = out.segments[i]
+            if row["status"] == STATUS_OK:
+                row["status"] = STATUS_ERROR
+            note = f"cannot replace {os.path.basename(path)}: {why}"
+            row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
+
+
+def summarize(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_at: datetime) -> None:
+    """(Re)compute the partition row from the segment rows."""
     worst = min((r["status"] for r in out.segments), key=SEVERITY.__getitem__, default=STATUS_OK)
     counts = Counter(r["status"] for r in out.segments)
     reason = "" if worst == STATUS_OK else ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != STATUS_OK)
     out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at)
-    return out
 
 
 def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: str, reason: str, run_id: str,
@@ -194,5 +227,25 @@ def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: 
 
 def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: datetime,
                native: bool | None = None) -> list[PartitionOutcome]:
-    """Scan a group of partitions one after another (one Spark task's share)."""
-    return [scan_partition(t, mode, run_id, scanned_at, native) for t in tasks]
+    """Scan a group of partitions one after another (one Spark task's share); index files of the whole group
+    are made durable with one flush and then renamed into place (see ``batch_write``)."""
+    pending = PendingWrites()
+    try:
+        outcomes = [scan_partition(t, mode, run_id, scanned_at, native, pending) for t in tasks]
+    except BaseException:
+        pending.discard()
+        raise
+    locked = sorted({t.log_dir for t, o in zip(tasks, outcomes, strict=True) if o.staged and is_locked(t.log_dir)})
+    if locked:  # a broker started meanwhile: replace nothing
+        errors = [(p, f"{', '.join(locked)}: .lock now held by another process (a broker started?); not replaced")
+                  for p, _ in pending.staged]
+        pending.discard()
+    else:
+        errors = pending.commit()
+    for task, out in zip(tasks, outcomes, strict=True):
+        mine = [(p, why) for p, why in errors if p in out.staged]
+        if mine:
+            fail_writes(out, out.staged, mine)
+            summarize(task, out, run_id, scanned_at)
+        out.staged = {}
+    return outcomes
