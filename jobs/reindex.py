@@ -58,9 +58,21 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
 
     spark = get_spark(args.master, f"segdex-{mode}")
     summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-                          arguments=getattr(args, "_argv", None) or sys.argv[1:],
+                          arguments=_arguments(args, mode),
                           progress=not args.no_progress)
     return summary.exit_status
+
+
+def _arguments(args: argparse.Namespace, mode: str) -> list[str]:
+    """The command line as parsed, for the runs table."""
+    out = [mode]
+    if args.metadata:
+        out += ["--metadata", args.metadata]
+    out += [f"--config={c}" for c in args.config or []]
+    out += [f"--topic-config={c}" for c in args.topic_config or []]
+    if args.master:
+        out += ["--master", args.master]
+    return out + list(args.log_dirs)
 
 
 def run(args: argparse.Namespace) -> int:
