@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -51,12 +52,17 @@ def airflow_env():
         "PYSPARK_PYTHON": sys.executable,
     }
     saved = {k: os.environ.get(k) for k in env}
+    root = logging.getLogger()
+    saved_logging = (root.handlers[:], root.level)
     os.environ.update(env)
     try:
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True,
                        text=True, timeout=600)
         yield home
     finally:
+        # Airflow points the root logger at the stream pytest captured; later loggers (py4j's at exit) must not.
+        root.handlers[:], _ = saved_logging
+        root.setLevel(saved_logging[1])
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -241,8 +247,9 @@ def test_nightly_run_fills_the_tables_and_passes_the_quality_check(dag, tmp_path
         assert log.with_suffix(".index").is_file() and log.with_suffix(".timeindex").is_file()
     partitions = _table(metadata, "partitions")
     assert len(partitions) == len({log.parent for log in logs})
-    runs = _table(metadata, "runs")
-    assert [(r["command"], r["exit_status"], r["segments"]) for r in runs] == [("reindex", 0, len(logs))]
+    runs = [r for r in _table(metadata, "runs") if r["command"] == "reindex"]
+    assert [(r["exit_status"], r["segments"], r["log_dirs"]) for r in runs] == [(0, len(logs),
+                                                                                json.dumps([str(log_dir)]))]
 
     # retention was planned, not applied: nothing renamed; orders (retention.ms=-1) keeps every segment
     actions = _table(metadata, "retention_actions")
