@@ -188,8 +188,10 @@ def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge
         spark.createDataFrame([], spark_schema(schema))
 
     def exists() -> bool:
+        if _is_local(uri):
+            return os.path.isdir(os.path.join(_local(uri), "_delta_log"))
         try:
-            spark.sql(f"DESCRIBE DETAIL delta.{_quote(uri)}").collect()
+            spark.read.format("delta").load(uri).limit(0).collect()
             return True
         except Exception:
             return False

@@ -10,6 +10,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python worker
 import multiprocessing as mp
 
 import pyarrow as pa
+import pytest
 from chispa import assert_df_equality
 
 from pipelines import metadata_store as ms
@@ -81,3 +82,41 @@ def test_concurrent_writers_lose_no_rows(tmp_path):
     rows = ms.rows_of(ms.read_arrow(path, "t"))
     keys = [(r["k1"], r["k2"]) for r in rows]
     assert len(keys) == len(set(keys)) == 3 * 20 + 1
+
+
+def test_spark_side_delta_with_pysail(tmp_path, monkeypatch):
+    """The Spark writer (DataFrame write, MERGE INTO) against a Spark Connect server with native Delta.
+
+    Runs only where the optional ``pysail`` package (and pyspark's connect extras) are installed.
+    """
+    pytest.importorskip("pysail")
+    pytest.importorskip("grpc")
+    from pysail.spark import SparkConnectServer
+    from pyspark.sql import SparkSession
+
+    server = SparkConnectServer(ip="127.0.0.1", port=0)
+    server.start(background=True)
+    try:
+        _, port = server.listening_address
+        remote = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        monkeypatch.setenv(ms.WRITER_ENV, "spark")
+        path = str(tmp_path / "meta")
+        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run1"},
+                                           {"k1": "a", "k2": 2, "value": 2, "note": "run1"}], SCHEMA, KEYS)
+        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run2"},
+                                           {"k1": "a", "k2": 2, "value": 3, "note": "run2"},
+                                           {"k1": "b", "k2": 1, "value": 4, "note": "run2"}], SCHEMA, KEYS,
+                       update_when_changed=["value"])
+        # written through Spark, read by deltalake
+        assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
+            ("a", 1, 1, "run1"), ("a", 2, 3, "run2"), ("b", 1, 4, "run2")]
+        # written by deltalake, read through Spark
+        monkeypatch.setenv(ms.WRITER_ENV, "deltalake")
+        ms.write_table(None, path, "u", [{"k1": "x", "k2": 0, "value": None, "note": None}], SCHEMA)
+        monkeypatch.setenv(ms.WRITER_ENV, "spark")
+        assert [tuple(r) for r in ms.read_table(remote, path, "u").collect()] == [("x", 0, None, None)]
+        assert sorted(ms.register_views(remote, path)) == ["t", "u"]
+        assert remote.sql("SELECT sum(value) AS s FROM t").collect()[0].s == 8
+        remote.stop()
+    finally:
+        server.stop()
