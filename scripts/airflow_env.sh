@@ -11,7 +11,8 @@
 
 segdex_airflow_extra() {
   local stamp=.venv/.segdex-airflow-installed
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! .venv/bin/python -c 'import airflow.providers.apache.spark' 2>/dev/null; then
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] \
+      || ! .venv/bin/python -c 'import importlib.metadata as m; m.version("apache-airflow-providers-apache-spark")' 2>/dev/null; then
     .venv/bin/python -m pip install -q -e ".[dev,airflow]"
     touch "$stamp"
   fi
