@@ -59,6 +59,7 @@ class RunSummary:
     outcomes: list[PartitionOutcome]
     discovery: Discovery
     wall_seconds: float
+    phases: dict[str, float] = field(default_factory=dict)  # discover, scan (the Spark job), metadata
 
     @property
     def segment_rows(self) -> list[dict[str, Any]]:
@@ -199,7 +200,9 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         print(f"skipped: {path}: {why}", file=out)
     for note in discovery.notes:
         print(f"note: {note}", file=err)
+    t_discovered = time.monotonic()
     outcomes = scan(spark, discovery, mode, run_id, started, native, progress, err)
+    t_scanned = time.monotonic()
     messages = [m for o in outcomes for m in o.messages]
     for msg in messages[:MAX_PRINTED]:
         print(msg, file=err)
@@ -238,7 +241,8 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     files = run_row["files_written"] if mode == MODE_REINDEX else sum(
         found.get(s, 0) for s in ("equivalent", "missing", "corrupt_index"))
     unit = "index files" if mode == MODE_REINDEX else "segments"
+    phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
     print(f"{mode} {run_id}: {len(partition_rows)} partitions, {len(segment_rows)} segments, "
-          f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s; found {counts or 'nothing'}; {verb} {files} {unit}; "
-          f"metadata in {metadata_path}", file=out)
-    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, wall)
+          f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
+          + f"); found {counts or 'nothing'}; {verb} {files} {unit}; metadata in {metadata_path}", file=out)
+    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, wall, phases)
