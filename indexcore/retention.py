@@ -62,6 +62,7 @@ from .layout import (
 )
 from .log_config import LogConfig
 from .log_dir import LogDirLockedException, is_locked, list_log_dir, read_checkpoints
+from .log_segments import segment_logs
 from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from .offset_index import parse_offset_index
 from .offset_index import trimmed_entry_count as offset_entry_count
@@ -325,16 +326,7 @@ def next_offset(log_path: str, base_offset: int) -> int:
 
 def read_segment_facts(partition_dir: str) -> tuple[list[SegmentFacts], int]:
     """Live segments of a partition directory and its log end offset (raises OSError on unreadable files)."""
-    found = []
-    for name in os.listdir(partition_dir):
-        if not name.endswith(LOG_FILE_SUFFIX):
-            continue
-        try:
-            parsed = parse_segment_file_name(name)
-        except InvalidLayoutException:
-            continue
-        found.append((parsed.base_offset, os.path.join(partition_dir, name)))
-    found.sort()
+    found, _misnamed = segment_logs(partition_dir)
     segments = []
     for base, path in found:
         ts, source = largest_timestamp(path)
