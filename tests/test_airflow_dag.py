@@ -33,9 +33,9 @@ pytestmark = pytest.mark.skipif(
     reason="Airflow is not installed: pip install -e '.[airflow]' (scripts/test.sh installs it)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def airflow_env():
-    """A temporary AIRFLOW_HOME with a migrated SQLite database, set before Airflow is first imported."""
+    """A temporary AIRFLOW_HOME with a migrated SQLite database, set before Airflow is first imported (once)."""
     if "airflow" in sys.modules:
         pytest.fail("airflow was imported before the airflow_env fixture set AIRFLOW_HOME")
     home = tempfile.mkdtemp(prefix="segdex-airflow-home-")
@@ -71,19 +71,19 @@ def airflow_env():
         shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dagbag(airflow_env):
     from airflow.models import DagBag
 
     return DagBag(dag_folder=str(DAGS))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dag(dagbag):
     return dagbag.dags[DAG_ID]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def nightly(dag):
     """The DAG file's module (its helpers), as the DagBag loaded it."""
     return sys.modules[type(dag.get_task("verify_and_reindex")).__module__]
