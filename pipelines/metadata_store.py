@@ -104,6 +104,13 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def sql_string(value: str) -> str | None:
+    """A SQL string literal both Spark and delta-rs read the same way, or None when the value needs escapes."""
+    if any(c in value for c in "'\\\n\r"):
+        return None
+    return f"'{value}'"
+
+
 def _merge_predicate(keys: Sequence[str]) -> str:
     return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
 
@@ -161,7 +168,8 @@ def _retry(fn, retries: int) -> Any:
 
 
 def _write_deltalake(uri: str, table: pa.Table, merge_keys: Sequence[str] | None,
-                     update_when_changed: Sequence[str] | None, retries: int) -> None:
+                     update_when_changed: Sequence[str] | None, retries: int,
+                     delete_unmatched: str | None = None) -> None:
     from deltalake import DeltaTable, write_deltalake
 
     def attempt() -> None:
@@ -176,14 +184,18 @@ def _write_deltalake(uri: str, table: pa.Table, merge_keys: Sequence[str] | None
             merger = merger.when_matched_update_all(predicate=_changed_predicate_deltars(update_when_changed))
         else:
             merger = merger.when_matched_update_all()
-        merger.when_not_matched_insert_all().execute()
+        merger = merger.when_not_matched_insert_all()
+        if delete_unmatched:
+            merger = merger.when_not_matched_by_source_delete(predicate=delete_unmatched)
+        merger.execute()
 
     with _writer_lock(uri):
         _retry(attempt, retries)
 
 
 def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge_keys: Sequence[str] | None,
-                 update_when_changed: Sequence[str] | None, retries: int) -> None:
+                 update_when_changed: Sequence[str] | None, retries: int,
+                 delete_unmatched: str | None = None) -> None:
     df = spark.createDataFrame(table, schema=spark_schema(schema)) if table.num_rows else \
         spark.createDataFrame([], spark_schema(schema))
 
@@ -204,9 +216,10 @@ def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge
         df.createOrReplaceTempView(view)
         try:
             cond = f" AND ({_changed_predicate(update_when_changed)})" if update_when_changed else ""
+            delete = f" WHEN NOT MATCHED BY SOURCE AND ({delete_unmatched}) THEN DELETE" if delete_unmatched else ""
             spark.sql(
                 f"MERGE INTO delta.{_quote(uri)} t USING {view} s ON {_merge_predicate(merge_keys)} "
-                f"WHEN MATCHED{cond} THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+                f"WHEN MATCHED{cond} THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *{delete}")
         finally:
             spark.catalog.dropTempView(view)
 
@@ -215,26 +228,28 @@ def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge
 
 def write_table(spark: Any, path: str, name: str, rows_or_arrow: Any, schema: pa.Schema,
                 merge_keys: Sequence[str] | None = None, update_when_changed: Sequence[str] | None = None,
-                retries: int = DEFAULT_RETRIES) -> int:
+                retries: int = DEFAULT_RETRIES, delete_unmatched: str | None = None) -> int:
     """Upsert (MERGE on ``merge_keys``) or append rows into the Delta table ``path/name``; returns the row count.
 
     ``rows_or_arrow``: dicts, a pyarrow Table, or a Spark DataFrame. With ``update_when_changed``, a matched row
-    is rewritten only when one of those columns differs, so rewriting the same facts changes nothing. The table
-    is created with ``schema`` when absent. Commit conflicts are retried up to ``retries`` times.
+    is rewritten only when one of those columns differs, so rewriting the same facts changes nothing. With
+    ``delete_unmatched`` (a SQL predicate over the target alias ``t``), target rows it selects that have no
+    source row are deleted, e.g. the rows of a rescanned scope whose segments are gone. The table is created
+    with ``schema`` when absent. Commit conflicts are retried up to ``retries`` times.
     """
     uri = table_path(path, name)
     table = to_arrow(rows_or_arrow, schema)
     if merge_keys:
         table = _dedupe(table, merge_keys)
     if spark_has_delta(spark):
-        _write_spark(spark, uri, table, schema, merge_keys, update_when_changed, retries)
+        _write_spark(spark, uri, table, schema, merge_keys, update_when_changed, retries, delete_unmatched)
     else:
         if table.num_rows == 0 and not merge_keys:
             from deltalake import DeltaTable
 
             if DeltaTable.is_deltatable(uri):
                 return 0
-        _write_deltalake(uri, table, merge_keys, update_when_changed, retries)
+        _write_deltalake(uri, table, merge_keys, update_when_changed, retries, delete_unmatched)
     return table.num_rows
 
 

@@ -39,6 +39,7 @@ class Discovery:
     tasks: list[PartitionTask] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not scanned, no harm
     refused: list[tuple[str, str]] = field(default_factory=list)  # (log dir, why): needs attention
+    listed: list[str] = field(default_factory=list)  # log dirs whose partition directories were all listed
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -82,6 +83,7 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
             found.refused.append((log_dir, f"{log_dir}: not a readable log dir: {getattr(e, 'strerror', None) or e}"))
             continue
         found.skipped.extend(listing.skipped)
+        found.listed.append(log_dir)
         try:
             cps = read_checkpoints(log_dir)
             recovery, start, hw = cps.recovery_points, cps.log_start_offsets, cps.high_watermarks
@@ -108,6 +110,25 @@ def plan_groups(tasks: list[PartitionTask], groups: int) -> list[list[PartitionT
         heapq.heappush(heap, (total + task.size_bytes + 4096 * max(1, task.segment_count), i, members))
     packed = sorted(heap, key=lambda g: -g[0])
     return [members for _, _, members in packed if members]
+
+
+def stale_rows_predicate(discovery: Discovery, outcomes: list[PartitionOutcome]) -> str | None:
+    """Rows (alias ``t``) of the scanned log dirs that this run's rows replace: those without a row now are gone
+    (segments deleted by retention, partitions moved away). Partitions that could not be scanned keep theirs."""
+    dirs = [q for q in (metadata_store.sql_string(d) for d in discovery.listed) if q]
+    if not dirs:
+        return None
+    keep = [o.partition for o in outcomes
+            if o.partition and o.partition["segment_count"] == 0 and o.partition["status"] != "ok"]
+    pred = f"t.log_dir IN ({', '.join(dirs)})"
+    kept = []
+    for p in keep:
+        d, topic = metadata_store.sql_string(p["log_dir"]), metadata_store.sql_string(p["topic"])
+        if d and topic:
+            kept.append(f"(t.log_dir = {d} AND t.topic = {topic} AND t.partition = {int(p['partition'])})")
+    if kept:
+        pred += f" AND NOT ({' OR '.join(kept)})"
+    return pred
 
 
 def _fmt_bytes(n: float) -> str:
@@ -216,13 +237,15 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         found.update(o.found)
     segment_rows = [r for o in outcomes for r in o.segments]
     partition_rows = [o.partition for o in outcomes if o.partition]
-    if segment_rows:
+    stale = stale_rows_predicate(discovery, outcomes)
+    if segment_rows or stale:
         metadata_store.write_table(spark, metadata_path, schemas.SEGMENTS, segment_rows, schemas.SEGMENTS_SCHEMA,
-                                   schemas.SEGMENT_KEYS, update_when_changed=schemas.SEGMENT_FACTS)
-    if partition_rows:
+                                   schemas.SEGMENT_KEYS, update_when_changed=schemas.SEGMENT_FACTS,
+                                   delete_unmatched=stale)
+    if partition_rows or stale:
         metadata_store.write_table(spark, metadata_path, schemas.PARTITIONS, partition_rows,
                                    schemas.PARTITIONS_SCHEMA, schemas.PARTITION_KEYS,
-                                   update_when_changed=schemas.PARTITION_FACTS)
+                                   update_when_changed=schemas.PARTITION_FACTS, delete_unmatched=stale)
     run_row = {
         "run_id": run_id, "command": mode, "arguments": json.dumps(arguments or []),
         "log_dirs": json.dumps([os.path.abspath(d) for d in log_dirs]),

@@ -48,6 +48,16 @@ def test_update_when_changed_skips_identical_rows(tmp_path, spark):
     assert ms.rows_of(ms.read_arrow(path, "t")) == [{"k1": "a", "k2": 1, "value": 11, "note": "run3"}]
 
 
+def test_delete_unmatched_only_in_scope(tmp_path):
+    path = str(tmp_path / "meta")
+    rows = [{"k1": k, "k2": i, "value": i, "note": None} for k in ("a", "b") for i in range(3)]
+    ms.write_table(None, path, "t", rows, SCHEMA, KEYS)
+    ms.write_table(None, path, "t", [rows[1]], SCHEMA, KEYS, delete_unmatched="t.k1 = 'a'")
+    got = sorted((r["k1"], r["k2"]) for r in ms.rows_of(ms.read_arrow(path, "t")))
+    assert got == [("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+    assert ms.sql_string("/x/y") == "'/x/y'" and ms.sql_string("it's") is None
+
+
 def test_duplicate_source_keys_keep_last(tmp_path, spark):
     path = str(tmp_path / "meta")
     ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": None},
@@ -110,6 +120,12 @@ def test_spark_side_delta_with_pysail(tmp_path, monkeypatch):
         # written through Spark, read by deltalake
         assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
             ("a", 1, 1, "run1"), ("a", 2, 3, "run2"), ("b", 1, 4, "run2")]
+        # rows of a rescanned scope without a source row are deleted (MERGE ... WHEN NOT MATCHED BY SOURCE)
+        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}], SCHEMA, KEYS,
+                       update_when_changed=["value"], delete_unmatched="t.k1 = 'a'")
+        assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
+            ("a", 1, 1, "run1"), ("b", 1, 4, "run2")]
+        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}], SCHEMA, KEYS)
         # written by deltalake, read through Spark
         monkeypatch.setenv(ms.WRITER_ENV, "deltalake")
         ms.write_table(None, path, "u", [{"k1": "x", "k2": 0, "value": None, "note": None}], SCHEMA)

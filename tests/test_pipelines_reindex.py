@@ -262,3 +262,31 @@ def test_plan_groups_balances_bytes():
     assert totals == [170, 180]
     assert sorted(t.partition for g in groups for t in g) == list(range(8))
     assert len(reindex.plan_groups(tasks, 100)) == 8
+
+
+def test_rows_of_vanished_segments_and_partitions_are_removed(tmp_path, spark):
+    from pipelines.sample_logdir import generate_sample
+
+    topics = {"orders": (2, "plain", 0), "clicks": (1, "plain", 0)}
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate_sample(a, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
+    generate_sample(b, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
+    meta = str(tmp_path / "meta")
+    reindex.run(spark, [str(a), str(b)], "reindex", meta, LogConfig(), progress=False)
+    before = metadata_store.read_arrow(meta, "segments").to_pylist()
+    first = sorted((a / "orders-0").glob("*.log"))[0]
+    first.rename(first.with_name(first.name + ".deleted"))  # as retention leaves a deleted segment
+    shutil.rmtree(a / "clicks-0")  # partition moved away
+    reindex.run(spark, [str(a)], "reindex", meta, LogConfig(), progress=False)
+    after = metadata_store.read_arrow(meta, "segments").to_pylist()
+    gone = {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in before} - \
+        {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in after}
+    n_clicks = sum(1 for r in before if r["log_dir"] == str(a) and r["topic"] == "clicks")
+    assert gone == {(str(a), "orders", 0, 0)} | {(str(a), "clicks", 0, r["base_offset"]) for r in before
+                                                  if r["log_dir"] == str(a) and r["topic"] == "clicks"}
+    assert n_clicks > 1
+    assert metadata_store.sort_rows([r for r in after if r["log_dir"] == str(b)], schemas.SEGMENT_KEYS) == \
+        metadata_store.sort_rows([r for r in before if r["log_dir"] == str(b)], schemas.SEGMENT_KEYS)
+    part_rows = metadata_store.read_arrow(meta, "partitions").to_pylist()
+    parts = {(r["log_dir"], r["topic"], r["partition"]) for r in part_rows}
+    assert (str(a), "clicks", 0) not in parts and (str(b), "clicks", 0) in parts and (str(a), "orders", 0) in parts
