@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import sys
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv (segdex)
 
 import pytest
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv (segdex)
-
 import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv (segdex)
-
 import csv
 import io
 import json
