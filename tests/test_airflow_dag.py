@@ -201,6 +201,21 @@ def test_submit_command_ships_the_package_to_a_cluster_master(dag, nightly, tmp_
     assert cmd[cmd.index(nightly.QUALITY_CHECK_APP) + 1:] == nightly.quality_check_args(params)
 
 
+def test_run_segdex_passes_attention_only_when_told(monkeypatch, capsys):
+    """The wrapper turns segdex's exit 1 (bad segments recorded) into 0 with --attention-ok, nothing else."""
+    import jobs.cli
+
+    spec = importlib.util.spec_from_file_location("run_segdex", DAGS / "spark_apps" / "run_segdex.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    calls = []
+    for status in (0, 1, 2, 3):
+        monkeypatch.setattr(jobs.cli, "main", lambda argv, s=status: calls.append(argv) or s)
+        assert app.main(["--attention-ok", "reindex", "/x"]) == (0 if status <= 1 else status)
+        assert app.main(["reindex", "/x"]) == status
+    assert calls == [["reindex", "/x"]] * 8
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Whole runs
 # ---------------------------------------------------------------------------------------------------------------
@@ -221,6 +236,11 @@ def _run(dag, log_dir: Path, metadata: Path, **params):
     return dr, {ti.task_id: ti.state for ti in dr.get_task_instances()}
 
 
+def _keys(logs: list[Path]) -> set[tuple[str, int, int]]:
+    """(topic, partition, base offset) of segment files."""
+    return {(p.parent.name.rsplit("-", 1)[0], int(p.parent.name.rsplit("-", 1)[1]), int(p.stem)) for p in logs}
+
+
 def _table(metadata: Path, name: str) -> list[dict]:
     from pipelines import metadata_store
 
@@ -233,15 +253,15 @@ def test_nightly_run_fills_the_tables_and_passes_the_quality_check(dag, tmp_path
     assert logs and not list(log_dir.glob("*-*/*.index"))  # the sample lost its index files
     metadata = tmp_path / "metadata"
     dr, states = _run(dag, log_dir, metadata, ship_package="always",  # the cluster path: --py-files zip
-                      topic_configs={"orders": {"retention.ms": "-1"}})
+                      config={"retention.bytes": "1"},  # every topic: every segment would go...
+                      topic_configs={"orders": {"retention.bytes": "-1", "retention.ms": "-1"}})  # ...but orders
     assert states == dict.fromkeys(TASKS, "success"), states
     assert dr.state == "success"
 
     segments = _table(metadata, "segments")
     assert len(segments) == len(logs)
     assert {r["log_dir"] for r in segments} == {str(log_dir)}
-    assert {(r["topic"], r["partition"], r["base_offset"]) for r in segments} == {
-        (p.parent.name.rsplit("-", 1)[0], int(p.parent.name.rsplit("-", 1)[1]), int(p.stem)) for p in logs}
+    assert {(r["topic"], r["partition"], r["base_offset"]) for r in segments} == _keys(logs)
     assert {r["status"] for r in segments} <= {"ok", "missing", "equivalent"}
     for log in logs:  # reindex rebuilt them
         assert log.with_suffix(".index").is_file() and log.with_suffix(".timeindex").is_file()
@@ -251,11 +271,12 @@ def test_nightly_run_fills_the_tables_and_passes_the_quality_check(dag, tmp_path
     assert [(r["exit_status"], r["segments"], r["log_dirs"]) for r in runs] == [(0, len(logs),
                                                                                 json.dumps([str(log_dir)]))]
 
-    # retention was planned, not applied: nothing renamed; orders (retention.ms=-1) keeps every segment
+    # retention was planned, not applied: nothing renamed; orders (unlimited retention) keeps every segment
     actions = _table(metadata, "retention_actions")
     assert actions and {r["status"] for r in actions} == {"planned"}
-    deletes = [r for r in actions if r["action"] == "delete"]
-    assert deletes and "orders" not in {r["topic"] for r in deletes}
+    deletes = {(r["topic"], r["partition"], r["base_offset"]) for r in actions if r["action"] == "delete"}
+    # retention.bytes=1 takes every segment, the active one too (Kafka rolls an empty one), all below the HW
+    assert deletes == {k for k in _keys(logs) if k[0] != "orders"}
     assert not list(log_dir.rglob("*.deleted")) and sorted(log_dir.glob("*-*/*.log")) == logs
 
 
