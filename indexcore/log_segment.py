@@ -12,6 +12,7 @@ is absent and as the oracle the extension is tested against.
 from __future__ import annotations
 
 import os
+import struct
 from array import array
 from dataclasses import dataclass, field
 
@@ -249,6 +250,10 @@ def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INT
         result.stop_reason = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
     except SegdexError as e:
         result.error = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
+    except (OverflowError, struct.error) as e:
+        # Offsets past int64 or positions past 2 GiB: beyond what a Kafka segment can hold.
+        result.error = (f"{type(e).__name__} at position {state[S_POSITION]}: {e} "
+                        f"(offsets or file positions beyond what a Kafka segment can hold)")
     if result.stop_reason is None and result.error is None and state[S_POSITION] < size:
         result.stop_reason = (f"partial batch at position {state[S_POSITION]}: "
                               f"{size - state[S_POSITION]} trailing bytes do not hold a whole batch")

@@ -190,3 +190,13 @@ def test_locked_log_dir_is_refused(partition):
         holder.kill()
         holder.wait()
     assert segdex("rebuild", str(partition)).returncode == 0  # released: now it works
+
+
+def test_offsets_past_int64_are_an_error_row(tmp_path):
+    base = 2**63 - 2
+    part = tmp_path / "t-0"
+    write_partition(tmp_path, "t", 0, [(build_batch(base, [(1, b"k", b"v")] * 3), base)])
+    proc = segdex("rebuild", str(part))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and "beyond what a Kafka segment can hold" in proc.stderr
+    assert not list(part.glob("*.index"))
