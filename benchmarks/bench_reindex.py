@@ -19,6 +19,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,9 +104,11 @@ def single_segment_times(log_dir: Path) -> tuple[float, int]:
     return total, n
 
 
-def best_of(runs: int, fn, *args) -> tuple[float, float]:
+def median_of(runs: int, fn, *args) -> tuple[float, float]:
+    """Median of ``runs`` timed runs after one warm-up run (quoted figures are medians)."""
+    fn(*args)
     results = [fn(*args) for _ in range(runs)]
-    return min(r[0] for r in results), min(r[1] for r in results)
+    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
 
 
 def main() -> int:
@@ -113,7 +116,7 @@ def main() -> int:
     ap.add_argument("--data", default=str(REPO / "bench-data"), help="where generated log dirs are kept")
     ap.add_argument("--segments", type=int, default=1000)
     ap.add_argument("--segment-kib", type=int, default=4096)
-    ap.add_argument("--runs", type=int, default=2, help="runs per measurement (best is kept)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per measurement, after a warm-up (median)")
     ap.add_argument("--skip-scaling", action="store_true")
     ap.add_argument("--skip-kafka", action="store_true")
     args = ap.parse_args()
@@ -128,8 +131,8 @@ def main() -> int:
             info = ensure_data(d, partitions, 4, args.segment_kib << 10)
             warm_cache(d)
             print(f"\n[1] {info['segments']} segments, {info['bytes'] / 1e9:.2f} GB", flush=True)
-            (t1, w1) = best_of(args.runs, run_reindex, d, 1, metadata)
-            (t2, w2) = best_of(args.runs, run_reindex, d, 2, metadata)
+            (t1, w1) = median_of(args.runs, run_reindex, d, 1, metadata)
+            (t2, w2) = median_of(args.runs, run_reindex, d, 2, metadata)
             single, n = single_segment_times(d)
             print(f"  segdex reindex, whole command:   1 core {t1:6.2f} s, 2 cores {t2:6.2f} s, "
                   f"ratio {t1 / t2:.2f}x")
@@ -146,8 +149,8 @@ def main() -> int:
             warm_cache(d)
             print(f"\n[2] Kafka startup recovery comparison: {info['segments']} segments, "
                   f"{info['bytes'] / 1e9:.2f} GB, no index files", flush=True)
-            (t1, w1) = best_of(args.runs, run_reindex, d, 1, metadata)
-            (t2, w2) = best_of(args.runs, run_reindex, d, 2, metadata)
+            (t1, w1) = median_of(args.runs, run_reindex, d, 1, metadata)
+            (t2, w2) = median_of(args.runs, run_reindex, d, 2, metadata)
             print(f"  segdex reindex, whole command: 1 core {t1:.2f} s, 2 cores {t2:.2f} s "
                   f"(of which the Spark job: {w1:.2f} s, {w2:.2f} s)")
             print(f"  Kafka 4.0 recovery:            1 thread {KAFKA_ONE_THREAD_S:.0f} s, "
