@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import struct
 
-from .abstract_index import DEFAULT_MAX_INDEX_SIZE, relative_offset, round_down
+from .abstract_index import AbstractIndex, relative_offset, round_down, zero_padded_entry_count
 from .errors import CorruptIndexException, IndexFullException, InvalidOffsetException
 
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size
 
 
-class OffsetIndex:
-    """An offset index held as the bytes of its file (so a native scan can append to it in place)."""
+class OffsetIndex(AbstractIndex):
+    """An offset index: entries (absolute offset, position), offsets strictly growing."""
 
-    def __init__(self, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE) -> None:
-        self.base_offset = base_offset
-        self.max_index_size = max_index_size
-        self.max_entries = max_index_size // ENTRY_SIZE
-        self.data = bytearray()
-
-    def __len__(self) -> int:
-        return len(self.data) // ENTRY_SIZE
+    ENTRY = ENTRY
 
     @property
     def is_full(self) -> bool:
@@ -48,25 +41,10 @@ class OffsetIndex:
         rel, pos = ENTRY.unpack_from(self.data, n * ENTRY_SIZE)
         return self.base_offset + rel, pos
 
-    def lookup(self, target_offset: int) -> tuple[int, int]:
-        """The floor entry (greatest offset <= target) as (offset, position), else (baseOffset, 0)."""
-        lo, hi = 0, len(self)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.entry(mid)[0] <= target_offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.entry(lo - 1) if lo else (self.base_offset, 0)
-
-    def entries(self) -> list[tuple[int, int]]:
-        return parse_offset_index(self.data, self.base_offset)
-
-    def to_bytes(self, preallocate: bool = False) -> bytes:
-        """The file: trimmed to its entries, or zero-filled to the max size as for an active segment."""
-        if preallocate:
-            return bytes(self.data) + bytes(round_down(self.max_index_size, ENTRY_SIZE) - len(self.data))
-        return bytes(self.data)
+    @property
+    def empty_floor(self) -> tuple[int, int]:
+        """``OffsetIndex.lookup`` below every entry: (baseOffset, 0)."""
+        return self.base_offset, 0
 
 
 def parse_offset_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
@@ -76,17 +54,8 @@ def parse_offset_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
 
 
 def trimmed_entry_count(data: bytes) -> int:
-    """Entries of a file that may be zero-padded (preallocated): those before the first all-zero slot.
-
-    No real entry is all zeros: recovery never indexes the batch at position 0.
-    """
-    usable = round_down(len(data), ENTRY_SIZE)
-    count = 0
-    for rel, pos in ENTRY.iter_unpack(memoryview(data)[:usable]):
-        if rel == 0 and pos == 0:
-            break
-        count += 1
-    return count
+    """Entries of a possibly preallocated (zero-padded) file."""
+    return zero_padded_entry_count(data, ENTRY)
 
 
 def sanity_check(data: bytes, base_offset: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .abstract_index import DEFAULT_MAX_INDEX_SIZE, relative_offset, round_down
+from .abstract_index import AbstractIndex, relative_offset, round_down, zero_padded_entry_count
 from .errors import CorruptIndexException, IndexFullException, InvalidOffsetException
 from .record_batch import NO_TIMESTAMP
 
@@ -12,17 +12,10 @@ ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY.size
 
 
-class TimeIndex:
-    """A time index held as the bytes of its file; timestamps strictly grow, offsets never go back."""
+class TimeIndex(AbstractIndex):
+    """A time index: entries (timestamp, absolute offset); timestamps strictly grow, offsets never go back."""
 
-    def __init__(self, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE) -> None:
-        self.base_offset = base_offset
-        self.max_index_size = max_index_size
-        self.max_entries = max_index_size // ENTRY_SIZE
-        self.data = bytearray()
-
-    def __len__(self) -> int:
-        return len(self.data) // ENTRY_SIZE
+    ENTRY = ENTRY
 
     @property
     def is_full(self) -> bool:
@@ -55,24 +48,10 @@ class TimeIndex:
         if timestamp > last_ts:
             self.data += ENTRY.pack(timestamp, relative_offset(self.base_offset, offset))
 
-    def lookup(self, target_timestamp: int) -> tuple[int, int]:
-        """The floor entry (greatest timestamp <= target), else (-1, baseOffset)."""
-        lo, hi = 0, len(self)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.entry(mid)[0] <= target_timestamp:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.entry(lo - 1) if lo else (NO_TIMESTAMP, self.base_offset)
-
-    def entries(self) -> list[tuple[int, int]]:
-        return parse_time_index(self.data, self.base_offset)
-
-    def to_bytes(self, preallocate: bool = False) -> bytes:
-        if preallocate:
-            return bytes(self.data) + bytes(round_down(self.max_index_size, ENTRY_SIZE) - len(self.data))
-        return bytes(self.data)
+    @property
+    def empty_floor(self) -> tuple[int, int]:
+        """``TimeIndex.lookup`` below every entry: (-1, baseOffset)."""
+        return NO_TIMESTAMP, self.base_offset
 
 
 def parse_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
@@ -82,14 +61,8 @@ def parse_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
 
 
 def trimmed_entry_count(data: bytes) -> int:
-    """Entries before the first all-zero slot of a possibly preallocated file."""
-    usable = round_down(len(data), ENTRY_SIZE)
-    count = 0
-    for ts, rel in ENTRY.iter_unpack(memoryview(data)[:usable]):
-        if ts == 0 and rel == 0:
-            break
-        count += 1
-    return count
+    """Entries of a possibly preallocated (zero-padded) file."""
+    return zero_padded_entry_count(data, ENTRY)
 
 
 def sanity_check(data: bytes, base_offset: int) -> None:
