@@ -6,7 +6,6 @@ A crash at any moment leaves either the old file or the new one, never a mix.
 from __future__ import annotations
 
 import os
-import tempfile
 
 
 def fsync_dir(directory: str | os.PathLike) -> None:
@@ -21,7 +20,9 @@ def write_atomic(path: str | os.PathLike, data: bytes, fsync_directory: bool = T
     """Replace ``path`` with ``data`` atomically (keeps the old file's mode when there is one)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".segdex-", suffix=".tmp", dir=directory)
+    # O_EXCL with a random name, as tempfile.mkstemp does (tempfile itself costs ~7 ms of start-up to import).
+    tmp = os.path.join(directory, f".segdex-{os.getpid()}-{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

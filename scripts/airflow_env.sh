@@ -13,7 +13,7 @@ segdex_airflow_extra() {
   local stamp=.venv/.segdex-airflow-installed
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] \
       || ! .venv/bin/python -c 'import importlib.metadata as m; m.version("apache-airflow-providers-apache-spark")' 2>/dev/null; then
-    .venv/bin/python -m pip install -q -e ".[dev,airflow]"
+    segdex_pip_install_editable ".[dev,airflow]"
     touch "$stamp"
   fi
 }
