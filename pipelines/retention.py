@@ -19,6 +19,7 @@ from indexcore.retention import (
     ACTION_BLOCKED,
     ACTION_DELETE,
     ACTION_SKIPPED,
+    TIMESTAMP_FROM_MTIME,
     TIMESTAMP_FROM_TIME_INDEX,
     LogDirOutcome,
     PartitionFacts,
@@ -127,7 +128,10 @@ def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig, topic_overr
     segments = []
     for r in rows:
         ts = r["max_timestamp"]
-        if ts is None or ts < 0:  # no time index entry: Kafka would use the .log mtime, which the table lacks
+        mtime = r.get("log_mtime_ms")
+        if (ts is None or ts < 0) and mtime is not None:  # no time index entry: Kafka uses the .log mtime
+            segments.append(SegmentFacts(r["base_offset"], r["size_bytes"] or 0, mtime, TIMESTAMP_FROM_MTIME))
+        elif ts is None or ts < 0:  # tables written before log_mtime_ms existed
             segments.append(SegmentFacts(r["base_offset"], r["size_bytes"] or 0, now_ms, TIMESTAMP_UNKNOWN))
         else:
             segments.append(SegmentFacts(r["base_offset"], r["size_bytes"] or 0, ts, TIMESTAMP_FROM_TIME_INDEX))
@@ -150,7 +154,11 @@ def what_if(spark: Any, metadata_path: str, config: LogConfig, now_ms: int, topi
     keys = ["log_dir", "topic", "partition"]
     if "future" in segments.columns:
         segments = segments.where("future IS NULL OR NOT future")
-    joined = (segments.select(*keys, "base_offset", "next_offset", "max_timestamp", "size_bytes")
+    if "log_mtime_ms" not in segments.columns:
+        from pyspark.sql import functions as F
+
+        segments = segments.withColumn("log_mtime_ms", F.lit(None).cast("long"))
+    joined = (segments.select(*keys, "base_offset", "next_offset", "max_timestamp", "size_bytes", "log_mtime_ms")
               .join(partitions.select(*keys, "log_start_offset", "high_watermark", "log_end_offset"), keys, "left"))
     rdd = (joined.rdd.map(lambda r: ((r["log_dir"], r["topic"], r["partition"]), r.asDict()))
            .groupByKey()

@@ -90,9 +90,10 @@ def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason:
                  scanned_at: datetime) -> dict[str, Any]:
     r = seg.result
     try:
-        size = os.path.getsize(seg.log_path)
+        st = os.stat(seg.log_path)
+        size, mtime_ms = st.st_size, st.st_mtime_ns // 1_000_000
     except OSError:
-        size = r.size_bytes if r else None
+        size, mtime_ms = (r.size_bytes if r else None), None
     if task.future:
         reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
     return {
@@ -102,6 +103,7 @@ def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason:
         "max_timestamp": r.max_timestamp if r else None,
         "offset_of_max_timestamp": r.offset_of_max_timestamp if r else None,
         "size_bytes": size,
+        "log_mtime_ms": mtime_ms,
         "valid_bytes": r.valid_bytes if r else None,
         "batch_count": r.batch_count if r else None,
         "record_count": r.record_count if r else None,

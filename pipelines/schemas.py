@@ -27,6 +27,7 @@ SEGMENTS_SCHEMA = pa.schema([
     pa.field("max_timestamp", pa.int64()),
     pa.field("offset_of_max_timestamp", pa.int64()),
     pa.field("size_bytes", pa.int64()),
+    pa.field("log_mtime_ms", pa.int64()),  # the .log's mtime: Kafka's retention.ms fallback without timestamps
     pa.field("valid_bytes", pa.int64()),
     pa.field("batch_count", pa.int64()),
     pa.field("record_count", pa.int64()),

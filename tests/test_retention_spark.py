@@ -116,3 +116,23 @@ def test_what_if_cli_fleet_total_and_unknown_hw(tmp_path, spark, case, capsys):
     assert main(["retention", "--from-metadata", str(tmp_path / "none")]) == 2
     assert "no segments table" in capsys.readouterr().err
     assert main(["retention", "--from-metadata", meta, "--apply"]) == 2
+
+
+def test_what_if_uses_log_mtime_without_timestamps(tmp_path, spark):
+    """Segments with no time-index entry (magic 0) fall back to the .log mtime recorded in `segments`, as Kafka
+    does; rows written without the column are never deemed expired."""
+    meta = str(tmp_path / "meta")
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    now = 10_000_000
+    mtimes = {0: now - 5000, 100: now - 4000, 200: now - 10}  # the last is the active segment
+    segs = [{"log_dir": "/d", "topic": "legacy", "partition": 0, "base_offset": b, "next_offset": b + 100,
+             "max_timestamp": -1, "size_bytes": 1000, "log_mtime_ms": m, "status": "ok", "run_id": "r",
+             "scanned_at": at} for b, m in mtimes.items()]
+    ms.write_table(spark, meta, "segments", segs, SEGMENTS_SCHEMA, ["log_dir", "topic", "partition", "base_offset"])
+    ms.write_table(spark, meta, "partitions", [{
+        "log_dir": "/d", "topic": "legacy", "partition": 0, "log_start_offset": 0, "high_watermark": 300,
+        "log_end_offset": 300, "run_id": "r", "scanned_at": at}], PARTITIONS_SCHEMA, ["log_dir", "topic", "partition"])
+    got = pr.what_if(spark, meta, LogConfig(retention_ms=4500), now).where("action = 'delete'")
+    assert [r["base_offset"] for r in got.orderBy("base_offset").collect()] == [0]
+    got = pr.what_if(spark, meta, LogConfig(retention_ms=3000), now).where("action = 'delete'")
+    assert [r["base_offset"] for r in got.orderBy("base_offset").collect()] == [0, 100]
