@@ -14,6 +14,8 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from jobs.common import report_missing_log_dirs, spark_if_master  # noqa: E402
+
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
 
@@ -44,16 +46,9 @@ def run(args: argparse.Namespace) -> int:
         _err(f"--vacuum-hours {args.vacuum_hours} is below the safe {compaction.SAFE_RETENTION_HOURS}: readers of "
              f"older versions could lose files; add --unsafe-vacuum to force")
         return 2
-    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
-    for d in missing:
-        _err(f"{d}: no such log dir")
-    if missing:
+    if report_missing_log_dirs("compact", args.log_dirs):
         return 2
-    spark = None
-    if args.master:
-        from pipelines.spark_session import get_spark
-
-        spark = get_spark(args.master, "segdex-compact")
+    spark = spark_if_master(args.master, "compact")
     status = 0
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
         if o.error:

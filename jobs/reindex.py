@@ -14,6 +14,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 
 from indexcore.errors import SegdexError  # noqa: E402
 from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from jobs.common import report_missing_log_dirs  # noqa: E402
 
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
 COMMAND = "reindex"
@@ -48,9 +49,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     except SegdexError as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
         return 2
-    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
-    if missing:
-        print(f"segdex {mode}: not a directory: {', '.join(missing)}", file=sys.stderr)
+    if report_missing_log_dirs(mode, args.log_dirs):
         return 2
     from pipelines import reindex
     from pipelines.schemas import default_metadata_path

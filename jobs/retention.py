@@ -18,6 +18,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 
 from indexcore.errors import SegdexError  # noqa: E402
 from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from jobs.common import report_missing_log_dirs, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -96,16 +97,9 @@ def run(args: argparse.Namespace) -> int:
     run_id, run_at = pr.new_run_id(), datetime.now(UTC)
     if args.from_metadata:
         return _what_if(args, config, topic_overrides, now_ms, metadata, run_id, run_at)
-    missing = [d for d in args.log_dirs if not os.path.isdir(d)]
-    for d in missing:
-        _err(f"{d}: no such log dir")
-    if missing:
+    if report_missing_log_dirs("retention", args.log_dirs):
         return 2
-    spark = None
-    if args.master:
-        from pipelines.spark_session import get_spark
-
-        spark = get_spark(args.master, "segdex-retention")
+    spark = spark_if_master(args.master, "retention")
     outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, topic_overrides,
                            args.apply, spark)
     status = 0
