@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,28 @@ def fixture_case_names() -> list[str]:
 
 def load_case(name: str) -> dict:
     return json.loads((FIXTURES / name / "case.json").read_text())
+
+
+_HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@contextmanager
+def broker_lock(log_dir: str | os.PathLike) -> Iterator[None]:
+    """Hold ``<log_dir>/.lock`` from another process, as a running broker does (a POSIX lock)."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, os.path.join(log_dir, ".lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,10 @@ import hashlib
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import broker_lock
 
 from indexcore.log_config import LogConfig
 from indexcore.log_segments import recover_partition
@@ -173,22 +173,11 @@ def test_relative_offset_overflow(tmp_path):
 def test_locked_log_dir_is_refused(partition):
     lock = partition.parent / ".lock"
     lock.write_bytes(b"")
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, os, sys, time
-        fd = os.open({str(lock)!r}, os.O_RDWR)
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        print("locked", flush=True)
-        time.sleep(60)
-    """)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with broker_lock(partition.parent):
         proc = segdex("rebuild", str(partition))
         assert proc.returncode == 1
         assert ".lock is held by another process" in proc.stderr
         assert not (partition / "00000000000000000000.index").exists()
-    finally:
-        holder.kill()
-        holder.wait()
     assert segdex("rebuild", str(partition)).returncode == 0  # released: now it works
 
 

@@ -9,12 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
-from conftest import FIXTURES, load_case
+from conftest import FIXTURES, broker_lock, load_case
 
 from indexcore.index_compaction import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
 from jobs.cli import main
@@ -131,23 +130,12 @@ def test_locked_and_bad_dirs(tmp_path):
     log_dir, _, _ = stage_padded(tmp_path, name)
     (log_dir / ".lock").touch()
     before = snapshot(log_dir)
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, os, time
-        fd = os.open({str(log_dir / '.lock')!r}, os.O_RDWR)
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        print("locked", flush=True)
-        time.sleep(60)
-    """)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with broker_lock(log_dir):
         proc = subprocess.run([sys.executable, "-m", "jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
                               capture_output=True, text=True)
         assert proc.returncode == 1 and "refused" in proc.stderr and ".lock is held" in proc.stderr
         assert "Traceback" not in proc.stderr
         assert snapshot(log_dir) == before
-    finally:
-        holder.kill()
-        holder.wait()
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["compact", str(empty)]) == 0

@@ -5,14 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
-from conftest import FIXTURES, fixture_case_names, load_case
+from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
 
 from indexcore.log_config import LogConfig
 from jobs.cli import main as cli
@@ -199,15 +197,6 @@ def test_concurrent_runs_lose_no_rows(tmp_path, spark):
     assert len(metadata_store.read_arrow(meta, "runs").to_pylist()) == 2
 
 
-_HOLD_LOCK = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.lockf(fd, fcntl.LOCK_EX)
-print("locked", flush=True)
-time.sleep(60)
-"""
-
-
 def test_locked_log_dir_refused_and_special_dirs(tmp_path, spark, capsys):
     live = assemble(tmp_path, with_broker_indexes=False)
     shutil.copytree(live / "v2_gzip-0", live / "v2_gzip-1.0123abcd-delete")
@@ -216,17 +205,12 @@ def test_locked_log_dir_refused_and_special_dirs(tmp_path, spark, capsys):
     (live / "v2_gzip-0" / "123.log").write_bytes(b"misnamed")
     locked = tmp_path / "locked"
     shutil.copytree(live / "v2_zstd-0", locked / "v2_zstd-0")
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(locked / ".lock")], stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout.readline().strip() == b"locked"
+    with broker_lock(locked):
         meta = tmp_path / "meta"
         capsys.readouterr()
         code = cli(["reindex", "--metadata", str(meta), "--no-progress", *_topic_config_args(), str(live),
                     str(locked)])
         out, err = capsys.readouterr()
-    finally:
-        holder.kill()
-        holder.wait()
     assert code == 1
     assert "refused" in err and ".lock is held by another process" in err and str(locked) in err
     assert "misnamed" in err and "123.log" in err

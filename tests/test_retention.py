@@ -8,11 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_case
+from conftest import FIXTURES, broker_lock, load_case
 
 from indexcore import retention as ret
 from indexcore.checkpoints import (
@@ -267,15 +266,7 @@ def test_locked_log_dir_is_refused(tmp_path):
     log_dir = stage(tmp_path)
     (log_dir / ".lock").touch()
     before = snapshot(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, os, time
-        fd = os.open({str(log_dir / '.lock')!r}, os.O_RDWR)
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        print("locked", flush=True)
-        time.sleep(60)
-    """)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with broker_lock(log_dir):
         proc = segdex("retention", "--now", "1800000000000", "--config", "retention.ms=1", "--no-record",
                       "--apply", str(log_dir))
         assert proc.returncode == 1
@@ -284,9 +275,6 @@ def test_locked_log_dir_is_refused(tmp_path):
         proc = segdex("retention", "--now", "1800000000000", "--config", "retention.ms=1", "--no-record",
                       str(log_dir))
         assert proc.returncode == 1 and "--apply would be refused" in proc.stderr
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_corrupt_checkpoint(tmp_path):
