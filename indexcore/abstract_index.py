@@ -21,11 +21,6 @@ def relative_offset(base_offset: int, offset: int) -> int:
     return relative
 
 
-def can_append_offset(base_offset: int, offset: int) -> bool:
-    relative = offset - base_offset
-    return 0 <= relative <= INT32_MAX
-
-
 def round_down(number: int, factor: int) -> int:
     return factor * (number // factor)
 

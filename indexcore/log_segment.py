@@ -29,7 +29,13 @@ from .offset_index import ENTRY as OFFSET_ENTRY
 from .offset_index import OffsetIndex
 from .producer_state import ProducerStateManager
 from .record_batch import (
+    CONTROL_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    RECORD_BATCH_V2,
+    TRANSACTIONAL_FLAG_MASK,
     RecordBatch,
     compression_name,
     ensure_valid,
@@ -104,14 +110,6 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
     """
     import crc32c
 
-    from .record_batch import (
-        CONTROL_FLAG_MASK,
-        HEADER_SIZE_UP_TO_MAGIC,
-        LOG_OVERHEAD,
-        RECORD_BATCH_OVERHEAD,
-        RECORD_BATCH_V2,
-        TRANSACTIONAL_FLAG_MASK,
-    )
 
     position = state[S_POSITION]
     end = state[S_END]

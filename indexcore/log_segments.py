@@ -41,10 +41,6 @@ class SegmentRecovery:
     result: RecoveryResult | None = None
     files: dict[str, bytes | None] = field(default_factory=dict)  # suffix -> bytes; None: no such file
 
-    @property
-    def needs_attention(self) -> bool:
-        return self.status != STATUS_OK
-
 
 def segment_logs(partition_dir: str | os.PathLike) -> tuple[list[tuple[int, str]], list[str]]:
     """(base offset, path) of every live ``.log`` in offset order, and the names of misnamed ``*.log`` files."""

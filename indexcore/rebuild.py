@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .atomic_file import fsync_dir, same_content, write_atomic
 from .errors import InvalidLayoutException
-from .layout import LOG_FILE_SUFFIX, parse_partition_dir_name, parse_segment_file_name
+from .layout import LOG_FILE_SUFFIX, parse_segment_file_name
 from .log_config import LogConfig
 from .log_dir import ensure_not_locked, log_dir_of
 from .log_segments import STATUS_UNREADABLE, PartitionRecovery, SegmentRecovery, segment_logs
@@ -82,10 +82,3 @@ def rebuild(path: str, config: LogConfig, out_dir: str | None = None,
         else:
             yield RebuildOutcome(segment)
 
-
-def partition_name_ok(path: str) -> bool:
-    try:
-        parse_partition_dir_name(os.path.basename(os.path.abspath(path)))
-        return True
-    except InvalidLayoutException:
-        return False
