@@ -11,6 +11,7 @@ import os
 
 from .atomic_file import write_atomic
 from .errors import SegdexError
+from .file_access import open_regular
 
 CURRENT_VERSION = 0
 
@@ -44,7 +45,7 @@ def read_offset_checkpoint(path: str | os.PathLike) -> dict[tuple[str, int], int
     """``{(topic, partition): offset}``; a missing file reads as empty."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         return {}
@@ -63,15 +64,36 @@ def format_offset_checkpoint(offsets: dict[tuple[str, int], int]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+# Kafka's files beside a checkpoint, whose mode a new checkpoint file takes (its owner is its directory's).
+_MODE_TEMPLATES = ("meta.properties", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                   "replication-offset-checkpoint", "partition.metadata", "leader-epoch-checkpoint")
+
+
+def mode_template(path: str | os.PathLike) -> str | None:
+    """A Kafka file in the same directory whose mode a new file at ``path`` should take (a ``.log`` there when
+    none of the checkpoint/metadata files exist), or None."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    for name in _MODE_TEMPLATES:
+        candidate = os.path.join(directory, name)
+        if candidate != path and os.path.isfile(candidate):
+            return candidate
+    try:
+        logs = sorted(n for n in os.listdir(directory) if n.endswith(".log"))
+    except OSError:
+        return None
+    return os.path.join(directory, logs[0]) if logs else None
+
+
 def write_offset_checkpoint(path: str | os.PathLike, offsets: dict[tuple[str, int], int]) -> None:
-    write_atomic(path, format_offset_checkpoint(offsets))
+    write_atomic(path, format_offset_checkpoint(offsets), template=mode_template(path))
 
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike) -> list[tuple[int, int]]:
     """``[(epoch, startOffset), ...]``; a missing file reads as empty."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_regular(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         return []
@@ -87,4 +109,4 @@ def format_leader_epoch_checkpoint(entries: list[tuple[int, int]]) -> bytes:
 
 
 def write_leader_epoch_checkpoint(path: str | os.PathLike, entries: list[tuple[int, int]]) -> None:
-    write_atomic(path, format_leader_epoch_checkpoint(entries))
+    write_atomic(path, format_leader_epoch_checkpoint(entries), template=mode_template(path))

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 
 from .errors import CorruptRecordException, SegdexError
+from .file_access import open_regular
 from .file_records import batches, open_log
 from .index_verifier import check_offset_entries, check_time_entries
 from .layout import (
@@ -84,7 +85,7 @@ def dump_index(path: str) -> Iterator[dict]:
     name = os.path.basename(path)
     parsed = parse_segment_file_name(name)
     base = parsed.base_offset
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     if parsed.suffix == TXN_INDEX_FILE_SUFFIX:
         for t in parse_transaction_index(data):

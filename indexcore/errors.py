@@ -38,3 +38,7 @@ class InvalidLayoutException(SegdexError):
 
 class InvalidTxnStateException(SegdexError):
     """Producer state that Kafka refuses (a non-transactional write inside an open transaction)."""
+
+
+class UsageException(SegdexError):
+    """A command given the wrong kind of path or argument (exit status 2), with a hint."""

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import CorruptRecordException
+from .file_access import open_regular
 from .record_batch import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_ENTRY_HEADER,
@@ -43,7 +44,7 @@ def batches(buf, start: int = 0, end: int | None = None) -> Iterator[RecordBatch
 @contextmanager
 def open_log(path: str | os.PathLike):
     """Map a ``.log`` file read-only; an empty file maps to ``b""``. Never writes the file."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             yield b""

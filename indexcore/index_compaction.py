@@ -13,10 +13,12 @@ import os
 from dataclasses import dataclass, field
 
 from .abstract_index import round_down
-from .atomic_file import write_atomic
+from .atomic_file import remove_temporaries, write_atomic
 from .errors import CorruptIndexException, InvalidLayoutException, SegdexError
+from .file_access import NotRegularFileException, open_regular
 from .layout import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, parse_segment_file_name
-from .log_dir import is_locked, list_log_dir
+from .log_config import is_cluster_metadata
+from .log_dir import hold_lock, is_locked, list_log_dir
 from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from .offset_index import sanity_check as offset_sanity_check
 from .offset_index import trimmed_entry_count as offset_entry_count
@@ -72,7 +74,7 @@ def check_index_file(path: str, suffix: str, base_offset: int) -> IndexFileCheck
     entry_size = _KINDS[suffix][0]
     try:
         size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             usable = round_down(size, entry_size)
             if size == usable and size:
                 f.seek(size - entry_size)
@@ -82,6 +84,8 @@ def check_index_file(path: str, suffix: str, base_offset: int) -> IndexFileCheck
             data = f.read()
     except OSError as e:
         return IndexFileCheck(path, base_offset, suffix, 0, 0, 0, STATUS_UNREADABLE, f"{path}: {e.strerror or e}")
+    except NotRegularFileException as e:
+        return IndexFileCheck(path, base_offset, suffix, 0, 0, 0, STATUS_UNREADABLE, str(e))
     try:
         entries, valid = valid_index_bytes(data, suffix, base_offset)
     except CorruptIndexException as e:
@@ -117,7 +121,7 @@ def trim(check: IndexFileCheck) -> IndexFileCheck:
     if fresh.status != STATUS_OVERLONG:
         return fresh
     st = os.stat(check.path)
-    with open(check.path, "rb") as f:
+    with open_regular(check.path) as f:
         data = f.read(fresh.valid_bytes)
     write_atomic(check.path, data)
     os.utime(check.path, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -131,6 +135,9 @@ class CompactOutcome:
     checks: list[IndexFileCheck] = field(default_factory=list)
     error: str | None = None
     applied: bool = False
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses this log dir
+    removed_temporaries: list[str] = field(default_factory=list)
 
     @property
     def reclaimable_bytes(self) -> int:
@@ -138,19 +145,22 @@ class CompactOutcome:
 
     @property
     def needs_attention(self) -> bool:
-        return bool(self.error) or any(c.status in (STATUS_CORRUPT, STATUS_UNREADABLE) for c in self.checks)
+        return bool(self.error) or bool(self.stray) or any(
+            c.status in (STATUS_CORRUPT, STATUS_UNREADABLE) for c in self.checks)
 
 
 def compact_log_dir(log_dir: str, apply: bool = False) -> CompactOutcome:
     """Find (and with ``apply`` trim) over-long index files in every partition of a log dir; never raises on
     bad input. Apply holds the dir's ``.lock`` and refuses a dir a broker holds."""
-    from .retention import hold_lock
-
     log_dir = os.fspath(log_dir)
     outcome = CompactOutcome(log_dir)
     try:
         listing = list_log_dir(log_dir)
+        outcome.stray = listing.stray
         for p in listing.partitions:
+            if is_cluster_metadata(p.topic):
+                outcome.skipped.append((p.path, "the KRaft metadata log: never touched"))
+                continue
             try:
                 outcome.checks.extend(check_partition(p.path))
             except OSError as e:
@@ -162,6 +172,10 @@ def compact_log_dir(log_dir: str, apply: bool = False) -> CompactOutcome:
                                  f"--apply would be refused")
             return outcome
         with hold_lock(log_dir):
+            outcome.removed_temporaries = remove_temporaries(log_dir)
+            for p in listing.partitions:
+                if not is_cluster_metadata(p.topic):
+                    outcome.removed_temporaries += remove_temporaries(p.path)
             outcome.checks = [trim(c) if c.status == STATUS_OVERLONG else c for c in outcome.checks]
             outcome.applied = True
     except (SegdexError, OSError) as e:

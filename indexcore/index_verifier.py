@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import CorruptRecordException, SegdexError
+from .file_access import open_regular
 from .file_records import batches, open_log
 from .layout import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
 from .log_segment import RecoveryResult
@@ -97,7 +98,7 @@ def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResu
 
 def _read(path: str) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return f.read()
     except FileNotFoundError:
         return None

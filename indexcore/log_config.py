@@ -1,16 +1,110 @@
-"""The topic configs segdex understands (``LogConfig``), with Kafka's defaults."""
+"""The topic configs segdex understands (``LogConfig``), with Kafka's defaults, types and validators, and the
+configs Kafka gives its internal topics when it creates them.
+
+Validation follows Kafka's ``LogConfig`` definitions (``ConfigDef`` types INT/LONG/LIST and their ranges), with
+Kafka's message text: ``Invalid value 3000000000 for configuration index.interval.bytes: Not a number of type
+INT``.
+
+Where a topic's value comes from, highest first (``TopicConfigResolver``):
+
+1. ``--topic-config TOPIC:KEY=VALUE`` (a topic override, as ``kafka-configs --alter`` sets);
+2. the configs Kafka sets when it creates an internal topic (``__consumer_offsets`` and ``__transaction_state``
+   are ``cleanup.policy=compact``): a topic-level override in Kafka too, so a ``--config`` default for every
+   topic does not reach them;
+3. ``--config KEY=VALUE`` (a default for every topic);
+4. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
+
+``__cluster_metadata`` is the KRaft metadata log: it follows ``metadata.*`` settings and its own snapshots,
+never topic configs; no writing command touches it (``is_cluster_metadata``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 from .errors import SegdexError
 
 DAY_MS = 24 * 60 * 60 * 1000
+INT_MAX = 2**31 - 1
+INT_MIN = -(2**31)
+LONG_MAX = 2**63 - 1
+LONG_MIN = -(2**63)
+RECORD_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: segment.bytes' lower bound in LogConfig
+
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+SOURCE_TOPIC_CONFIG = "--topic-config"
+SOURCE_INTERNAL_TOPIC = "internal topic"
+SOURCE_CONFIG = "--config"
+SOURCE_DEFAULT = "Kafka default"
+
+# What Kafka sets when it creates its internal topics (GroupCoordinatorService.groupMetadataTopicConfigs,
+# TransactionStateManager.transactionTopicConfigs, ShareCoordinatorService.shareGroupStateTopicConfigs,
+# TopicBasedRemoteLogMetadataManagerConfig), with the brokers' default segment sizes.
+INTERNAL_TOPIC_CONFIGS: dict[str, dict[str, str]] = {
+    "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__share_group_state": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__remote_log_metadata": {"cleanup.policy": "delete", "retention.ms": "-1"},
+}
 
 
 class ConfigException(SegdexError):
-    """An unknown config name or a value Kafka would reject."""
+    """An unknown config name or a value Kafka would reject (Kafka's ``ConfigException``)."""
+
+
+def is_cluster_metadata(topic: str) -> bool:
+    """Whether ``topic`` is the KRaft metadata log, which no segdex writing command touches."""
+    return topic == CLUSTER_METADATA_TOPIC
+
+
+@dataclass(frozen=True)
+class _Def:
+    """One config definition: Kafka's type and the smallest value its validator allows."""
+
+    type: str  # INT, LONG, LIST
+    at_least: int | None = None
+
+
+_DEFS: dict[str, _Def] = {
+    "index.interval.bytes": _Def("INT", 0),
+    "segment.index.bytes": _Def("INT", 4),
+    "segment.bytes": _Def("INT", RECORD_OVERHEAD_V0),
+    "retention.ms": _Def("LONG", -1),
+    "retention.bytes": _Def("LONG"),
+    "cleanup.policy": _Def("LIST"),
+    "file.delete.delay.ms": _Def("LONG", 0),
+}
+_CLEANUP_POLICIES = ("compact", "delete")
+
+
+def _invalid(key: str, value: str, why: str) -> ConfigException:
+    return ConfigException(f"Invalid value {value} for configuration {key}: {why}")
+
+
+def parse_value(key: str, value: str) -> int | str:
+    """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise."""
+    d = _DEFS.get(key)
+    if d is None:
+        raise ConfigException(f"unknown config {key!r} (known: {', '.join(sorted(_DEFS))})")
+    text = value.strip()
+    if d.type == "LIST":
+        items = [p.strip() for p in text.split(",") if p.strip()]
+        bad = [p for p in items if p not in _CLEANUP_POLICIES]
+        if bad or not items:
+            raise _invalid(key, text, f"String must be one of: {', '.join(_CLEANUP_POLICIES)}")
+        return ",".join(items)
+    low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)
+    try:
+        number = int(text)
+    except ValueError:
+        raise _invalid(key, text, f"Not a number of type {d.type}") from None
+    if not low <= number <= high:
+        raise _invalid(key, text, f"Not a number of type {d.type}")
+    if d.at_least is not None and number < d.at_least:
+        raise _invalid(key, text, f"Value must be at least {d.at_least}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -23,34 +117,75 @@ class LogConfig:
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60000
 
-    def with_overrides(self, overrides: dict[str, str]) -> LogConfig:
-        """A copy with Kafka config names (``index.interval.bytes=1024``) applied."""
-        changes = {}
-        for key, value in overrides.items():
-            attr = key.replace(".", "_")
-            field = next((f for f in fields(self) if f.name == attr), None)
-            if field is None:
-                known = ", ".join(sorted(f.name.replace("_", ".") for f in fields(self)))
-                raise ConfigException(f"unknown config {key!r} (known: {known})")
-            if field.type in ("int", int):
-                try:
-                    changes[attr] = int(value)
-                except ValueError:
-                    raise ConfigException(f"config {key} needs an integer, got {value!r}") from None
-            else:
-                changes[attr] = value
-        config = replace(self, **changes)
-        config.validate()
-        return config
+    def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
+        """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad."""
+        changes = {key.replace(".", "_"): parse_value(key, str(value)) for key, value in overrides.items()}
+        return replace(self, **changes)
 
     def validate(self) -> None:
-        if self.index_interval_bytes < 0:
-            raise ConfigException(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
-        if self.segment_index_bytes < 4:
-            raise ConfigException(f"segment.index.bytes must be >= 4, got {self.segment_index_bytes}")
-        for policy in self.cleanup_policy.split(","):
-            if policy.strip() not in ("delete", "compact"):
-                raise ConfigException(f"cleanup.policy must be delete and/or compact, got {self.cleanup_policy!r}")
+        """Check every value as Kafka's LogConfig would (for configs built field by field)."""
+        for f in fields(self):
+            parse_value(f.name.replace("_", "."), str(getattr(self, f.name)))
+
+    @property
+    def delete(self) -> bool:
+        """``LogConfig.delete``: the cleanup policy includes ``delete`` (also ``compact,delete``)."""
+        return "delete" in [p.strip() for p in self.cleanup_policy.split(",")]
+
+    def describe(self, keys: list[str] | None = None) -> str:
+        return ", ".join(f"{k}={getattr(self, k.replace('.', '_'))}" for k in (keys or list(_DEFS)))
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """A topic's effective config and where each value came from (key -> one of the ``SOURCE_*`` names)."""
+
+    topic: str
+    config: LogConfig
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def assumed(self, keys: list[str] | tuple[str, ...]) -> list[str]:
+        """The keys among ``keys`` that nobody gave: Kafka's defaults, assumed."""
+        return [k for k in keys if self.sources.get(k, SOURCE_DEFAULT) == SOURCE_DEFAULT]
+
+    def from_internal_topic(self) -> dict[str, str]:
+        return {k: str(getattr(self.config, k.replace(".", "_")))
+                for k, s in self.sources.items() if s == SOURCE_INTERNAL_TOPIC}
+
+
+class TopicConfigResolver:
+    """Each topic's effective ``LogConfig`` from ``--config``, ``--topic-config`` and Kafka's internal-topic and
+    default configs (precedence in the module docstring). Values are validated when the resolver is built."""
+
+    def __init__(self, config: Mapping[str, str] | None = None,
+                 topic_configs: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        self.config = dict(config or {})
+        self.topic_configs = {t: dict(kv) for t, kv in (topic_configs or {}).items()}
+        for topic in self.topic_configs:
+            if not topic:
+                raise ConfigException("empty topic name in --topic-config")
+        self._cache: dict[str, ResolvedConfig] = {}
+        self.default = LogConfig().with_overrides(self.config)
+        for topic in self.topic_configs:
+            self.resolve(topic)
+
+    def resolve(self, topic: str) -> ResolvedConfig:
+        cached = self._cache.get(topic)
+        if cached is not None:
+            return cached
+        values: dict[str, str] = {}
+        sources: dict[str, str] = {}
+        for source, layer in ((SOURCE_CONFIG, self.config), (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
+                              (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
+            for key, value in (layer or {}).items():
+                values[key] = value
+                sources[key] = source
+        resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources)
+        self._cache[topic] = resolved
+        return resolved
+
+    def __call__(self, topic: str) -> LogConfig:
+        return self.resolve(topic).config
 
 
 def parse_config_args(items: list[str] | None) -> dict[str, str]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .errors import InvalidLayoutException
+from .file_access import NotRegularFileException
 from .layout import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -87,6 +88,8 @@ class PartitionRecovery:
         except OSError as e:
             return SegmentRecovery(log_path, base_offset, STATUS_UNREADABLE,
                                    f"{log_path}: cannot read: {e.strerror or e}")
+        except NotRegularFileException as e:
+            return SegmentRecovery(log_path, base_offset, STATUS_UNREADABLE, str(e))
         if result.error:
             return SegmentRecovery(log_path, base_offset, STATUS_ERROR, f"{log_path}: {result.error}", result)
         txn_exists = os.path.exists(index_paths(log_path)[TXN_INDEX_FILE_SUFFIX])

@@ -10,11 +10,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .atomic_file import fsync_dir, same_content, write_atomic
-from .errors import InvalidLayoutException
-from .layout import LOG_FILE_SUFFIX, parse_segment_file_name
-from .log_config import LogConfig
-from .log_dir import ensure_not_locked, log_dir_of
+from .atomic_file import fsync_dir, remove_temporaries, same_content, write_atomic
+from .errors import InvalidLayoutException, UsageException
+from .layout import LOG_FILE_SUFFIX, parse_partition_dir_name, parse_segment_file_name
+from .log_config import LogConfig, is_cluster_metadata
+from .log_dir import describe_dir, ensure_not_locked, hold_lock, log_dir_of
 from .log_segments import STATUS_UNREADABLE, PartitionRecovery, SegmentRecovery, segment_logs
 
 
@@ -24,6 +24,20 @@ class RebuildOutcome:
     written: list[str] = field(default_factory=list)  # paths replaced or created
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RebuildNotice:
+    """Something about a path that is not a segment's outcome: a misnamed ``.log`` (needs attention), or a
+    temporary file of an interrupted run that was removed (information)."""
+
+    path: str
+    message: str
+    kind: str  # "misnamed" or "removed"
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.kind == "misnamed"
 
 
 def write_index_files(segment: SegmentRecovery, target_dir: str, fsync_directory: bool = True) -> RebuildOutcome:
@@ -37,16 +51,26 @@ def write_index_files(segment: SegmentRecovery, target_dir: str, fsync_directory
         if same_content(path, data):
             outcome.unchanged.append(path)
             continue
-        write_atomic(path, data, fsync_directory=False)
+        write_atomic(path, data, fsync_directory=False, template=_beside(segment.log_path, target_dir))
         outcome.written.append(path)
     if outcome.written and fsync_directory:
         fsync_dir(target_dir)
     return outcome
 
 
+def _beside(log_path: str, target_dir: str) -> str | None:
+    """The ``.log`` whose mode new index files take: the one beside them, else the source segment."""
+    here = os.path.join(target_dir, os.path.basename(log_path))
+    return here if os.path.exists(here) else log_path
+
+
 def _targets(path: str) -> tuple[str, list[tuple[int, str]], list[str]]:
     """(partition dir, [(base offset, log path)], misnamed) for a partition directory or a single .log."""
     if os.path.isdir(path):
+        if describe_dir(path) == "log_dir":
+            raise UsageException(
+                f"{path}: a log dir, not a partition directory: give one of its partition directories "
+                f"(e.g. {os.path.join(path, '<topic>-<partition>')}), or run `segdex reindex {path}`")
         logs, misnamed = segment_logs(path)
         return path, logs, [os.path.join(path, m) for m in misnamed]
     if not os.path.exists(path):
@@ -62,12 +86,37 @@ def _targets(path: str) -> tuple[str, list[tuple[int, str]], list[str]]:
 
 
 def rebuild(path: str, config: LogConfig, out_dir: str | None = None,
-            native: bool | None = None) -> Iterator[RebuildOutcome | tuple[str, str]]:
-    """Rebuild one PATH; yields an outcome per segment and ``(path, reason)`` for misnamed files."""
+            native: bool | None = None) -> Iterator[RebuildOutcome | RebuildNotice]:
+    """Rebuild one PATH; yields an outcome per segment and a ``RebuildNotice`` for other findings.
+
+    In place, the partition's log dir ``.lock`` is held from before the first write to after the last (refused
+    when a broker holds it), segdex temporaries a killed run left in the partition are removed, and the KRaft
+    metadata log is refused. With ``out_dir`` the source is only read (still refused while a broker holds it).
+    """
     partition_dir, logs, misnamed = _targets(path)
-    ensure_not_locked(log_dir_of(partition_dir))
+    log_dir = log_dir_of(partition_dir)
+    if out_dir is not None:
+        ensure_not_locked(log_dir)
+        yield from _rebuild(partition_dir, logs, misnamed, config, out_dir, native)
+        return
+    try:
+        topic = parse_partition_dir_name(os.path.basename(os.path.abspath(partition_dir))).topic
+    except InvalidLayoutException:
+        topic = ""
+    if is_cluster_metadata(topic):
+        raise UsageException(f"{partition_dir}: the KRaft metadata log (__cluster_metadata) is never rewritten in "
+                             f"place; use --out-dir to look at its rebuilt indexes")
+    with hold_lock(log_dir):
+        for tmp in remove_temporaries(partition_dir):
+            yield RebuildNotice(tmp, "temporary file left by an interrupted segdex run", "removed")
+        yield from _rebuild(partition_dir, logs, misnamed, config, None, native)
+
+
+def _rebuild(partition_dir: str, logs: list[tuple[int, str]], misnamed: list[str], config: LogConfig,
+             out_dir: str | None, native: bool | None) -> Iterator[RebuildOutcome | RebuildNotice]:
     for m in misnamed:
-        yield m, "not a segment file name (expected a 20-digit base offset, e.g. 00000000000000001000.log)"
+        yield RebuildNotice(m, "not a segment file name (expected a 20-digit base offset, e.g. "
+                               "00000000000000001000.log)", "misnamed")
     if out_dir is None:
         target = partition_dir
     else:
@@ -81,4 +130,3 @@ def rebuild(path: str, config: LogConfig, out_dir: str | None = None,
             yield write_index_files(segment, target)
         else:
             yield RebuildOutcome(segment)
-

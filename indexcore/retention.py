@@ -29,28 +29,25 @@ Apply order (each step leaves a directory a broker loads correctly, and a re-run
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .atomic_file import fsync_dir, same_content, write_atomic
+from .atomic_file import FileAttributes, create_empty, fsync_dir, remove_temporaries, same_content, write_atomic
 from .checkpoints import (
     CorruptCheckpointException,
     format_leader_epoch_checkpoint,
+    mode_template,
     read_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
 from .errors import CorruptRecordException, InvalidLayoutException, SegdexError
+from .file_access import open_regular
 from .file_records import batches, open_log
 from .layout import (
     DELETED_FILE_SUFFIX,
     INDEX_FILE_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
-    LOCK_FILE,
     LOG_FILE_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT,
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
@@ -60,8 +57,8 @@ from .layout import (
     parse_segment_file_name,
     segment_file_name,
 )
-from .log_config import LogConfig
-from .log_dir import LogDirLockedException, is_locked, list_log_dir, read_checkpoints
+from .log_config import LogConfig, ResolvedConfig, TopicConfigResolver, is_cluster_metadata
+from .log_dir import hold_lock, is_locked, list_log_dir, read_checkpoints
 from .log_segments import segment_logs
 from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from .offset_index import parse_offset_index
@@ -170,10 +167,6 @@ def truncate_epochs_from_start(entries: list[tuple[int, int]], start_offset: int
     return [(entries[removed - 1][0], start_offset), *entries[removed:]]
 
 
-def _is_delete_policy(config: LogConfig) -> bool:
-    return "delete" in [p.strip() for p in config.cleanup_policy.split(",")]
-
-
 def plan_retention(facts: PartitionFacts, config: LogConfig, now_ms: int) -> RetentionPlan:
     """The segments Kafka's ``deleteOldSegments()`` deletes, pass by pass; pure (touches no file)."""
     segments = sorted(facts.segments, key=lambda s: s.base_offset)
@@ -239,7 +232,7 @@ def plan_retention(facts: PartitionFacts, config: LogConfig, now_ms: int) -> Ret
         return ""
 
     run_pass(RULE_LOG_START_OFFSET, log_start_breached)
-    if _is_delete_policy(config):
+    if config.delete:
         retention_bytes = config.retention_bytes
         size = sum(s.size_bytes for s in live)
         if retention_bytes >= 0 and size >= retention_bytes:
@@ -284,7 +277,7 @@ def plan_retention(facts: PartitionFacts, config: LogConfig, now_ms: int) -> Ret
 
 def _read_prefix(path: str, limit: int | None = None) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return f.read() if limit is None else f.read(limit)
     except FileNotFoundError:
         return None
@@ -356,40 +349,36 @@ class LogDirOutcome:
     log_dir: str
     partitions: list[PartitionOutcome] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses to load the dir
     error: str | None = None  # the whole log dir was refused
+    configs: dict[str, ResolvedConfig] = field(default_factory=dict)  # topic -> its effective config and sources
+    removed_temporaries: list[str] = field(default_factory=list)  # left by a killed run, removed under the lock
 
     @property
     def needs_attention(self) -> bool:
-        return bool(self.error) or any(
+        return bool(self.error) or bool(self.stray) or any(
             p.error or p.plan.skipped or p.plan.blocked for p in self.partitions)
 
 
+def as_resolver(config: LogConfig | TopicConfigResolver | None,
+                topic_overrides: dict[str, dict[str, str]] | None = None) -> TopicConfigResolver:
+    """A ``TopicConfigResolver`` from one, or from a base ``LogConfig`` (its values that differ from Kafka's
+    defaults count as given with ``--config``) plus per-topic overrides."""
+    if isinstance(config, TopicConfigResolver):
+        return config
+    given: dict[str, str] = {}
+    if config is not None:
+        kafka = LogConfig()
+        for name in config.__dataclass_fields__:
+            if getattr(config, name) != getattr(kafka, name):
+                given[name.replace("_", ".")] = str(getattr(config, name))
+    return TopicConfigResolver(given, topic_overrides)
+
+
 def config_for(topic: str, base: LogConfig, topic_overrides: dict[str, dict[str, str]] | None) -> LogConfig:
-    """The effective config of a topic: ``base`` plus that topic's overrides."""
-    overrides = (topic_overrides or {}).get(topic)
-    return base.with_overrides(overrides) if overrides else base
-
-
-@contextlib.contextmanager
-def hold_lock(log_dir: str) -> Iterator[None]:
-    """Take the log dir's ``.lock`` as a broker does (POSIX lock), so no broker starts while we change files."""
-    path = os.path.join(log_dir, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno in (errno.EACCES, errno.EAGAIN):
-                raise LogDirLockedException(
-                    f"{log_dir}: its .lock is held by another process (a running Kafka broker?); "
-                    f"stop the broker or work on a copy of the log dir") from None
-            raise
-        try:
-            yield
-        finally:
-            fcntl.lockf(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    """The effective config of a topic: ``base`` (as ``--config``), Kafka's internal-topic configs, then that
+    topic's overrides."""
+    return as_resolver(base, topic_overrides)(topic)
 
 
 def _finish_interrupted(partition_dir: str) -> list[str]:
@@ -426,14 +415,13 @@ def _rename_segment(partition_dir: str, base_offset: int) -> list[str]:
     return renamed
 
 
-def _roll(partition_dir: str, offset: int) -> None:
-    """A new empty segment at ``offset`` (0-byte ``.log``, ``.index`` and ``.timeindex``), as ``roll()`` leaves."""
+def _roll(partition_dir: str, offset: int, template: str | None) -> None:
+    """A new empty segment at ``offset`` (0-byte ``.log``, ``.index`` and ``.timeindex``), as ``roll()`` leaves;
+    owned like the partition directory, with the mode of the ``template`` segment's ``.log``."""
+    attributes = FileAttributes.for_target(os.path.join(partition_dir, segment_file_name(offset, LOG_FILE_SUFFIX)),
+                                           template)
     for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
-        path = os.path.join(partition_dir, segment_file_name(offset, suffix))
-        with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.fsync(fd)
-            os.close(fd)
+        create_empty(os.path.join(partition_dir, segment_file_name(offset, suffix)), attributes)
     fsync_dir(partition_dir)
 
 
@@ -454,34 +442,41 @@ def plan_partition(log_dir: str, partition_dir: str, topic: str, partition: int,
     return PartitionOutcome(log_dir, partition_dir, plan_retention(facts, config, now_ms))
 
 
-def _plan_log_dir(log_dir: str, config: LogConfig, topic_overrides, now_ms: int) -> tuple[LogDirOutcome, object]:
+def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> tuple[LogDirOutcome, object]:
     outcome = LogDirOutcome(log_dir)
     listing = list_log_dir(log_dir)
     checkpoints = read_checkpoints(log_dir)
     outcome.skipped.extend(listing.skipped)
+    outcome.stray.extend(listing.stray)
     for p in listing.partitions:
         if p.kind == "future":
             outcome.skipped.append((p.path, "-future directory (a replica being moved): retention does not run on it"))
             continue
-        cfg = config_for(p.topic, config, topic_overrides)
-        outcome.partitions.append(plan_partition(log_dir, p.path, p.topic, p.partition, cfg, now_ms,
+        if is_cluster_metadata(p.topic):
+            outcome.skipped.append((p.path, "the KRaft metadata log follows metadata.* settings and its own "
+                                            "snapshots, never topic retention: not touched"))
+            continue
+        resolved = resolver.resolve(p.topic)
+        outcome.configs[p.topic] = resolved
+        outcome.partitions.append(plan_partition(log_dir, p.path, p.topic, p.partition, resolved.config, now_ms,
                                                  checkpoints.log_start_offsets, checkpoints.high_watermarks))
     return outcome, checkpoints
 
 
-def run_log_dir(log_dir: str, config: LogConfig | None = None, now_ms: int | None = None,
+def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = None, now_ms: int | None = None,
                 topic_overrides: dict[str, dict[str, str]] | None = None, apply: bool = False) -> LogDirOutcome:
     """Plan retention for every partition of a log dir; with ``apply``, carry the plan out under the dir's lock.
 
-    Bad input never raises: a missing or locked dir, corrupt checkpoint files or unreadable segments become
-    ``error``/``skipped`` in the outcome.
+    ``config``: a ``TopicConfigResolver``, or a base ``LogConfig`` with ``topic_overrides``. Bad input never
+    raises: a missing or locked dir, corrupt checkpoint files or unreadable segments become ``error``/``skipped``
+    in the outcome.
     """
-    config = config or LogConfig()
+    resolver = as_resolver(config, topic_overrides)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     log_dir = os.fspath(log_dir)
     try:
         if not apply:
-            outcome, _ = _plan_log_dir(log_dir, config, topic_overrides, now_ms)
+            outcome, _ = _plan_log_dir(log_dir, resolver, now_ms)
             if is_locked(log_dir):
                 outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                                  f"this plan is informational, --apply would be refused")
@@ -489,7 +484,8 @@ def run_log_dir(log_dir: str, config: LogConfig | None = None, now_ms: int | Non
         if not os.path.isdir(log_dir):
             raise InvalidLayoutException(f"{log_dir}: not a directory")
         with hold_lock(log_dir):
-            outcome, checkpoints = _plan_log_dir(log_dir, config, topic_overrides, now_ms)
+            outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms)
+            outcome.removed_temporaries = _remove_temporaries(log_dir, outcome)
             _apply_log_dir(outcome, checkpoints)
             return outcome
     except CorruptCheckpointException as e:
@@ -497,6 +493,14 @@ def run_log_dir(log_dir: str, config: LogConfig | None = None, now_ms: int | Non
     except (SegdexError, OSError) as e:
         msg = f"{log_dir}: {e.strerror}" if isinstance(e, OSError) and e.strerror else str(e)
         return LogDirOutcome(log_dir, error=msg)
+
+
+def _remove_temporaries(log_dir: str, outcome: LogDirOutcome) -> list[str]:
+    """segdex's temporary files left by a killed run, in the log dir and the partitions retention writes to."""
+    removed = remove_temporaries(log_dir)
+    for p in outcome.partitions:
+        removed += remove_temporaries(p.partition_dir)
+    return removed
 
 
 def _apply_log_dir(outcome: LogDirOutcome, checkpoints) -> None:
@@ -509,7 +513,10 @@ def _apply_log_dir(outcome: LogDirOutcome, checkpoints) -> None:
     # 1. roll where every segment goes
     for p in acting:
         if p.plan.roll_offset is not None:
-            _roll(p.partition_dir, p.plan.roll_offset)
+            last = p.plan.base_offsets_before[-1] if p.plan.base_offsets_before else None
+            template = (os.path.join(p.partition_dir, segment_file_name(last, LOG_FILE_SUFFIX))
+                        if last is not None else None)
+            _roll(p.partition_dir, p.plan.roll_offset, template)
     # 2. log start offsets and recovery points, one atomic write per file
     lso = dict(checkpoints.log_start_offsets)
     rp = dict(checkpoints.recovery_points)
@@ -530,7 +537,7 @@ def _apply_log_dir(outcome: LogDirOutcome, checkpoints) -> None:
                 data = format_leader_epoch_checkpoint(p.plan.leader_epochs_after)
                 path = os.path.join(p.partition_dir, LEADER_EPOCH_CHECKPOINT)
                 if not same_content(path, data):
-                    write_atomic(path, data)
+                    write_atomic(path, data, template=mode_template(path))
             # 4. renames, oldest first
             p.renamed.extend(_finish_interrupted(p.partition_dir))
             for d in p.plan.deletions:

@@ -53,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
         if o.error:
             print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
+        for path, why in o.skipped:
+            print(f"{path}: skipped: {why}")
+        for path, why in o.stray:
+            print(f"stray: {path}: {why}", file=sys.stderr)
+        for path in o.removed_temporaries:
+            print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
         counts: dict[str, int] = {}
         for c in o.checks:
             counts[c.status] = counts.get(c.status, 0) + 1

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from indexcore.errors import SegdexError
+from indexcore.errors import SegdexError, UsageException
 from indexcore.log_config import LogConfig, parse_config_args
+from indexcore.log_dir import LogDirLockedException
 from indexcore.log_segments import STATUS_OK
 from indexcore.rebuild import RebuildOutcome, rebuild
 
@@ -45,11 +46,17 @@ def run(args: argparse.Namespace) -> int:
                         print(f"{seg.log_path}: {seg.status} written={len(item.written)} "
                               f"unchanged={len(item.unchanged)}{detail}")
                 else:
-                    print(f"misnamed: {item[0]}: {item[1]}", file=sys.stderr)
-                    status = 1
+                    print(f"{item.kind}: {item.path}: {item.message}", file=sys.stderr)
+                    status = max(status, int(item.needs_attention))
         except FileNotFoundError:
             print(f"segdex rebuild: {path}: no such file or directory", file=sys.stderr)
             return 2
+        except UsageException as e:
+            print(f"segdex rebuild: {e}", file=sys.stderr)
+            return 2
+        except LogDirLockedException as e:
+            print(f"refused: {e}", file=sys.stderr)
+            status = 1
         except PermissionError as e:
             print(f"unreadable: {path}: {e.strerror}", file=sys.stderr)
             status = 1

@@ -17,7 +17,12 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from indexcore.errors import SegdexError  # noqa: E402
-from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from indexcore.log_config import (  # noqa: E402
+    LogConfig,
+    TopicConfigResolver,
+    parse_config_args,
+    parse_topic_config_args,
+)
 from jobs.common import report_missing_log_dirs, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
@@ -72,14 +77,34 @@ def _print_plan(where: str, plan, verbose: bool, applied: bool) -> None:
             print(f"{where}:   {note}")
 
 
+RETENTION_KEYS = ("retention.ms", "retention.bytes", "cleanup.policy")
+
+
+def _print_configs(outcomes) -> None:
+    """Say which retention configs were assumed (Kafka's defaults) and which came from Kafka's internal-topic
+    configs, so that a plan on unstated settings never passes unnoticed."""
+    configs = {}
+    for o in outcomes:
+        configs.update(o.configs)
+    assumed: dict[tuple[str, ...], list[str]] = {}
+    for topic, resolved in sorted(configs.items()):
+        internal = resolved.from_internal_topic()
+        if internal:
+            given = ", ".join(f"{k}={v}" for k, v in sorted(internal.items()))
+            print(f"config: {topic}: {given} (Kafka's config for this internal topic)")
+        keys = tuple(resolved.assumed(RETENTION_KEYS))
+        if keys:
+            assumed.setdefault(keys, []).append(topic)
+    for keys, topics in assumed.items():
+        values = ", ".join(f"{k}={getattr(LogConfig(), k.replace('.', '_'))}" for k in keys)
+        print(f"config: assumed Kafka's defaults {values} for {len(topics)} topics ({', '.join(topics)}): "
+              f"not given with --config or --topic-config")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        config = LogConfig().with_overrides(parse_config_args(args.config))
-        topic_overrides = parse_topic_config_args(args.topic_config)
-        for topic, overrides in topic_overrides.items():
-            config.with_overrides(overrides)  # validate early
-            if not topic:
-                raise SegdexError("empty topic name in --topic-config")
+        config = TopicConfigResolver(parse_config_args(args.config), parse_topic_config_args(args.topic_config))
+        topic_overrides = None
     except SegdexError as e:
         _err(str(e))
         return 2
@@ -104,11 +129,16 @@ def run(args: argparse.Namespace) -> int:
                            args.apply, spark)
     status = 0
     mode = "apply" if args.apply else "plan"
+    _print_configs(outcomes)
     for o in outcomes:
         if o.error:
             print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
         for path, why in o.skipped:
             print(f"{path}: skipped: {why}")
+        for path, why in o.stray:
+            print(f"stray: {path}: {why}", file=sys.stderr)
+        for path in o.removed_temporaries:
+            print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
         freed = 0
         for p in o.partitions:
             where = os.path.basename(p.partition_dir)

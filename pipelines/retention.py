@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from indexcore.log_config import LogConfig
+from indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
 from indexcore.retention import (
     ACTION_BLOCKED,
     ACTION_DELETE,
@@ -25,7 +25,7 @@ from indexcore.retention import (
     PartitionFacts,
     RetentionPlan,
     SegmentFacts,
-    config_for,
+    as_resolver,
     plan_retention,
     run_log_dir,
 )
@@ -68,8 +68,8 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def run_disk(log_dirs: list[str], config: LogConfig, now_ms: int, topic_overrides: dict | None = None,
-             apply: bool = False, spark: Any = None) -> list[LogDirOutcome]:
+def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int,
+             topic_overrides: dict | None = None, apply: bool = False, spark: Any = None) -> list[LogDirOutcome]:
     """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
     (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
     if spark is None or len(log_dirs) < 2:
@@ -120,8 +120,8 @@ def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
                           merge_keys=list(RETENTION_ACTION_KEYS))
 
 
-def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig, topic_overrides: dict | None, now_ms: int,
-                run_id: str, run_at: datetime) -> list[dict[str, Any]]:
+def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfigResolver,
+                topic_overrides: dict | None, now_ms: int, run_id: str, run_at: datetime) -> list[dict[str, Any]]:
     log_dir, topic, partition = key
     rows = sorted(rows, key=lambda r: r["base_offset"])
     part = rows[0]
@@ -139,12 +139,12 @@ def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig, topic_overr
     if leo is None:
         leo = rows[-1]["next_offset"] if rows[-1]["next_offset"] is not None else rows[-1]["base_offset"]
     facts = PartitionFacts(topic, partition, segments, leo, part["log_start_offset"], part["high_watermark"])
-    plan = plan_retention(facts, config_for(topic, config, topic_overrides), now_ms)
+    plan = plan_retention(facts, as_resolver(config, topic_overrides)(topic), now_ms)
     return plan_rows(plan, log_dir, STATUS_WHAT_IF, SOURCE_METADATA, run_id, run_at, now_ms)
 
 
-def what_if(spark: Any, metadata_path: str, config: LogConfig, now_ms: int, topic_overrides: dict | None = None,
-            run_id: str | None = None, run_at: datetime | None = None) -> Any:
+def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResolver, now_ms: int,
+            topic_overrides: dict | None = None, run_id: str | None = None, run_at: datetime | None = None) -> Any:
     """Retention planned from the ``segments`` and ``partitions`` tables alone, as a DataFrame of
     ``retention_actions`` rows (status ``what_if``); no log dir is read. One group per partition."""
     run_id = run_id or new_run_id()
@@ -154,6 +154,10 @@ def what_if(spark: Any, metadata_path: str, config: LogConfig, now_ms: int, topi
     keys = ["log_dir", "topic", "partition"]
     if "future" in segments.columns:
         segments = segments.where("future IS NULL OR NOT future")
+    if "future" in partitions.columns:
+        partitions = partitions.where("future IS NULL OR NOT future")
+    # The KRaft metadata log follows its own retention (metadata.* settings and snapshots), never topic rules.
+    segments = segments.where(segments.topic != CLUSTER_METADATA_TOPIC)
     if "log_mtime_ms" not in segments.columns:
         from pyspark.sql import functions as F
 

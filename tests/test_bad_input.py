@@ -150,7 +150,7 @@ def test_unreadable_segment(tmp_path):
 def test_usage_errors_exit_2(tmp_path):
     assert segdex("rebuild", str(tmp_path / "nope")).returncode == 2
     proc = segdex("rebuild", "--config", "index.interval.bytes=abc", str(tmp_path))
-    assert proc.returncode == 2 and "needs an integer" in proc.stderr
+    assert proc.returncode == 2 and "Not a number of type INT" in proc.stderr
     assert segdex("rebuild", "--config", "no.such.config=1", str(tmp_path)).returncode == 2
     assert segdex("rebuild").returncode == 2
     assert segdex("no-such-command").returncode == 2

@@ -309,7 +309,7 @@ def test_empty_and_missing_dirs_and_usage(tmp_path):
     assert proc.returncode == 0 and "0 partitions" in proc.stdout
     assert segdex("retention", "--no-record", str(tmp_path / "nope")).returncode == 2
     proc = segdex("retention", "--config", "retention.ms=abc", str(empty))
-    assert proc.returncode == 2 and "needs an integer" in proc.stderr
+    assert proc.returncode == 2 and "Not a number of type LONG" in proc.stderr
     proc = segdex("retention", "--topic-config", "retention.ms=5", str(empty))
     assert proc.returncode == 2 and "TOPIC:KEY=VALUE" in proc.stderr
     assert segdex("retention").returncode == 2
