@@ -15,13 +15,19 @@ from .atomic_file import FileAttributes
 from .checkpoints import read_offset_checkpoint
 from .errors import InvalidLayoutException, SegdexError
 from .layout import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_SUFFIXES,
     LOCK_FILE,
+    LOG_FILE_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    SWAP_FILE_SUFFIX,
     TopicPartition,
     parse_partition_dir_name,
+    parse_segment_file_name,
 )
 
 
@@ -271,6 +277,63 @@ def describe_dir(path: str | os.PathLike) -> str:
         if os.path.isdir(os.path.join(path, n)):
             return "log_dir"
     return "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFinding:
+    """A file in a partition directory that Kafka's ``LogLoader`` changes when it loads the partition."""
+
+    kind: str  # orphan_index, swap, cleaned, deleted
+    path: str
+    message: str
+    attention: bool
+
+
+def partition_findings(partition_dir: str | os.PathLike) -> list[PartitionFinding]:
+    """What Kafka's ``LogLoader.load`` will do to leftover files of a partition directory
+    (``removeTempFilesAndCollectSwapFiles``, the swap passes, ``loadSegmentFiles``):
+
+    * ``*.deleted``: deleted at load (segments retention or cleaning already dropped);
+    * ``*.cleaned``: deleted at load (an interrupted log-cleaner pass);
+    * ``*.swap`` at or above the lowest ``.cleaned`` offset: deleted (part of an incomplete split);
+    * other ``*.swap``: the interrupted swap is completed: live segment files in the swapped range are deleted
+      and the ``.swap`` files renamed to their live names, so the partition's segments change (attention);
+    * ``.index``/``.timeindex``/``.txnindex`` without their ``.log``: deleted as orphans ("Found an orphaned
+      index file ... with no corresponding log file"): a ``.log`` that vanished is worth a look (attention).
+    """
+    partition_dir = os.fspath(partition_dir)
+    names = os.listdir(partition_dir)
+    parsed = []
+    for name in names:
+        try:
+            parsed.append((name, parse_segment_file_name(name)))
+        except InvalidLayoutException:
+            continue
+    live_logs = {p.base_offset for _, p in parsed if p.suffix == LOG_FILE_SUFFIX and not p.state_suffix}
+    min_cleaned = min((p.base_offset for _, p in parsed if p.state_suffix == CLEANED_FILE_SUFFIX), default=None)
+    found = []
+    for name, p in sorted(parsed, key=lambda item: item[0]):
+        path = os.path.join(partition_dir, name)
+        if p.state_suffix == DELETED_FILE_SUFFIX:
+            found.append(PartitionFinding("deleted", path, "Kafka deletes it when it loads the partition", False))
+        elif p.state_suffix == CLEANED_FILE_SUFFIX:
+            found.append(PartitionFinding("cleaned", path, "left by an interrupted log cleaning: Kafka deletes it "
+                                                           "when it loads the partition", False))
+        elif p.state_suffix == SWAP_FILE_SUFFIX:
+            if min_cleaned is not None and p.base_offset >= min_cleaned:
+                found.append(PartitionFinding("swap", path, f"part of an incomplete segment split (at or above the "
+                                                            f".cleaned offset {min_cleaned}): Kafka deletes it at "
+                                                            f"load", False))
+            else:
+                found.append(PartitionFinding("swap", path, "left by an interrupted log cleaning or split: Kafka "
+                                                            "completes the swap at load (deletes the live segments "
+                                                            "it replaces, renames it without .swap), so this "
+                                                            "partition's segments will change", True))
+        elif p.suffix in INDEX_SUFFIXES and p.base_offset not in live_logs:
+            found.append(PartitionFinding("orphan_index", path, "no .log with its base offset: Kafka deletes this "
+                                                                "orphaned index file when it loads the partition",
+                                          True))
+    return found
 
 
 def log_dir_of(partition_dir: str | os.PathLike) -> str:

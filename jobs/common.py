@@ -15,6 +15,24 @@ def report_missing_log_dirs(command: str, log_dirs: list[str]) -> bool:
     return bool(missing)
 
 
+def check_log_dirs(command: str, log_dirs: list[str]) -> bool:
+    """Print a line for each LOGDIR that is missing or is a partition directory rather than a log dir; True when
+    any is (a usage error: exit 2)."""
+    from indexcore.log_dir import describe_dir
+
+    if report_missing_log_dirs(command, log_dirs):
+        return True
+    bad = False
+    for d in log_dirs:
+        if describe_dir(d) == "partition_dir":
+            parent = os.path.dirname(os.path.abspath(d))
+            print(f"segdex {command}: {d}: a partition directory, not a log dir: give its log dir ({parent})"
+                  + (", or use `segdex rebuild` for one partition" if command in ("reindex", "verify") else ""),
+                  file=sys.stderr)
+            bad = True
+    return bad
+
+
 def spark_if_master(master: str | None, command: str) -> Any:
     """A SparkSession when ``--master`` was given, else None (the command then runs in this process)."""
     if not master:

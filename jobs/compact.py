@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs.common import report_missing_log_dirs, spark_if_master  # noqa: E402
+from jobs.common import check_log_dirs, spark_if_master  # noqa: E402
 
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         _err(f"--vacuum-hours {args.vacuum_hours} is below the safe {compaction.SAFE_RETENTION_HOURS}: readers of "
              f"older versions could lose files; add --unsafe-vacuum to force")
         return 2
-    if report_missing_log_dirs("compact", args.log_dirs):
+    if check_log_dirs("compact", args.log_dirs):
         return 2
     spark = spark_if_master(args.master, "compact")
     status = 0

@@ -14,13 +14,22 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 
 from indexcore.errors import SegdexError  # noqa: E402
 from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
-from jobs.common import report_missing_log_dirs  # noqa: E402
+from jobs.common import check_log_dirs  # noqa: E402
 
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
 COMMAND = "reindex"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--normalize", action="store_true",
+                        help="also rewrite valid index files whose bytes differ from Kafka's recovery (`equivalent`: "
+                             "older brokers, follower appends, another index.interval.bytes); default: only "
+                             "missing or corrupt ones")
+    add_common_arguments(parser)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments reindex and verify share."""
     from pipelines.schemas import METADATA_ENV, default_metadata_path
 
     parser.add_argument("--metadata", metavar="PATH", default=None,
@@ -49,22 +58,36 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     except SegdexError as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
         return 2
-    if report_missing_log_dirs(mode, args.log_dirs):
+    if check_log_dirs(mode, args.log_dirs):
         return 2
     from pipelines import reindex
+    from pipelines.interrupts import RunInterrupted
+    from pipelines.preflight import PreflightError
     from pipelines.schemas import default_metadata_path
     from pipelines.spark_session import get_spark
 
     spark = get_spark(args.master, f"segdex-{mode}")
-    summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-                          arguments=_arguments(args, mode),
-                          progress=not args.no_progress)
+    try:
+        summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
+                              arguments=_arguments(args, mode), progress=not args.no_progress,
+                              normalize=getattr(args, "normalize", False))
+    except PreflightError as e:
+        print(f"segdex {mode}: {e}", file=sys.stderr)
+        return 2
+    except RunInterrupted as e:
+        print(f"segdex {mode}: {e}", file=sys.stderr)
+        return e.exit_status
+    except reindex.RunFailed as e:
+        print(f"segdex {mode}: failed: {e}; {e.changed}", file=sys.stderr)
+        return 3
     return summary.exit_status
 
 
 def _arguments(args: argparse.Namespace, mode: str) -> list[str]:
     """The command line as parsed, for the runs table."""
     out = [mode]
+    if getattr(args, "normalize", False):
+        out.append("--normalize")
     if args.metadata:
         out += ["--metadata", args.metadata]
     out += [f"--config={c}" for c in args.config or []]

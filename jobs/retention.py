@@ -23,7 +23,7 @@ from indexcore.log_config import (  # noqa: E402
     parse_config_args,
     parse_topic_config_args,
 )
-from jobs.common import report_missing_log_dirs, spark_if_master  # noqa: E402
+from jobs.common import check_log_dirs, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     run_id, run_at = pr.new_run_id(), datetime.now(UTC)
     if args.from_metadata:
         return _what_if(args, config, topic_overrides, now_ms, metadata, run_id, run_at)
-    if report_missing_log_dirs("retention", args.log_dirs):
+    if check_log_dirs("retention", args.log_dirs):
         return 2
     spark = spark_if_master(args.master, "retention")
     outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, topic_overrides,

@@ -12,8 +12,10 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/verify.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs.reindex import add_arguments as _add_arguments  # noqa: E402
-from jobs.reindex import run_command  # noqa: E402
+from jobs.reindex import (
+    add_common_arguments,  # noqa: E402
+    run_command,  # noqa: E402
+)
 
 HELP = ("verify the index files of whole Kafka log dirs with Spark (ok, equivalent, missing, corrupt_index, "
         "corrupt_log_tail, unreadable); record segments in Delta; writes nothing in the log dirs")
@@ -21,7 +23,7 @@ COMMAND = "verify"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_arguments(parser)
+    add_common_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

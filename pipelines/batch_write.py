@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from indexcore.atomic_file import same_content
+from indexcore.atomic_file import FileAttributes, create_temporary, same_content
 
 FLUSH_THREADS = 16
 
@@ -52,31 +51,25 @@ class PendingWrites:
 
     staged: list[tuple[str, str]] = field(default_factory=list)  # (tmp, target)
 
-    def stage(self, path: str, data: bytes) -> bool:
-        """Stage ``data`` for ``path`` unless the file already holds exactly it; True when staged."""
+    def stage(self, path: str, data: bytes, template: str | None = None) -> bool:
+        """Stage ``data`` for ``path`` unless the file already holds exactly it; True when staged. The temporary
+        file already has the owner, group and mode the target must keep (``FileAttributes.for_target``)."""
         if same_content(path, data):
             return False
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".segdex-", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            try:
-                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-            except FileNotFoundError:
-                os.chmod(tmp, 0o644)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        tmp = create_temporary(path, data, FileAttributes.for_target(path, template), sync=False)
         self.staged.append((tmp, path))
         return True
 
-    def discard(self) -> None:
-        for tmp, _ in self.staged:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        self.staged.clear()
+    def discard(self, targets: set[str] | None = None) -> None:
+        """Remove the temporaries of ``targets`` (every staged file when None); they will not be committed."""
+        keep = []
+        for tmp, target in self.staged:
+            if targets is None or target in targets:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            else:
+                keep.append((tmp, target))
+        self.staged[:] = keep
 
     def commit(self) -> list[tuple[str, str]]:
         """Make staged files durable, rename them over their targets, fsync the directories.
@@ -100,6 +93,9 @@ class PendingWrites:
                 errors.append((path, e.strerror or str(e)))
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-        errors += _fsync_all(directories, directory=True)
+        # A rename whose directory could not be made durable may not survive a crash: its file counts as failed.
+        for directory, why in _fsync_all(directories, directory=True):
+            errors += [(path, f"fsync of its directory failed: {why}") for _, path in self.staged
+                       if os.path.dirname(os.path.abspath(path)) == directory]
         self.staged.clear()
         return errors

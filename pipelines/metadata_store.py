@@ -174,12 +174,14 @@ def _write_deltalake(uri: str, table: pa.Table, merge_keys: Sequence[str] | None
 
     def attempt() -> None:
         if not merge_keys:
-            write_deltalake(uri, table, mode="append")
+            write_deltalake(uri, table, mode="append", schema_mode="merge")
             return
         if not DeltaTable.is_deltatable(uri):
             write_deltalake(uri, table.schema.empty_table(), mode="append")
         dt = DeltaTable(uri)
-        merger = dt.merge(table, predicate=_merge_predicate(merge_keys), source_alias="s", target_alias="t")
+        # merge_schema: tables written by an older segdex gain the columns added since (runs.files_failed)
+        merger = dt.merge(table, predicate=_merge_predicate(merge_keys), source_alias="s", target_alias="t",
+                          merge_schema=True)
         if update_when_changed:
             merger = merger.when_matched_update_all(predicate=_changed_predicate_deltars(update_when_changed))
         else:
@@ -212,6 +214,7 @@ def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge
         if not merge_keys or not exists():
             df.write.format("delta").mode("append").save(uri)
             return
+        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")  # columns added since
         view = f"_segdex_src_{os.getpid()}_{random.randrange(1 << 30)}"
         df.createOrReplaceTempView(view)
         try:

@@ -7,9 +7,11 @@ then MERGE them into ``segments`` and ``partitions`` and append the run to ``run
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -19,13 +21,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from indexcore.atomic_file import remove_temporaries
 from indexcore.checkpoints import CorruptCheckpointException
 from indexcore.errors import SegdexError
-from indexcore.log_config import LogConfig
-from indexcore.log_dir import LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
+from indexcore.log_config import LogConfig, is_cluster_metadata
+from indexcore.log_dir import LogDirLock, LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
 
-from . import metadata_store, schemas
+from . import metadata_store, preflight, schemas
+from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, partition_size, scan_group
+
+METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
+                     "metadata.* settings and its own snapshots")
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -39,8 +46,10 @@ class Discovery:
     tasks: list[PartitionTask] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not scanned, no harm
     refused: list[tuple[str, str]] = field(default_factory=list)  # (log dir, why): needs attention
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses the log dir
     listed: list[str] = field(default_factory=list)  # log dirs whose partition directories were all listed
     notes: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # temporaries of an interrupted run, removed under the lock
 
     @property
     def total_bytes(self) -> int:
@@ -67,12 +76,21 @@ class RunSummary:
         return [r for o in self.outcomes for r in o.segments]
 
 
-def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig] | None = None) -> Discovery:
-    """Lock check, then every live and ``-future`` partition directory of each log dir with its checkpoints."""
+def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig] | None = None,
+             lock_owner: tuple[str, int] | None = None) -> Discovery:
+    """Lock check, then every live and ``-future`` partition directory of each log dir with its checkpoints.
+
+    Log dirs are keyed by their real path (a symlink and its target are one log dir). With ``lock_owner``
+    (reindex), the caller already holds each dir's ``.lock`` and the tasks carry who holds it.
+    """
     topic_configs = topic_configs or {}
     found = Discovery()
+    seen: set[str] = set()
     for raw in log_dirs:
-        log_dir = os.path.abspath(raw)
+        log_dir = os.path.realpath(raw)
+        if log_dir in seen:
+            continue
+        seen.add(log_dir)
         try:
             ensure_not_locked(log_dir)
             listing = list_log_dir(log_dir)
@@ -83,6 +101,7 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
             found.refused.append((log_dir, f"{log_dir}: not a readable log dir: {getattr(e, 'strerror', None) or e}"))
             continue
         found.skipped.extend(listing.skipped)
+        found.stray.extend(listing.stray)
         found.listed.append(log_dir)
         try:
             cps = read_checkpoints(log_dir)
@@ -93,10 +112,12 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
         for p in listing.partitions:
             size, count = partition_size(p.path)
             key = (p.topic, p.partition)
+            read_only = METADATA_LOG_NOTE if is_cluster_metadata(p.topic) else None
             found.tasks.append(PartitionTask(
                 log_dir=log_dir, path=p.path, topic=p.topic, partition=p.partition, future=p.kind == "future",
                 config=topic_configs.get(p.topic, config), size_bytes=size, segment_count=count,
-                log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key)))
+                log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
+                lock_owner=lock_owner, read_only=read_only))
     return found
 
 
@@ -180,7 +201,8 @@ def new_run_id(command: str) -> str:
 
 
 def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: datetime,
-         native: bool | None = None, progress: bool = True, out: TextIO | None = None) -> list[PartitionOutcome]:
+         native: bool | None = None, progress: bool = True, out: TextIO | None = None,
+         normalize: bool = False) -> list[PartitionOutcome]:
     """Run the scan of every discovered partition as Spark tasks; returns the outcomes on the driver."""
     if not discovery.tasks:
         return []
@@ -190,7 +212,7 @@ def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: d
     seg_acc, byte_acc = tracker.segments, tracker.bytes
 
     def run_group(group: list[PartitionTask]) -> list[PartitionOutcome]:
-        outcomes = scan_group(group, mode, run_id, scanned_at, native)
+        outcomes = scan_group(group, mode, run_id, scanned_at, native, normalize)
         seg_acc.add(sum(len(o.segments) for o in outcomes))
         byte_acc.add(sum(t.size_bytes for t in group))
         return outcomes
@@ -203,40 +225,187 @@ def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: d
     return rdd.collect()
 
 
+class RunFailed(Exception):
+    """A run that failed after it had changed files; ``changed`` says what it had changed."""
+
+    def __init__(self, message: str, changed: str) -> None:
+        super().__init__(message)
+        self.changed = changed
+
+
+def _acquire_locks(log_dirs: list[str], err: TextIO) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
+    """Take each log dir's ``.lock`` (reindex writes under it); returns the locks held and the dirs refused."""
+    locks, refused = [], []
+    for raw in dict.fromkeys(os.path.realpath(d) for d in log_dirs):
+        lock = LogDirLock(raw)
+        try:
+            lock.acquire()
+        except LogDirLockedException as e:
+            refused.append((raw, str(e)))
+            continue
+        except OSError as e:
+            refused.append((raw, f"{raw}: cannot take its .lock: {e.strerror or e}"))
+            continue
+        locks.append(lock)
+    return locks, refused
+
+
+def _preflight(discovery: Discovery, mode: str, metadata_path: str) -> None:
+    """Before any change: a usable metadata destination (PreflightError), and room on each log dir's filesystem
+    (log dirs without it are refused, nothing is written there)."""
+    preflight.check_metadata_destination(metadata_path)
+    needs = [(metadata_path, preflight.metadata_bytes(metadata_path, discovery.total_segments))]
+    if mode == MODE_REINDEX:
+        per_dir: dict[str, int] = {}
+        for t in discovery.tasks:
+            if t.read_only is None:
+                per_dir[t.log_dir] = per_dir.get(t.log_dir, 0) + sum(
+                    preflight.index_bytes_bound(t.size_bytes // max(1, t.segment_count), t.config.index_interval_bytes)
+                    for _ in range(max(1, t.segment_count)))
+        needs += sorted(per_dir.items())
+    for shortage in preflight.check_room(needs):
+        if metadata_path in shortage.paths:
+            raise preflight.PreflightError(f"{shortage} (metadata tables in {metadata_path}); nothing was changed")
+        for log_dir in shortage.paths:
+            discovery.refused.append((log_dir, f"{shortage}; nothing was written there"))
+        gone = set(shortage.paths)
+        discovery.tasks = [t for t in discovery.tasks if t.log_dir not in gone]
+        discovery.listed = [d for d in discovery.listed if d not in gone]
+
+
+def _clean_after_interrupt(spark: Any, discovery: Discovery) -> int:
+    """Stop Spark so that no task writes on, then remove the temporaries its killed tasks left (under the
+    locks, which the caller still holds); returns how many were removed."""
+    stop_spark(spark)
+    removed = 0
+    for t in discovery.tasks:
+        if t.read_only is None:
+            with contextlib.suppress(OSError):
+                removed += len(remove_temporaries(t.path))
+    return removed
+
+
 def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: bool = True, out: TextIO | None = None,
-        err: TextIO | None = None) -> RunSummary:
-    """The whole ``segdex reindex``/``verify``: discover, scan in Spark, print problems, write Delta tables."""
+        err: TextIO | None = None, normalize: bool = False) -> RunSummary:
+    """The whole ``segdex reindex``/``verify``: lock, discover, check, scan in Spark, print problems, write Delta.
+
+    Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
+    write under the driver's lock, see ``scan.scan_group``). Raises ``preflight.PreflightError`` before any change
+    when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
+    ``RunFailed`` when the metadata could not be written after index files were.
+    """
     out, err = out or sys.stdout, err or sys.stderr
     if mode not in (MODE_REINDEX, MODE_VERIFY):
         raise ValueError(f"mode must be {MODE_REINDEX} or {MODE_VERIFY}, got {mode!r}")
     t0 = time.monotonic()
     started = datetime.now(UTC)
     run_id = new_run_id(mode)
-    discovery = discover(log_dirs, config, topic_configs)
+    locks, refused = _acquire_locks(log_dirs, err) if mode == MODE_REINDEX else ([], [])
+    try:
+        owner = (socket.gethostname(), os.getpid()) if mode == MODE_REINDEX else None
+        discovery = discover([lk.log_dir for lk in locks] if mode == MODE_REINDEX else log_dirs, config,
+                             topic_configs, owner)
+        discovery.refused[:0] = refused
+        _preflight(discovery, mode, metadata_path)
+        for lock in locks:
+            if lock.log_dir in discovery.listed:
+                discovery.removed += remove_temporaries(lock.log_dir)
+        _print_discovery(discovery, out, err)
+        t_discovered = time.monotonic()
+        try:
+            with stop_on_signals(spark):
+                outcomes = scan(spark, discovery, mode, run_id, started, native, progress, err, normalize)
+        except RunInterrupted as e:
+            with ignored_signals():
+                e.detail = (f"stopped the Spark job and removed {_clean_after_interrupt(spark, discovery)} temporary "
+                            f"files; index files already replaced are whole; re-run to finish")
+            raise
+        t_scanned = time.monotonic()
+    finally:
+        for lock in locks:
+            lock.release()
+    return _finish(spark, discovery, outcomes, mode, run_id, started, metadata_path, arguments, log_dirs,
+                   (t0, t_discovered, t_scanned), out, err)
+
+
+def _print_discovery(discovery: Discovery, out: TextIO, err: TextIO) -> None:
     for _log_dir, why in discovery.refused:
         print(f"refused: {why}", file=err)
+    for path, why in discovery.stray:
+        print(f"stray: {path}: {why}", file=err)
     for path, why in discovery.skipped:
         print(f"skipped: {path}: {why}", file=out)
+    for path in discovery.removed:
+        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
     for note in discovery.notes:
         print(f"note: {note}", file=err)
-    t_discovered = time.monotonic()
-    outcomes = scan(spark, discovery, mode, run_id, started, native, progress, err)
-    t_scanned = time.monotonic()
+
+
+def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], mode: str, run_id: str,
+            started: datetime, metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
+            times: tuple[float, float, float], out: TextIO, err: TextIO) -> RunSummary:
+    """Print the problems, record segments, partitions and the run in Delta, print the summary."""
+    t0, t_discovered, t_scanned = times
+    removed = [p for o in outcomes for p in o.removed]
+    for path in removed:
+        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
     messages = [m for o in outcomes for m in o.messages]
     for msg in messages[:MAX_PRINTED]:
         print(msg, file=err)
     if len(messages) > MAX_PRINTED:
         print(f"... and {len(messages) - MAX_PRINTED} more (all in the segments table: "
               "segdex sql \"SELECT * FROM segments WHERE status <> 'ok'\")", file=err)
-    attention = bool(discovery.refused) or any(o.attention for o in outcomes)
+    notes = [n for o in outcomes for n in o.notes]
+    for note in notes[:MAX_PRINTED]:
+        print(note, file=err)
+    attention = bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
     exit_status = EXIT_ATTENTION if attention else EXIT_OK
     found: Counter = Counter()
     for o in outcomes:
         found.update(o.found)
     segment_rows = [r for o in outcomes for r in o.segments]
     partition_rows = [o.partition for o in outcomes if o.partition]
+    written = sum(o.files_written for o in outcomes)
+    failed = sum(o.files_failed for o in outcomes)
+    run_row = {
+        "run_id": run_id, "command": mode, "arguments": json.dumps(arguments or []),
+        "log_dirs": json.dumps([os.path.realpath(d) for d in log_dirs]),
+        "started_at": started, "ended_at": datetime.now(UTC),
+        "partitions": len(partition_rows), "segments": len(segment_rows),
+        "bytes": sum(o.bytes for o in outcomes),
+        **{f"count_{s}": found.get(s, 0) for s in schemas.STATUSES},
+        "files_written": written, "files_failed": failed,
+        "skipped": len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
+        "exit_status": exit_status,
+    }
+    try:
+        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row)
+    except Exception as e:  # the index files are done: say what changed and that the record failed
+        changed = (f"{written} index files were rewritten in {sum(1 for o in outcomes if o.files_written)} "
+                   f"partitions before the failure (they are whole and valid)" if written else "no file was changed")
+        raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
+    wall = time.monotonic() - t0
+    counts = ", ".join(f"{s}={found[s]}" for s in schemas.STATUSES if found.get(s))
+    if mode == MODE_REINDEX:
+        files = f"rewrote {written} index files" + (f", {failed} FAILED" if failed else "")
+    else:
+        files = "would rewrite {} segments".format(sum(found.get(s, 0) for s in ("missing", "corrupt_index")))
+    phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
+    print(f"{mode} {run_id}: {len(partition_rows)} partitions, {len(segment_rows)} segments, "
+          f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
+          + f"); found {counts or 'nothing'}; {files}; metadata in {metadata_path}", file=out)
+    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, wall, phases)
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
+            segment_rows: list[dict], partition_rows: list[dict], run_row: dict) -> None:
     stale = stale_rows_predicate(discovery, outcomes)
     if segment_rows or stale:
         metadata_store.write_table(spark, metadata_path, schemas.SEGMENTS, segment_rows, schemas.SEGMENTS_SCHEMA,
@@ -246,26 +415,4 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         metadata_store.write_table(spark, metadata_path, schemas.PARTITIONS, partition_rows,
                                    schemas.PARTITIONS_SCHEMA, schemas.PARTITION_KEYS,
                                    update_when_changed=schemas.PARTITION_FACTS, delete_unmatched=stale)
-    run_row = {
-        "run_id": run_id, "command": mode, "arguments": json.dumps(arguments or []),
-        "log_dirs": json.dumps([os.path.abspath(d) for d in log_dirs]),
-        "started_at": started, "ended_at": datetime.now(UTC),
-        "partitions": len(partition_rows), "segments": len(segment_rows),
-        "bytes": sum(o.bytes for o in outcomes),
-        **{f"count_{s}": found.get(s, 0) for s in schemas.STATUSES},
-        "files_written": sum(o.files_written for o in outcomes),
-        "skipped": len(discovery.skipped) + len(discovery.refused),
-        "exit_status": exit_status,
-    }
     metadata_store.write_table(spark, metadata_path, schemas.RUNS, [run_row], schemas.RUNS_SCHEMA, schemas.RUN_KEYS)
-    wall = time.monotonic() - t0
-    counts = ", ".join(f"{s}={found[s]}" for s in schemas.STATUSES if found.get(s))
-    verb = "rewrote" if mode == MODE_REINDEX else "would rewrite"
-    files = run_row["files_written"] if mode == MODE_REINDEX else sum(
-        found.get(s, 0) for s in ("equivalent", "missing", "corrupt_index"))
-    unit = "index files" if mode == MODE_REINDEX else "segments"
-    phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
-    print(f"{mode} {run_id}: {len(partition_rows)} partitions, {len(segment_rows)} segments, "
-          f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
-          + f"); found {counts or 'nothing'}; {verb} {files} {unit}; metadata in {metadata_path}", file=out)
-    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, wall, phases)

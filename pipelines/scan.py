@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from indexcore.atomic_file import is_temporary, remove_temporaries
 from indexcore.index_verifier import STATUS_EQUIVALENT, STATUS_MISSING, verify_segment
 from indexcore.layout import LOG_FILE_SUFFIX
 from indexcore.log_config import LogConfig
-from indexcore.log_dir import is_locked
+from indexcore.log_dir import held_by, partition_findings
 from indexcore.log_segments import (
     STATUS_CORRUPT_LOG_TAIL,
     STATUS_ERROR,
@@ -55,6 +56,8 @@ class PartitionTask:
     log_start_offset: int | None = None
     recovery_point: int | None = None
     high_watermark: int | None = None
+    lock_owner: tuple[str, int] | None = None  # (host, pid) of the driver holding the log dir's .lock (reindex)
+    read_only: str | None = None  # why this partition is never written (the KRaft metadata log), else None
 
 
 @dataclass
@@ -69,6 +72,9 @@ class PartitionOutcome:
     bytes: int = 0
     attention: bool = False
     staged: dict[str, int] = field(default_factory=dict)  # index files staged, not yet committed
+    files_failed: int = 0  # index files that could not be written (their segment's row says why)
+    removed: list[str] = field(default_factory=list)  # temporaries a killed run left, removed under the lock
+    notes: list[str] = field(default_factory=list)  # information, not problems
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -123,34 +129,61 @@ def _strip_dir(reason: str, path: str) -> str:
     return reason.replace(os.path.dirname(path) + os.sep, "")
 
 
+def _rewrite(status: str, normalize: bool) -> bool:
+    """Whether reindex writes a segment's index files: only where they are missing or corrupt (the valid part of
+    a corrupt tail included); valid files that differ from a rebuild (``equivalent``) only with ``normalize``."""
+    if status in (STATUS_MISSING, "corrupt_index", STATUS_CORRUPT_LOG_TAIL):
+        return True
+    return normalize and status == STATUS_EQUIVALENT
+
+
+def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> list[tuple[int, str]] | None:
+    """The partition's segments, with its misnamed files, leftovers and Kafka-load findings reported."""
+    logs, misnamed = segment_logs(task.path)
+    for name in misnamed:
+        out.messages.append(f"misnamed: {os.path.join(task.path, name)}: not a segment file name "
+                            f"(expected a 20-digit base offset, e.g. 00000000000000001000.log)")
+        out.attention = True
+    for finding in partition_findings(task.path):
+        out.messages.append(f"{finding.kind}: {finding.path}: {finding.message}")
+        out.attention = out.attention or finding.attention
+    if mode == MODE_REINDEX and task.read_only is None:
+        out.removed = remove_temporaries(task.path)
+    else:
+        leftovers = sorted(n for n in os.listdir(task.path) if is_temporary(n))
+        for name in leftovers:
+            out.notes.append(f"leftover: {os.path.join(task.path, name)}: temporary file of an interrupted segdex "
+                             f"run (`segdex reindex` removes it)")
+    return logs
+
+
 def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: datetime,
-                   native: bool | None = None, pending: PendingWrites | None = None) -> PartitionOutcome:
+                   native: bool | None = None, pending: PendingWrites | None = None,
+                   normalize: bool = False) -> PartitionOutcome:
     """Verify (or, in reindex mode, rebuild in place) every segment of one partition directory.
 
     Rows record the state after this run: in reindex mode, segments whose indexes were rewritten are ``ok``.
     ``found`` counts the statuses as found before any rewrite. Index files are staged in ``pending`` when
-    given (the caller commits them, see ``scan_group``), else committed at the end of the partition.
+    given (the caller commits them, see ``scan_group``), else committed at the end of the partition. Reindex
+    writes only missing or corrupt index files (also ``equivalent`` ones with ``normalize``), and only while
+    the driver holds the log dir's ``.lock``.
     """
     out = PartitionOutcome()
     where = f"{task.topic}-{task.partition}"
     try:
-        logs, misnamed = segment_logs(task.path)
+        if mode == MODE_REINDEX and task.read_only is None and (why := held_by(task.log_dir, task.lock_owner)):
+            out.messages.append(f"refused: {why}")
+            out.attention = True
+            out.partition = _partition_row(task, [], STATUS_ERROR, why, run_id, scanned_at)
+            return out
+        logs = _list_partition(task, mode, out)
     except OSError as e:
         reason = f"{task.path}: cannot list: {e.strerror or e}"
         out.messages.append(f"unreadable: {reason}")
         out.attention = True
         out.partition = _partition_row(task, [], STATUS_UNREADABLE, reason, run_id, scanned_at)
         return out
-    for name in misnamed:
-        out.messages.append(f"misnamed: {os.path.join(task.path, name)}: not a segment file name "
-                            f"(expected a 20-digit base offset, e.g. 00000000000000001000.log)")
-        out.attention = True
-    if mode == MODE_REINDEX and is_locked(task.log_dir):
-        reason = f"{task.log_dir}: its .lock is now held by another process (a broker started?); not written"
-        out.messages.append(f"refused: {reason}")
-        out.attention = True
-        out.partition = _partition_row(task, [], STATUS_ERROR, reason, run_id, scanned_at)
-        return out
+    writing = mode == MODE_REINDEX and task.read_only is None
     recovery = PartitionRecovery(task.config)
     writes = pending if pending is not None else PendingWrites()
     staged_rows: dict[str, int] = {}  # target path -> index of its segment row
@@ -161,19 +194,8 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
-        if mode == MODE_REINDEX and seg.files and status not in (STATUS_UNREADABLE, STATUS_ERROR):
-            try:
-                stem = log_path[: -len(LOG_FILE_SUFFIX)]
-                for suffix, data in seg.files.items():
-                    if data is not None and writes.stage(stem + suffix, data):
-                        out.files_written += 1
-                        staged_rows[stem + suffix] = len(out.segments)
-                if status != STATUS_CORRUPT_LOG_TAIL:
-                    status, reason = STATUS_OK, ""
-            except OSError as e:
-                reason = f"{reason}; cannot write index files: {e.strerror or e}".lstrip("; ")
-                out.messages.append(f"{status}: {log_path}: cannot write index files: {e.strerror or e}")
-                out.attention = True
+        if writing and seg.files and _rewrite(status, normalize):
+            status, reason = _stage(seg, status, reason, writes, staged_rows, len(out.segments), out)
         if status in ATTENTION:
             out.attention = True
             out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_strip_dir(reason, log_path)}")
@@ -186,18 +208,42 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
     return out
 
 
+def _stage(seg: SegmentRecovery, status: str, reason: str, writes: PendingWrites, staged_rows: dict[str, int],
+           row: int, out: PartitionOutcome) -> tuple[str, str]:
+    """Stage a segment's rebuilt index files; returns the row's status and reason after the (pending) write."""
+    stem = seg.log_path[: -len(LOG_FILE_SUFFIX)]
+    mine: list[str] = []
+    try:
+        for suffix, data in seg.files.items():
+            if data is not None and writes.stage(stem + suffix, data, template=seg.log_path):
+                mine.append(stem + suffix)
+    except OSError as e:  # ENOSPC, EACCES, EPERM on the owner...: none of this segment's files is replaced
+        writes.discard(set(mine))
+        out.files_failed += sum(1 for data in seg.files.values() if data is not None)
+        out.attention = True
+        note = f"index files not written: {e.strerror or e}"
+        return STATUS_ERROR, f"{reason}; {note}" if reason else note
+    for target in mine:
+        staged_rows[target] = row
+    out.files_written += len(mine)
+    if status != STATUS_CORRUPT_LOG_TAIL:
+        return STATUS_OK, ""
+    return status, reason
+
+
 def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list[tuple[str, str]]) -> None:
-    """Mark the segments whose index files could not be replaced (the files there are the old ones)."""
+    """Mark the segments whose index files could not be replaced (the files there are the old ones): the row
+    becomes ``error`` with why, and the file counts as failed, not written."""
     for path, why in errors:
         out.attention = True
-        out.messages.append(f"error: {path}: cannot replace: {why}")
+        out.messages.append(f"error: {path}: not written: {why}")
         i = staged_rows.get(path)
         if i is not None:
             out.files_written -= 1
+            out.files_failed += 1
             row = out.segments[i]
-            if row["status"] == STATUS_OK:
-                row["status"] = STATUS_ERROR
-            note = f"cannot replace {os.path.basename(path)}: {why}"
+            row["status"] = STATUS_ERROR
+            note = f"{os.path.basename(path)} not written: {why}"
             row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
 
 
@@ -228,22 +274,30 @@ def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: 
 
 
 def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: datetime,
-               native: bool | None = None) -> list[PartitionOutcome]:
+               native: bool | None = None, normalize: bool = False) -> list[PartitionOutcome]:
     """Scan a group of partitions one after another (one Spark task's share); index files of the whole group
-    are made durable with one flush and then renamed into place (see ``batch_write``)."""
+    are made durable with one flush and then renamed into place (see ``batch_write``), after checking that the
+    driver still holds each log dir's ``.lock``."""
     pending = PendingWrites()
     try:
-        outcomes = [scan_partition(t, mode, run_id, scanned_at, native, pending) for t in tasks]
+        outcomes = [scan_partition(t, mode, run_id, scanned_at, native, pending, normalize) for t in tasks]
+        lost = {}
+        for t, o in zip(tasks, outcomes, strict=True):
+            if o.staged and t.log_dir not in lost:
+                why = held_by(t.log_dir, t.lock_owner)
+                if why:
+                    lost[t.log_dir] = why
+        if lost:  # a broker (or another writer) may hold the dir now: replace nothing there
+            refused = {target for t, o in zip(tasks, outcomes, strict=True) if t.log_dir in lost for target in o.staged}
+            errors = [(target, lost[t.log_dir]) for t, o in zip(tasks, outcomes, strict=True)
+                      if t.log_dir in lost for target in o.staged]
+            pending.discard(refused)
+            errors += pending.commit()
+        else:
+            errors = pending.commit()
     except BaseException:
         pending.discard()
         raise
-    locked = sorted({t.log_dir for t, o in zip(tasks, outcomes, strict=True) if o.staged and is_locked(t.log_dir)})
-    if locked:  # a broker started meanwhile: replace nothing
-        errors = [(p, f"{', '.join(locked)}: .lock now held by another process (a broker started?); not replaced")
-                  for p, _ in pending.staged]
-        pending.discard()
-    else:
-        errors = pending.commit()
     for task, out in zip(tasks, outcomes, strict=True):
         mine = [(p, why) for p, why in errors if p in out.staged]
         if mine:

@@ -22,7 +22,7 @@ SEGMENTS_SCHEMA = pa.schema([
     pa.field("partition", pa.int32(), nullable=False),
     pa.field("base_offset", pa.int64(), nullable=False),
     pa.field("segment_file", pa.string()),
-    pa.field("future", pa.bool_()),
+    pa.field("future", pa.bool_()),  # a -future replica directory: part of the key
     pa.field("next_offset", pa.int64()),
     pa.field("max_timestamp", pa.int64()),
     pa.field("offset_of_max_timestamp", pa.int64()),
@@ -41,7 +41,7 @@ SEGMENTS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()),
     pa.field("scanned_at", TS),
 ])
-SEGMENT_KEYS = ("log_dir", "topic", "partition", "base_offset")
+SEGMENT_KEYS = ("log_dir", "topic", "partition", "future", "base_offset")
 
 PARTITIONS_SCHEMA = pa.schema([
     pa.field("log_dir", pa.string(), nullable=False),
@@ -60,7 +60,7 @@ PARTITIONS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()),
     pa.field("scanned_at", TS),
 ])
-PARTITION_KEYS = ("log_dir", "topic", "partition")
+PARTITION_KEYS = ("log_dir", "topic", "partition", "future")
 
 STATUSES = ("ok", "equivalent", "missing", "corrupt_index", "corrupt_log_tail", "unreadable", "error")
 
@@ -78,6 +78,7 @@ RUNS_SCHEMA = pa.schema([
     pa.field("files_written", pa.int64()),
     pa.field("skipped", pa.int64()),
     pa.field("exit_status", pa.int32()),
+    pa.field("files_failed", pa.int64()),  # index files a reindex could not write (added after the first release)
 ])
 RUN_KEYS = ("run_id",)
 

@@ -1,0 +1,86 @@
+"""Stopping a Spark run cleanly on SIGTERM or Ctrl-C (SIGINT).
+
+While the scan runs, both signals cancel the Spark jobs (as pyspark's own SIGINT handler does) and raise
+``RunInterrupted`` in the driver. The driver then stops the Spark context, which ends the executors' Python
+workers (in local mode the worker daemon kills its process group), so that no task writes any more, and removes
+the temporary files the killed tasks left, all while it still holds the log dirs' ``.lock``. Files already
+renamed into place are whole and valid (each was made durable before its rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+SIGNAL_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
+STOP_TIMEOUT_S = 30.0
+
+
+class RunInterrupted(BaseException):
+    """The run was stopped by a signal; ``exit_status`` is the shell's 128 + signal number."""
+
+    def __init__(self, signum: int, detail: str = "") -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.detail = detail
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+    def __str__(self) -> str:
+        name = SIGNAL_NAMES.get(self.signum, f"signal {self.signum}")
+        return f"interrupted by {name}" + (f": {self.detail}" if self.detail else "")
+
+
+@contextlib.contextmanager
+def stop_on_signals(spark: Any) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM cancel the Spark jobs and raise ``RunInterrupted`` (main thread
+    only; elsewhere the block runs unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        for s in (signal.SIGINT, signal.SIGTERM):  # a second signal must not interrupt the clean-up
+            signal.signal(s, signal.SIG_IGN)
+        with contextlib.suppress(Exception):
+            spark.sparkContext.cancelAllJobs()
+        raise RunInterrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def ignored_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored within the block (a clean-up that must finish)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def stop_spark(spark: Any, timeout: float = STOP_TIMEOUT_S) -> None:
+    """Wait for cancelled tasks to end, then stop the Spark context so that no executor process writes on."""
+    sc = spark.sparkContext
+    deadline = time.monotonic() + timeout
+    with contextlib.suppress(Exception):
+        while sc.statusTracker().getActiveStageIds() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    with contextlib.suppress(Exception):
+        spark.stop()
+    time.sleep(0.2)  # the worker daemon's SIGHUP to its process group
