@@ -162,12 +162,12 @@ def create_empty(path: str, attributes: FileAttributes) -> bool:
 
 def same_content(path: str | os.PathLike, data: bytes) -> bool:
     """Whether ``path`` is a regular file holding exactly ``data`` (reads no more than needed)."""
-    from .file_access import open_regular
+    from .file_access import NotRegularFileException, open_regular
 
     try:
         if os.path.getsize(path) != len(data):
             return False
         with open_regular(path) as f:
             return f.read() == data
-    except FileNotFoundError:
+    except (FileNotFoundError, NotRegularFileException):
         return False

@@ -2,7 +2,13 @@
 so that ``rebuild`` and ``dump`` never import Spark.
 
 A subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Exit status: 0 all clean, 1 something needs attention, 2 usage error.
+
+Exit status (also in ``segdex --help``):
+  0    everything clean
+  1    something needs attention: a problem line per finding on stderr, and a status in the tables
+  2    usage error, or a check made before any change failed (nothing was changed)
+  3    the run failed midway: stderr says what it had already changed
+  130  stopped by Ctrl-C (SIGINT), 143 stopped by SIGTERM: temporary files removed, files already replaced whole
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 COMMANDS = {
@@ -27,6 +34,55 @@ EXIT_OK = 0
 EXIT_ATTENTION = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_SIGNAL_BASE = 128
+EXIT_STATUS_HELP = ("exit status: 0 clean; 1 something needs attention; 2 usage error or a pre-check failed (nothing "
+                    "changed); 3 failed midway (stderr says what changed); 130 Ctrl-C, 143 SIGTERM (stopped cleanly)")
+
+
+class _PipeSafeStream:
+    """stdout that goes quiet when its reader has gone (``segdex rebuild ... | head``): the command still
+    finishes its work and exits with its own status; only the rest of the output is dropped."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def write(self, text: str) -> int:
+        if self.closed_by_reader:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._close()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.closed_by_reader:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._close()
+
+    def _close(self) -> None:
+        self.closed_by_reader = True
+        try:  # the interpreter's final flush must not raise either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+class _Terminated(BaseException):
+    """SIGTERM outside a Spark run: unwinds like Ctrl-C, so that temporary files and locks are released."""
+
+
+def _on_sigterm(_signum, _frame) -> None:
+    raise _Terminated()
 
 
 def _available() -> dict[str, object]:
@@ -41,7 +97,8 @@ def _available() -> dict[str, object]:
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="segdex", description="Kafka segment index rebuilder and auditor")
+    parser = argparse.ArgumentParser(prog="segdex", description="Kafka segment index rebuilder and auditor",
+                                     epilog=EXIT_STATUS_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if command in COMMANDS:
         try:
@@ -49,7 +106,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         except ModuleNotFoundError:
             module = None
         if module is not None:
-            p = sub.add_parser(command, help=module.HELP, description=module.HELP)
+            p = sub.add_parser(command, help=module.HELP, description=module.HELP, epilog=EXIT_STATUS_HELP)
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
             return parser
@@ -69,16 +126,34 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if not isinstance(sys.stdout, _PipeSafeStream):
+        sys.stdout = _PipeSafeStream(sys.stdout)
+    previous = _install_sigterm()
     try:
         return args._run(args)
     except KeyboardInterrupt:
-        print("segdex: interrupted", file=sys.stderr)
-        return 130
+        print(f"segdex {args.command}: interrupted by SIGINT (Ctrl-C)", file=sys.stderr)
+        return EXIT_SIGNAL_BASE + signal.SIGINT
+    except _Terminated:
+        print(f"segdex {args.command}: interrupted by SIGTERM", file=sys.stderr)
+        return EXIT_SIGNAL_BASE + signal.SIGTERM
     except Exception as e:  # never a traceback for the operator; SEGDEX_DEBUG=1 shows it
         if os.environ.get("SEGDEX_DEBUG"):
             raise
         print(f"segdex {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        sys.stdout.flush()
+
+
+def _install_sigterm():
+    """SIGTERM raises ``_Terminated`` (main thread only); returns the previous handler, or None."""
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        return None
 
 
 if __name__ == "__main__":

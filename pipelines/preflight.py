@@ -87,6 +87,10 @@ def check_metadata_destination(path: str) -> None:
         raise PreflightError(f"metadata path {path}: cannot create it: {e.strerror or e}") from None
     if not os.path.isdir(local):
         raise PreflightError(f"metadata path {path}: not a directory")
+    for name in ("segments", "partitions", "runs", "retention_actions"):
+        table = os.path.join(local, name)
+        if os.path.lexists(table) and not os.path.isdir(table):
+            raise PreflightError(f"metadata path {path}: {table} is not a directory (a Delta table goes there)")
     probes = [local] + [os.path.join(local, n, "_delta_log") for n in sorted(os.listdir(local))
                         if os.path.isdir(os.path.join(local, n, "_delta_log"))]
     for directory in probes:
