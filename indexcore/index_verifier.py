@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import CorruptRecordException, SegdexError
-from .file_access import open_regular
+from .file_access import NotRegularFileException, open_regular
 from .file_records import batches, open_log
 from .layout import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
 from .log_segment import RecoveryResult
@@ -115,6 +115,8 @@ def verify_segment(segment: SegmentRecovery) -> Verdict:
         existing = {suffix: _read(path) for suffix, path in paths.items()}
     except OSError as e:
         return Verdict(STATUS_UNREADABLE, f"{segment.log_path}: cannot read index files: {e.strerror or e}")
+    except NotRegularFileException as e:  # a directory or FIFO where an index file belongs: Kafka cannot use it
+        return Verdict(STATUS_CORRUPT_INDEX, str(e))
     tail = segment.status == STATUS_CORRUPT_LOG_TAIL
     absent = [s for s in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX) if existing[s] is None]
     if len(result.txn_index) and existing[TXN_INDEX_FILE_SUFFIX] is None:

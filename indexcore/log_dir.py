@@ -62,9 +62,10 @@ class LogDirListing:
     stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses this log dir
 
 
-# The .lock files this process holds: real path -> [descriptor, hold count]. A POSIX record lock is lost when
-# its process closes *any* descriptor of the file, so while one is held here no code of this process may open
-# that .lock again: ``is_locked`` and ``lock_holder`` answer from this table instead.
+# The .lock files this process holds: real path -> [descriptor, hold count, pid]. A POSIX record lock is lost
+# when its process closes *any* descriptor of the file, so while one is held here no code of this process may
+# open that .lock again: ``is_locked`` and ``lock_holder`` answer from this table instead. A forked child
+# inherits the table but not the lock: entries of another pid are ignored.
 _HELD: dict[str, list[int]] = {}
 _HELD_GUARD = threading.Lock()
 # struct flock on Linux (x86_64 and aarch64): short l_type, short l_whence, off_t l_start, off_t l_len,
@@ -75,6 +76,11 @@ _FLOCK_SIZE = 32
 
 def lock_path(log_dir: str | os.PathLike) -> str:
     return os.path.join(os.path.realpath(os.fspath(log_dir)), LOCK_FILE)
+
+
+def _held_here(path: str) -> bool:
+    held = _HELD.get(path)
+    return held is not None and held[2] == os.getpid()
 
 
 def _probe_fd(path: str) -> int | None:
@@ -92,7 +98,7 @@ def lock_holder(log_dir: str | os.PathLike) -> int | None:
     pid may belong to another host."""
     path = lock_path(log_dir)
     with _HELD_GUARD:
-        if path in _HELD:
+        if _held_here(path):
             return os.getpid()
     fd = _probe_fd(path)
     if fd is None:
@@ -142,9 +148,8 @@ class LogDirLock:
 
     def acquire(self) -> LogDirLock:
         with _HELD_GUARD:
-            held = _HELD.get(self.path)
-            if held is not None:
-                held[1] += 1
+            if _held_here(self.path):
+                _HELD[self.path][1] += 1
                 return self
             attributes = FileAttributes.for_target(self.path)
             try:  # a new .lock gets the log dir's owner and group, so that the broker can open it read-write
@@ -168,14 +173,14 @@ class LogDirLock:
             except BaseException:
                 os.close(fd)
                 raise
-            _HELD[self.path] = [fd, 1]
+            _HELD[self.path] = [fd, 1, os.getpid()]
         return self
 
     def release(self) -> None:
         with _HELD_GUARD:
-            held = _HELD.get(self.path)
-            if held is None:
+            if not _held_here(self.path):
                 return
+            held = _HELD[self.path]
             held[1] -= 1
             if held[1] > 0:
                 return
@@ -187,7 +192,7 @@ class LogDirLock:
     @property
     def held(self) -> bool:
         with _HELD_GUARD:
-            return self.path in _HELD
+            return _held_here(self.path)
 
     def __enter__(self) -> LogDirLock:
         return self.acquire()

@@ -92,7 +92,8 @@ def _print_configs(outcomes) -> None:
         if internal:
             given = ", ".join(f"{k}={v}" for k, v in sorted(internal.items()))
             print(f"config: {topic}: {given} (Kafka's config for this internal topic)")
-        keys = tuple(resolved.assumed(RETENTION_KEYS))
+        # retention.ms and retention.bytes only matter to a topic whose policy deletes
+        keys = tuple(k for k in resolved.assumed(RETENTION_KEYS) if k == "cleanup.policy" or resolved.config.delete)
         if keys:
             assumed.setdefault(keys, []).append(topic)
     for keys, topics in assumed.items():

@@ -1,10 +1,15 @@
 """Stopping a Spark run cleanly on SIGTERM or Ctrl-C (SIGINT).
 
-While the scan runs, both signals cancel the Spark jobs (as pyspark's own SIGINT handler does) and raise
-``RunInterrupted`` in the driver. The driver then stops the Spark context, which ends the executors' Python
-workers (in local mode the worker daemon kills its process group), so that no task writes any more, and removes
-the temporary files the killed tasks left, all while it still holds the log dirs' ``.lock``. Files already
-renamed into place are whole and valid (each was made durable before its rename).
+While the scan runs, both signals raise ``RunInterrupted`` in the driver. The driver then cancels the Spark jobs
+and stops the Spark context, which ends the executors' Python workers (in local mode the worker daemon kills its
+process group), so that no task writes any more, and removes the temporary files the killed tasks left, all while
+it still holds the log dirs' ``.lock``. Files already renamed into place are whole and valid (each was made
+durable before its rename).
+
+The handler itself makes no call into the JVM: the main thread was interrupted in the middle of a py4j call, and
+its connection still waits for that answer (pyspark's own SIGINT handler calls ``cancelAllJobs`` there, which is
+where the screens of py4j tracebacks on Ctrl-C come from). The clean-up runs in a new thread, on a connection of
+its own, with py4j's loggers silenced.
 """
 
 from __future__ import annotations
@@ -48,8 +53,6 @@ def stop_on_signals(spark: Any) -> Iterator[None]:
     def handler(signum: int, _frame: Any) -> None:
         for s in (signal.SIGINT, signal.SIGTERM):  # a second signal must not interrupt the clean-up
             signal.signal(s, signal.SIG_IGN)
-        with contextlib.suppress(Exception):
-            spark.sparkContext.cancelAllJobs()
         raise RunInterrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -75,12 +78,26 @@ def ignored_signals() -> Iterator[None]:
 
 
 def stop_spark(spark: Any, timeout: float = STOP_TIMEOUT_S) -> None:
-    """Wait for cancelled tasks to end, then stop the Spark context so that no executor process writes on."""
-    sc = spark.sparkContext
-    deadline = time.monotonic() + timeout
-    with contextlib.suppress(Exception):
-        while sc.statusTracker().getActiveStageIds() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    with contextlib.suppress(Exception):
-        spark.stop()
+    """Cancel the jobs, wait for their tasks to end, and stop the Spark context so that no executor process
+    writes on. Runs in a thread of its own (a fresh py4j connection); returns when done or after ``timeout``."""
+    import logging
+
+    for name in ("py4j", "py4j.java_gateway", "py4j.clientserver"):
+        logging.getLogger(name).disabled = True
+    logging.getLogger().addHandler(logging.NullHandler())  # py4j also logs the broken call on the root logger
+
+    def stop() -> None:
+        sc = spark.sparkContext
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(Exception):
+            sc.cancelAllJobs()
+        with contextlib.suppress(Exception):
+            while sc.statusTracker().getActiveStageIds() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        with contextlib.suppress(Exception):
+            spark.stop()
+
+    worker = threading.Thread(target=stop, name="segdex-stop", daemon=True)
+    worker.start()
+    worker.join(timeout + 10)
     time.sleep(0.2)  # the worker daemon's SIGHUP to its process group

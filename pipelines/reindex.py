@@ -251,9 +251,8 @@ def _acquire_locks(log_dirs: list[str], err: TextIO) -> tuple[list[LogDirLock], 
 
 
 def _preflight(discovery: Discovery, mode: str, metadata_path: str) -> None:
-    """Before any change: a usable metadata destination (PreflightError), and room on each log dir's filesystem
-    (log dirs without it are refused, nothing is written there)."""
-    preflight.check_metadata_destination(metadata_path)
+    """Before any change: room for the metadata (PreflightError) and on each log dir's filesystem (log dirs
+    without it are refused, nothing is written there)."""
     needs = [(metadata_path, preflight.metadata_bytes(metadata_path, discovery.total_segments))]
     if mode == MODE_REINDEX:
         per_dir: dict[str, int] = {}
@@ -302,6 +301,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     t0 = time.monotonic()
     started = datetime.now(UTC)
     run_id = new_run_id(mode)
+    preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
     locks, refused = _acquire_locks(log_dirs, err) if mode == MODE_REINDEX else ([], [])
     try:
         owner = (socket.gethostname(), os.getpid()) if mode == MODE_REINDEX else None

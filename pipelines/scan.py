@@ -281,27 +281,30 @@ def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: d
     pending = PendingWrites()
     try:
         outcomes = [scan_partition(t, mode, run_id, scanned_at, native, pending, normalize) for t in tasks]
-        lost = {}
-        for t, o in zip(tasks, outcomes, strict=True):
-            if o.staged and t.log_dir not in lost:
-                why = held_by(t.log_dir, t.lock_owner)
-                if why:
-                    lost[t.log_dir] = why
-        if lost:  # a broker (or another writer) may hold the dir now: replace nothing there
-            refused = {target for t, o in zip(tasks, outcomes, strict=True) if t.log_dir in lost for target in o.staged}
-            errors = [(target, lost[t.log_dir]) for t, o in zip(tasks, outcomes, strict=True)
-                      if t.log_dir in lost for target in o.staged]
-            pending.discard(refused)
-            errors += pending.commit()
-        else:
-            errors = pending.commit()
+        commit_group(tasks, outcomes, pending, run_id, scanned_at)
     except BaseException:
         pending.discard()
         raise
+    return outcomes
+
+
+def commit_group(tasks: list[PartitionTask], outcomes: list[PartitionOutcome], pending: PendingWrites,
+                 run_id: str, scanned_at: datetime) -> None:
+    """Replace the staged index files of a group, except in log dirs whose ``.lock`` the driver no longer holds
+    (a broker may be starting there); every file not replaced turns its segment's row to ``error``."""
+    lost: dict[str, str] = {}
+    for t, o in zip(tasks, outcomes, strict=True):
+        if o.staged and t.log_dir not in lost:
+            why = held_by(t.log_dir, t.lock_owner)
+            if why:
+                lost[t.log_dir] = why
+    errors = [(target, lost[t.log_dir]) for t, o in zip(tasks, outcomes, strict=True)
+              if t.log_dir in lost for target in o.staged]
+    pending.discard({target for target, _ in errors})
+    errors += pending.commit()
     for task, out in zip(tasks, outcomes, strict=True):
         mine = [(p, why) for p, why in errors if p in out.staged]
         if mine:
             fail_writes(out, out.staged, mine)
             summarize(task, out, run_id, scanned_at)
         out.staged = {}
-    return outcomes
