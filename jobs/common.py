@@ -40,3 +40,16 @@ def spark_if_master(master: str | None, command: str) -> Any:
     from pipelines.spark_session import get_spark
 
     return get_spark(master, f"segdex-{command}")
+
+
+def print_log_dir_outcome(outcome: Any, apply: bool) -> None:
+    """The log-dir level lines of retention and compact: refusal, skipped and stray directories, temporaries of
+    an interrupted run that were removed."""
+    if outcome.error:
+        print(f"{outcome.log_dir}: {'refused' if apply else 'warning'}: {outcome.error}", file=sys.stderr)
+    for path, why in outcome.skipped:
+        print(f"{path}: skipped: {why}")
+    for path, why in outcome.stray:
+        print(f"stray: {path}: {why}", file=sys.stderr)
+    for path in outcome.removed_temporaries:
+        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)

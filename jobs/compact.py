@@ -14,7 +14,7 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs.common import check_log_dirs, spark_if_master  # noqa: E402
+from jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
@@ -51,14 +51,7 @@ def run(args: argparse.Namespace) -> int:
     spark = spark_if_master(args.master, "compact")
     status = 0
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
-        if o.error:
-            print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
-        for path, why in o.skipped:
-            print(f"{path}: skipped: {why}")
-        for path, why in o.stray:
-            print(f"stray: {path}: {why}", file=sys.stderr)
-        for path in o.removed_temporaries:
-            print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
+        print_log_dir_outcome(o, args.apply)
         counts: dict[str, int] = {}
         for c in o.checks:
             counts[c.status] = counts.get(c.status, 0) + 1

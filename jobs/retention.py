@@ -23,7 +23,7 @@ from indexcore.log_config import (  # noqa: E402
     parse_config_args,
     parse_topic_config_args,
 )
-from jobs.common import check_log_dirs, spark_if_master  # noqa: E402
+from jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -132,14 +132,7 @@ def run(args: argparse.Namespace) -> int:
     mode = "apply" if args.apply else "plan"
     _print_configs(outcomes)
     for o in outcomes:
-        if o.error:
-            print(f"{o.log_dir}: {'refused' if args.apply else 'warning'}: {o.error}", file=sys.stderr)
-        for path, why in o.skipped:
-            print(f"{path}: skipped: {why}")
-        for path, why in o.stray:
-            print(f"stray: {path}: {why}", file=sys.stderr)
-        for path in o.removed_temporaries:
-            print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
+        print_log_dir_outcome(o, args.apply)
         freed = 0
         for p in o.partitions:
             where = os.path.basename(p.partition_dir)

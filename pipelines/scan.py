@@ -75,6 +75,7 @@ class PartitionOutcome:
     files_failed: int = 0  # index files that could not be written (their segment's row says why)
     removed: list[str] = field(default_factory=list)  # temporaries a killed run left, removed under the lock
     notes: list[str] = field(default_factory=list)  # information, not problems
+    findings: list[str] = field(default_factory=list)  # leftovers Kafka's loader acts on: "kind file-name"
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -146,6 +147,7 @@ def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> li
         out.attention = True
     for finding in partition_findings(task.path):
         out.messages.append(f"{finding.kind}: {finding.path}: {finding.message}")
+        out.findings.append(f"{finding.kind} {os.path.basename(finding.path)}")
         out.attention = out.attention or finding.attention
     if mode == MODE_REINDEX and task.read_only is None:
         out.removed = remove_temporaries(task.path)
@@ -252,6 +254,8 @@ def summarize(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_a
     worst = min((r["status"] for r in out.segments), key=SEVERITY.__getitem__, default=STATUS_OK)
     counts = Counter(r["status"] for r in out.segments)
     reason = "" if worst == STATUS_OK else ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != STATUS_OK)
+    if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
+        reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
     out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at)
 
 

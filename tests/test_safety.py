@@ -6,6 +6,7 @@ full-disk cases. Each test names the numbered point of the issue it covers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -482,6 +483,40 @@ def wait_for_temporaries(log_dir: Path, child: subprocess.Popen) -> None:
     pytest.fail(f"reindex ended (status {child.poll()}) before any temporary file was seen")
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its JVM, the Python worker daemon and its workers), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def crash(pid: int) -> None:
+    """What a power cut does to a run: every process of it stops at once (frozen first, so none reacts)."""
+    frozen: set[int] = set()
+    while True:
+        tree = {pid, *descendants(pid)} - frozen
+        if not tree:
+            break
+        for p in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGSTOP)
+        frozen |= tree
+    for p in frozen:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def clean_reference(tmp_path_factory) -> dict[str, str]:
     """The index files of an uninterrupted run on the same log dir."""
@@ -499,7 +534,7 @@ def test_interrupted_reindex_then_rerun(tmp_path, clean_reference, how):
     child = start_reindex(log_dir, tmp_path / "meta")
     wait_for_temporaries(log_dir, child)
     if how == "SIGKILL":  # a crash: the driver, its JVM and its Python workers die at once
-        os.killpg(child.pid, signal.SIGKILL)
+        crash(child.pid)
     elif how == "SIGINT":  # Ctrl-C in a terminal reaches the whole foreground process group
         os.killpg(child.pid, signal.SIGINT)
     else:
@@ -590,6 +625,9 @@ def test_leftovers_kafka_cleans_at_load_are_reported(tmp_path, spark, capsys):
     assert f"swap: {part}/00000000000000000040.log.swap: left by an interrupted log cleaning or split" in err
     assert "Kafka completes the swap at load" in err
     assert f"deleted: {part}/00000000000000000000.log.deleted: Kafka deletes it" in err
+    [row] = [o.partition for o in summary.outcomes]
+    assert "orphan_index 00000000000000000099.index" in row["reason"] and "swap 00000000000000000040.log.swap" in \
+        row["reason"]
 
 
 def test_the_wrong_kind_of_directory_is_a_usage_error(tmp_path):
