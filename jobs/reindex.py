@@ -66,6 +66,12 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     from pipelines.schemas import default_metadata_path
     from pipelines.spark_session import get_spark
 
+    given = set(parse_config_args(args.config))
+    assumed = [k for k in ("index.interval.bytes", "segment.index.bytes") if k not in given]
+    if mode == "reindex" and assumed:
+        values = ", ".join(f"{k}={getattr(default, k.replace('.', '_'))}" for k in assumed)
+        print(f"config: assumed Kafka's defaults {values} for every topic without --topic-config "
+              f"(valid index files built with other values are left alone; see --normalize)", file=sys.stderr)
     spark = get_spark(args.master, f"segdex-{mode}")
     try:
         summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,

@@ -382,7 +382,9 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     }
     try:
         _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row)
-    except Exception as e:  # the index files are done: say what changed and that the record failed
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # also a writer's panic; the index files are done: say what changed
         changed = (f"{written} index files were rewritten in {sum(1 for o in outcomes if o.files_written)} "
                    f"partitions before the failure (they are whole and valid)" if written else "no file was changed")
         raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
