@@ -9,8 +9,9 @@ Where a topic's value comes from, highest first (``TopicConfigResolver``):
 
 1. ``--topic-config TOPIC:KEY=VALUE`` (a topic override, as ``kafka-configs --alter`` sets);
 2. the configs Kafka sets when it creates an internal topic (``__consumer_offsets`` and ``__transaction_state``
-   are ``cleanup.policy=compact``): a topic-level override in Kafka too, so a ``--config`` default for every
-   topic does not reach them;
+   are ``cleanup.policy=compact``; ``__share_group_state`` is ``delete`` with ``retention.ms=-1``, its
+   coordinator moves the log start offset itself): a topic-level override in Kafka too, so a ``--config``
+   default for every topic does not reach them;
 3. ``--config KEY=VALUE`` (a default for every topic);
 4. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
 
@@ -30,7 +31,7 @@ INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
 LONG_MAX = 2**63 - 1
 LONG_MIN = -(2**63)
-RECORD_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: segment.bytes' lower bound in LogConfig
+MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' lower bound in Kafka 4.x's LogConfig (14 bytes in 3.x)
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
@@ -39,13 +40,14 @@ SOURCE_INTERNAL_TOPIC = "internal topic"
 SOURCE_CONFIG = "--config"
 SOURCE_DEFAULT = "Kafka default"
 
-# What Kafka sets when it creates its internal topics (GroupCoordinatorService.groupMetadataTopicConfigs,
-# TransactionStateManager.transactionTopicConfigs, ShareCoordinatorService.shareGroupStateTopicConfigs,
-# TopicBasedRemoteLogMetadataManagerConfig), with the brokers' default segment sizes.
+# What Kafka sets when it creates its internal topics, with the brokers' default segment sizes; read from the
+# Kafka 4.1.1 jars (GroupCoordinatorService.groupMetadataTopicConfigs, TransactionStateManager
+# .transactionTopicConfigs, ShareCoordinatorService.shareGroupStateTopicConfigs,
+# TopicBasedRemoteLogMetadataManagerConfig).
 INTERNAL_TOPIC_CONFIGS: dict[str, dict[str, str]] = {
     "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
     "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
-    "__share_group_state": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__share_group_state": {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": str(100 * 1024 * 1024)},
     "__remote_log_metadata": {"cleanup.policy": "delete", "retention.ms": "-1"},
 }
 
@@ -70,7 +72,7 @@ class _Def:
 _DEFS: dict[str, _Def] = {
     "index.interval.bytes": _Def("INT", 0),
     "segment.index.bytes": _Def("INT", 4),
-    "segment.bytes": _Def("INT", RECORD_OVERHEAD_V0),
+    "segment.bytes": _Def("INT", MIN_SEGMENT_BYTES),
     "retention.ms": _Def("LONG", -1),
     "retention.bytes": _Def("LONG"),
     "cleanup.policy": _Def("LIST"),
@@ -89,10 +91,9 @@ def parse_value(key: str, value: str) -> int | str:
     if d is None:
         raise ConfigException(f"unknown config {key!r} (known: {', '.join(sorted(_DEFS))})")
     text = value.strip()
-    if d.type == "LIST":
+    if d.type == "LIST":  # an empty list is allowed (Kafka 4.x): neither compaction nor deletion
         items = [p.strip() for p in text.split(",") if p.strip()]
-        bad = [p for p in items if p not in _CLEANUP_POLICIES]
-        if bad or not items:
+        if any(p not in _CLEANUP_POLICIES for p in items):
             raise _invalid(key, text, f"String must be one of: {', '.join(_CLEANUP_POLICIES)}")
         return ",".join(items)
     low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)

@@ -715,3 +715,28 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
     runs = ms.rows_of(ms.read_arrow(str(meta), "runs"))
     assert [r["files_failed"] for r in runs] == [0] and summary.exit_status == 0
     assert json.loads(runs[0]["log_dirs"]) == [str(log_dir.resolve())]
+
+
+def test_topic_config_resolution_follows_kafka():
+    """Precedence and internal-topic configs as Kafka 4.1.1 has them; messages as its ConfigDef words them
+    (both read from the 4.1.1 jars: ShareCoordinatorService.shareGroupStateTopicConfigs, LogConfig.validate)."""
+    from indexcore.log_config import ConfigException, TopicConfigResolver
+
+    r = TopicConfigResolver({"retention.ms": "1000", "cleanup.policy": "delete"},
+                            {"orders": {"retention.bytes": "10"}, "__transaction_state": {"retention.ms": "5"}})
+    offsets = r.resolve("__consumer_offsets")
+    assert offsets.config.cleanup_policy == "compact" and not offsets.config.delete
+    assert offsets.config.retention_ms == 1000 and offsets.sources["retention.ms"] == "--config"
+    assert offsets.sources["cleanup.policy"] == "internal topic"
+    share = r.resolve("__share_group_state")
+    assert share.config.delete and share.config.retention_ms == -1 and share.config.retention_bytes == -1
+    assert r("__transaction_state").retention_ms == 5 and r("__transaction_state").cleanup_policy == "compact"
+    orders = r.resolve("orders")
+    assert (orders.config.retention_bytes, orders.config.retention_ms) == (10, 1000)
+    assert orders.assumed(["retention.ms", "retention.bytes", "segment.bytes"]) == ["segment.bytes"]
+    assert not TopicConfigResolver({"cleanup.policy": ""})("x").delete  # Kafka 4.x accepts an empty policy
+    with pytest.raises(ConfigException, match="Invalid value 1000 for configuration segment.bytes: Value must be "
+                                              "at least 1048576"):
+        TopicConfigResolver({"segment.bytes": "1000"})
+    with pytest.raises(ConfigException, match="String must be one of: compact, delete"):
+        TopicConfigResolver({}, {"t": {"cleanup.policy": "compact,forever"}})
