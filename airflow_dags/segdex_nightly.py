@@ -41,13 +41,15 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, chain
 
+from indexcore.status import FAIL_STATUSES as DEFAULT_FAIL_STATUSES
+
 DAG_ID = "segdex_nightly"
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPARK_APPS = os.path.join(HERE, "spark_apps")
 RUN_SEGDEX_APP = os.path.join(SPARK_APPS, "run_segdex.py")
 QUALITY_CHECK_APP = os.path.join(SPARK_APPS, "quality_check.py")
 PACKAGES = ("indexcore", "pipelines", "jobs")
-FAIL_STATUSES = ("corrupt_log_tail", "unreadable", "error")
+FAIL_STATUSES = tuple(str(s) for s in DEFAULT_FAIL_STATUSES)  # indexcore.status: one vocabulary
 SHIP_MODES = ("auto", "always", "never")
 # Under the params' spark_conf: Spark's INFO lines would bury segdex's report in the task log.
 DEFAULT_SPARK_CONF = {"spark.log.level": "WARN"}

@@ -18,6 +18,11 @@ from .errors import SegdexError
 class NotRegularFileException(SegdexError):
     """A path that names a FIFO, socket, device or directory where a regular file is expected."""
 
+    def __init__(self, path: str, kind: str) -> None:
+        self.path = path
+        self.cause = f"cannot read: {kind}, not a regular file"
+        super().__init__(f"{path}: {self.cause}")
+
 
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
@@ -31,7 +36,7 @@ def check_regular(path: str | os.PathLike) -> None:
     """Raise ``NotRegularFileException`` unless ``path`` (followed through symlinks) is a regular file."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
-        raise NotRegularFileException(f"{os.fspath(path)}: cannot read: {_kind(mode)}, not a regular file")
+        raise NotRegularFileException(os.fspath(path), _kind(mode))
 
 
 def is_regular(path: str | os.PathLike) -> bool:
@@ -47,7 +52,7 @@ def open_regular_fd(path: str | os.PathLike) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFileException(f"{os.fspath(path)}: cannot read: {_kind(mode)}, not a regular file")
+            raise NotRegularFileException(os.fspath(path), _kind(mode))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

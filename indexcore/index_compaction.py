@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from .abstract_index import round_down
 from .atomic_file import remove_temporaries, write_atomic
@@ -26,11 +27,22 @@ from .time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from .time_index import sanity_check as time_sanity_check
 from .time_index import trimmed_entry_count as time_entry_count
 
-STATUS_OK = "ok"  # already trimmed
-STATUS_OVERLONG = "overlong"  # zero tail: trim to valid_bytes
-STATUS_TRIMMED = "trimmed"
-STATUS_CORRUPT = "corrupt"  # non-zero bytes after the entries, or entries out of order: not touched
-STATUS_UNREADABLE = "unreadable"
+
+class IndexFileState(StrEnum):
+    """What compaction finds in one index file (a file-level vocabulary, not a segment's ``SegmentStatus``)."""
+
+    OK = "ok"  # already trimmed
+    OVERLONG = "overlong"  # zero tail: trim to valid_bytes
+    TRIMMED = "trimmed"
+    CORRUPT = "corrupt"  # non-zero bytes after the entries, or entries out of order: not touched
+    UNREADABLE = "unreadable"
+
+    @property
+    def needs_attention(self) -> bool:
+        return self in (IndexFileState.CORRUPT, IndexFileState.UNREADABLE)
+
+
+STATUS_OK, STATUS_OVERLONG, STATUS_TRIMMED, STATUS_CORRUPT, STATUS_UNREADABLE = IndexFileState
 
 _KINDS = {
     INDEX_FILE_SUFFIX: (OFFSET_ENTRY_SIZE, offset_entry_count, offset_sanity_check),

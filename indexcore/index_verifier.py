@@ -17,24 +17,21 @@ from .file_access import NotRegularFileException, open_regular
 from .file_records import batches, open_log
 from .layout import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
 from .log_segment import RecoveryResult
-from .log_segments import STATUS_CORRUPT_LOG_TAIL, STATUS_ERROR, STATUS_OK, STATUS_UNREADABLE, SegmentRecovery
+from .log_segments import SegmentRecovery
 from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from .offset_index import parse_offset_index
 from .offset_index import trimmed_entry_count as offset_trimmed_count
 from .record_batch import NO_TIMESTAMP
+from .status import Reason, SegmentStatus
 from .time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from .time_index import parse_time_index
 from .time_index import trimmed_entry_count as time_trimmed_count
-
-STATUS_EQUIVALENT = "equivalent"
-STATUS_MISSING = "missing"
-STATUS_CORRUPT_INDEX = "corrupt_index"
 
 
 @dataclass
 class Verdict:
     status: str
-    reason: str = ""
+    reason: Reason | None = None
 
 
 def check_offset_entries(buf, entries: list[tuple[int, int]], result: RecoveryResult) -> str | None:
@@ -106,7 +103,7 @@ def _read(path: str) -> bytes | None:
 
 def verify_segment(segment: SegmentRecovery) -> Verdict:
     """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written)."""
-    if segment.status in (STATUS_UNREADABLE, STATUS_ERROR):
+    if segment.status in (SegmentStatus.UNREADABLE, SegmentStatus.ERROR):
         return Verdict(segment.status, segment.reason)
     result = segment.result
     assert result is not None
@@ -114,24 +111,25 @@ def verify_segment(segment: SegmentRecovery) -> Verdict:
     try:
         existing = {suffix: _read(path) for suffix, path in paths.items()}
     except OSError as e:
-        return Verdict(STATUS_UNREADABLE, f"{segment.log_path}: cannot read index files: {e.strerror or e}")
+        return Verdict(SegmentStatus.UNREADABLE, Reason(f"cannot read index files: {e.strerror or e}",
+                                                        getattr(e, "filename", None) or segment.log_path))
     except NotRegularFileException as e:  # a directory or FIFO where an index file belongs: Kafka cannot use it
-        return Verdict(STATUS_CORRUPT_INDEX, str(e))
-    tail = segment.status == STATUS_CORRUPT_LOG_TAIL
+        return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(e.cause, e.path))
+    tail = segment.status == SegmentStatus.CORRUPT_LOG_TAIL
     absent = [s for s in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX) if existing[s] is None]
     if len(result.txn_index) and existing[TXN_INDEX_FILE_SUFFIX] is None:
         absent.append(TXN_INDEX_FILE_SUFFIX)
     if tail:
-        return Verdict(STATUS_CORRUPT_LOG_TAIL, segment.reason)
+        return Verdict(SegmentStatus.CORRUPT_LOG_TAIL, segment.reason)
     if absent:
-        return Verdict(STATUS_MISSING, f"{segment.log_path}: no {', '.join(absent)} file")
+        return Verdict(SegmentStatus.MISSING, Reason(f"no {', '.join(absent)} file", segment.log_path))
     want = segment.files
     if all(existing[s] == want[s] or (want[s] is None and not existing[s]) for s in want):
-        return Verdict(STATUS_OK)
+        return Verdict(SegmentStatus.OK)
     txn = existing[TXN_INDEX_FILE_SUFFIX] or b""
     if txn != (want[TXN_INDEX_FILE_SUFFIX] or b""):
-        return Verdict(STATUS_CORRUPT_INDEX, f"{paths[TXN_INDEX_FILE_SUFFIX]}: aborted transactions differ "
-                                             f"from the ones the log's control batches record")
+        return Verdict(SegmentStatus.CORRUPT_INDEX, Reason("aborted transactions differ from the ones the log's "
+                                                           "control batches record", paths[TXN_INDEX_FILE_SUFFIX]))
     notes = []
     try:
         with open_log(segment.log_path) as buf:
@@ -145,23 +143,21 @@ def verify_segment(segment: SegmentRecovery) -> Verdict:
                     continue
                 count = count_fn(data)
                 if any(data[count * size:]):
-                    return Verdict(STATUS_CORRUPT_INDEX, f"{paths[suffix]}: {len(data)} bytes do not hold whole "
-                                                         f"entries followed by zero padding")
+                    return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(
+                        f"{len(data)} bytes do not hold whole entries followed by zero padding", paths[suffix]))
                 problem = check(buf, parse(data[:count * size], result.base_offset), result)
                 if problem:
-                    return Verdict(STATUS_CORRUPT_INDEX, f"{paths[suffix]}: {problem}")
+                    return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(problem, paths[suffix]))
                 if len(data) > count * size:
                     notes.append(f"{os.path.basename(paths[suffix])} has {len(data) - count * size} bytes of "
                                  f"preallocated zeros")
                 else:
                     notes.append(f"{os.path.basename(paths[suffix])} entries differ from a rebuild but are valid")
     except OSError as e:
-        return Verdict(STATUS_UNREADABLE, f"{segment.log_path}: {e.strerror or e}")
+        return Verdict(SegmentStatus.UNREADABLE, Reason(str(e.strerror or e), segment.log_path))
     except SegdexError as e:
-        return Verdict(STATUS_CORRUPT_INDEX, f"{segment.log_path}: {e}")
-    return Verdict(STATUS_EQUIVALENT, "; ".join(notes))
+        return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(str(e), segment.log_path))
+    return Verdict(SegmentStatus.EQUIVALENT, Reason("; ".join(notes), segment.log_path))
 
 
-__all__ = ["Verdict", "verify_segment", "check_offset_entries", "check_time_entries", "STATUS_OK",
-           "STATUS_EQUIVALENT", "STATUS_MISSING", "STATUS_CORRUPT_INDEX", "STATUS_CORRUPT_LOG_TAIL",
-           "STATUS_UNREADABLE", "STATUS_ERROR"]
+__all__ = ["Verdict", "verify_segment", "check_offset_entries", "check_time_entries"]

@@ -23,12 +23,7 @@ from .layout import (
 from .log_config import LogConfig
 from .log_segment import RecoveryResult, recover_file
 from .producer_state import ProducerStateManager
-
-# Segment status values, shared by the CLI, the Spark jobs and the metadata tables.
-STATUS_OK = "ok"
-STATUS_CORRUPT_LOG_TAIL = "corrupt_log_tail"
-STATUS_UNREADABLE = "unreadable"
-STATUS_ERROR = "error"
+from .status import Reason, SegmentStatus
 
 
 @dataclass
@@ -37,8 +32,8 @@ class SegmentRecovery:
 
     log_path: str
     base_offset: int
-    status: str
-    reason: str = ""
+    status: SegmentStatus
+    reason: Reason | None = None
     result: RecoveryResult | None = None
     files: dict[str, bytes | None] = field(default_factory=dict)  # suffix -> bytes; None: no such file
 
@@ -86,20 +81,21 @@ class PartitionRecovery:
                                   producer_state=self.producer_state, leader_epochs=self.leader_epochs,
                                   max_index_size=self.config.segment_index_bytes, native=native)
         except OSError as e:
-            return SegmentRecovery(log_path, base_offset, STATUS_UNREADABLE,
-                                   f"{log_path}: cannot read: {e.strerror or e}")
+            return SegmentRecovery(log_path, base_offset, SegmentStatus.UNREADABLE,
+                                   Reason(f"cannot read: {e.strerror or e}", log_path))
         except NotRegularFileException as e:
-            return SegmentRecovery(log_path, base_offset, STATUS_UNREADABLE, str(e))
+            return SegmentRecovery(log_path, base_offset, SegmentStatus.UNREADABLE, Reason(e.cause, e.path))
         if result.error:
-            return SegmentRecovery(log_path, base_offset, STATUS_ERROR, f"{log_path}: {result.error}", result)
+            return SegmentRecovery(log_path, base_offset, SegmentStatus.ERROR, Reason(result.error, log_path), result)
         txn_exists = os.path.exists(index_paths(log_path)[TXN_INDEX_FILE_SUFFIX])
         files = index_files(result, txn_exists)
         if result.stop_reason:
             return SegmentRecovery(
-                log_path, base_offset, STATUS_CORRUPT_LOG_TAIL,
-                f"{log_path}: {result.stop_reason}; {result.valid_bytes} valid bytes of {result.size_bytes}",
+                log_path, base_offset, SegmentStatus.CORRUPT_LOG_TAIL,
+                Reason(f"{result.stop_reason}; {result.valid_bytes} valid bytes of {result.size_bytes}", log_path,
+                       result.valid_bytes),
                 result, files)
-        return SegmentRecovery(log_path, base_offset, STATUS_OK, "", result, files)
+        return SegmentRecovery(log_path, base_offset, SegmentStatus.OK, None, result, files)
 
     def recover_all(self, logs: list[tuple[int, str]], native: bool | None = None) -> Iterator[SegmentRecovery]:
         for base_offset, path in logs:

@@ -15,7 +15,8 @@ from .errors import InvalidLayoutException, UsageException
 from .layout import LOG_FILE_SUFFIX, parse_partition_dir_name, parse_segment_file_name
 from .log_config import LogConfig, is_cluster_metadata
 from .log_dir import describe_dir, ensure_not_locked, hold_lock, log_dir_of
-from .log_segments import STATUS_UNREADABLE, PartitionRecovery, SegmentRecovery, segment_logs
+from .log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from .status import SegmentStatus
 
 
 @dataclass
@@ -126,7 +127,7 @@ def _rebuild(partition_dir: str, logs: list[tuple[int, str]], misnamed: list[str
     recovery = PartitionRecovery(config)
     for base, log_path in logs:
         segment = recovery.recover_segment(log_path, base, native)
-        if segment.files and segment.status != STATUS_UNREADABLE:
+        if segment.files and segment.status != SegmentStatus.UNREADABLE:
             yield write_index_files(segment, target)
         else:
             yield RebuildOutcome(segment)

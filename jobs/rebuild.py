@@ -8,8 +8,8 @@ import sys
 from indexcore.errors import SegdexError, UsageException
 from indexcore.log_config import LogConfig, parse_config_args
 from indexcore.log_dir import LogDirLockedException
-from indexcore.log_segments import STATUS_OK
 from indexcore.rebuild import RebuildOutcome, rebuild
+from indexcore.status import SegmentStatus
 
 HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
 
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
             for item in rebuild(path, config, args.out_dir):
                 if isinstance(item, RebuildOutcome):
                     seg = item.segment
-                    if seg.status != STATUS_OK:
+                    if seg.status != SegmentStatus.OK:
                         print(f"{seg.status}: {seg.reason}", file=sys.stderr)
                         status = 1
                     if not args.quiet:

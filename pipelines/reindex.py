@@ -26,6 +26,7 @@ from indexcore.checkpoints import CorruptCheckpointException
 from indexcore.errors import SegdexError
 from indexcore.log_config import LogConfig, is_cluster_metadata
 from indexcore.log_dir import LogDirLock, LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
+from indexcore.status import ExitStatus, SegmentStatus
 
 from . import metadata_store, preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
@@ -34,8 +35,6 @@ from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, pa
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
 
-EXIT_OK = 0
-EXIT_ATTENTION = 1
 MAX_PRINTED = 20  # problem lines printed per run; the tables hold them all
 
 
@@ -361,7 +360,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     for note in notes[:MAX_PRINTED]:
         print(note, file=err)
     attention = bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
-    exit_status = EXIT_ATTENTION if attention else EXIT_OK
+    exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)
     found: Counter = Counter()
     for o in outcomes:
         found.update(o.found)
@@ -393,7 +392,8 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     if mode == MODE_REINDEX:
         files = f"rewrote {written} index files" + (f", {failed} FAILED" if failed else "")
     else:
-        files = "would rewrite {} segments".format(sum(found.get(s, 0) for s in ("missing", "corrupt_index")))
+        files = "would rewrite {} segments".format(sum(n for s, n in found.items() if SegmentStatus(s).rebuildable
+                                                        and s != SegmentStatus.CORRUPT_LOG_TAIL))
     phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
     print(f"{mode} {run_id}: {len(partition_rows)} partitions, {len(segment_rows)} segments, "
           f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())

@@ -14,30 +14,18 @@ from datetime import datetime
 from typing import Any
 
 from indexcore.atomic_file import is_temporary, remove_temporaries
-from indexcore.index_verifier import STATUS_EQUIVALENT, STATUS_MISSING, verify_segment
+from indexcore.index_verifier import verify_segment
 from indexcore.layout import LOG_FILE_SUFFIX
 from indexcore.log_config import LogConfig
 from indexcore.log_dir import held_by, partition_findings
-from indexcore.log_segments import (
-    STATUS_CORRUPT_LOG_TAIL,
-    STATUS_ERROR,
-    STATUS_OK,
-    STATUS_UNREADABLE,
-    PartitionRecovery,
-    SegmentRecovery,
-    segment_logs,
-)
+from indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from indexcore.status import Reason, SegmentStatus
 
 from .batch_write import PendingWrites
 
 MODE_VERIFY = "verify"
 MODE_REINDEX = "reindex"
 
-# Worst first: a partition's status is the worst of its segments'.
-SEVERITY = {s: i for i, s in enumerate(
-    (STATUS_ERROR, STATUS_UNREADABLE, STATUS_CORRUPT_LOG_TAIL, "corrupt_index", STATUS_MISSING, STATUS_EQUIVALENT,
-     STATUS_OK))}
-ATTENTION = frozenset(s for s in SEVERITY if s not in (STATUS_OK, STATUS_EQUIVALENT))
 FUTURE_NOTE = "future replica directory (-future)"
 
 
@@ -123,19 +111,16 @@ def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason:
     }
 
 
-def _strip_dir(reason: str, path: str) -> str:
-    """Reasons without the segment's own path (the row has the location); other files by their names."""
-    if reason.startswith(path + ": "):
-        reason = reason[len(path) + 2:]
-    return reason.replace(os.path.dirname(path) + os.sep, "")
+def _shown(reason: Reason | None, log_path: str) -> str:
+    """A reason as a row shows it: the row says which segment, so other files are named relative to it."""
+    return reason.relative_to(os.path.dirname(log_path), own_file=log_path) if reason else ""
 
 
 def _rewrite(status: str, normalize: bool) -> bool:
     """Whether reindex writes a segment's index files: only where they are missing or corrupt (the valid part of
     a corrupt tail included); valid files that differ from a rebuild (``equivalent``) only with ``normalize``."""
-    if status in (STATUS_MISSING, "corrupt_index", STATUS_CORRUPT_LOG_TAIL):
-        return True
-    return normalize and status == STATUS_EQUIVALENT
+    status = SegmentStatus(status)
+    return status.rebuildable or (normalize and status is SegmentStatus.EQUIVALENT)
 
 
 def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> list[tuple[int, str]] | None:
@@ -176,14 +161,14 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         if mode == MODE_REINDEX and task.read_only is None and (why := held_by(task.log_dir, task.lock_owner)):
             out.messages.append(f"refused: {why}")
             out.attention = True
-            out.partition = _partition_row(task, [], STATUS_ERROR, why, run_id, scanned_at)
+            out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
             return out
         logs = _list_partition(task, mode, out)
     except OSError as e:
         reason = f"{task.path}: cannot list: {e.strerror or e}"
         out.messages.append(f"unreadable: {reason}")
         out.attention = True
-        out.partition = _partition_row(task, [], STATUS_UNREADABLE, reason, run_id, scanned_at)
+        out.partition = _partition_row(task, [], SegmentStatus.UNREADABLE, reason, run_id, scanned_at)
         return out
     writing = mode == MODE_REINDEX and task.read_only is None
     recovery = PartitionRecovery(task.config)
@@ -198,10 +183,10 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
             out.bytes += seg.result.size_bytes
         if writing and seg.files and _rewrite(status, normalize):
             status, reason = _stage(seg, status, reason, writes, staged_rows, len(out.segments), out)
-        if status in ATTENTION:
+        if SegmentStatus(status).needs_attention:
             out.attention = True
-            out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_strip_dir(reason, log_path)}")
-        out.segments.append(_segment_row(task, seg, status, _strip_dir(reason, log_path), run_id, scanned_at))
+            out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_shown(reason, log_path)}")
+        out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), run_id, scanned_at))
     if pending is None:
         fail_writes(out, staged_rows, writes.commit())
     else:
@@ -210,8 +195,8 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
     return out
 
 
-def _stage(seg: SegmentRecovery, status: str, reason: str, writes: PendingWrites, staged_rows: dict[str, int],
-           row: int, out: PartitionOutcome) -> tuple[str, str]:
+def _stage(seg: SegmentRecovery, status: SegmentStatus, reason: Reason | None, writes: PendingWrites,
+           staged_rows: dict[str, int], row: int, out: PartitionOutcome) -> tuple[SegmentStatus, Reason | None]:
     """Stage a segment's rebuilt index files; returns the row's status and reason after the (pending) write."""
     stem = seg.log_path[: -len(LOG_FILE_SUFFIX)]
     mine: list[str] = []
@@ -224,12 +209,12 @@ def _stage(seg: SegmentRecovery, status: str, reason: str, writes: PendingWrites
         out.files_failed += sum(1 for data in seg.files.values() if data is not None)
         out.attention = True
         note = f"index files not written: {e.strerror or e}"
-        return STATUS_ERROR, f"{reason}; {note}" if reason else note
+        return SegmentStatus.ERROR, (reason or Reason("", seg.log_path)).joined(note)
     for target in mine:
         staged_rows[target] = row
     out.files_written += len(mine)
-    if status != STATUS_CORRUPT_LOG_TAIL:
-        return STATUS_OK, ""
+    if status != SegmentStatus.CORRUPT_LOG_TAIL:
+        return SegmentStatus.OK, None
     return status, reason
 
 
@@ -244,16 +229,17 @@ def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list
             out.files_written -= 1
             out.files_failed += 1
             row = out.segments[i]
-            row["status"] = STATUS_ERROR
+            row["status"] = SegmentStatus.ERROR
             note = f"{os.path.basename(path)} not written: {why}"
             row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
 
 
 def summarize(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_at: datetime) -> None:
     """(Re)compute the partition row from the segment rows."""
-    worst = min((r["status"] for r in out.segments), key=SEVERITY.__getitem__, default=STATUS_OK)
+    worst = SegmentStatus.worst([r["status"] for r in out.segments])
     counts = Counter(r["status"] for r in out.segments)
-    reason = "" if worst == STATUS_OK else ", ".join(f"{n} {s}" for s, n in sorted(counts.items()) if s != STATUS_OK)
+    reason = "" if worst == SegmentStatus.OK else ", ".join(
+        f"{n} {s}" for s, n in sorted(counts.items()) if s != SegmentStatus.OK)
     if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
         reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
     out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at)

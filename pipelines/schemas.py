@@ -6,6 +6,8 @@ import os
 
 import pyarrow as pa
 
+from indexcore.status import STATUSES as SEGMENT_STATUSES
+
 DEFAULT_METADATA_PATH = "segdex-metadata"
 METADATA_ENV = "SEGDEX_METADATA"
 
@@ -62,7 +64,7 @@ PARTITIONS_SCHEMA = pa.schema([
 ])
 PARTITION_KEYS = ("log_dir", "topic", "partition", "future")
 
-STATUSES = ("ok", "equivalent", "missing", "corrupt_index", "corrupt_log_tail", "unreadable", "error")
+STATUSES = tuple(str(s) for s in SEGMENT_STATUSES)  # runs.count_<status>, best first
 
 RUNS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),

@@ -14,7 +14,9 @@ import argparse
 import os
 import sys
 
-DEFAULT_FAIL_STATUSES = ("corrupt_log_tail", "unreadable", "error")
+from indexcore.status import FAIL_STATUSES  # the package comes with spark-submit's --py-files
+
+DEFAULT_FAIL_STATUSES = tuple(str(s) for s in FAIL_STATUSES)
 
 # The assertion: both queries must return no rows.
 BAD_SEGMENTS_SQL = """
@@ -46,8 +48,8 @@ def check(spark, metadata: str, log_dirs: list[str], fail_statuses: list[str]) -
     from pipelines import metadata_store
 
     metadata_store.register_views(spark, metadata, ["segments"])
-    # log_dir is recorded as an absolute path
-    spark.createDataFrame([(os.path.abspath(d),) for d in log_dirs], "log_dir string") \
+    # log_dir is recorded as its real path (a log dir seen through a symlink is one log dir)
+    spark.createDataFrame([(os.path.realpath(d),) for d in log_dirs], "log_dir string") \
         .createOrReplaceTempView("segdex_qc_log_dirs")
     spark.createDataFrame([(s,) for s in fail_statuses], "status string") \
         .createOrReplaceTempView("segdex_qc_fail_statuses")
