@@ -1,14 +1,21 @@
-"""Delta tables under a metadata directory: upsert (MERGE) or append, read back, register as SQL views.
+"""The Delta tables under a metadata directory, behind one store with typed operations.
 
-Two writers, same tables:
+``MetadataStore(path, spark)`` offers:
 
-* embedded (default): the ``deltalake`` package (delta-rs), no JVM jars needed;
-* Spark: when the session has Delta Lake loaded (delta-spark with its jars, or a Spark Connect server with
-  native Delta such as ``pysail``), tables are written with DataFrame writes and ``MERGE INTO``.
+* ``upsert(table, rows, scope=None)``: MERGE rows on the table's keys; a matched row is rewritten only when one
+  of its fact columns changed (so a re-run with the same facts changes nothing); with a ``Scope`` the table's
+  rows of that scope that the new rows do not hold any more (segments deleted, partitions moved away) are
+  deleted in the same commit ("replace a scope");
+* ``append(table, rows)``: add rows (a run's record);
+* ``read(name)`` / ``read_df(name)`` / ``exists(name)`` / ``tables()`` / ``register_views()``.
 
-``SEGDEX_DELTA_WRITER=deltalake|spark`` forces one. Each table lives in ``<metadata path>/<name>``; a table
-written one way reads the other way. Delta commit conflicts (two runs at once) are retried; on a local
-filesystem the embedded writer also serializes writers of one table with a lock file, so no MERGE is lost.
+Two writers, same tables: the ``deltalake`` package (delta-rs, no JVM jars) by default, Delta Lake on Spark
+when the session has it loaded (``SEGDEX_DELTA_WRITER=deltalake|spark`` forces one). No value of the user's
+(a log dir path, a topic) is ever pasted into SQL text: a scope's stale rows go into the MERGE source as
+tombstones (``_segdex_op = 'delete'``), and the Spark writer uses Delta's Python API. Commit conflicts are
+retried on the writers' typed exceptions (delta-rs ``CommitFailedError``, Delta-on-Spark's
+``DELTA_CONCURRENT_*`` error classes); on a local filesystem the embedded writer also serializes writers of
+one table with a lock file, so no MERGE is lost.
 """
 
 from __future__ import annotations
@@ -20,12 +27,17 @@ import random
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from .schemas import TableSpec
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
+OP_COLUMN = "_segdex_op"  # in the MERGE source only: 'upsert' or 'delete' (a stale row of the scope)
 _LOCK_NAME = "_segdex_writer.lock"
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -33,6 +45,25 @@ _THREAD_LOCKS_GUARD = threading.Lock()
 
 class MetadataStoreError(Exception):
     """A metadata table could not be written or read."""
+
+
+class TableNotFoundError(MetadataStoreError):
+    """No Delta table at the expected place (no run has written it yet)."""
+
+
+class CommitConflictError(MetadataStoreError):
+    """Concurrent writers kept conflicting after every retry."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows of a table one run rewrites as a whole: those whose ``column`` is in ``values``, except the rows
+    whose ``keep_columns`` values are in ``keep`` (e.g. partitions that could not be scanned keep theirs)."""
+
+    column: str
+    values: frozenset[str]
+    keep_columns: tuple[str, ...] = ()
+    keep: frozenset[tuple] = field(default_factory=frozenset)
 
 
 def table_path(path: str, name: str) -> str:
@@ -104,24 +135,12 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def sql_string(value: str) -> str | None:
-    """A SQL string literal both Spark and delta-rs read the same way, or None when the value needs escapes."""
-    if any(c in value for c in "'\\\n\r"):
-        return None
-    return f"'{value}'"
-
-
 def _merge_predicate(keys: Sequence[str]) -> str:
     return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
 
 
-def _changed_predicate(columns: Sequence[str]) -> str:
-    return " OR ".join(f"(NOT (t.{_quote(c)} <=> s.{_quote(c)}))" for c in columns)
-
-
-def _changed_predicate_deltars(columns: Sequence[str]) -> str:
-    # delta-rs (DataFusion SQL) spells null-safe inequality IS DISTINCT FROM
-    return " OR ".join(f"(t.{_quote(c)} IS DISTINCT FROM s.{_quote(c)})" for c in columns)
+def _changed(columns: Sequence[str], distinct: str) -> str:
+    return " OR ".join(f"(t.{_quote(c)} {distinct} s.{_quote(c)})" for c in columns)
 
 
 @contextlib.contextmanager
@@ -146,12 +165,21 @@ def _writer_lock(path: str) -> Iterator[None]:
             os.close(fd)
 
 
-def _is_conflict(exc: BaseException) -> bool:
-    name = type(exc).__name__
-    text = str(exc)
-    lower = text.lower()
-    return ("CommitFailed" in name or "Concurrent" in name or "concurrent" in lower or "conflict" in lower
-            or ("already exists" in lower and "version" in lower))
+def is_commit_conflict(exc: BaseException) -> bool:
+    """A writer's typed signal that another commit won the race (worth a retry)."""
+    from deltalake.exceptions import CommitFailedError
+
+    if isinstance(exc, CommitFailedError):
+        return True
+    condition = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    with contextlib.suppress(Exception):
+        if condition is not None and (condition() or "").startswith("DELTA_CONCURRENT"):
+            return True
+    with contextlib.suppress(ImportError):
+        from delta.exceptions import ConcurrentModificationException
+
+        return isinstance(exc, ConcurrentModificationException)
+    return False
 
 
 def _retry(fn, retries: int) -> Any:
@@ -160,137 +188,212 @@ def _retry(fn, retries: int) -> Any:
         try:
             return fn()
         except Exception as e:
-            if attempt == retries or not _is_conflict(e):
+            if not is_commit_conflict(e):
                 raise
+            if attempt == retries:
+                raise CommitConflictError(f"commit conflicts after {retries} retries: {e}") from e
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
     return None
 
 
-def _write_deltalake(uri: str, table: pa.Table, merge_keys: Sequence[str] | None,
-                     update_when_changed: Sequence[str] | None, retries: int,
-                     delete_unmatched: str | None = None) -> None:
-    from deltalake import DeltaTable, write_deltalake
+class MetadataStore:
+    """The Delta tables under ``path``, written and read through ``spark`` when it has Delta, else delta-rs."""
 
-    def attempt() -> None:
-        if not merge_keys:
-            write_deltalake(uri, table, mode="append", schema_mode="merge")
-            return
-        if not DeltaTable.is_deltatable(uri):
-            write_deltalake(uri, table.schema.empty_table(), mode="append")
-        dt = DeltaTable(uri)
-        # merge_schema: tables written by an older segdex gain the columns added since (runs.files_failed)
-        merger = dt.merge(table, predicate=_merge_predicate(merge_keys), source_alias="s", target_alias="t",
-                          merge_schema=True)
-        if update_when_changed:
-            merger = merger.when_matched_update_all(predicate=_changed_predicate_deltars(update_when_changed))
-        else:
-            merger = merger.when_matched_update_all()
-        merger = merger.when_not_matched_insert_all()
-        if delete_unmatched:
-            merger = merger.when_not_matched_by_source_delete(predicate=delete_unmatched)
-        merger.execute()
+    def __init__(self, path: str, spark: Any = None, retries: int = DEFAULT_RETRIES) -> None:
+        self.path = path
+        self.spark = spark
+        self.retries = retries
 
-    with _writer_lock(uri):
-        _retry(attempt, retries)
+    @property
+    def through_spark(self) -> bool:
+        return spark_has_delta(self.spark)
 
+    def uri(self, name: str) -> str:
+        return table_path(self.path, name)
 
-def _write_spark(spark: Any, uri: str, table: pa.Table, schema: pa.Schema, merge_keys: Sequence[str] | None,
-                 update_when_changed: Sequence[str] | None, retries: int,
-                 delete_unmatched: str | None = None) -> None:
-    df = spark.createDataFrame(table, schema=spark_schema(schema)) if table.num_rows else \
-        spark.createDataFrame([], spark_schema(schema))
+    # -- reading ------------------------------------------------------------------------------------------------
 
-    def exists() -> bool:
+    def exists(self, name: str) -> bool:
+        uri = self.uri(name)
         if _is_local(uri):
             return os.path.isdir(os.path.join(_local(uri), "_delta_log"))
-        try:
-            spark.read.format("delta").load(uri).limit(0).collect()
-            return True
-        except Exception:
-            return False
+        from deltalake import DeltaTable
 
-    def attempt() -> None:
-        if not merge_keys or not exists():
-            df.write.format("delta").mode("append").save(uri)
-            return
-        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")  # columns added since
-        view = f"_segdex_src_{os.getpid()}_{random.randrange(1 << 30)}"
-        df.createOrReplaceTempView(view)
-        try:
-            cond = f" AND ({_changed_predicate(update_when_changed)})" if update_when_changed else ""
-            delete = f" WHEN NOT MATCHED BY SOURCE AND ({delete_unmatched}) THEN DELETE" if delete_unmatched else ""
-            spark.sql(
-                f"MERGE INTO delta.{_quote(uri)} t USING {view} s ON {_merge_predicate(merge_keys)} "
-                f"WHEN MATCHED{cond} THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *{delete}")
-        finally:
-            spark.catalog.dropTempView(view)
+        return DeltaTable.is_deltatable(uri)
 
-    _retry(attempt, retries)
+    def tables(self) -> list[str]:
+        """Names of the Delta tables directly under the metadata directory (local paths only)."""
+        local = _local(self.path)
+        if not _is_local(self.path) or not os.path.isdir(local):
+            return []
+        return sorted(n for n in os.listdir(local) if os.path.isdir(os.path.join(local, n, "_delta_log")))
+
+    def read(self, name: str, columns: Sequence[str] | None = None) -> pa.Table:
+        """The current state of a table as a pyarrow Table (delta-rs reader, no Spark)."""
+        from deltalake import DeltaTable
+
+        uri = self.uri(name)
+        if not DeltaTable.is_deltatable(uri):
+            raise TableNotFoundError(f"{uri}: no Delta table (run `segdex reindex` or `segdex verify` first)")
+        dt = DeltaTable(uri)
+        present = set(dt.schema().to_arrow().names) if columns else set()
+        return dt.to_pyarrow_table(columns=[c for c in columns if c in present] if columns else None)
+
+    def read_df(self, name: str) -> Any:
+        """The current state of a table as a Spark DataFrame."""
+        if self.through_spark:
+            return self.spark.read.format("delta").load(self.uri(name))
+        table = self.read(name)
+        schema = spark_schema(table.schema)
+        return self.spark.createDataFrame(table, schema=schema) if table.num_rows else \
+            self.spark.createDataFrame([], schema)
+
+    def register_views(self, names: Iterable[str] | None = None) -> list[str]:
+        """Register each table as a temporary view named after it; returns the names registered."""
+        registered = []
+        for name in (list(names) if names is not None else self.tables()):
+            self.read_df(name).createOrReplaceTempView(name)
+            registered.append(name)
+        return registered
+
+    # -- writing ------------------------------------------------------------------------------------------------
+
+    def append(self, table: TableSpec, rows: Any) -> int:
+        """Add rows to ``table`` (created when absent); returns how many."""
+        data = to_arrow(rows, table.schema)
+        if self.through_spark:
+            df = self._spark_df(data, table.schema)
+            _retry(lambda: df.write.format("delta").mode("append").save(self.uri(table.name)), self.retries)
+            return data.num_rows
+        from deltalake import write_deltalake
+
+        if data.num_rows == 0 and self.exists(table.name):
+            return 0
+        with _writer_lock(self.uri(table.name)):
+            _retry(lambda: write_deltalake(self.uri(table.name), data, mode="append", schema_mode="merge"),
+                   self.retries)
+        return data.num_rows
+
+    def upsert(self, table: TableSpec, rows: Any, scope: Scope | None = None) -> int:
+        """MERGE ``rows`` on ``table.keys`` (a matched row is rewritten only when a fact column changed); with
+        ``scope``, also delete that scope's rows the new rows no longer hold. Returns the rows merged."""
+        if not table.keys:
+            raise ValueError(f"{table.name}: upsert needs merge keys")
+        data = _dedupe(to_arrow(rows, table.schema), table.keys)
+        uri = self.uri(table.name)
+        if self.through_spark:
+            _retry(lambda: self._merge_spark(table, data, scope), self.retries)
+            return data.num_rows
+        with _writer_lock(uri):
+            _retry(lambda: self._merge_deltalake(table, data, scope), self.retries)
+        return data.num_rows
+
+    def _stale(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> pa.Table:
+        """Tombstones: the scope's current keys that ``data`` does not hold (read, compared in Python)."""
+        empty = pa.table({k: pa.array([], table.schema.field(k).type) for k in table.keys})
+        if scope is None or not scope.values or not self.exists(table.name):
+            return empty
+        current = self.read(table.name, columns=list(dict.fromkeys((*table.keys, scope.column,
+                                                                    *scope.keep_columns))))
+        current = current.filter(pc.is_in(current.column(scope.column), pa.array(sorted(scope.values))))
+        fresh = set(zip(*(data.column(k).to_pylist() for k in table.keys), strict=True))
+        keep_cols = [current.column(c).to_pylist() for c in scope.keep_columns]
+        stale = []
+        for i, key in enumerate(zip(*(current.column(k).to_pylist() for k in table.keys), strict=True)):
+            if key in fresh:
+                continue
+            if scope.keep_columns and tuple(col[i] for col in keep_cols) in scope.keep:
+                continue
+            stale.append(i)
+        return current.take(pa.array(stale, pa.int64())).select(list(table.keys)).cast(pa.schema([table.schema.field(k)
+                                                                             for k in table.keys]))
+
+    def _source(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> tuple[pa.Table, bool]:
+        """The MERGE source: the rows to upsert, then the scope's tombstones, tagged in ``OP_COLUMN``."""
+        stale = self._stale(table, data, scope)
+        upserts = data.append_column(OP_COLUMN, pa.array(["upsert"] * data.num_rows, pa.string()))
+        if not stale.num_rows:
+            return upserts, False
+        filler = {n: pa.nulls(stale.num_rows, table.schema.field(n).type) for n in table.schema.names
+                  if n not in table.keys}
+        deletes = pa.table({**{k: stale.column(k) for k in table.keys}, **filler}).select(table.schema.names)
+        deletes = deletes.cast(table.schema).append_column(OP_COLUMN,
+                                                           pa.array(["delete"] * stale.num_rows, pa.string()))
+        return pa.concat_tables([upserts, deletes]), True
+
+    def _merge_deltalake(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> None:
+        from deltalake import DeltaTable, write_deltalake
+
+        uri = self.uri(table.name)
+        if not DeltaTable.is_deltatable(uri):
+            write_deltalake(uri, table.schema.empty_table(), mode="append")
+        source, deletes = self._source(table, data, scope)
+        columns = {c: f"s.{_quote(c)}" for c in table.schema.names}
+        # merge_schema: tables written by an older segdex gain the columns added since (runs.files_failed)
+        merger = DeltaTable(uri).merge(source, predicate=_merge_predicate(table.keys), source_alias="s",
+                                       target_alias="t", merge_schema=True)
+        if deletes:
+            merger = merger.when_matched_delete(predicate=f"s.{OP_COLUMN} = 'delete'")
+        facts = table.fact_columns
+        changed = f" AND ({_changed(facts, 'IS DISTINCT FROM')})" if facts else ""
+        merger = merger.when_matched_update(updates=columns, predicate=f"s.{OP_COLUMN} = 'upsert'{changed}")
+        merger = merger.when_not_matched_insert(updates=columns, predicate=f"s.{OP_COLUMN} = 'upsert'")
+        merger.execute()
+
+    def _spark_df(self, data: pa.Table, schema: pa.Schema) -> Any:
+        struct = spark_schema(schema)
+        return self.spark.createDataFrame(data, schema=struct) if data.num_rows else \
+            self.spark.createDataFrame([], struct)
+
+    def _merge_spark(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> None:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        uri = self.uri(table.name)
+        if not self.exists(table.name):
+            self._spark_df(table.schema.empty_table(), table.schema).write.format("delta").mode("append").save(uri)
+        self.spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")  # columns added since
+        source, deletes = self._source(table, data, scope)
+        df = self._spark_df(source, source.schema)
+        columns = {c: f"s.{_quote(c)}" for c in table.schema.names}
+        merger = SparkDeltaTable.forPath(self.spark, uri).alias("t").merge(df.alias("s"),
+                                                                           _merge_predicate(table.keys))
+        if deletes:
+            merger = merger.whenMatchedDelete(condition=f"s.{OP_COLUMN} = 'delete'")
+        facts = table.fact_columns
+        changed = f" AND ({_changed(facts, 'IS DISTINCT FROM')})" if facts else ""
+        merger = merger.whenMatchedUpdate(condition=f"s.{OP_COLUMN} = 'upsert'{changed}", set=columns)
+        merger = merger.whenNotMatchedInsert(condition=f"s.{OP_COLUMN} = 'upsert'", values=columns)
+        merger.execute()
+
+
+# -- module-level conveniences (tests, small callers) -------------------------------------------------------------
 
 
 def write_table(spark: Any, path: str, name: str, rows_or_arrow: Any, schema: pa.Schema,
                 merge_keys: Sequence[str] | None = None, update_when_changed: Sequence[str] | None = None,
-                retries: int = DEFAULT_RETRIES, delete_unmatched: str | None = None) -> int:
-    """Upsert (MERGE on ``merge_keys``) or append rows into the Delta table ``path/name``; returns the row count.
-
-    ``rows_or_arrow``: dicts, a pyarrow Table, or a Spark DataFrame. With ``update_when_changed``, a matched row
-    is rewritten only when one of those columns differs, so rewriting the same facts changes nothing. With
-    ``delete_unmatched`` (a SQL predicate over the target alias ``t``), target rows it selects that have no
-    source row are deleted, e.g. the rows of a rescanned scope whose segments are gone. The table is created
-    with ``schema`` when absent. Commit conflicts are retried up to ``retries`` times.
-    """
-    uri = table_path(path, name)
-    table = to_arrow(rows_or_arrow, schema)
-    if merge_keys:
-        table = _dedupe(table, merge_keys)
-    if spark_has_delta(spark):
-        _write_spark(spark, uri, table, schema, merge_keys, update_when_changed, retries, delete_unmatched)
-    else:
-        if table.num_rows == 0 and not merge_keys:
-            from deltalake import DeltaTable
-
-            if DeltaTable.is_deltatable(uri):
-                return 0
-        _write_deltalake(uri, table, merge_keys, update_when_changed, retries, delete_unmatched)
-    return table.num_rows
+                retries: int = DEFAULT_RETRIES, scope: Scope | None = None) -> int:
+    """Upsert (with ``merge_keys``) or append ``rows_or_arrow`` into table ``path/name``; see ``MetadataStore``."""
+    spec = TableSpec(name, schema, tuple(merge_keys or ()),
+                     tuple(update_when_changed) if update_when_changed is not None else None)
+    store = MetadataStore(path, spark, retries)
+    return store.upsert(spec, rows_or_arrow, scope) if merge_keys else store.append(spec, rows_or_arrow)
 
 
 def read_arrow(path: str, name: str) -> pa.Table:
-    """The current state of table ``path/name`` as a pyarrow Table (embedded reader, no Spark)."""
-    from deltalake import DeltaTable
-
-    uri = table_path(path, name)
-    if not DeltaTable.is_deltatable(uri):
-        raise MetadataStoreError(f"{uri}: no Delta table (run `segdex reindex` or `segdex verify` first)")
-    return DeltaTable(uri).to_pyarrow_table()
+    return MetadataStore(path).read(name)
 
 
 def read_table(spark: Any, path: str, name: str) -> Any:
-    """The current state of table ``path/name`` as a Spark DataFrame."""
-    uri = table_path(path, name)
-    if spark_has_delta(spark):
-        return spark.read.format("delta").load(uri)
-    table = read_arrow(path, name)
-    return spark.createDataFrame(table, schema=spark_schema(table.schema)) if table.num_rows else \
-        spark.createDataFrame([], spark_schema(table.schema))
+    return MetadataStore(path, spark).read_df(name)
 
 
 def table_names(path: str) -> list[str]:
-    """Names of the Delta tables directly under ``path`` (local paths only; empty when none)."""
-    local = _local(path)
-    if not _is_local(path) or not os.path.isdir(local):
-        return []
-    return sorted(n for n in os.listdir(local) if os.path.isdir(os.path.join(local, n, "_delta_log")))
+    return MetadataStore(path).tables()
 
 
 def register_views(spark: Any, path: str, names: Iterable[str] | None = None) -> list[str]:
-    """Register each table under ``path`` as a temporary view named after it; returns the names registered."""
-    registered = []
-    for name in (list(names) if names is not None else table_names(path)):
-        read_table(spark, path, name).createOrReplaceTempView(name)
-        registered.append(name)
-    return registered
+    return MetadataStore(path, spark).register_views(names)
 
 
 def rows_of(table: pa.Table) -> list[dict]:

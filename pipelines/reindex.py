@@ -28,8 +28,9 @@ from indexcore.log_config import LogConfig, is_cluster_metadata
 from indexcore.log_dir import LogDirLock, LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
 from indexcore.status import ExitStatus, SegmentStatus
 
-from . import metadata_store, preflight, schemas
+from . import preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
+from .metadata_store import MetadataStore, Scope
 from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, partition_size, scan_group
 
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
@@ -132,23 +133,15 @@ def plan_groups(tasks: list[PartitionTask], groups: int) -> list[list[PartitionT
     return [members for _, _, members in packed if members]
 
 
-def stale_rows_predicate(discovery: Discovery, outcomes: list[PartitionOutcome]) -> str | None:
-    """Rows (alias ``t``) of the scanned log dirs that this run's rows replace: those without a row now are gone
-    (segments deleted by retention, partitions moved away). Partitions that could not be scanned keep theirs."""
-    dirs = [q for q in (metadata_store.sql_string(d) for d in discovery.listed) if q]
-    if not dirs:
+def rescanned_scope(discovery: Discovery, outcomes: list[PartitionOutcome]) -> Scope | None:
+    """The rows this run replaces: every row of the log dirs it listed (rows without a new row are gone:
+    segments deleted by retention, partitions moved away), except partitions that could not be scanned."""
+    if not discovery.listed:
         return None
-    keep = [o.partition for o in outcomes
-            if o.partition and o.partition["segment_count"] == 0 and o.partition["status"] != "ok"]
-    pred = f"t.log_dir IN ({', '.join(dirs)})"
-    kept = []
-    for p in keep:
-        d, topic = metadata_store.sql_string(p["log_dir"]), metadata_store.sql_string(p["topic"])
-        if d and topic:
-            kept.append(f"(t.log_dir = {d} AND t.topic = {topic} AND t.partition = {int(p['partition'])})")
-    if kept:
-        pred += f" AND NOT ({' OR '.join(kept)})"
-    return pred
+    keep = frozenset((o.partition["log_dir"], o.partition["topic"], o.partition["partition"], o.partition["future"])
+                     for o in outcomes
+                     if o.partition and o.partition["segment_count"] == 0 and o.partition["status"] != "ok")
+    return Scope("log_dir", frozenset(discovery.listed), ("log_dir", "topic", "partition", "future"), keep)
 
 
 def _fmt_bytes(n: float) -> str:
@@ -408,13 +401,10 @@ def _one_line(e: BaseException) -> str:
 
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
             segment_rows: list[dict], partition_rows: list[dict], run_row: dict) -> None:
-    stale = stale_rows_predicate(discovery, outcomes)
-    if segment_rows or stale:
-        metadata_store.write_table(spark, metadata_path, schemas.SEGMENTS, segment_rows, schemas.SEGMENTS_SCHEMA,
-                                   schemas.SEGMENT_KEYS, update_when_changed=schemas.SEGMENT_FACTS,
-                                   delete_unmatched=stale)
-    if partition_rows or stale:
-        metadata_store.write_table(spark, metadata_path, schemas.PARTITIONS, partition_rows,
-                                   schemas.PARTITIONS_SCHEMA, schemas.PARTITION_KEYS,
-                                   update_when_changed=schemas.PARTITION_FACTS, delete_unmatched=stale)
-    metadata_store.write_table(spark, metadata_path, schemas.RUNS, [run_row], schemas.RUNS_SCHEMA, schemas.RUN_KEYS)
+    store = MetadataStore(metadata_path, spark)
+    scope = rescanned_scope(discovery, outcomes)
+    if segment_rows or scope:
+        store.upsert(schemas.SEGMENTS_TABLE, segment_rows, scope)
+    if partition_rows or scope:
+        store.upsert(schemas.PARTITIONS_TABLE, partition_rows, scope)
+    store.upsert(schemas.RUNS_TABLE, [run_row])

@@ -1,8 +1,10 @@
-"""Schemas and keys of the metadata tables: ``segments``, ``partitions``, ``runs``."""
+"""Every metadata table's schema, keys and fact columns: ``segments``, ``partitions``, ``runs``,
+``retention_actions``, as ``TableSpec``s for ``metadata_store.MetadataStore``."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -88,6 +90,26 @@ RUN_KEYS = ("run_id",)
 BOOKKEEPING = ("run_id", "scanned_at")
 SEGMENT_FACTS = tuple(n for n in SEGMENTS_SCHEMA.names if n not in SEGMENT_KEYS + BOOKKEEPING)
 PARTITION_FACTS = tuple(n for n in PARTITIONS_SCHEMA.names if n not in PARTITION_KEYS + BOOKKEEPING)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A metadata table: its name, schema, merge keys, and the columns whose change rewrites a matched row
+    (``facts``; None: every matched row is rewritten)."""
+
+    name: str
+    schema: pa.Schema
+    keys: tuple[str, ...] = ()
+    facts: tuple[str, ...] | None = None
+
+    @property
+    def fact_columns(self) -> tuple[str, ...]:
+        return self.facts or ()
+
+
+SEGMENTS_TABLE = TableSpec(SEGMENTS, SEGMENTS_SCHEMA, SEGMENT_KEYS, SEGMENT_FACTS)
+PARTITIONS_TABLE = TableSpec(PARTITIONS, PARTITIONS_SCHEMA, PARTITION_KEYS, PARTITION_FACTS)
+RUNS_TABLE = TableSpec(RUNS, RUNS_SCHEMA, RUN_KEYS)
 
 
 def default_metadata_path() -> str:

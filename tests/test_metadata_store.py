@@ -47,10 +47,21 @@ def test_delete_unmatched_only_in_scope(tmp_path):
     path = str(tmp_path / "meta")
     rows = [{"k1": k, "k2": i, "value": i, "note": None} for k in ("a", "b") for i in range(3)]
     ms.write_table(None, path, "t", rows, SCHEMA, KEYS)
-    ms.write_table(None, path, "t", [rows[1]], SCHEMA, KEYS, delete_unmatched="t.k1 = 'a'")
+    ms.write_table(None, path, "t", [rows[1]], SCHEMA, KEYS, scope=ms.Scope("k1", frozenset({"a"})))
     got = sorted((r["k1"], r["k2"]) for r in ms.rows_of(ms.read_arrow(path, "t")))
     assert got == [("a", 1), ("b", 0), ("b", 1), ("b", 2)]
-    assert ms.sql_string("/x/y") == "'/x/y'" and ms.sql_string("it's") is None
+
+
+def test_scope_values_are_never_sql(tmp_path):
+    """A log dir path holding a quote (or SQL) is a value like any other: its stale rows go, no other row does."""
+    path = str(tmp_path / "meta")
+    odd = "/data/it's; DROP TABLE t; --"
+    rows = [{"k1": k, "k2": i, "value": i, "note": None} for k in (odd, "b") for i in range(3)]
+    ms.write_table(None, path, "t", rows, SCHEMA, KEYS)
+    ms.write_table(None, path, "t", [rows[0]], SCHEMA, KEYS,
+                   scope=ms.Scope("k1", frozenset({odd}), ("k1", "k2"), frozenset({(odd, 2)})))
+    got = sorted((r["k1"], r["k2"]) for r in ms.rows_of(ms.read_arrow(path, "t")))
+    assert got == [(odd, 0), (odd, 2), ("b", 0), ("b", 1), ("b", 2)]
 
 
 def test_duplicate_source_keys_keep_last(tmp_path, spark):
@@ -117,7 +128,7 @@ def test_spark_side_delta_with_pysail(tmp_path, monkeypatch):
             ("a", 1, 1, "run1"), ("a", 2, 3, "run2"), ("b", 1, 4, "run2")]
         # rows of a rescanned scope without a source row are deleted (MERGE ... WHEN NOT MATCHED BY SOURCE)
         ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}], SCHEMA, KEYS,
-                       update_when_changed=["value"], delete_unmatched="t.k1 = 'a'")
+                       update_when_changed=["value"], scope=ms.Scope("k1", frozenset({"a"})))
         assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
             ("a", 1, 1, "run1"), ("b", 1, 4, "run2")]
         ms.write_table(remote, path, "t", [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}], SCHEMA, KEYS)
