@@ -14,6 +14,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 
 from indexcore.errors import SegdexError  # noqa: E402
 from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from indexcore.status import ExitStatus  # noqa: E402
 from jobs.common import check_log_dirs  # noqa: E402
 
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
@@ -60,6 +61,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         return 2
     if check_log_dirs(mode, args.log_dirs):
         return 2
+    from jobs import report
     from pipelines import reindex
     from pipelines.interrupts import RunInterrupted
     from pipelines.preflight import PreflightError
@@ -75,17 +77,19 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     spark = get_spark(args.master, f"segdex-{mode}")
     try:
         summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-                              arguments=_arguments(args, mode), progress=not args.no_progress,
+                              arguments=_arguments(args, mode),
+                              progress=None if args.no_progress else report.print_progress,
                               normalize=getattr(args, "normalize", False))
     except PreflightError as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     except RunInterrupted as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
         return e.exit_status
     except reindex.RunFailed as e:
         print(f"segdex {mode}: failed: {e}; {e.changed}", file=sys.stderr)
-        return 3
+        return ExitStatus.FAILED
+    report.print_run(summary)
     return summary.exit_status
 
 

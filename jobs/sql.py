@@ -21,9 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jobs.report import print_rows
     from pipelines import metadata_store
     from pipelines.schemas import default_metadata_path
-    from pipelines.sql import format_rows, run_query
+    from pipelines.sql import run_query
 
     path = args.metadata or default_metadata_path()
     if not metadata_store.table_names(path) and "://" not in path:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"segdex sql: {first}", file=sys.stderr)
         return 2
-    format_rows(columns, rows, args.format)
+    print_rows(columns, rows, args.format)
     return 0
 
 

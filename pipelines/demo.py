@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shutil
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from indexcore.log_config import LogConfig
 
@@ -47,19 +47,27 @@ def damage_tail(log_dir: Path) -> Path:
     return last
 
 
-def run(spark: Any, root: str, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+@dataclass
+class DemoResult:
+    """What the demo made and found: the sample, the verify and reindex runs, the query results."""
+
+    logs: Path
+    metadata: Path
+    counts: dict[str, int]
+    damaged: Path
+    runs: list[reindex.RunSummary] = field(default_factory=list)
+    queries: list[tuple[str, str, list[str], list[tuple]]] = field(default_factory=list)  # title, SQL, cols, rows
+
+
+def run(spark: Any, root: str) -> DemoResult:
+    """Generate the sample in ``root``, verify and reindex it, run the demo queries."""
     logs, meta = prepare(Path(root))
     counts = generate_sample(logs)
-    damaged = damage_tail(logs)
-    print(f"== generated {logs}: {counts['partitions']} partitions, {counts['segments']} segments, "
-          f"{counts['bytes']} bytes of .log files, no index files; cut the tail of {damaged.relative_to(logs)}",
-          file=out, flush=True)
+    result = DemoResult(logs, meta, counts, damage_tail(logs))
     for mode in ("verify", "reindex"):
-        print(f"\n== segdex {mode} --metadata {meta} {logs}", file=out, flush=True)
-        reindex.run(spark, [str(logs)], mode, str(meta), LogConfig(), {}, arguments=[mode, str(logs)], out=out)
+        result.runs.append(reindex.run(spark, [str(logs)], mode, str(meta), LogConfig(), {},
+                                       arguments=[mode, str(logs)], progress=False))
     for title, query in QUERIES:
-        print(f"\n== segdex sql --metadata {meta} \"{query}\"\n-- {title}", file=out, flush=True)
         columns, rows = sql.run_query(spark, str(meta), query)
-        sql.format_rows(columns, rows, "table", out)
-    return 0
+        result.queries.append((title, query, columns, rows))
+    return result

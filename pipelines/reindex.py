@@ -12,21 +12,21 @@ import heapq
 import json
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 from indexcore.atomic_file import remove_temporaries
 from indexcore.checkpoints import CorruptCheckpointException
 from indexcore.errors import SegdexError
 from indexcore.log_config import LogConfig, is_cluster_metadata
 from indexcore.log_dir import LogDirLock, LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
-from indexcore.status import ExitStatus, SegmentStatus
+from indexcore.status import ExitStatus
 
 from . import preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
@@ -36,7 +36,6 @@ from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, pa
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
 
-MAX_PRINTED = 20  # problem lines printed per run; the tables hold them all
 
 
 @dataclass
@@ -70,6 +69,8 @@ class RunSummary:
     discovery: Discovery
     wall_seconds: float
     phases: dict[str, float] = field(default_factory=dict)  # discover, scan (the Spark job), metadata
+    metadata_path: str = ""
+    found: Counter = field(default_factory=Counter)  # segment statuses as found, before any rewrite
 
     @property
     def segment_rows(self) -> list[dict[str, Any]]:
@@ -144,40 +145,48 @@ def rescanned_scope(discovery: Discovery, outcomes: list[PartitionOutcome]) -> S
     return Scope("log_dir", frozenset(discovery.listed), ("log_dir", "topic", "partition", "future"), keep)
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1000
-    return f"{n:.1f} TB"
+@dataclass(frozen=True)
+class ProgressSnapshot:
+    """How far the scan is: segments and bytes done of the totals, the rate so far and the time left."""
+
+    segments_done: int
+    total_segments: int
+    bytes_done: int
+    total_bytes: int
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.bytes_done / max(self.elapsed_s, 1e-6)
+
+    @property
+    def left_s(self) -> float | None:
+        return (self.total_bytes - self.bytes_done) / self.rate if self.rate > 0 else None
 
 
 class Progress:
-    """Driver-side progress line from accumulators updated as tasks finish: done, rate, time left."""
+    """Driver-side progress from accumulators updated as tasks finish; every ``interval`` seconds a
+    ``ProgressSnapshot`` goes to ``report`` (the CLI shows it)."""
 
-    def __init__(self, spark: Any, total_segments: int, total_bytes: int, out: TextIO | None = None,
-                 interval: float = 2.0) -> None:
+    def __init__(self, spark: Any, total_segments: int, total_bytes: int,
+                 report: Callable[[ProgressSnapshot], None] | None = None, interval: float = 2.0) -> None:
         sc = spark.sparkContext
         self.segments = sc.accumulator(0)
         self.bytes = sc.accumulator(0)
         self.total_segments, self.total_bytes = total_segments, total_bytes
-        self.out, self.interval = out or sys.stderr, interval
+        self.report, self.interval = report, interval
         self._stop = threading.Event()
         self._start = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="segdex-progress", daemon=True)
 
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self._start, 1e-6)
-        done_b, done_s = self.bytes.value, self.segments.value
-        rate = done_b / elapsed
-        left = (self.total_bytes - done_b) / rate if rate > 0 else float("nan")
-        eta = f"{left:.0f}s" if left == left else "?"
-        return (f"progress: {done_s}/{self.total_segments} segments, {_fmt_bytes(done_b)}/"
-                f"{_fmt_bytes(self.total_bytes)}, {_fmt_bytes(rate)}/s, elapsed {elapsed:.0f}s, left ~{eta}")
+    def snapshot(self) -> ProgressSnapshot:
+        return ProgressSnapshot(self.segments.value, self.total_segments, self.bytes.value, self.total_bytes,
+                                time.monotonic() - self._start)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            print(self.line(), file=self.out, flush=True)
+            if self.report is not None:
+                self.report(self.snapshot())
 
     def __enter__(self) -> Progress:
         self._thread.start()
@@ -193,14 +202,14 @@ def new_run_id(command: str) -> str:
 
 
 def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: datetime,
-         native: bool | None = None, progress: bool = True, out: TextIO | None = None,
+         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
          normalize: bool = False) -> list[PartitionOutcome]:
     """Run the scan of every discovered partition as Spark tasks; returns the outcomes on the driver."""
     if not discovery.tasks:
         return []
     sc = spark.sparkContext
     groups = plan_groups(discovery.tasks, max(1, sc.defaultParallelism) * 4)
-    tracker = Progress(spark, discovery.total_segments, discovery.total_bytes, out)
+    tracker = Progress(spark, discovery.total_segments, discovery.total_bytes, progress)
     seg_acc, byte_acc = tracker.segments, tracker.bytes
 
     def run_group(group: list[PartitionTask]) -> list[PartitionOutcome]:
@@ -225,7 +234,7 @@ class RunFailed(Exception):
         self.changed = changed
 
 
-def _acquire_locks(log_dirs: list[str], err: TextIO) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
+def _acquire_locks(log_dirs: list[str]) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
     """Take each log dir's ``.lock`` (reindex writes under it); returns the locks held and the dirs refused."""
     locks, refused = [], []
     for raw in dict.fromkeys(os.path.realpath(d) for d in log_dirs):
@@ -278,8 +287,8 @@ def _clean_after_interrupt(spark: Any, discovery: Discovery) -> int:
 
 def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
-        native: bool | None = None, progress: bool = True, out: TextIO | None = None,
-        err: TextIO | None = None, normalize: bool = False) -> RunSummary:
+        native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
+        normalize: bool = False) -> RunSummary:
     """The whole ``segdex reindex``/``verify``: lock, discover, check, scan in Spark, print problems, write Delta.
 
     Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
@@ -287,14 +296,13 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
     ``RunFailed`` when the metadata could not be written after index files were.
     """
-    out, err = out or sys.stdout, err or sys.stderr
     if mode not in (MODE_REINDEX, MODE_VERIFY):
         raise ValueError(f"mode must be {MODE_REINDEX} or {MODE_VERIFY}, got {mode!r}")
     t0 = time.monotonic()
     started = datetime.now(UTC)
     run_id = new_run_id(mode)
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
-    locks, refused = _acquire_locks(log_dirs, err) if mode == MODE_REINDEX else ([], [])
+    locks, refused = _acquire_locks(log_dirs) if mode == MODE_REINDEX else ([], [])
     try:
         owner = (socket.gethostname(), os.getpid()) if mode == MODE_REINDEX else None
         discovery = discover([lk.log_dir for lk in locks] if mode == MODE_REINDEX else log_dirs, config,
@@ -304,11 +312,10 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         for lock in locks:
             if lock.log_dir in discovery.listed:
                 discovery.removed += remove_temporaries(lock.log_dir)
-        _print_discovery(discovery, out, err)
         t_discovered = time.monotonic()
         try:
             with stop_on_signals(spark):
-                outcomes = scan(spark, discovery, mode, run_id, started, native, progress, err, normalize)
+                outcomes = scan(spark, discovery, mode, run_id, started, native, progress, normalize)
         except RunInterrupted as e:
             with ignored_signals():
                 e.detail = (f"stopped the Spark job and removed {_clean_after_interrupt(spark, discovery)} temporary "
@@ -319,39 +326,14 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         for lock in locks:
             lock.release()
     return _finish(spark, discovery, outcomes, mode, run_id, started, metadata_path, arguments, log_dirs,
-                   (t0, t_discovered, t_scanned), out, err)
-
-
-def _print_discovery(discovery: Discovery, out: TextIO, err: TextIO) -> None:
-    for _log_dir, why in discovery.refused:
-        print(f"refused: {why}", file=err)
-    for path, why in discovery.stray:
-        print(f"stray: {path}: {why}", file=err)
-    for path, why in discovery.skipped:
-        print(f"skipped: {path}: {why}", file=out)
-    for path in discovery.removed:
-        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
-    for note in discovery.notes:
-        print(f"note: {note}", file=err)
+                   (t0, t_discovered, t_scanned))
 
 
 def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], mode: str, run_id: str,
             started: datetime, metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
-            times: tuple[float, float, float], out: TextIO, err: TextIO) -> RunSummary:
-    """Print the problems, record segments, partitions and the run in Delta, print the summary."""
+            times: tuple[float, float, float]) -> RunSummary:
+    """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
-    removed = [p for o in outcomes for p in o.removed]
-    for path in removed:
-        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
-    messages = [m for o in outcomes for m in o.messages]
-    for msg in messages[:MAX_PRINTED]:
-        print(msg, file=err)
-    if len(messages) > MAX_PRINTED:
-        print(f"... and {len(messages) - MAX_PRINTED} more (all in the segments table: "
-              "segdex sql \"SELECT * FROM segments WHERE status <> 'ok'\")", file=err)
-    notes = [n for o in outcomes for n in o.notes]
-    for note in notes[:MAX_PRINTED]:
-        print(note, file=err)
     attention = bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
     exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)
     found: Counter = Counter()
@@ -360,7 +342,6 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     segment_rows = [r for o in outcomes for r in o.segments]
     partition_rows = [o.partition for o in outcomes if o.partition]
     written = sum(o.files_written for o in outcomes)
-    failed = sum(o.files_failed for o in outcomes)
     run_row = {
         "run_id": run_id, "command": mode, "arguments": json.dumps(arguments or []),
         "log_dirs": json.dumps([os.path.realpath(d) for d in log_dirs]),
@@ -368,7 +349,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         "partitions": len(partition_rows), "segments": len(segment_rows),
         "bytes": sum(o.bytes for o in outcomes),
         **{f"count_{s}": found.get(s, 0) for s in schemas.STATUSES},
-        "files_written": written, "files_failed": failed,
+        "files_written": written, "files_failed": sum(o.files_failed for o in outcomes),
         "skipped": len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
         "exit_status": exit_status,
     }
@@ -380,18 +361,9 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         changed = (f"{written} index files were rewritten in {sum(1 for o in outcomes if o.files_written)} "
                    f"partitions before the failure (they are whole and valid)" if written else "no file was changed")
         raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
-    wall = time.monotonic() - t0
-    counts = ", ".join(f"{s}={found[s]}" for s in schemas.STATUSES if found.get(s))
-    if mode == MODE_REINDEX:
-        files = f"rewrote {written} index files" + (f", {failed} FAILED" if failed else "")
-    else:
-        files = "would rewrite {} segments".format(sum(n for s, n in found.items() if SegmentStatus(s).rebuildable
-                                                        and s != SegmentStatus.CORRUPT_LOG_TAIL))
     phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
-    print(f"{mode} {run_id}: {len(partition_rows)} partitions, {len(segment_rows)} segments, "
-          f"{_fmt_bytes(run_row['bytes'])} in {wall:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items())
-          + f"); found {counts or 'nothing'}; {files}; metadata in {metadata_path}", file=out)
-    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, wall, phases)
+    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, time.monotonic() - t0, phases,
+                      metadata_path, found)
 
 
 def _one_line(e: BaseException) -> str:

@@ -6,12 +6,13 @@ import io
 
 import pytest
 
+from jobs.demo import demo as run_demo
 from pipelines import demo
 
 
 def test_demo_generates_reindexes_and_queries(tmp_path, spark):
     out = io.StringIO()
-    assert demo.run(spark, str(tmp_path / "sample"), out) == 0
+    assert run_demo(spark, str(tmp_path / "sample"), out) == 0
     text = out.getvalue()
     logs = tmp_path / "sample" / "kafka-logs"
     assert len({p.parent.name.rsplit("-", 1)[0] for p in logs.glob("*/*.log")}) >= 3  # several topics

@@ -25,6 +25,7 @@ from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
 from indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from indexcore.log_dir import LogDirLock, lock_holder
 from indexcore.segment_writer import build_batch, write_partition
+from jobs import report
 from pipelines import metadata_store as ms
 from pipelines import reindex
 from pipelines.batch_write import PendingWrites
@@ -303,6 +304,7 @@ def test_a_failed_write_is_a_failure_everywhere(tmp_path, spark, capsys):
     (part / "00000000000000000020.index").mkdir()  # the target cannot be replaced: a directory is in the way
     meta = str(tmp_path / "meta")
     summary = reindex.run(spark, [str(log_dir)], "reindex", meta, reindex.LogConfig(), progress=False)
+    report.print_run(summary)
     out = capsys.readouterr()
     assert summary.exit_status == 1
     assert summary.run_row["files_failed"] == 1 and summary.run_row["files_written"] == 5
@@ -618,6 +620,7 @@ def test_leftovers_kafka_cleans_at_load_are_reported(tmp_path, spark, capsys):
     (part / "00000000000000000000.log.deleted").write_bytes(b"")
     summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
                           progress=False)
+    report.print_run(summary)
     err = capsys.readouterr().err
     assert summary.exit_status == 1
     assert (f"orphan_index: {part}/00000000000000000099.index: no .log with its base offset: Kafka deletes this "
@@ -649,6 +652,7 @@ def test_a_directory_kafka_cannot_load_is_reported(tmp_path, spark, capsys):
     (log_dir / "lost+found").mkdir()
     summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
                           progress=False)
+    report.print_run(summary)
     err = capsys.readouterr().err
     assert summary.exit_status == 1
     assert f"stray: {log_dir}/lost+found: not a partition directory" in err and "Kafka refuses to load" in err

@@ -8,8 +8,8 @@ import json
 from datetime import UTC, datetime
 
 from jobs.cli import main as cli
+from jobs.report import print_rows as format_rows
 from pipelines import metadata_store, schemas
-from pipelines.sql import format_rows
 
 
 def _seed(path: str) -> None:

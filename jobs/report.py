@@ -1,0 +1,139 @@
+"""How the ``segdex`` commands show their results: the drivers in ``pipelines`` return result objects and
+print nothing; these functions turn them into the lines an operator reads (problems on stderr, summaries and
+tables on stdout)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, TextIO
+
+MAX_PRINTED = 20  # problem lines printed per run; the tables hold them all
+
+
+def fmt_bytes(n: float) -> str:
+    """A byte count as a person reads it (decimal units)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def print_discovery(discovery: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """What the driver found before the scan: refused and stray dirs, skipped ones, temporaries removed."""
+    out, err = out or sys.stdout, err or sys.stderr
+    for _log_dir, why in discovery.refused:
+        print(f"refused: {why}", file=err)
+    for path, why in discovery.stray:
+        print(f"stray: {path}: {why}", file=err)
+    for path, why in discovery.skipped:
+        print(f"skipped: {path}: {why}", file=out)
+    for path in discovery.removed:
+        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
+    for note in discovery.notes:
+        print(f"note: {note}", file=err)
+
+
+def print_run(summary: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """A reindex/verify run: its discovery, the problems found (at most ``MAX_PRINTED`` lines), then one
+    summary line."""
+    out, err = out or sys.stdout, err or sys.stderr
+    print_discovery(summary.discovery, out, err)
+    for path in (p for o in summary.outcomes for p in o.removed):
+        print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
+    messages = [m for o in summary.outcomes for m in o.messages]
+    for msg in messages[:MAX_PRINTED]:
+        print(msg, file=err)
+    if len(messages) > MAX_PRINTED:
+        print(f"... and {len(messages) - MAX_PRINTED} more (all in the segments table: "
+              "segdex sql \"SELECT * FROM segments WHERE status <> 'ok'\")", file=err)
+    for note in [n for o in summary.outcomes for n in o.notes][:MAX_PRINTED]:
+        print(note, file=err)
+    print(summary_line(summary), file=out)
+
+
+def progress_line(p: Any) -> str:
+    """A ``ProgressSnapshot`` as the progress line on stderr."""
+    eta = f"{p.left_s:.0f}s" if p.left_s is not None else "?"
+    return (f"progress: {p.segments_done}/{p.total_segments} segments, {fmt_bytes(p.bytes_done)}/"
+            f"{fmt_bytes(p.total_bytes)}, {fmt_bytes(p.rate)}/s, elapsed {p.elapsed_s:.0f}s, left ~{eta}")
+
+
+def print_progress(p: Any) -> None:
+    print(progress_line(p), file=sys.stderr, flush=True)
+
+
+def summary_line(summary: Any) -> str:
+    from indexcore.status import STATUSES, SegmentStatus
+
+    row = summary.run_row
+    found = summary.found
+    counts = ", ".join(f"{s}={found[s]}" for s in STATUSES if found.get(s))
+    if summary.command == "reindex":
+        files = f"rewrote {row['files_written']} index files" + (
+            f", {row['files_failed']} FAILED" if row["files_failed"] else "")
+    else:
+        would = sum(n for s, n in found.items()
+                    if SegmentStatus(s).rebuildable and s != SegmentStatus.CORRUPT_LOG_TAIL)
+        files = f"would rewrite {would} segments"
+    phases = ", ".join(f"{k} {v:.1f}s" for k, v in summary.phases.items())
+    return (f"{summary.command} {summary.run_id}: {row['partitions']} partitions, {row['segments']} segments, "
+            f"{fmt_bytes(row['bytes'])} in {summary.wall_seconds:.1f}s ({phases}); found {counts or 'nothing'}; "
+            f"{files}; metadata in {summary.metadata_path}")
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly value: timestamps as ISO 8601, decimals as numbers, rows/maps as objects."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    value = _plain(value)
+    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+def print_rows(columns: list[str], rows: list[tuple], fmt: str, out: TextIO | None = None) -> None:
+    """Print rows as an aligned table, CSV with a header, or one JSON object per line."""
+    out = out or sys.stdout
+    if fmt == "json":
+        for row in rows:
+            print(json.dumps({c: _plain(v) for c, v in zip(columns, row, strict=True)}), file=out)
+    elif fmt == "csv":
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(columns)
+        for row in rows:
+            w.writerow(["" if v is None else _text(v) for v in row])
+    else:
+        cells = [[_text(v) for v in row] for row in rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        numeric = [all(isinstance(row[i], int | float | Decimal) or row[i] is None for row in rows) and rows
+                   for i in range(len(columns))]
+
+        def line(values: list[str]) -> str:
+            return " | ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric,
+                                                                                  strict=True)).rstrip()
+        print(line(columns), file=out)
+        print("-+-".join("-" * w for w in widths), file=out)
+        for r in cells:
+            print(line(r), file=out)
+        print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})", file=out)
+
+
