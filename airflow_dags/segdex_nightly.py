@@ -27,12 +27,10 @@ Environment defaults for the params: ``SEGDEX_NIGHTLY_LOG_DIRS`` (comma separate
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import sys
 import tempfile
-import zipfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +46,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SPARK_APPS = os.path.join(HERE, "spark_apps")
 RUN_SEGDEX_APP = os.path.join(SPARK_APPS, "run_segdex.py")
 QUALITY_CHECK_APP = os.path.join(SPARK_APPS, "quality_check.py")
-PACKAGES = ("indexcore", "pipelines", "jobs")
 FAIL_STATUSES = tuple(str(s) for s in DEFAULT_FAIL_STATUSES)  # indexcore.status: one vocabulary
 SHIP_MODES = ("auto", "always", "never")
 # Under the params' spark_conf: Spark's INFO lines would bury segdex's report in the task log.
@@ -104,33 +101,12 @@ def quality_check_args(params: Mapping[str, Any]) -> list[str]:
 # Shipping the package
 # ---------------------------------------------------------------------------------------------------------------
 
-def package_roots() -> dict[str, str]:
-    """Directory of each segdex package as installed for this interpreter (editable or not)."""
-    roots = {}
-    for pkg in PACKAGES:
-        spec = importlib.util.find_spec(pkg)
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError(f"package {pkg!r} of segdex is not importable by {sys.executable}; "
-                               f"install segdex (pip install 'segdex[airflow]') where Airflow runs")
-        roots[pkg] = list(spec.submodule_search_locations)[0]
-    return roots
-
-
 def build_package_zip(dest_dir: str) -> str:
-    """Zip the Python sources of indexcore/pipelines/jobs for ``--py-files``; returns the zip's path.
+    """Zip segdex's Python sources for ``--py-files`` (``pipelines.spark_session.package_zip``, the one place
+    that packages segdex for executors); returns the zip's path."""
+    from pipelines.spark_session import package_zip
 
-    The optional C scan kernel cannot load from a zip; executors then use the pure-Python scan (same results).
-    """
-    path = os.path.join(dest_dir, "segdex.zip")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg, root in package_roots().items():
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-                for name in sorted(filenames):
-                    if name.endswith(".py"):
-                        full = os.path.join(dirpath, name)
-                        z.write(full, os.path.join(pkg, os.path.relpath(full, root)))
-    return path
+    return package_zip(dest_dir)
 
 
 def spark_submit_binary() -> str:

@@ -17,7 +17,13 @@ from .abstract_index import round_down
 from .atomic_file import remove_temporaries, write_atomic
 from .errors import CorruptIndexException, InvalidLayoutException, SegdexError
 from .file_access import NotRegularFileException, open_regular
-from .layout import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, parse_segment_file_name
+from .layout import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    filename_prefix_from_offset,
+    parse_segment_file_name,
+)
 from .log_config import is_cluster_metadata
 from .log_dir import hold_lock, is_locked, list_log_dir
 from .offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
@@ -120,7 +126,7 @@ def check_partition(partition_dir: str) -> list[IndexFileCheck]:
     logs.sort()
     checks = []
     for base in logs[:-1]:  # the last one is the active segment
-        stem = os.path.join(partition_dir, f"{base:020d}")
+        stem = os.path.join(partition_dir, filename_prefix_from_offset(base))
         for suffix in _KINDS:
             if os.path.exists(stem + suffix):
                 checks.append(check_index_file(stem + suffix, suffix, base))

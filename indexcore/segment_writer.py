@@ -23,6 +23,7 @@ from pathlib import Path
 import crc32c
 
 from .compression import compress
+from .layout import segment_file_name
 from .record_batch import (
     CONTROL_FLAG_MASK,
     NO_PARTITION_LEADER_EPOCH,
@@ -204,8 +205,8 @@ def build_legacy(base_offset: int, records: Iterable[RecordLike], *, magic: int 
 
 
 def segment_name(base_offset: int, suffix: str = ".log") -> str:
-    """Kafka's file name for a segment: base offset as 20 zero-padded digits."""
-    return f"{base_offset:020d}{suffix}"
+    """Kafka's file name for a segment (``layout.segment_file_name``)."""
+    return segment_file_name(base_offset, suffix)
 
 
 class SegmentWriter:

@@ -19,6 +19,8 @@ import os
 import signal
 import sys
 
+from indexcore.status import ExitStatus
+
 COMMANDS = {
     "rebuild": "jobs.rebuild",
     "dump": "jobs.dump",
@@ -30,11 +32,6 @@ COMMANDS = {
     "demo": "jobs.demo",
 }
 
-EXIT_OK = 0
-EXIT_ATTENTION = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-EXIT_SIGNAL_BASE = 128
 EXIT_STATUS_HELP = ("exit status: 0 clean; 1 something needs attention; 2 usage error or a pre-check failed (nothing "
                     "changed); 3 failed midway (stderr says what changed); 130 Ctrl-C, 143 SIGTERM (stopped cleanly)")
 
@@ -125,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     if not isinstance(sys.stdout, _PipeSafeStream):
         sys.stdout = _PipeSafeStream(sys.stdout)
     previous = _install_sigterm()
@@ -133,15 +130,15 @@ def main(argv: list[str] | None = None) -> int:
         return args._run(args)
     except KeyboardInterrupt:
         print(f"segdex {args.command}: interrupted by SIGINT (Ctrl-C)", file=sys.stderr)
-        return EXIT_SIGNAL_BASE + signal.SIGINT
+        return ExitStatus.SIGNAL_BASE + signal.SIGINT
     except _Terminated:
         print(f"segdex {args.command}: interrupted by SIGTERM", file=sys.stderr)
-        return EXIT_SIGNAL_BASE + signal.SIGTERM
+        return ExitStatus.SIGNAL_BASE + signal.SIGTERM
     except Exception as e:  # never a traceback for the operator; SEGDEX_DEBUG=1 shows it
         if os.environ.get("SEGDEX_DEBUG"):
             raise
         print(f"segdex {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return ExitStatus.FAILED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

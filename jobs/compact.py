@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from indexcore.status import ExitStatus
+
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -41,13 +43,13 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.log_dirs and not args.metadata:
         _err("give at least one LOGDIR, or --metadata PATH")
-        return 2
+        return ExitStatus.USAGE
     if args.vacuum_hours < compaction.SAFE_RETENTION_HOURS and not args.unsafe_vacuum:
         _err(f"--vacuum-hours {args.vacuum_hours} is below the safe {compaction.SAFE_RETENTION_HOURS}: readers of "
              f"older versions could lose files; add --unsafe-vacuum to force")
-        return 2
+        return ExitStatus.USAGE
     if check_log_dirs("compact", args.log_dirs):
-        return 2
+        return ExitStatus.USAGE
     spark = spark_if_master(args.master, "compact")
     status = 0
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no index files"
         print(f"{o.log_dir}: {o.reclaimable_bytes} bytes {verb} ({summary})")
         if o.needs_attention:
-            status = 1
+            status = ExitStatus.ATTENTION
     if args.metadata:
         from pipelines import metadata_store as ms
 
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                       f"vacuumed {r['vacuumed']} (retention {args.vacuum_hours} h)")
             except Exception as e:  # one table's failure is a row, not a crash
                 print(f"{args.metadata}/{name}: maintenance failed: {type(e).__name__}: {e}", file=sys.stderr)
-                status = 1
+                status = ExitStatus.ATTENTION
     return status
 
 

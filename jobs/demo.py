@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from indexcore.status import ExitStatus
+
 HELP = "generate a sample log dir (several topics, partitions, segments), reindex it, and query it with SQL"
 
 
@@ -37,7 +39,7 @@ def demo(spark: Any, root: str, out: TextIO | None = None) -> int:
     from pipelines import demo as pipeline
 
     show(pipeline.run(spark, root), out)
-    return 0
+    return ExitStatus.OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return demo(spark, args.dir)
     except FileExistsError as e:
         print(f"segdex demo: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import sys
 
 from indexcore.dump_log import dump
 from indexcore.errors import SegdexError
+from indexcore.status import ExitStatus
 
 HELP = "print batches, records and index entries of segment files (JSON lines with --json) and verify indexes"
 
@@ -37,14 +38,14 @@ def run(args: argparse.Namespace) -> int:
             for row in dump(path, deep=args.deep):
                 if (row["type"] == "error" or (row["type"] == "verification" and not row["ok"])
                         or (row["type"] == "batch" and not row["isValid"])):
-                    status = 1
+                    status = ExitStatus.ATTENTION
                 print(json.dumps({"file": path, **row}) if args.json else _text(row))
         except FileNotFoundError:
             print(f"segdex dump: {path}: no such file", file=sys.stderr)
             status = max(status, 1)
         except (OSError, SegdexError) as e:
             print(f"segdex dump: {path}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
-            status = 1
+            status = ExitStatus.ATTENTION
     return status
 
 

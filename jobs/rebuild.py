@@ -9,7 +9,7 @@ from indexcore.errors import SegdexError, UsageException
 from indexcore.log_config import LogConfig, parse_config_args
 from indexcore.log_dir import LogDirLockedException
 from indexcore.rebuild import RebuildOutcome, rebuild
-from indexcore.status import SegmentStatus
+from indexcore.status import ExitStatus, SegmentStatus
 
 HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
 
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         config = LogConfig().with_overrides(parse_config_args(args.config))
     except SegdexError as e:
         print(f"segdex rebuild: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     status = 0
     for path in args.paths:
         try:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
                     seg = item.segment
                     if seg.status != SegmentStatus.OK:
                         print(f"{seg.status}: {seg.reason}", file=sys.stderr)
-                        status = 1
+                        status = ExitStatus.ATTENTION
                     if not args.quiet:
                         r = seg.result
                         detail = (f" batches={r.batch_count} index_entries={len(r.offset_index)} "
@@ -50,19 +50,19 @@ def run(args: argparse.Namespace) -> int:
                     status = max(status, int(item.needs_attention))
         except FileNotFoundError:
             print(f"segdex rebuild: {path}: no such file or directory", file=sys.stderr)
-            return 2
+            return ExitStatus.USAGE
         except UsageException as e:
             print(f"segdex rebuild: {e}", file=sys.stderr)
-            return 2
+            return ExitStatus.USAGE
         except LogDirLockedException as e:
             print(f"refused: {e}", file=sys.stderr)
-            status = 1
+            status = ExitStatus.ATTENTION
         except PermissionError as e:
             print(f"unreadable: {path}: {e.strerror}", file=sys.stderr)
-            status = 1
+            status = ExitStatus.ATTENTION
         except SegdexError as e:
             print(f"error: {path}: {e}", file=sys.stderr)
-            status = 1
+            status = ExitStatus.ATTENTION
     return status
 
 

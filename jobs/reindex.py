@@ -58,9 +58,9 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         default, topics = resolve_configs(args)
     except SegdexError as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     if check_log_dirs(mode, args.log_dirs):
-        return 2
+        return ExitStatus.USAGE
     from jobs import report
     from pipelines import reindex
     from pipelines.interrupts import RunInterrupted

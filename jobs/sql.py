@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from indexcore.status import ExitStatus
+
 HELP = "run Spark SQL over the metadata Delta tables (segments, partitions, runs), registered as views"
 
 
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if not metadata_store.table_names(path) and "://" not in path:
         print(f"segdex sql: no metadata tables in {path} (run `segdex reindex` or `segdex verify` first, "
               f"or pass --metadata)", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     from pipelines.spark_session import get_spark
 
     spark = get_spark(args.master, "segdex-sql")
@@ -43,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"segdex sql: {first}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     print_rows(columns, rows, args.format)
-    return 0
+    return ExitStatus.OK
 
 
 if __name__ == "__main__":

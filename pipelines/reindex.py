@@ -14,7 +14,6 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from indexcore.status import ExitStatus
 from . import preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
+from .runs import new_run_id
 from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, partition_size, scan_group
 
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
@@ -195,10 +195,6 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def new_run_id(command: str) -> str:
-    return f"{command}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 
 def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: datetime,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -13,23 +14,31 @@ FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
 
 
-def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def package_roots() -> dict[str, str]:
+    """Directory of each segdex package as installed for this interpreter (editable or not)."""
+    roots = {}
+    for pkg in PACKAGES:
+        spec = importlib.util.find_spec(pkg)
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError(f"package {pkg!r} of segdex is not importable by {sys.executable}; install segdex")
+        roots[pkg] = list(spec.submodule_search_locations)[0]
+    return roots
 
 
 def package_zip(dest_dir: str | None = None) -> str:
-    """A zip of indexcore/pipelines/jobs (Python sources) for ``addPyFile``/``--py-files``; returns its path."""
-    root = _repo_root()
+    """The one place that packages segdex for executors: a zip of the Python sources of indexcore, pipelines and
+    jobs (subpackages included) for ``addPyFile``/``--py-files``; returns its path. The optional C scan kernel
+    cannot load from a zip: executors then use the pure-Python scan (same results)."""
     dest_dir = dest_dir or tempfile.mkdtemp(prefix="segdex-pkg-")
     path = os.path.join(dest_dir, "segdex.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in PACKAGES:
-            for dirpath, dirnames, filenames in os.walk(os.path.join(root, pkg)):
-                dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-                for name in filenames:
+        for pkg, root in package_roots().items():
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for name in sorted(filenames):
                     if name.endswith(".py"):
                         full = os.path.join(dirpath, name)
-                        z.write(full, os.path.relpath(full, root))
+                        z.write(full, os.path.join(pkg, os.path.relpath(full, root)))
     return path
 
 
