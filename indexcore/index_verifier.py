@@ -101,63 +101,82 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def verify_segment(segment: SegmentRecovery) -> Verdict:
-    """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written)."""
-    if segment.status in (SegmentStatus.UNREADABLE, SegmentStatus.ERROR):
-        return Verdict(segment.status, segment.reason)
-    result = segment.result
-    assert result is not None
-    paths = index_paths(segment.log_path)
+# (suffix, trimmed entry count, entry size, parser, entry checker) of the two sparse indexes
+_SPARSE_INDEXES = (
+    (INDEX_FILE_SUFFIX, offset_trimmed_count, OFFSET_ENTRY_SIZE, parse_offset_index, check_offset_entries),
+    (TIME_INDEX_FILE_SUFFIX, time_trimmed_count, TIME_ENTRY_SIZE, parse_time_index, check_time_entries),
+)
+
+
+def _read_existing(segment: SegmentRecovery) -> dict[str, bytes | None] | Verdict:
+    """The index files beside the segment (None where absent), or the verdict when they cannot be read."""
     try:
-        existing = {suffix: _read(path) for suffix, path in paths.items()}
+        return {suffix: _read(path) for suffix, path in index_paths(segment.log_path).items()}
     except OSError as e:
         return Verdict(SegmentStatus.UNREADABLE, Reason(f"cannot read index files: {e.strerror or e}",
                                                         getattr(e, "filename", None) or segment.log_path))
     except NotRegularFileException as e:  # a directory or FIFO where an index file belongs: Kafka cannot use it
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(e.cause, e.path))
-    tail = segment.status == SegmentStatus.CORRUPT_LOG_TAIL
-    absent = [s for s in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX) if existing[s] is None]
-    if len(result.txn_index) and existing[TXN_INDEX_FILE_SUFFIX] is None:
-        absent.append(TXN_INDEX_FILE_SUFFIX)
-    if tail:
-        return Verdict(SegmentStatus.CORRUPT_LOG_TAIL, segment.reason)
-    if absent:
-        return Verdict(SegmentStatus.MISSING, Reason(f"no {', '.join(absent)} file", segment.log_path))
-    want = segment.files
-    if all(existing[s] == want[s] or (want[s] is None and not existing[s]) for s in want):
-        return Verdict(SegmentStatus.OK)
-    txn = existing[TXN_INDEX_FILE_SUFFIX] or b""
-    if txn != (want[TXN_INDEX_FILE_SUFFIX] or b""):
+
+
+def _check_sparse_index(buf, suffix: str, data: bytes, path: str, result: RecoveryResult) -> Verdict | str:
+    """One ``.index``/``.timeindex`` that differs from the rebuild: ``corrupt_index`` when Kafka would trip on
+    it, else a note saying why it is valid anyway."""
+    _, count_fn, size, parse, check = next(k for k in _SPARSE_INDEXES if k[0] == suffix)
+    count = count_fn(data)
+    if any(data[count * size:]):
+        return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(
+            f"{len(data)} bytes do not hold whole entries followed by zero padding", path))
+    problem = check(buf, parse(data[:count * size], result.base_offset), result)
+    if problem:
+        return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(problem, path))
+    if len(data) > count * size:
+        return f"{os.path.basename(path)} has {len(data) - count * size} bytes of preallocated zeros"
+    return f"{os.path.basename(path)} entries differ from a rebuild but are valid"
+
+
+def _compare_entries(segment: SegmentRecovery, existing: dict[str, bytes | None]) -> Verdict:
+    """Index files present but not byte-identical: ``corrupt_index`` or ``equivalent``."""
+    result, want, paths = segment.result, segment.files, index_paths(segment.log_path)
+    if (existing[TXN_INDEX_FILE_SUFFIX] or b"") != (want[TXN_INDEX_FILE_SUFFIX] or b""):
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason("aborted transactions differ from the ones the log's "
                                                            "control batches record", paths[TXN_INDEX_FILE_SUFFIX]))
     notes = []
     try:
         with open_log(segment.log_path) as buf:
-            for suffix, count_fn, size, parse, check in (
-                    (INDEX_FILE_SUFFIX, offset_trimmed_count, OFFSET_ENTRY_SIZE, parse_offset_index,
-                     check_offset_entries),
-                    (TIME_INDEX_FILE_SUFFIX, time_trimmed_count, TIME_ENTRY_SIZE, parse_time_index,
-                     check_time_entries)):
-                data = existing[suffix]
-                if data == want[suffix]:
+            for suffix, *_ in _SPARSE_INDEXES:
+                if existing[suffix] == want[suffix]:
                     continue
-                count = count_fn(data)
-                if any(data[count * size:]):
-                    return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(
-                        f"{len(data)} bytes do not hold whole entries followed by zero padding", paths[suffix]))
-                problem = check(buf, parse(data[:count * size], result.base_offset), result)
-                if problem:
-                    return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(problem, paths[suffix]))
-                if len(data) > count * size:
-                    notes.append(f"{os.path.basename(paths[suffix])} has {len(data) - count * size} bytes of "
-                                 f"preallocated zeros")
-                else:
-                    notes.append(f"{os.path.basename(paths[suffix])} entries differ from a rebuild but are valid")
+                checked = _check_sparse_index(buf, suffix, existing[suffix], paths[suffix], result)
+                if isinstance(checked, Verdict):
+                    return checked
+                notes.append(checked)
     except OSError as e:
         return Verdict(SegmentStatus.UNREADABLE, Reason(str(e.strerror or e), segment.log_path))
     except SegdexError as e:
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(str(e), segment.log_path))
     return Verdict(SegmentStatus.EQUIVALENT, Reason("; ".join(notes), segment.log_path))
+
+
+def verify_segment(segment: SegmentRecovery) -> Verdict:
+    """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written)."""
+    if segment.status in (SegmentStatus.UNREADABLE, SegmentStatus.ERROR):
+        return Verdict(segment.status, segment.reason)
+    assert segment.result is not None
+    existing = _read_existing(segment)
+    if isinstance(existing, Verdict):
+        return existing
+    if segment.status == SegmentStatus.CORRUPT_LOG_TAIL:
+        return Verdict(SegmentStatus.CORRUPT_LOG_TAIL, segment.reason)
+    absent = [s for s in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX) if existing[s] is None]
+    if len(segment.result.txn_index) and existing[TXN_INDEX_FILE_SUFFIX] is None:
+        absent.append(TXN_INDEX_FILE_SUFFIX)
+    if absent:
+        return Verdict(SegmentStatus.MISSING, Reason(f"no {', '.join(absent)} file", segment.log_path))
+    want = segment.files
+    if all(existing[s] == want[s] or (want[s] is None and not existing[s]) for s in want):
+        return Verdict(SegmentStatus.OK)
+    return _compare_entries(segment, existing)
 
 
 __all__ = ["Verdict", "verify_segment", "check_offset_entries", "check_time_entries"]
