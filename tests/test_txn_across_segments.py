@@ -1,0 +1,65 @@
+"""Transactions that span segments, and a stale ``.txnindex`` Kafka's recovery empties (issue 15, point 2).
+
+The expected aborted transactions come from what the test writes, with Kafka's rule for the last stable offset
+(``ProducerStateManager.lastStableOffset``: the first offset of the earliest transaction still open, else the
+marker's offset + 1), not from segdex: a recovery that forgot producer state at a segment boundary would start
+producer 7's aborted transaction at offset 4 instead of 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from indexcore.log_config import LogConfig
+from indexcore.segment_writer import SegmentWriter, build_batch
+from indexcore.transaction_index import AbortedTxn, parse_transaction_index
+from pipelines import reindex
+
+T0 = 1_700_000_000_000
+
+
+def data(offset: int, pid: int, seq: int) -> bytes:
+    return build_batch(offset, [(T0 + offset, b"k", b"v" * 40)], producer_id=pid, producer_epoch=0,
+                       base_sequence=seq, is_transactional=True)
+
+
+def marker(offset: int, pid: int, kind: str) -> bytes:
+    return build_batch(offset, [], producer_id=pid, producer_epoch=0, is_transactional=True, control=(kind, 5),
+                       control_timestamp=T0 + offset)
+
+
+def write(log_dir: Path) -> Path:
+    """Segment 0: producer 7 opens a transaction (offsets 0-2), producer 8 opens one (3).
+    Segment 4: producer 7 writes on (4) and aborts (5), producer 8 commits (6).
+    Segment 7: producer 9 writes (7) and aborts (8)."""
+    with SegmentWriter(log_dir, "payments", 0) as w:
+        for b in (data(0, 7, 0), data(1, 7, 1), data(2, 7, 2), data(3, 8, 0)):
+            w.append(b)
+        w.roll(4)
+        for b in (data(4, 7, 3), marker(5, 7, "ABORT"), marker(6, 8, "COMMIT")):
+            w.append(b)
+        w.roll(7)
+        for b in (data(7, 9, 0), marker(8, 9, "ABORT")):
+            w.append(b)
+    return log_dir / "payments-0"
+
+
+EXPECTED = {
+    "00000000000000000004.txnindex": [AbortedTxn(7, 0, 5, 3)],  # producer 8's transaction (from 3) still open
+    "00000000000000000007.txnindex": [AbortedTxn(9, 7, 8, 9)],  # nothing else open: marker + 1
+}
+
+
+def test_aborted_transaction_spanning_segments_and_a_stale_txnindex(tmp_path, spark):
+    log_dir = tmp_path / "logs"
+    part = write(log_dir)
+    stale = part / "00000000000000000000.txnindex"
+    stale.write_bytes(AbortedTxn(42, 0, 1, 2).to_bytes())  # segment 0 holds no abort marker: Kafka empties it
+    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), LogConfig(), progress=False)
+    status = {r["base_offset"]: r["status"] for r in summary.segment_rows}
+    assert status == {0: "ok", 4: "ok", 7: "ok"}
+    assert summary.run_row["count_missing"] == 3  # as found: no .index or .timeindex yet
+    for name, txns in EXPECTED.items():
+        assert parse_transaction_index((part / name).read_bytes()) == txns, name
+    assert stale.exists() and stale.read_bytes() == b""  # truncated, not deleted (TransactionIndex.reset)
+    assert sorted(p.name for p in part.glob("*.txnindex")) == ["00000000000000000000.txnindex", *sorted(EXPECTED)]
