@@ -7,5 +7,9 @@ segdex_venv
 # The airflow extra (Airflow 3 + Spark provider) for the DAG tests, in the same .venv.
 source scripts/airflow_env.sh
 segdex_airflow_extra
+# strace: the crash-point tests trace and kill writing commands at chosen system calls
+if ! command -v strace >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null && apt-get install -y -qq strace >/dev/null
+fi
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
