@@ -71,9 +71,10 @@ def dump_log(path: str, deep: bool = False) -> Iterator[dict]:
         except CorruptRecordException as e:
             yield {"type": "error", "iterationStopped": f"CorruptRecordException: {e}"}
             return
-        if end < len(buf):
-            yield {"type": "error", "iterationStopped": f"partial batch: {len(buf) - end} trailing bytes at "
-                                                        f"position {end} do not hold a whole batch"}
+        if end < len(buf):  # Kafka's iterator stops here without an error; its recovery truncates these bytes
+            yield {"type": "partialBatch", "position": end, "trailingBytes": len(buf) - end,
+                   "note": f"{len(buf) - end} trailing bytes at position {end} do not hold a whole batch: Kafka's "
+                           f"recovery truncates them"}
 
 
 def _log_beside(path: str) -> str:

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Dumping {path}")
         try:
             for row in dump(path, deep=args.deep):
-                if (row["type"] == "error" or (row["type"] == "verification" and not row["ok"])
+                if (row["type"] in ("error", "partialBatch") or (row["type"] == "verification" and not row["ok"])
                         or (row["type"] == "batch" and not row["isValid"])):
                     status = ExitStatus.ATTENTION
                 print(json.dumps({"file": path, **row}) if args.json else _text(row))

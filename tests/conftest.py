@@ -17,6 +17,14 @@ FIXTURES_ENV = "SEGDEX_KAFKA_FIXTURES"
 FIXTURES = Path(os.environ.get(FIXTURES_ENV, REPO_ROOT.parent / "shared" / "fixtures" / "kafka"))
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Kafka's reference fixtures are what the fidelity tests compare against: without them the run fails,
+    in CI and out of it, rather than skip the comparisons and pass on empty lists."""
+    if not (FIXTURES / "MANIFEST.json").is_file():
+        raise pytest.UsageError(f"Kafka fixtures not found at {FIXTURES}: set {FIXTURES_ENV} to their folder "
+                                f"(../shared/fixtures/kafka beside the project)")
+
+
 def fixture_case_names() -> list[str]:
     """Every case folder of the Kafka fixtures (empty when they are absent)."""
     if not FIXTURES.is_dir():
