@@ -37,50 +37,70 @@ def _err(msg: str) -> None:
     print(f"segdex compact: {msg}", file=sys.stderr)
 
 
+def _usage_error(args: argparse.Namespace, safe_hours: int) -> str | None:
+    if not args.log_dirs and not args.metadata:
+        return "give at least one LOGDIR, or --metadata PATH"
+    if args.vacuum_hours < safe_hours and not args.unsafe_vacuum:
+        return (f"--vacuum-hours {args.vacuum_hours} is below the safe {safe_hours}: readers of older versions "
+                f"could lose files; add --unsafe-vacuum to force")
+    return None
+
+
+def print_outcome(o, apply: bool, verbose: bool) -> None:
+    """One log dir's index files: problems on stderr, trimmed or trimmable files with -v, then a summary."""
+    from indexcore.index_compaction import IndexFileState
+
+    print_log_dir_outcome(o, apply)
+    counts: dict[str, int] = {}
+    for c in o.checks:
+        counts[c.status] = counts.get(c.status, 0) + 1
+        if IndexFileState(c.status).needs_attention:
+            print(f"{c.status}: {c.reason}", file=sys.stderr)
+        elif c.status in (IndexFileState.OVERLONG, IndexFileState.TRIMMED) and verbose:
+            print(f"{c.status}: {c.path}: {c.size_bytes} -> {c.valid_bytes} bytes ({c.entries} entries)")
+    verb = "reclaimed" if o.applied else "reclaimable"
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no index files"
+    print(f"{o.log_dir}: {o.reclaimable_bytes} bytes {verb} ({summary})")
+
+
+def maintain(args: argparse.Namespace, spark) -> int:
+    """Compact and vacuum every table under --metadata; one line per table."""
+    from pipelines import compaction
+    from pipelines import metadata_store as ms
+
+    names = ms.table_names(args.metadata)
+    if not names:
+        _err(f"{args.metadata}: no Delta tables")
+        return ExitStatus.ATTENTION
+    status = ExitStatus.OK
+    for name in names:
+        try:
+            r = compaction.maintain_table(spark, args.metadata, name, args.vacuum_hours, args.unsafe_vacuum)
+            print(f"{args.metadata}/{name}: files {r['files_before']} -> {r['files_after']}, "
+                  f"vacuumed {r['vacuumed']} (retention {args.vacuum_hours} h)")
+        except Exception as e:  # one table's failure is a row, not a crash
+            print(f"{args.metadata}/{name}: maintenance failed: {type(e).__name__}: {e}", file=sys.stderr)
+            status = ExitStatus.ATTENTION
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
-    from indexcore.index_compaction import STATUS_CORRUPT, STATUS_OVERLONG, STATUS_TRIMMED, STATUS_UNREADABLE
     from pipelines import compaction
 
-    if not args.log_dirs and not args.metadata:
-        _err("give at least one LOGDIR, or --metadata PATH")
-        return ExitStatus.USAGE
-    if args.vacuum_hours < compaction.SAFE_RETENTION_HOURS and not args.unsafe_vacuum:
-        _err(f"--vacuum-hours {args.vacuum_hours} is below the safe {compaction.SAFE_RETENTION_HOURS}: readers of "
-             f"older versions could lose files; add --unsafe-vacuum to force")
+    why = _usage_error(args, compaction.SAFE_RETENTION_HOURS)
+    if why:
+        _err(why)
         return ExitStatus.USAGE
     if check_log_dirs("compact", args.log_dirs):
         return ExitStatus.USAGE
     spark = spark_if_master(args.master, "compact")
-    status = 0
+    status = ExitStatus.OK
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
-        print_log_dir_outcome(o, args.apply)
-        counts: dict[str, int] = {}
-        for c in o.checks:
-            counts[c.status] = counts.get(c.status, 0) + 1
-            if c.status in (STATUS_CORRUPT, STATUS_UNREADABLE):
-                print(f"{c.status}: {c.reason}", file=sys.stderr)
-            elif c.status in (STATUS_OVERLONG, STATUS_TRIMMED) and args.verbose:
-                print(f"{c.status}: {c.path}: {c.size_bytes} -> {c.valid_bytes} bytes ({c.entries} entries)")
-        verb = "reclaimed" if o.applied else "reclaimable"
-        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no index files"
-        print(f"{o.log_dir}: {o.reclaimable_bytes} bytes {verb} ({summary})")
+        print_outcome(o, args.apply, args.verbose)
         if o.needs_attention:
             status = ExitStatus.ATTENTION
     if args.metadata:
-        from pipelines import metadata_store as ms
-
-        names = ms.table_names(args.metadata)
-        if not names:
-            _err(f"{args.metadata}: no Delta tables")
-            return max(status, 1)
-        for name in names:
-            try:
-                r = compaction.maintain_table(spark, args.metadata, name, args.vacuum_hours, args.unsafe_vacuum)
-                print(f"{args.metadata}/{name}: files {r['files_before']} -> {r['files_after']}, "
-                      f"vacuumed {r['vacuumed']} (retention {args.vacuum_hours} h)")
-            except Exception as e:  # one table's failure is a row, not a crash
-                print(f"{args.metadata}/{name}: maintenance failed: {type(e).__name__}: {e}", file=sys.stderr)
-                status = ExitStatus.ATTENTION
+        status = max(status, maintain(args, spark))
     return status
 
 
