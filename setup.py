@@ -1,7 +1,7 @@
 """Build of the optional native scan kernel; everything else about the package is in pyproject.toml.
 
 ``optional=True``: when no C compiler or Python headers are present the install still succeeds and
-``indexcore.fastscan`` falls back to the pure-Python ``scan_simple``.
+``indexcore.scan`` falls back to the pure-Python ``scan_simple``.
 """
 
 from setuptools import Extension, setup
@@ -9,8 +9,9 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "indexcore._fastscan",
-            sources=["indexcore/_fastscan.c"],
+            "indexcore.scan._fastscan",
+            sources=["indexcore/scan/_fastscan.c"],
+            depends=["indexcore/scan/_layout.h"],
             extra_compile_args=["-O3", "-std=gnu11", "-pthread"],
             extra_link_args=["-pthread"],
             optional=True,

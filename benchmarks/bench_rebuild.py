@@ -144,11 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     size = (args.size_mib or (64 if args.quick else 1024)) << 20
     args.dir.mkdir(parents=True, exist_ok=True)
 
-    from indexcore import fastscan
+    from indexcore import scan
+    from indexcore.scan import native
 
     print(f"segdex rebuild benchmark: {size >> 20} MiB segments, median of {args.runs} after a warm-up, "
-          f"{os.cpu_count()} CPUs, native kernel: {fastscan.native_available()}"
-          f"{'' if fastscan.native_available() else ' (' + str(fastscan._native_error) + ')'}")
+          f"{os.cpu_count()} CPUs, native kernel: {scan.native_available()}"
+          f"{'' if scan.native_available() else ' (' + str(native.error()) + ')'}")
     load = os.getloadavg()[0]
     if load > 0.5:
         print(f"  warning: load average {load:.2f} before the run: other work shares the CPUs, timings are noisy")

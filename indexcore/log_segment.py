@@ -1,12 +1,10 @@
 """``LogSegment.recover``: rebuild a segment's indexes from its ``.log`` bytes, as Kafka does.
 
-The loop keeps its state in a flat int64 array so that the native scan
-(``indexcore._fastscan``, optional) can run the common case: a run of valid,
-non-transactional magic-2 batches of one leader epoch. Every other batch (legacy
-formats, transactions, control batches, a new leader epoch, anything that fails
-a check) goes through ``_recover_batch``, the reference logic, one batch at a
-time. ``scan_simple`` is the same fast loop in Python, used when the extension
-is absent and as the oracle the extension is tested against.
+The loop keeps its state in the scan package's flat int64 array (``indexcore.scan.state``) so that a scan
+kernel (``indexcore.scan``: native when built, else its Python twin) can run the common case: a run of valid,
+non-transactional magic-2 batches of one leader epoch. Every other batch (legacy formats, transactions,
+control batches, a new leader epoch, anything that fails a check) goes through ``_recover_batch``, the
+reference logic, one batch at a time.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import struct
 from array import array
 from dataclasses import dataclass, field
 
-from . import fastscan
+from . import scan
 from .abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
 from .errors import (
     CorruptRecordException,
@@ -25,45 +23,36 @@ from .errors import (
     SegdexError,
 )
 from .file_records import batches, open_log
-from .offset_index import ENTRY as OFFSET_ENTRY
 from .offset_index import OffsetIndex
 from .producer_state import ProducerStateManager
 from .record_batch import (
-    CONTROL_FLAG_MASK,
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
     NO_TIMESTAMP,
-    RECORD_BATCH_OVERHEAD,
-    RECORD_BATCH_V2,
-    TRANSACTIONAL_FLAG_MASK,
     RecordBatch,
     compression_name,
     ensure_valid,
 )
 from .records import records
-from .time_index import ENTRY as TIME_ENTRY
+from .scan.state import (
+    N_SLOTS,
+    S_BASE_OFFSET,
+    S_BATCHES,
+    S_CODECS,
+    S_END,
+    S_FIRST_OFFSET,
+    S_INDEX_INTERVAL,
+    S_LAST_INDEX_ENTRY,
+    S_LAST_OFFSET,
+    S_LEADER_EPOCH,
+    S_MAGICS,
+    S_MAX_TIMESTAMP,
+    S_OFFSET_OF_MAX_TIMESTAMP,
+    S_POSITION,
+    S_RECORDS,
+)
 from .time_index import TimeIndex
 from .transaction_index import TransactionIndex
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-
-# Slots of the scan state shared with the native kernel (see fastscan.py for the contract).
-S_POSITION = 0  # == validBytes: batches are contiguous from position 0
-S_END = 1
-S_BASE_OFFSET = 2
-S_INDEX_INTERVAL = 3
-S_LAST_INDEX_ENTRY = 4
-S_MAX_TIMESTAMP = 5
-S_OFFSET_OF_MAX_TIMESTAMP = 6
-S_LAST_OFFSET = 7  # lastOffset of the last valid batch, -1 before any
-S_BATCHES = 8
-S_RECORDS = 9
-S_LEADER_EPOCH = 10  # the only partitionLeaderEpoch the fast path accepts (no epoch assignment needed)
-S_CODECS = 11  # bitmask of 1 << compression codec
-S_MAGICS = 12  # bitmask of 1 << magic
-S_FIRST_OFFSET = 13  # baseOffset of the first batch, -1 before any
-N_SLOTS = 14
-
 
 @dataclass
 class RecoveryResult:
@@ -100,68 +89,6 @@ class RecoveryResult:
 
 def _bit_list(mask: int) -> list[int]:
     return [i for i in range(mask.bit_length()) if mask >> i & 1]
-
-
-def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time_data: bytearray,
-                time_max: int) -> None:
-    """Advance over valid, plain magic-2 batches of the accepted leader epoch; stop before any other.
-
-    Pure-Python twin of the native kernel: same state in, same state and index bytes out.
-    """
-    import crc32c
-
-
-    position = state[S_POSITION]
-    end = state[S_END]
-    base = state[S_BASE_OFFSET]
-    interval = state[S_INDEX_INTERVAL]
-    epoch = state[S_LEADER_EPOCH]
-    mv = memoryview(buf)
-    while position < end - HEADER_SIZE_UP_TO_MAGIC:
-        if position + RECORD_BATCH_OVERHEAD > end:
-            break
-        (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _bts, max_ts, _pid, _pe, _bs,
-         count) = RECORD_BATCH_V2.unpack_from(buf, position)
-        size = length + LOG_OVERHEAD
-        if (magic != 2 or size < RECORD_BATCH_OVERHEAD or position > end - size or leader_epoch != epoch
-                or attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)):
-            break
-        last_offset = base_offset + last_delta
-        if not 0 <= last_offset - base <= INT32_MAX:
-            break
-        if crc32c.crc32c(mv[position + 21:position + size]) != crc:
-            break
-        max_so_far = state[S_MAX_TIMESTAMP]
-        off_of_max = state[S_OFFSET_OF_MAX_TIMESTAMP]
-        if max_ts > max_so_far:
-            max_so_far, off_of_max = max_ts, last_offset
-        if position - state[S_LAST_INDEX_ENTRY] > interval:
-            n = len(offset_data) // 8
-            if n >= offset_max:
-                break
-            if n and last_offset - base <= OFFSET_ENTRY.unpack_from(offset_data, len(offset_data) - 8)[0]:
-                break
-            t = len(time_data) // 12
-            last_ts = TIME_ENTRY.unpack_from(time_data, len(time_data) - 12)[0] if t else NO_TIMESTAMP
-            if max_so_far > last_ts:
-                if t >= time_max - 1:
-                    break
-                if t and off_of_max - base < TIME_ENTRY.unpack_from(time_data, len(time_data) - 12)[1]:
-                    break
-                time_data += TIME_ENTRY.pack(max_so_far, off_of_max - base)
-            offset_data += OFFSET_ENTRY.pack(last_offset - base, position)
-            state[S_LAST_INDEX_ENTRY] = position
-        state[S_MAX_TIMESTAMP] = max_so_far
-        state[S_OFFSET_OF_MAX_TIMESTAMP] = off_of_max
-        if state[S_FIRST_OFFSET] < 0:
-            state[S_FIRST_OFFSET] = base_offset
-        state[S_LAST_OFFSET] = last_offset
-        state[S_BATCHES] += 1
-        state[S_RECORDS] += count
-        state[S_CODECS] |= 1 << (attributes & 0x07)
-        state[S_MAGICS] |= 1 << 2
-        position += size
-        state[S_POSITION] = position
 
 
 def _recover_batch(state: array, buf, batch: RecordBatch, offset_index: OffsetIndex, time_index: TimeIndex,
@@ -232,7 +159,7 @@ def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INT
     state[S_OFFSET_OF_MAX_TIMESTAMP] = base_offset
     state[S_LAST_OFFSET] = -1
     state[S_FIRST_OFFSET] = -1
-    kernel = fastscan.kernel(native)
+    kernel = scan.kernel(native)
     result = RecoveryResult(base_offset, size, 0, offset_index, time_index, txn_index, leader_epochs=leader_epochs)
     try:
         while True:

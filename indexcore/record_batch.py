@@ -14,18 +14,20 @@ from enum import IntEnum
 
 from .errors import CorruptRecordException
 
-# Every batch starts with baseOffset (int64) and batchLength/messageSize (int32).
-LOG_OVERHEAD = 12
-# Kafka reads up to the magic byte before it decides which batch type it has.
-HEADER_SIZE_UP_TO_MAGIC = 17
-MAGIC_OFFSET = 16
-
-# magic 2: baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
-RECORD_BATCH_V2 = struct.Struct(">qiibIhiqqqhii")
-RECORD_BATCH_OVERHEAD = RECORD_BATCH_V2.size  # 61
-CRC_V2_OFFSET = 17
-ATTRIBUTES_V2_OFFSET = 21
+# The v2 header layout is the scan package's (one definition for Python and C); every batch starts with
+# baseOffset (int64) and batchLength/messageSize (int32), and Kafka reads up to the magic byte before it decides
+# which batch type it has.
+from .scan.batch_header import (  # noqa: F401 - re-exported
+    ATTRIBUTES_OFFSET as ATTRIBUTES_V2_OFFSET,
+)
+from .scan.batch_header import CRC_OFFSET as CRC_V2_OFFSET  # noqa: F401
+from .scan.batch_header import (  # noqa: F401
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORD_BATCH_V2,
+)
 
 # magic 0/1: offset, messageSize, crc, magic, attributes [, timestamp (v1)].
 MESSAGE_V0 = struct.Struct(">qiIbb")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import struct
-
 from .abstract_index import AbstractIndex, relative_offset, round_down, zero_padded_entry_count
 from .errors import CorruptIndexException, IndexFullException, InvalidOffsetException
 from .record_batch import NO_TIMESTAMP
+from .scan.batch_header import TIME_INDEX_ENTRY
 
-ENTRY = struct.Struct(">qi")
+ENTRY = TIME_INDEX_ENTRY  # the layout lives in the scan package, which writes entries too
 ENTRY_SIZE = ENTRY.size
 
 

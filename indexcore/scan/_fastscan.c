@@ -1,5 +1,5 @@
 /*
- * indexcore._fastscan: the native twin of indexcore.log_segment.scan_simple.
+ * indexcore.scan._fastscan: the native twin of indexcore.scan.python_kernel.scan_simple.
  *
  * A kernel advances over valid, plain (non-transactional, non-control) magic-2
  * batches of the accepted partition leader epoch, appending offset/time index
@@ -8,9 +8,10 @@
  * Python's reference loop then handles that batch. Same arguments, same effect
  * on the state slots and bytearrays as scan_simple (see log_segment.py).
  *
- * CRC-32C comes from crc32c_extend() of Google's crc32c library, found at
- * make_kernel() time (the copy shipped in the google-crc32c wheel, else a system
- * libcrc32c) and called through a function pointer: no hand-written CRC here.
+ * CRC-32C comes from crc32c_extend() of Google's crc32c library, which Python
+ * finds (indexcore/scan/native.py: the copy shipped in the google-crc32c wheel,
+ * else a system libcrc32c) and hands to make_kernel() as a function address:
+ * no hand-written CRC here.
  *
  * On a big range a helper thread verifies the CRCs of every other block of
  * HELPER_BLOCK bytes ahead of the scan, which computes the others itself (see
@@ -35,33 +36,11 @@
 
 typedef uint32_t (*crc32c_extend_fn)(uint32_t crc, const uint8_t *data, size_t n);
 
-/* Slots of the state array: keep in step with log_segment.py. */
-enum {
-    S_POSITION = 0,
-    S_END = 1,
-    S_BASE_OFFSET = 2,
-    S_INDEX_INTERVAL = 3,
-    S_LAST_INDEX_ENTRY = 4,
-    S_MAX_TIMESTAMP = 5,
-    S_OFFSET_OF_MAX_TIMESTAMP = 6,
-    S_LAST_OFFSET = 7,
-    S_BATCHES = 8,
-    S_RECORDS = 9,
-    S_LEADER_EPOCH = 10,
-    S_CODECS = 11,
-    S_MAGICS = 12,
-    S_FIRST_OFFSET = 13,
-    N_SLOTS = 14
-};
+/* The state slots and the batch-header layout, generated from indexcore/scan/state.py and batch_header.py. */
+#include "_layout.h"
 
-#define LOG_OVERHEAD 12
-#define HEADER_SIZE_UP_TO_MAGIC 17
-#define RECORD_BATCH_OVERHEAD 61
-#define TRANSACTIONAL_FLAG_MASK 0x10
-#define CONTROL_FLAG_MASK 0x20
-#define OFFSET_ENTRY 8
-#define TIME_ENTRY 12
-#define NO_TIMESTAMP (-1)
+#define OFFSET_ENTRY OFFSET_INDEX_ENTRY_SIZE
+#define TIME_ENTRY TIME_INDEX_ENTRY_SIZE
 
 static inline uint32_t be32(const uint8_t *p) {
     uint32_t v;
@@ -117,10 +96,10 @@ static void *helper_main(void *arg) {
         if (atomic_load_explicit(&hp->stop, memory_order_relaxed))
             break;
         const uint8_t *h = buf + pos;
-        int64_t size = (int64_t)(int32_t)be32(h + 8) + LOG_OVERHEAD;
-        if ((int8_t)h[16] != 2 || size < RECORD_BATCH_OVERHEAD || pos > end - size)
+        int64_t size = (int64_t)(int32_t)be32(h + LENGTH_OFFSET) + LOG_OVERHEAD;
+        if ((int8_t)h[MAGIC_OFFSET] != 2 || size < RECORD_BATCH_OVERHEAD || pos > end - size)
             break;
-        if (odd_block(hp->start, pos) && hp->crc(0, h + 21, (size_t)(size - 21)) != be32(h + 17)) {
+        if (odd_block(hp->start, pos) && hp->crc(0, h + ATTRIBUTES_OFFSET, (size_t)(size - ATTRIBUTES_OFFSET)) != be32(h + CRC_OFFSET)) {
             atomic_store_explicit(&hp->bad, pos, memory_order_relaxed);
             break;
         }
@@ -208,15 +187,15 @@ static int scan(scan_ctx *c) {
         if (position + RECORD_BATCH_OVERHEAD > end)
             break;
         const uint8_t *h = buf + position;
-        int64_t base_offset = (int64_t)be64(h);
-        int64_t size = (int64_t)(int32_t)be32(h + 8) + LOG_OVERHEAD;
-        int32_t leader_epoch = (int32_t)be32(h + 12);
-        int8_t magic = (int8_t)h[16];
-        uint32_t stored_crc = be32(h + 17);
-        int16_t attributes = (int16_t)(((uint16_t)h[21] << 8) | h[22]);
-        int32_t last_delta = (int32_t)be32(h + 23);
-        int64_t batch_max_ts = (int64_t)be64(h + 35);
-        int32_t count = (int32_t)be32(h + 57);
+        int64_t base_offset = (int64_t)be64(h + BASE_OFFSET_OFFSET);
+        int64_t size = (int64_t)(int32_t)be32(h + LENGTH_OFFSET) + LOG_OVERHEAD;
+        int32_t leader_epoch = (int32_t)be32(h + PARTITION_LEADER_EPOCH_OFFSET);
+        int8_t magic = (int8_t)h[MAGIC_OFFSET];
+        uint32_t stored_crc = be32(h + CRC_OFFSET);
+        int16_t attributes = (int16_t)(((uint16_t)h[ATTRIBUTES_OFFSET] << 8) | h[ATTRIBUTES_OFFSET + 1]);
+        int32_t last_delta = (int32_t)be32(h + LAST_OFFSET_DELTA_OFFSET);
+        int64_t batch_max_ts = (int64_t)be64(h + MAX_TIMESTAMP_OFFSET);
+        int32_t count = (int32_t)be32(h + RECORDS_COUNT_OFFSET);
         if (magic != 2 || size < RECORD_BATCH_OVERHEAD || position > end - size || leader_epoch != epoch
             || (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)))
             break;
@@ -231,7 +210,7 @@ static int scan(scan_ctx *c) {
             verdict = seen_progress > position ? 1 : helper_verdict(hp, position, &seen_progress);
         if (verdict == 0)
             break;
-        if (verdict < 0 && c->crc(0, h + 21, (size_t)(size - 21)) != stored_crc)
+        if (verdict < 0 && c->crc(0, h + ATTRIBUTES_OFFSET, (size_t)(size - ATTRIBUTES_OFFSET)) != stored_crc)
             break;
         int64_t mst = max_so_far, oom = off_of_max;
         if (batch_max_ts > mst) {
@@ -252,7 +231,7 @@ static int scan(scan_ctx *c) {
             if (add_time) {
                 if (t >= c->time_max - 1)
                     break;
-                if (t && oom - base < (int32_t)be32(c->tim + c->tim_used - 4))
+                if (t && oom - base < (int32_t)be32(c->tim + c->tim_used - TIME_ENTRY + 8))
                     break;
             }
             if (c->off_used + OFFSET_ENTRY > c->off_cap || (add_time && c->tim_used + TIME_ENTRY > c->tim_cap)) {
@@ -421,7 +400,7 @@ static void Kernel_dealloc(Kernel *self) {
 }
 
 static PyObject *Kernel_repr(Kernel *self) {
-    return PyUnicode_FromFormat("<indexcore._fastscan kernel, %d thread(s), crc32c_extend from %R>", self->threads,
+    return PyUnicode_FromFormat("<indexcore.scan._fastscan kernel, %d thread(s), crc32c_extend from %R>", self->threads,
                                 self->path);
 }
 
@@ -445,45 +424,13 @@ static PyTypeObject KernelType = {
 
 /* ------------------------------------------------------------------ make_kernel */
 
-/* Locating a shared library is Python's job (ctypes); this returns (CDLL, address of crc32c_extend, path). */
-static const char FIND_CRC32C[] =
-    "def candidates(libpath):\n"
-    "    import glob, os\n"
-    "    if libpath:\n"
-    "        yield libpath\n"
-    "        return\n"
-    "    try:\n"
-    "        import google_crc32c\n"
-    "    except ImportError:\n"
-    "        pass\n"
-    "    else:\n"
-    "        pkg = os.path.dirname(os.path.abspath(google_crc32c.__file__))\n"
-    "        for pattern in (os.path.join(os.path.dirname(pkg), 'google_crc32c.libs', 'libcrc32c*.so*'),\n"
-    "                        os.path.join(pkg, 'libcrc32c*.so*')):\n"
-    "            yield from sorted(glob.glob(pattern))\n"
-    "    import ctypes.util\n"
-    "    system = ctypes.util.find_library('crc32c')  # slow (runs ldconfig): only when the wheel has none\n"
-    "    if system:\n"
-    "        yield system\n"
-    "def find(libpath=None):\n"
-    "    import ctypes\n"
-    "    errors = []\n"
-    "    for path in candidates(libpath):\n"
-    "        try:\n"
-    "            lib = ctypes.CDLL(path)\n"
-    "            fn = lib.crc32c_extend\n"
-    "        except (OSError, AttributeError) as e:\n"
-    "            errors.append(f'{path}: {e}')\n"
-    "            continue\n"
-    "        return lib, ctypes.cast(fn, ctypes.c_void_p).value, path\n"
-    "    raise ImportError('crc32c_extend not found (google-crc32c wheel or system libcrc32c): '\n"
-    "                      + ('; '.join(errors) or 'no candidate library'))\n";
-
+/* make_kernel(crc_address, library, path, threads=0): the CRC-32C function is found by Python
+ * (indexcore/scan/native.py, with ctypes); this binds a kernel to its address and keeps the library alive. */
 static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs) {
-    PyObject *libpath = Py_None;
+    PyObject *addr_obj, *lib, *path;
     int threads = 0;
-    static char *kwlist[] = {"libpath", "threads", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Oi:make_kernel", kwlist, &libpath, &threads))
+    static char *kwlist[] = {"crc_address", "library", "path", "threads", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|i:make_kernel", kwlist, &addr_obj, &lib, &path, &threads))
         return NULL;
     if (threads <= 0) {
         /* SEGDEX_SCAN_THREADS=1 turns the helper off; by default it runs when there is a second CPU. */
@@ -494,32 +441,8 @@ static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (threads > 2)
         threads = 2;
-    PyObject *globals = PyDict_New();
-    if (!globals)
-        return NULL;
-    if (PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) {
-        Py_DECREF(globals);
-        return NULL;
-    }
-    PyObject *res = PyRun_String(FIND_CRC32C, Py_file_input, globals, globals);
-    if (!res) {
-        Py_DECREF(globals);
-        return NULL;
-    }
-    Py_DECREF(res);
-    PyObject *find = PyDict_GetItemString(globals, "find"); /* borrowed */
-    PyObject *found = find ? PyObject_CallOneArg(find, libpath) : NULL;
-    Py_DECREF(globals);
-    if (!found)
-        return NULL;
-    PyObject *lib, *addr_obj, *path;
-    if (!PyArg_ParseTuple(found, "OOO", &lib, &addr_obj, &path)) {
-        Py_DECREF(found);
-        return NULL;
-    }
     void *addr = PyLong_AsVoidPtr(addr_obj);
     if (!addr) {
-        Py_DECREF(found);
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ImportError, "crc32c_extend has a NULL address");
         return NULL;
@@ -527,34 +450,30 @@ static PyObject *make_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
     crc32c_extend_fn fn = (crc32c_extend_fn)addr;
     /* The CRC-32C check value: guards against a library with another crc32c_extend signature. */
     if (fn(0, (const uint8_t *)"123456789", 9) != 0xE3069283u) {
-        Py_DECREF(found);
         PyErr_SetString(PyExc_ImportError, "crc32c_extend does not compute CRC-32C");
         return NULL;
     }
     Kernel *k = PyObject_New(Kernel, &KernelType);
-    if (!k) {
-        Py_DECREF(found);
+    if (!k)
         return NULL;
-    }
     k->crc = fn;
     k->threads = threads;
     Py_INCREF(lib);
     k->library = lib;
     Py_INCREF(path);
     k->path = path;
-    Py_DECREF(found);
     return (PyObject *)k;
 }
 
 static PyMethodDef module_methods[] = {
     {"make_kernel", (PyCFunction)(void (*)(void))make_kernel, METH_VARARGS | METH_KEYWORDS,
-     "make_kernel(libpath=None, threads=0) -> kernel bound to crc32c_extend of Google's crc32c library.\n"
+     "make_kernel(crc_address, library, path, threads=0) -> kernel bound to that crc32c_extend function.\n"
      "threads: 1, or 2 for a CRC helper thread; <= 0 reads SEGDEX_SCAN_THREADS, else 2 on a multi-CPU host."},
     {NULL, NULL, 0, NULL}
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "indexcore._fastscan", "Native scan kernel for LogSegment.recover.", -1, module_methods,
+    PyModuleDef_HEAD_INIT, "indexcore.scan._fastscan", "Native scan kernel for LogSegment.recover.", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {

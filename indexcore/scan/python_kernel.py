@@ -1,0 +1,118 @@
+"""The reference scan kernel in Python: what ``_fastscan.c`` does natively, used when the extension is absent and
+as the oracle it is tested against. Same state in, same state and index bytes out (``state.py``)."""
+
+from __future__ import annotations
+
+from array import array
+
+from ..abstract_index import INT32_MAX
+from .batch_header import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    OFFSET_INDEX_ENTRY_SIZE,
+    RECORD_BATCH_OVERHEAD,
+    RECORD_BATCH_V2,
+    TIME_INDEX_ENTRY_SIZE,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from .batch_header import (
+    OFFSET_INDEX_ENTRY as OFFSET_ENTRY,
+)
+from .batch_header import (
+    TIME_INDEX_ENTRY as TIME_ENTRY,
+)
+from .state import (
+    S_BASE_OFFSET,
+    S_BATCHES,
+    S_CODECS,
+    S_END,
+    S_FIRST_OFFSET,
+    S_INDEX_INTERVAL,
+    S_LAST_INDEX_ENTRY,
+    S_LAST_OFFSET,
+    S_LEADER_EPOCH,
+    S_MAGICS,
+    S_MAX_TIMESTAMP,
+    S_OFFSET_OF_MAX_TIMESTAMP,
+    S_POSITION,
+    S_RECORDS,
+)
+
+_SPECIAL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
+
+
+def _plain_batch(state: array, buf, mv: memoryview, position: int, end: int, crc32c) -> tuple | None:
+    """The header of the valid, plain magic-2 batch at ``position`` with the accepted leader epoch and an offset
+    in the segment's relative range, as (size, last offset, max timestamp, records, attributes); None for any
+    other batch (the reference loop handles it)."""
+    if position + RECORD_BATCH_OVERHEAD > end:
+        return None
+    (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _bts, max_ts, _pid, _pe, _bs,
+     count) = RECORD_BATCH_V2.unpack_from(buf, position)
+    size = length + LOG_OVERHEAD
+    if (magic != 2 or size < RECORD_BATCH_OVERHEAD or position > end - size
+            or leader_epoch != state[S_LEADER_EPOCH] or attributes & _SPECIAL):
+        return None
+    last_offset = base_offset + last_delta
+    if not 0 <= last_offset - state[S_BASE_OFFSET] <= INT32_MAX:
+        return None
+    if crc32c.crc32c(mv[position + ATTRIBUTES_OFFSET:position + size]) != crc:
+        return None
+    return size, base_offset, last_offset, max_ts, count, attributes
+
+
+def _append_entries(state: array, position: int, last_offset: int, max_so_far: int, off_of_max: int,
+                    offset_data: bytearray, offset_max: int, time_data: bytearray, time_max: int) -> bool:
+    """Append the index entries due at this batch (``LogSegment.recover``'s interval rule); False, with nothing
+    appended, when an append would fail (index full, offsets not increasing): the reference loop raises then."""
+    base = state[S_BASE_OFFSET]
+    n = len(offset_data) // OFFSET_INDEX_ENTRY_SIZE
+    if n >= offset_max:
+        return False
+    if n and last_offset - base <= OFFSET_ENTRY.unpack_from(offset_data, len(offset_data) - OFFSET_INDEX_ENTRY_SIZE)[0]:
+        return False
+    t = len(time_data) // TIME_INDEX_ENTRY_SIZE
+    last_ts, last_rel = (TIME_ENTRY.unpack_from(time_data, len(time_data) - TIME_INDEX_ENTRY_SIZE) if t
+                         else (NO_TIMESTAMP, 0))
+    if max_so_far > last_ts:
+        if t >= time_max - 1 or (t and off_of_max - base < last_rel):
+            return False
+        time_data += TIME_ENTRY.pack(max_so_far, off_of_max - base)
+    offset_data += OFFSET_ENTRY.pack(last_offset - base, position)
+    state[S_LAST_INDEX_ENTRY] = position
+    return True
+
+
+def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time_data: bytearray,
+                time_max: int) -> None:
+    """Advance over valid, plain magic-2 batches of the accepted leader epoch; stop before any other."""
+    import crc32c
+
+    position, end, interval = state[S_POSITION], state[S_END], state[S_INDEX_INTERVAL]
+    mv = memoryview(buf)
+    while position < end - HEADER_SIZE_UP_TO_MAGIC:
+        batch = _plain_batch(state, buf, mv, position, end, crc32c)
+        if batch is None:
+            break
+        size, base_offset, last_offset, max_ts, count, attributes = batch
+        max_so_far, off_of_max = state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP]
+        if max_ts > max_so_far:
+            max_so_far, off_of_max = max_ts, last_offset
+        if position - state[S_LAST_INDEX_ENTRY] > interval and not _append_entries(
+                state, position, last_offset, max_so_far, off_of_max, offset_data, offset_max, time_data, time_max):
+            break
+        state[S_MAX_TIMESTAMP] = max_so_far
+        state[S_OFFSET_OF_MAX_TIMESTAMP] = off_of_max
+        if state[S_FIRST_OFFSET] < 0:
+            state[S_FIRST_OFFSET] = base_offset
+        state[S_LAST_OFFSET] = last_offset
+        state[S_BATCHES] += 1
+        state[S_RECORDS] += count
+        state[S_CODECS] |= 1 << (attributes & COMPRESSION_CODEC_MASK)
+        state[S_MAGICS] |= 1 << 2
+        position += size
+        state[S_POSITION] = position

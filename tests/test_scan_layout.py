@@ -1,0 +1,51 @@
+"""The scan package's single layout: the generated C header is in step with the Python definitions, and the C
+kernel reads the batch header only through the named offsets."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+from indexcore import record_batch
+from indexcore.scan import batch_header, gen_layout, state
+
+SCAN = Path(gen_layout.__file__).parent
+
+
+def test_generated_header_is_current():
+    assert (SCAN / "_layout.h").read_text() == gen_layout.render(), \
+        "indexcore/scan/_layout.h is stale: run `python -m indexcore.scan.gen_layout`"
+
+
+def test_offsets_chain_as_kafka_defines_them():
+    # DefaultRecordBatch: each field starts where the previous one ends
+    fields = ["BASE_OFFSET", "LENGTH", "PARTITION_LEADER_EPOCH", "MAGIC", "CRC", "ATTRIBUTES", "LAST_OFFSET_DELTA",
+              "BASE_TIMESTAMP", "MAX_TIMESTAMP", "PRODUCER_ID", "PRODUCER_EPOCH", "BASE_SEQUENCE", "RECORDS_COUNT"]
+    at = 0
+    for name in fields:
+        assert getattr(batch_header, f"{name}_OFFSET") == at, name
+        at += getattr(batch_header, f"{name}_LENGTH" if name != "ATTRIBUTES" else "ATTRIBUTE_LENGTH")
+    assert at == batch_header.RECORD_BATCH_OVERHEAD == 61 == batch_header.RECORD_BATCH_V2.size
+    sizes = [struct.calcsize(">" + c) for c in batch_header.RECORD_BATCH_V2.format.lstrip(">")]
+    assert sizes == [getattr(batch_header, f"{n}_LENGTH" if n != "ATTRIBUTES" else "ATTRIBUTE_LENGTH")
+                     for n in fields]
+    assert record_batch.RECORD_BATCH_V2 is batch_header.RECORD_BATCH_V2  # one definition
+    assert record_batch.ATTRIBUTES_V2_OFFSET == batch_header.ATTRIBUTES_OFFSET
+
+
+def test_slots_are_defined_once():
+    assert [name for name, _ in state.SLOTS] == [n for n in dir(state) if n.startswith("S_")
+                                                 and getattr(state, n) in range(state.N_SLOTS)
+                                                 ] or sorted(getattr(state, n) for n, _ in state.SLOTS) == list(
+        range(state.N_SLOTS))
+    source = (SCAN / "_fastscan.c").read_text()
+    assert '#include "_layout.h"' in source
+    assert not re.search(r"\benum\s*\{\s*S_POSITION", source), "the C file defines its own slots"
+
+
+def test_c_kernel_reads_the_header_by_name():
+    source = (SCAN / "_fastscan.c").read_text()
+    raw = re.findall(r"\bh\s*\+\s*\d+|\bh\[\d+\]", source)
+    assert not raw, f"raw header offsets in _fastscan.c: {raw}"
+    assert "PyRun_String" not in source  # the CRC library is found by native.py, not by Python source in C
