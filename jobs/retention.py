@@ -23,6 +23,7 @@ from indexcore.log_config import (  # noqa: E402
     parse_config_args,
     parse_topic_config_args,
 )
+from indexcore.status import ExitStatus  # noqa: E402
 from jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
@@ -102,19 +103,58 @@ def _print_configs(outcomes) -> None:
               f"not given with --config or --topic-config")
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    if args.from_metadata and (args.log_dirs or args.apply):
+        return "--from-metadata plans from the tables alone: give no LOGDIR and no --apply"
+    if not args.from_metadata and not args.log_dirs:
+        return "give at least one LOGDIR, or --from-metadata PATH"
+    return None
+
+
+def print_log_dirs(outcomes, apply: bool, verbose: bool, now_ms: int) -> int:
+    """Each log dir's partitions, plans and totals; the exit status they call for."""
+    status = ExitStatus.OK
+    mode = "apply" if apply else "plan"
+    _print_configs(outcomes)
+    for o in outcomes:
+        print_log_dir_outcome(o, apply)
+        freed = 0
+        for p in o.partitions:
+            where = os.path.basename(p.partition_dir)
+            if p.error:
+                print(f"{where}: error: {p.error}", file=sys.stderr)
+            _print_plan(where, p.plan, verbose, apply and p.applied)
+            freed += p.plan.bytes_freed if (p.applied or not apply) else 0
+        print(f"{o.log_dir}: {mode}: {freed} bytes {'freed' if apply else 'to free'} "
+              f"in {len(o.partitions)} partitions (now={now_ms})")
+        if o.needs_attention:
+            status = ExitStatus.ATTENTION
+    return status
+
+
+def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, apply: bool) -> int:
+    from pipelines import retention as pr
+
+    rows = pr.outcome_rows(outcomes, run_id, run_at, now_ms, apply)
+    try:
+        pr.record_actions(spark, metadata, rows)
+    except Exception as e:  # the files are done; say the record failed
+        _err(f"could not record retention_actions in {metadata}: {type(e).__name__}: {e}")
+        return ExitStatus.ATTENTION
+    print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")
+    return ExitStatus.OK
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = TopicConfigResolver(parse_config_args(args.config), parse_topic_config_args(args.topic_config))
-        topic_overrides = None
     except SegdexError as e:
         _err(str(e))
-        return 2
-    if args.from_metadata and (args.log_dirs or args.apply):
-        _err("--from-metadata plans from the tables alone: give no LOGDIR and no --apply")
-        return 2
-    if not args.from_metadata and not args.log_dirs:
-        _err("give at least one LOGDIR, or --from-metadata PATH")
-        return 2
+        return ExitStatus.USAGE
+    why = _usage_error(args)
+    if why:
+        _err(why)
+        return ExitStatus.USAGE
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
     from pipelines import retention as pr
     from pipelines.schemas import default_metadata_path
@@ -122,36 +162,14 @@ def run(args: argparse.Namespace) -> int:
     metadata = args.metadata or default_metadata_path()
     run_id, run_at = pr.new_run_id(), datetime.now(UTC)
     if args.from_metadata:
-        return _what_if(args, config, topic_overrides, now_ms, metadata, run_id, run_at)
+        return _what_if(args, config, None, now_ms, metadata, run_id, run_at)
     if check_log_dirs("retention", args.log_dirs):
-        return 2
+        return ExitStatus.USAGE
     spark = spark_if_master(args.master, "retention")
-    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, topic_overrides,
-                           args.apply, spark)
-    status = 0
-    mode = "apply" if args.apply else "plan"
-    _print_configs(outcomes)
-    for o in outcomes:
-        print_log_dir_outcome(o, args.apply)
-        freed = 0
-        for p in o.partitions:
-            where = os.path.basename(p.partition_dir)
-            if p.error:
-                print(f"{where}: error: {p.error}", file=sys.stderr)
-            _print_plan(where, p.plan, args.verbose, args.apply and p.applied)
-            freed += p.plan.bytes_freed if (p.applied or not args.apply) else 0
-        print(f"{o.log_dir}: {mode}: {freed} bytes {'freed' if args.apply else 'to free'} "
-              f"in {len(o.partitions)} partitions (now={now_ms})")
-        if o.needs_attention:
-            status = 1
+    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, None, args.apply, spark)
+    status = print_log_dirs(outcomes, args.apply, args.verbose, now_ms)
     if not args.no_record:
-        rows = pr.outcome_rows(outcomes, run_id, run_at, now_ms, args.apply)
-        try:
-            pr.record_actions(spark, metadata, rows)
-            print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")
-        except Exception as e:  # the files are done; say the record failed
-            _err(f"could not record retention_actions in {metadata}: {type(e).__name__}: {e}")
-            status = 1
+        status = max(status, _record(spark, metadata, outcomes, run_id, run_at, now_ms, args.apply))
     return status
 
 
@@ -160,17 +178,18 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
     from pipelines import retention as pr
     from pipelines.spark_session import get_spark
 
+    source = ms.MetadataStore(args.from_metadata)
     for table in ("segments", "partitions"):
-        if not os.path.isdir(os.path.join(args.from_metadata, table, "_delta_log")) and "://" not in args.from_metadata:
+        if not source.exists(table):
             _err(f"{args.from_metadata}: no {table} table (run `segdex verify` or `segdex reindex` first)")
-            return 2
+            return ExitStatus.USAGE
     spark = get_spark(args.master, "segdex-retention-what-if")
     try:
         df = pr.what_if(spark, args.from_metadata, config, now_ms, topic_overrides, run_id, run_at).cache()
         rows = [r.asDict() for r in df.orderBy("log_dir", "topic", "partition", "base_offset").collect()]
     except ms.MetadataStoreError as e:
         _err(str(e))
-        return 2
+        return ExitStatus.USAGE
     totals: dict[str, list[int]] = {}
     for r in rows:
         where = f"{r['topic']}-{r['partition']}"
@@ -189,7 +208,7 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
     if not args.no_record and args.metadata:
         pr.record_actions(spark, metadata, rows)
         print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")
-    return 1 if any(r["action"] != "delete" for r in rows) else 0
+    return ExitStatus.ATTENTION if any(r["action"] != "delete" for r in rows) else ExitStatus.OK
 
 
 if __name__ == "__main__":

@@ -7,12 +7,9 @@ plain loop without Spark), shapes the outcome as rows, and plans "what if" reten
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
-
-import pyarrow as pa
 
 from indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
 from indexcore.retention import (
@@ -30,8 +27,14 @@ from indexcore.retention import (
     run_log_dir,
 )
 from pipelines import metadata_store as ms
+from pipelines import runs
+from pipelines.schemas import (  # noqa: F401 - re-exported
+    RETENTION_ACTION_KEYS,
+    RETENTION_ACTIONS,
+    RETENTION_ACTIONS_SCHEMA,
+    RETENTION_ACTIONS_TABLE,
+)
 
-RETENTION_ACTIONS = "retention_actions"
 TIMESTAMP_UNKNOWN = "unknown"
 
 STATUS_PLANNED = "planned"
@@ -42,30 +45,9 @@ STATUS_WHAT_IF = "what_if"
 SOURCE_DISK = "disk"
 SOURCE_METADATA = "metadata"
 
-RETENTION_ACTIONS_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("log_dir", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("base_offset", pa.int64(), nullable=False),  # -1 on a partition-level (skipped) row
-    pa.field("action", pa.string(), nullable=False),  # delete | blocked | skipped
-    pa.field("segment", pa.string()),
-    pa.field("rule", pa.string()),
-    pa.field("bytes", pa.int64()),
-    pa.field("upper_bound_offset", pa.int64()),
-    pa.field("largest_timestamp", pa.int64()),
-    pa.field("reason", pa.string()),
-    pa.field("status", pa.string()),  # planned | applied | failed | what_if
-    pa.field("source", pa.string()),  # disk | metadata
-    pa.field("now_ms", pa.int64()),
-    pa.field("log_start_offset_after", pa.int64()),
-    pa.field("run_at", pa.timestamp("us", tz="UTC")),
-])
-RETENTION_ACTION_KEYS = ("run_id", "log_dir", "topic", "partition", "base_offset", "action")
-
 
 def new_run_id() -> str:
-    return uuid.uuid4().hex
+    return runs.new_run_id("retention")
 
 
 def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int,
@@ -116,8 +98,7 @@ def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetim
 def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
     """Upsert rows (dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run become
     applied rows when the same run applies them."""
-    return ms.write_table(spark, metadata_path, RETENTION_ACTIONS, rows, RETENTION_ACTIONS_SCHEMA,
-                          merge_keys=list(RETENTION_ACTION_KEYS))
+    return ms.MetadataStore(metadata_path, spark).upsert(RETENTION_ACTIONS_TABLE, rows)
 
 
 def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfigResolver,

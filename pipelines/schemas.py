@@ -111,6 +111,29 @@ SEGMENTS_TABLE = TableSpec(SEGMENTS, SEGMENTS_SCHEMA, SEGMENT_KEYS, SEGMENT_FACT
 PARTITIONS_TABLE = TableSpec(PARTITIONS, PARTITIONS_SCHEMA, PARTITION_KEYS, PARTITION_FACTS)
 RUNS_TABLE = TableSpec(RUNS, RUNS_SCHEMA, RUN_KEYS)
 
+RETENTION_ACTIONS = "retention_actions"
+RETENTION_ACTIONS_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("log_dir", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("base_offset", pa.int64(), nullable=False),  # -1 on a partition-level (skipped) row
+    pa.field("action", pa.string(), nullable=False),  # delete | blocked | skipped
+    pa.field("segment", pa.string()),
+    pa.field("rule", pa.string()),
+    pa.field("bytes", pa.int64()),
+    pa.field("upper_bound_offset", pa.int64()),
+    pa.field("largest_timestamp", pa.int64()),
+    pa.field("reason", pa.string()),
+    pa.field("status", pa.string()),  # planned | applied | failed | what_if
+    pa.field("source", pa.string()),  # disk | metadata
+    pa.field("now_ms", pa.int64()),
+    pa.field("log_start_offset_after", pa.int64()),
+    pa.field("run_at", TS),
+])
+RETENTION_ACTION_KEYS = ("run_id", "log_dir", "topic", "partition", "base_offset", "action")
+RETENTION_ACTIONS_TABLE = TableSpec(RETENTION_ACTIONS, RETENTION_ACTIONS_SCHEMA, RETENTION_ACTION_KEYS)
+
 
 def default_metadata_path() -> str:
     """``$SEGDEX_METADATA``, else ``./segdex-metadata``."""
