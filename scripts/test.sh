@@ -12,4 +12,6 @@ if ! command -v strace >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-g
   apt-get update -qq >/dev/null && apt-get install -y -qq strace >/dev/null
 fi
 .venv/bin/ruff check .
+# layers enforced: jobs -> pipelines -> indexcore, indexcore without Spark/Delta, no import cycles
+.venv/bin/lint-imports
 exec .venv/bin/python -m pytest "$@"
