@@ -9,7 +9,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "indexcore.scan._fastscan",
+            "segdex.indexcore.scan._fastscan",
             sources=["indexcore/scan/_fastscan.c"],
             depends=["indexcore/scan/_layout.h"],
             extra_compile_args=["-O3", "-std=gnu11", "-pthread"],

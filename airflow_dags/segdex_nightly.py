@@ -39,7 +39,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, chain
 
-from indexcore.status import FAIL_STATUSES as DEFAULT_FAIL_STATUSES
+from segdex.indexcore.status import FAIL_STATUSES as DEFAULT_FAIL_STATUSES
 
 DAG_ID = "segdex_nightly"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,7 +104,7 @@ def quality_check_args(params: Mapping[str, Any]) -> list[str]:
 def build_package_zip(dest_dir: str) -> str:
     """Zip segdex's Python sources for ``--py-files`` (``pipelines.spark_session.package_zip``, the one place
     that packages segdex for executors); returns the zip's path."""
-    from pipelines.spark_session import package_zip
+    from segdex.pipelines.spark_session import package_zip
 
     return package_zip(dest_dir)
 

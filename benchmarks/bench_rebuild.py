@@ -32,7 +32,7 @@ import crc32c
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
+from segdex.indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
 
 GIB = 1 << 30
 KAFKA_S_PER_GIB = {"small": 9.8, "large": 0.44}
@@ -71,7 +71,7 @@ def segdex_command() -> list[str]:
     exe = Path(sys.executable).parent / "segdex"
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-c", "import sys; from jobs.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "import sys; from segdex.jobs.cli import main; sys.exit(main())"]
 
 
 def time_rebuild(log: Path) -> float:
@@ -120,7 +120,7 @@ def time_read_crc_process(log: Path) -> float:
 
 def time_recover_in_process(log: Path) -> float:
     """``recover_file`` alone (no process start, no index writes): the scan itself."""
-    from indexcore.log_segment import recover_file
+    from segdex.indexcore.log_segment import recover_file
 
     t0 = time.perf_counter()
     recover_file(log, 0)
@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     size = (args.size_mib or (64 if args.quick else 1024)) << 20
     args.dir.mkdir(parents=True, exist_ok=True)
 
-    from indexcore import scan
-    from indexcore.scan import native
+    from segdex.indexcore import scan
+    from segdex.indexcore.scan import native
 
     print(f"segdex rebuild benchmark: {size >> 20} MiB segments, median of {args.runs} after a warm-up, "
           f"{os.cpu_count()} CPUs, native kernel: {scan.native_available()}"

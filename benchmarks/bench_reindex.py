@@ -29,10 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from indexcore.log_config import LogConfig  # noqa: E402
-from indexcore.log_segments import PartitionRecovery, segment_logs  # noqa: E402
-from indexcore.rebuild import write_index_files  # noqa: E402
-from pipelines.sample_logdir import generate_uniform  # noqa: E402
+from segdex.indexcore.log_config import LogConfig  # noqa: E402
+from segdex.indexcore.log_segments import PartitionRecovery, segment_logs  # noqa: E402
+from segdex.indexcore.rebuild import write_index_files  # noqa: E402
+from segdex.pipelines.sample_logdir import generate_uniform  # noqa: E402
 
 KAFKA_ONE_THREAD_S = 43.0
 KAFKA_TWO_THREADS_S = 22.0

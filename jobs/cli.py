@@ -19,17 +19,17 @@ import os
 import signal
 import sys
 
-from indexcore.status import ExitStatus
+from segdex.indexcore.status import ExitStatus
 
 COMMANDS = {
-    "rebuild": "jobs.rebuild",
-    "dump": "jobs.dump",
-    "reindex": "jobs.reindex",
-    "verify": "jobs.verify",
-    "sql": "jobs.sql",
-    "retention": "jobs.retention",
-    "compact": "jobs.compact",
-    "demo": "jobs.demo",
+    "rebuild": "segdex.jobs.rebuild",
+    "dump": "segdex.jobs.dump",
+    "reindex": "segdex.jobs.reindex",
+    "verify": "segdex.jobs.verify",
+    "sql": "segdex.jobs.sql",
+    "retention": "segdex.jobs.retention",
+    "compact": "segdex.jobs.compact",
+    "demo": "segdex.jobs.demo",
 }
 
 EXIT_STATUS_HELP = ("exit status: 0 clean; 1 something needs attention; 2 usage error or a pre-check failed (nothing "

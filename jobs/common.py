@@ -18,7 +18,7 @@ def report_missing_log_dirs(command: str, log_dirs: list[str]) -> bool:
 def check_log_dirs(command: str, log_dirs: list[str]) -> bool:
     """Print a line for each LOGDIR that is missing or is a partition directory rather than a log dir; True when
     any is (a usage error: exit 2)."""
-    from indexcore.log_dir import describe_dir
+    from segdex.indexcore.log_dir import describe_dir
 
     if report_missing_log_dirs(command, log_dirs):
         return True
@@ -37,7 +37,7 @@ def spark_if_master(master: str | None, command: str) -> Any:
     """A SparkSession when ``--master`` was given, else None (the command then runs in this process)."""
     if not master:
         return None
-    from pipelines.spark_session import get_spark
+    from segdex.pipelines.spark_session import get_spark
 
     return get_spark(master, f"segdex-{command}")
 

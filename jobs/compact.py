@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 
-from indexcore.status import ExitStatus
+from segdex.indexcore.status import ExitStatus
 
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
+from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
@@ -48,7 +48,7 @@ def _usage_error(args: argparse.Namespace, safe_hours: int) -> str | None:
 
 def print_outcome(o, apply: bool, verbose: bool) -> None:
     """One log dir's index files: problems on stderr, trimmed or trimmable files with -v, then a summary."""
-    from indexcore.index_compaction import IndexFileState
+    from segdex.indexcore.index_compaction import IndexFileState
 
     print_log_dir_outcome(o, apply)
     counts: dict[str, int] = {}
@@ -65,8 +65,8 @@ def print_outcome(o, apply: bool, verbose: bool) -> None:
 
 def maintain(args: argparse.Namespace, spark) -> int:
     """Compact and vacuum every table under --metadata; one line per table."""
-    from pipelines import compaction
-    from pipelines import metadata_store as ms
+    from segdex.pipelines import compaction
+    from segdex.pipelines import metadata_store as ms
 
     names = ms.table_names(args.metadata)
     if not names:
@@ -85,7 +85,7 @@ def maintain(args: argparse.Namespace, spark) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import compaction
+    from segdex.pipelines import compaction
 
     why = _usage_error(args, compaction.SAFE_RETENTION_HOURS)
     if why:
@@ -105,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["compact", *sys.argv[1:]]))

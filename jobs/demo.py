@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from indexcore.status import ExitStatus
+from segdex.indexcore.status import ExitStatus
 
 HELP = "generate a sample log dir (several topics, partitions, segments), reindex it, and query it with SQL"
 
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def show(result: Any, out: TextIO | None = None) -> None:
     """Print what the demo made, each run's report, and the query results."""
-    from jobs import report
+    from segdex.jobs import report
 
     out = out or sys.stdout
     counts, logs, meta = result.counts, result.logs, result.metadata
@@ -36,15 +36,15 @@ def show(result: Any, out: TextIO | None = None) -> None:
 
 def demo(spark: Any, root: str, out: TextIO | None = None) -> int:
     """The whole demo on ``spark``: run it, show it."""
-    from pipelines import demo as pipeline
+    from segdex.pipelines import demo as pipeline
 
     show(pipeline.run(spark, root), out)
     return ExitStatus.OK
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines import demo as pipeline
-    from pipelines.spark_session import get_spark
+    from segdex.pipelines import demo as pipeline
+    from segdex.pipelines.spark_session import get_spark
 
     try:
         pipeline.prepare  # noqa: B018 - fail fast on import problems before Spark starts
@@ -56,6 +56,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["demo", *sys.argv[1:]]))

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from indexcore.dump_log import dump
-from indexcore.errors import SegdexError
-from indexcore.status import ExitStatus
+from segdex.indexcore.dump_log import dump
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.status import ExitStatus
 
 HELP = "print batches, records and index entries of segment files (JSON lines with --json) and verify indexes"
 
@@ -50,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["dump", *sys.argv[1:]]))

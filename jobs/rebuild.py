@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from indexcore.errors import SegdexError, UsageException
-from indexcore.log_config import LogConfig, parse_config_args
-from indexcore.log_dir import LogDirLockedException
-from indexcore.rebuild import RebuildOutcome, rebuild
-from indexcore.status import ExitStatus, SegmentStatus
+from segdex.indexcore.errors import SegdexError, UsageException
+from segdex.indexcore.log_config import LogConfig, parse_config_args
+from segdex.indexcore.log_dir import LogDirLockedException
+from segdex.indexcore.rebuild import RebuildOutcome, rebuild
+from segdex.indexcore.status import ExitStatus, SegmentStatus
 
 HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
 
@@ -67,6 +67,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["rebuild", *sys.argv[1:]]))

@@ -12,10 +12,10 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/reindex.py: make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from indexcore.errors import SegdexError  # noqa: E402
-from indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
-from indexcore.status import ExitStatus  # noqa: E402
-from jobs.common import check_log_dirs  # noqa: E402
+from segdex.indexcore.errors import SegdexError  # noqa: E402
+from segdex.indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from segdex.indexcore.status import ExitStatus  # noqa: E402
+from segdex.jobs.common import check_log_dirs  # noqa: E402
 
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
 COMMAND = "reindex"
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments reindex and verify share."""
-    from pipelines.schemas import METADATA_ENV, default_metadata_path
+    from segdex.pipelines.schemas import METADATA_ENV, default_metadata_path
 
     parser.add_argument("--metadata", metavar="PATH", default=None,
                         help=f"Delta tables directory (default: ${METADATA_ENV} or ./{default_metadata_path()})")
@@ -61,12 +61,12 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         return ExitStatus.USAGE
     if check_log_dirs(mode, args.log_dirs):
         return ExitStatus.USAGE
-    from jobs import report
-    from pipelines import reindex
-    from pipelines.interrupts import RunInterrupted
-    from pipelines.preflight import PreflightError
-    from pipelines.schemas import default_metadata_path
-    from pipelines.spark_session import get_spark
+    from segdex.jobs import report
+    from segdex.pipelines import reindex
+    from segdex.pipelines.interrupts import RunInterrupted
+    from segdex.pipelines.preflight import PreflightError
+    from segdex.pipelines.schemas import default_metadata_path
+    from segdex.pipelines.spark_session import get_spark
 
     given = set(parse_config_args(args.config))
     assumed = [k for k in ("index.interval.bytes", "segment.index.bytes") if k not in given]
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # spark-submit jobs/reindex.py ...
-    from jobs.cli import main
-    from pipelines.spark_session import stop_active
+    from segdex.jobs.cli import main
+    from segdex.pipelines.spark_session import stop_active
 
     code = main([COMMAND, *sys.argv[1:]])
     stop_active()

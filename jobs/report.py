@@ -68,7 +68,7 @@ def print_progress(p: Any) -> None:
 
 
 def summary_line(summary: Any) -> str:
-    from indexcore.status import STATUSES, SegmentStatus
+    from segdex.indexcore.status import STATUSES, SegmentStatus
 
     row = summary.run_row
     found = summary.found

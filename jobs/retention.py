@@ -16,15 +16,15 @@ from datetime import UTC, datetime
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/retention.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from indexcore.errors import SegdexError  # noqa: E402
-from indexcore.log_config import (  # noqa: E402
+from segdex.indexcore.errors import SegdexError  # noqa: E402
+from segdex.indexcore.log_config import (  # noqa: E402
     LogConfig,
     TopicConfigResolver,
     parse_config_args,
     parse_topic_config_args,
 )
-from indexcore.status import ExitStatus  # noqa: E402
-from jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
+from segdex.indexcore.status import ExitStatus  # noqa: E402
+from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -133,7 +133,7 @@ def print_log_dirs(outcomes, apply: bool, verbose: bool, now_ms: int) -> int:
 
 
 def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, apply: bool) -> int:
-    from pipelines import retention as pr
+    from segdex.pipelines import retention as pr
 
     rows = pr.outcome_rows(outcomes, run_id, run_at, now_ms, apply)
     try:
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
         _err(why)
         return ExitStatus.USAGE
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
-    from pipelines import retention as pr
-    from pipelines.schemas import default_metadata_path
+    from segdex.pipelines import retention as pr
+    from segdex.pipelines.schemas import default_metadata_path
 
     metadata = args.metadata or default_metadata_path()
     run_id, run_at = pr.new_run_id(), datetime.now(UTC)
@@ -174,9 +174,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: str, run_at) -> int:
-    from pipelines import metadata_store as ms
-    from pipelines import retention as pr
-    from pipelines.spark_session import get_spark
+    from segdex.pipelines import metadata_store as ms
+    from segdex.pipelines import retention as pr
+    from segdex.pipelines.spark_session import get_spark
 
     source = ms.MetadataStore(args.from_metadata)
     for table in ("segments", "partitions"):
@@ -212,6 +212,6 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["retention", *sys.argv[1:]]))

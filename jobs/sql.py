@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from indexcore.status import ExitStatus
+from segdex.indexcore.status import ExitStatus
 
 HELP = "run Spark SQL over the metadata Delta tables (segments, partitions, runs), registered as views"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.schemas import METADATA_ENV, default_metadata_path
+    from segdex.pipelines.schemas import METADATA_ENV, default_metadata_path
 
     parser.add_argument("--metadata", metavar="PATH", default=None,
                         help=f"Delta tables directory (default: ${METADATA_ENV} or ./{default_metadata_path()})")
@@ -23,17 +23,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobs.report import print_rows
-    from pipelines import metadata_store
-    from pipelines.schemas import default_metadata_path
-    from pipelines.sql import run_query
+    from segdex.jobs.report import print_rows
+    from segdex.pipelines import metadata_store
+    from segdex.pipelines.schemas import default_metadata_path
+    from segdex.pipelines.sql import run_query
 
     path = args.metadata or default_metadata_path()
     if not metadata_store.table_names(path) and "://" not in path:
         print(f"segdex sql: no metadata tables in {path} (run `segdex reindex` or `segdex verify` first, "
               f"or pass --metadata)", file=sys.stderr)
         return ExitStatus.USAGE
-    from pipelines.spark_session import get_spark
+    from segdex.pipelines.spark_session import get_spark
 
     spark = get_spark(args.master, "segdex-sql")
     try:
@@ -51,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    from jobs.cli import main
+    from segdex.jobs.cli import main
 
     sys.exit(main(["sql", *sys.argv[1:]]))

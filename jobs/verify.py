@@ -12,7 +12,7 @@ import sys
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/verify.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jobs.reindex import (
+from segdex.jobs.reindex import (
     add_common_arguments,  # noqa: E402
     run_command,  # noqa: E402
 )
@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # spark-submit jobs/verify.py ...
-    from jobs.cli import main
-    from pipelines.spark_session import stop_active
+    from segdex.jobs.cli import main
+    from segdex.pipelines.spark_session import stop_active
 
     code = main([COMMAND, *sys.argv[1:]])
     stop_active()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexcore.index_compaction import CompactOutcome, compact_log_dir
-from pipelines import metadata_store as ms
+from segdex.indexcore.index_compaction import CompactOutcome, compact_log_dir
+from segdex.pipelines import metadata_store as ms
 
 SAFE_RETENTION_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration (7 days)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexcore.log_config import LogConfig
+from segdex.indexcore.log_config import LogConfig
 
 from . import reindex, sql
 from .sample_logdir import generate_sample

@@ -20,12 +20,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from indexcore.atomic_file import remove_temporaries
-from indexcore.checkpoints import CorruptCheckpointException
-from indexcore.errors import SegdexError
-from indexcore.log_config import LogConfig, is_cluster_metadata
-from indexcore.log_dir import LogDirLock, LogDirLockedException, ensure_not_locked, list_log_dir, read_checkpoints
-from indexcore.status import ExitStatus
+from segdex.indexcore.atomic_file import remove_temporaries
+from segdex.indexcore.checkpoints import CorruptCheckpointException
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
+from segdex.indexcore.log_dir import (
+    LogDirLock,
+    LogDirLockedException,
+    ensure_not_locked,
+    list_log_dir,
+    read_checkpoints,
+)
+from segdex.indexcore.status import ExitStatus
 
 from . import preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
-from indexcore.retention import (
+from segdex.indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
+from segdex.indexcore.retention import (
     ACTION_BLOCKED,
     ACTION_DELETE,
     ACTION_SKIPPED,
@@ -26,9 +26,9 @@ from indexcore.retention import (
     plan_retention,
     run_log_dir,
 )
-from pipelines import metadata_store as ms
-from pipelines import runs
-from pipelines.schemas import (  # noqa: F401 - re-exported
+from segdex.pipelines import metadata_store as ms
+from segdex.pipelines import runs
+from segdex.pipelines.schemas import (  # noqa: F401 - re-exported
     RETENTION_ACTION_KEYS,
     RETENTION_ACTIONS,
     RETENTION_ACTIONS_SCHEMA,

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from indexcore.atomic_file import is_temporary, remove_temporaries
-from indexcore.index_verifier import verify_segment
-from indexcore.layout import LOG_FILE_SUFFIX
-from indexcore.log_config import LogConfig
-from indexcore.log_dir import held_by, partition_findings
-from indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
-from indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.atomic_file import is_temporary, remove_temporaries
+from segdex.indexcore.index_verifier import verify_segment
+from segdex.indexcore.layout import LOG_FILE_SUFFIX
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log_dir import held_by, partition_findings
+from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from segdex.indexcore.status import Reason, SegmentStatus
 
 from .batch_write import PendingWrites
 

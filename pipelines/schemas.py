@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from indexcore.status import STATUSES as SEGMENT_STATUSES
+from segdex.indexcore.status import STATUSES as SEGMENT_STATUSES
 
 DEFAULT_METADATA_PATH = "segdex-metadata"
 METADATA_ENV = "SEGDEX_METADATA"

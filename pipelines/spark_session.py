@@ -9,7 +9,7 @@ import tempfile
 import zipfile
 from typing import Any
 
-PACKAGES = ("indexcore", "pipelines", "jobs")
+PACKAGES = ("segdex.indexcore", "segdex.pipelines", "segdex.jobs")
 FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
 
@@ -26,19 +26,20 @@ def package_roots() -> dict[str, str]:
 
 
 def package_zip(dest_dir: str | None = None) -> str:
-    """The one place that packages segdex for executors: a zip of the Python sources of indexcore, pipelines and
-    jobs (subpackages included) for ``addPyFile``/``--py-files``; returns its path. The optional C scan kernel
-    cannot load from a zip: executors then use the pure-Python scan (same results)."""
+    """The one place that packages segdex for executors: a zip of the Python sources of segdex.indexcore,
+    segdex.pipelines and segdex.jobs (subpackages included) for ``addPyFile``/``--py-files``; returns its path.
+    The optional C scan kernel cannot load from a zip: executors then use the pure-Python scan (same results)."""
     dest_dir = dest_dir or tempfile.mkdtemp(prefix="segdex-pkg-")
     path = os.path.join(dest_dir, "segdex.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(importlib.util.find_spec("segdex").origin, "segdex/__init__.py")
         for pkg, root in package_roots().items():
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
                 for name in sorted(filenames):
                     if name.endswith(".py"):
                         full = os.path.join(dirpath, name)
-                        z.write(full, os.path.join(pkg, os.path.relpath(full, root)))
+                        z.write(full, os.path.join(*pkg.split("."), os.path.relpath(full, root)))
     return path
 
 

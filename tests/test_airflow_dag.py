@@ -191,8 +191,9 @@ def test_submit_command_ships_the_package_to_a_cluster_master(dag, nightly, tmp_
     assert _opt(cmd, "--master") == ["spark://master.example:7077"]  # the param overrides the connection
     (zip_path,) = _opt(cmd, "--py-files")
     names = set(zipfile.ZipFile(zip_path).namelist())
-    assert {"indexcore/__init__.py", "indexcore/log_segment.py", "pipelines/reindex.py", "jobs/cli.py",
-            "jobs/compact.py"} <= names
+    assert {"segdex/__init__.py", "segdex/indexcore/__init__.py", "segdex/indexcore/log_segment.py",
+            "segdex/indexcore/scan/python_kernel.py", "segdex/pipelines/reindex.py", "segdex/jobs/cli.py",
+            "segdex/jobs/compact.py"} <= names
     i = cmd.index(nightly.RUN_SEGDEX_APP)
     assert cmd[i + 1:] == ["--attention-ok", "compact", "--metadata", "/meta", "--apply", "--master",
                            "spark://master.example:7077", "/data/kafka-1", "/data/kafka-2"]
@@ -203,14 +204,14 @@ def test_submit_command_ships_the_package_to_a_cluster_master(dag, nightly, tmp_
 
 def test_run_segdex_passes_attention_only_when_told(monkeypatch, capsys):
     """The wrapper turns segdex's exit 1 (bad segments recorded) into 0 with --attention-ok, nothing else."""
-    import jobs.cli
+    from segdex.jobs import cli as segdex_cli
 
     spec = importlib.util.spec_from_file_location("run_segdex", DAGS / "spark_apps" / "run_segdex.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     calls = []
     for status in (0, 1, 2, 3):
-        monkeypatch.setattr(jobs.cli, "main", lambda argv, s=status: calls.append(argv) or s)
+        monkeypatch.setattr(segdex_cli, "main", lambda argv, s=status: calls.append(argv) or s)
         assert app.main(["--attention-ok", "reindex", "/x"]) == (0 if status <= 1 else status)
         assert app.main(["reindex", "/x"]) == status
     assert calls == [["reindex", "/x"]] * 8
@@ -221,7 +222,7 @@ def test_run_segdex_passes_attention_only_when_told(monkeypatch, capsys):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _sample(root: Path) -> Path:
-    from pipelines.sample_logdir import generate_sample
+    from segdex.pipelines.sample_logdir import generate_sample
 
     log_dir = root / "kafka-logs"
     generate_sample(log_dir, batches_per_partition=240, segment_bytes=48 * 1024)
@@ -242,7 +243,7 @@ def _keys(logs: list[Path]) -> set[tuple[str, int, int]]:
 
 
 def _table(metadata: Path, name: str) -> list[dict]:
-    from pipelines import metadata_store
+    from segdex.pipelines import metadata_store
 
     return metadata_store.read_arrow(str(metadata), name).to_pylist()
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from conftest import broker_lock
 
-from indexcore.log_config import LogConfig
-from indexcore.log_segments import recover_partition
-from indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log_segments import recover_partition
+from segdex.indexcore.segment_writer import build_batch, write_partition
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert "Traceback" not in proc.stderr + proc.stdout
     return proc
 
@@ -40,7 +40,7 @@ def partition(tmp_path) -> Path:
 
 
 def batch_starts(log: Path) -> list[int]:
-    from indexcore.file_records import batches, open_log
+    from segdex.indexcore.file_records import batches, open_log
 
     with open_log(log) as buf:
         return [b.position for b in batches(buf)]

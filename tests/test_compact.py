@@ -15,10 +15,10 @@ import pytest
 from chispa import assert_df_equality
 from conftest import FIXTURES, broker_lock, load_case
 
-from indexcore.index_compaction import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
-from jobs.cli import main
-from pipelines import compaction
-from pipelines import metadata_store as ms
+from segdex.indexcore.index_compaction import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
+from segdex.jobs.cli import main
+from segdex.pipelines import compaction
+from segdex.pipelines import metadata_store as ms
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = ["multi_segment_partition_retention", "index_full_tiny_segment_index_bytes"]
@@ -112,7 +112,7 @@ def test_corrupt_tail_is_reported_not_trimmed(tmp_path):
     data = bytearray(bad.read_bytes())
     data[4096] = 7  # garbage after the entries
     bad.write_bytes(bytes(data))
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
                           capture_output=True, text=True)
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1
@@ -131,7 +131,7 @@ def test_locked_and_bad_dirs(tmp_path):
     (log_dir / ".lock").touch()
     before = snapshot(log_dir)
     with broker_lock(log_dir):
-        proc = subprocess.run([sys.executable, "-m", "jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
+        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
                               capture_output=True, text=True)
         assert proc.returncode == 1 and "refused" in proc.stderr and ".lock is held" in proc.stderr
         assert "Traceback" not in proc.stderr

@@ -20,7 +20,7 @@ import pytest
 from conftest import FIXTURES, load_case
 from test_retention import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
 
-from indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.segment_writer import build_batch, write_partition
 
 REPO = Path(__file__).resolve().parent.parent
 STRACE = shutil.which("strace")
@@ -36,7 +36,7 @@ def strace(args: list[str], out: Path, inject: str | None = None) -> subprocess.
     cmd = [STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(out)]
     if inject:
         cmd += ["-e", f"inject={inject}"]
-    return subprocess.run([*cmd, sys.executable, "-m", "jobs.cli", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([*cmd, sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -131,7 +131,8 @@ def test_retention_apply_order(tmp_path, kafka_fixtures):
 
 def test_compact_apply_order(tmp_path):
     part = partition(tmp_path)
-    assert subprocess.run([sys.executable, "-m", "jobs.cli", "rebuild", "-q", str(part)], cwd=REPO).returncode == 0
+    rebuilt = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO)
+    assert rebuilt.returncode == 0
     for idx in sorted(part.glob("*.index"))[:-1]:
         idx.write_bytes(idx.read_bytes() + bytes(4096))  # preallocated tails, as after a crash
     proc = strace(["compact", "--apply", str(part.parent)], tmp_path / "trace")
@@ -184,7 +185,7 @@ def test_rebuild_killed_at_a_random_call(tmp_path, seed):
     for p in part.iterdir():  # no partial file: each index file is absent, or whole
         if p.suffix in (".index", ".timeindex"):
             assert p.read_bytes() == expected[p.name], (what, p.name)
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "rebuild", "-q", str(part)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".index", ".timeindex")} == expected
@@ -204,7 +205,7 @@ def test_retention_killed_at_a_random_call(tmp_path, seed, kafka_fixtures):
     proc = strace([*args, str(log_dir)], tmp_path / "trace", inject=what)
     assert proc.returncode != 0, f"not killed by {what}"
     assert_broker_loadable(log_dir, e)
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", *args, str(log_dir)], cwd=REPO, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args, str(log_dir)], cwd=REPO, capture_output=True,
                           text=True)
     assert proc.returncode == 0, (what, proc.stderr)
     check_kafka_state(log_dir, e)  # Kafka's end state, no stray file (the listing is compared whole)

@@ -27,7 +27,7 @@ def expected_batches() -> dict[str, list[dict]]:
 def test_dump_json_matches_every_fixture_batch(kafka_fixtures):
     expected = expected_batches()
     assert len(expected) >= 50
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "dump", "--json", *expected], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", "--json", *expected], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     got: dict[str, list[dict]] = defaultdict(list)
     for line in proc.stdout.splitlines():

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from indexcore import scan
-from indexcore.abstract_index import DEFAULT_MAX_INDEX_SIZE
-from indexcore.file_records import open_log
-from indexcore.log_segment import recover
-from indexcore.producer_state import ProducerStateManager
-from indexcore.record_batch import CompressionType
-from indexcore.scan import native as native_loader
-from indexcore.scan.python_kernel import scan_simple
-from indexcore.scan.state import (
+from segdex.indexcore import scan
+from segdex.indexcore.abstract_index import DEFAULT_MAX_INDEX_SIZE
+from segdex.indexcore.file_records import open_log
+from segdex.indexcore.log_segment import recover
+from segdex.indexcore.producer_state import ProducerStateManager
+from segdex.indexcore.record_batch import CompressionType
+from segdex.indexcore.scan import native as native_loader
+from segdex.indexcore.scan.python_kernel import scan_simple
+from segdex.indexcore.scan.state import (
     N_SLOTS,
     S_BASE_OFFSET,
     S_END,
@@ -31,7 +31,7 @@ from indexcore.scan.state import (
     S_MAX_TIMESTAMP,
     S_OFFSET_OF_MAX_TIMESTAMP,
 )
-from indexcore.segment_writer import build_batch, build_legacy, uniform_batches
+from segdex.indexcore.segment_writer import build_batch, build_legacy, uniform_batches
 
 INTERVALS = [0, 1, 100, 4096]
 INDEX_SIZES = [DEFAULT_MAX_INDEX_SIZE, 64, 24, 8]
@@ -325,7 +325,7 @@ HELPER_BLOCK = 256 << 10
 
 @pytest.fixture(scope="module")
 def kernels(native):
-    from indexcore.scan import _fastscan
+    from segdex.indexcore.scan import _fastscan
 
     lib, address, path = native_loader.find_crc32c()
     return {1: _fastscan.make_kernel(address, lib, path, threads=1),

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_case
 
-from indexcore.dump_log import batch_view
-from indexcore.file_records import batches, open_log
-from indexcore.index_verifier import verify_segment
-from indexcore.log_config import LogConfig
-from indexcore.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.dump_log import batch_view
+from segdex.indexcore.file_records import batches, open_log
+from segdex.indexcore.index_verifier import verify_segment
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
 
 SUFFIXES = (".index", ".timeindex", ".txnindex")
 KERNELS = [False, True]  # the native kernel must be built (the set-up builds it): its absence fails
@@ -36,7 +36,7 @@ def sha(path: Path) -> str:
 
 
 def run_segdex(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexcore.checkpoints import (
+from segdex.indexcore.checkpoints import (
     CorruptCheckpointException,
     format_offset_checkpoint,
     read_leader_epoch_checkpoint,
@@ -12,19 +12,19 @@ from indexcore.checkpoints import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
-from indexcore.errors import (
+from segdex.indexcore.errors import (
     CorruptIndexException,
     IndexFullException,
     IndexOffsetOverflowException,
     InvalidLayoutException,
     InvalidOffsetException,
 )
-from indexcore.layout import parse_partition_dir_name, parse_segment_file_name, segment_file_name
-from indexcore.offset_index import OffsetIndex, trimmed_entry_count
-from indexcore.offset_index import sanity_check as offset_sanity
-from indexcore.time_index import TimeIndex
-from indexcore.time_index import sanity_check as time_sanity
-from indexcore.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
+from segdex.indexcore.layout import parse_partition_dir_name, parse_segment_file_name, segment_file_name
+from segdex.indexcore.offset_index import OffsetIndex, trimmed_entry_count
+from segdex.indexcore.offset_index import sanity_check as offset_sanity
+from segdex.indexcore.time_index import TimeIndex
+from segdex.indexcore.time_index import sanity_check as time_sanity
+from segdex.indexcore.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
 
 
 def test_offset_index_rules_and_lookup():

@@ -1,4 +1,4 @@
-"""pipelines.metadata_store: real Delta tables on disk, written by deltalake, read back through Spark."""
+"""segdex.pipelines.metadata_store: real Delta tables on disk, written by deltalake, read back through Spark."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 
-from pipelines import metadata_store as ms
+from segdex.pipelines import metadata_store as ms
 
 SCHEMA = pa.schema([
     pa.field("k1", pa.string(), nullable=False),

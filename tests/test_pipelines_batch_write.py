@@ -1,8 +1,8 @@
-"""pipelines.batch_write: staged atomic replacement, one flush per batch."""
+"""segdex.pipelines.batch_write: staged atomic replacement, one flush per batch."""
 
 from __future__ import annotations
 
-from pipelines.batch_write import PendingWrites
+from segdex.pipelines.batch_write import PendingWrites
 
 
 def test_stage_commit_replaces_only_changed_files(tmp_path):

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from jobs.demo import demo as run_demo
-from pipelines import demo
+from segdex.jobs.demo import demo as run_demo
+from segdex.pipelines import demo
 
 
 def test_demo_generates_reindexes_and_queries(tmp_path, spark):

@@ -12,9 +12,9 @@ import pytest
 from chispa import assert_df_equality
 from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
 
-from indexcore.log_config import LogConfig
-from jobs.cli import main as cli
-from pipelines import metadata_store, reindex, schemas
+from segdex.indexcore.log_config import LogConfig
+from segdex.jobs.cli import main as cli
+from segdex.pipelines import metadata_store, reindex, schemas
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"Kafka fixtures not found at {FIXTURES}; "
                                                              f"set SEGDEX_KAFKA_FIXTURES")
@@ -245,7 +245,7 @@ def test_plan_groups_balances_bytes():
 
 
 def test_rows_of_vanished_segments_and_partitions_are_removed(tmp_path, spark):
-    from pipelines.sample_logdir import generate_sample
+    from segdex.pipelines.sample_logdir import generate_sample
 
     topics = {"orders": (2, "plain", 0), "clicks": (1, "plain", 0)}
     a, b = tmp_path / "a", tmp_path / "b"

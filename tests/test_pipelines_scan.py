@@ -1,13 +1,13 @@
-"""pipelines.scan (one Spark task's work, no Spark): rows, statuses and bad input as rows."""
+"""segdex.pipelines.scan (one Spark task's work, no Spark): rows, statuses and bad input as rows."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
 
-from indexcore.log_config import LogConfig
-from pipelines.sample_logdir import generate_sample
-from pipelines.scan import MODE_REINDEX, MODE_VERIFY, PartitionTask, partition_size, scan_partition
+from segdex.indexcore.log_config import LogConfig
+from segdex.pipelines.sample_logdir import generate_sample
+from segdex.pipelines.scan import MODE_REINDEX, MODE_VERIFY, PartitionTask, partition_size, scan_partition
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

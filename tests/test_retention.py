@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, broker_lock, load_case
 
-from indexcore import retention as ret
-from indexcore.checkpoints import (
+from segdex.indexcore import retention as ret
+from segdex.indexcore.checkpoints import (
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from indexcore.log_config import LogConfig
-from jobs.cli import main
+from segdex.indexcore.log_config import LogConfig
+from segdex.jobs.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = "multi_segment_partition_retention"
@@ -65,7 +65,7 @@ def snapshot(root: Path) -> dict[str, tuple[str, int]]:
 
 
 def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert "Traceback" not in proc.stderr + proc.stdout
     return proc
 

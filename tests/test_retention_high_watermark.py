@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
-from indexcore.log_config import LogConfig
-from indexcore.retention import run_log_dir
-from indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.retention import run_log_dir
+from segdex.indexcore.segment_writer import build_batch, write_partition
 
 OLD = 1_600_000_000_000
 NOW = 1_800_000_000_000

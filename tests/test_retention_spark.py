@@ -12,11 +12,11 @@ from chispa import assert_df_equality
 from conftest import FIXTURES, load_case
 from test_retention import CASE, TOPIC, check_kafka_state, stage
 
-from indexcore.log_config import LogConfig
-from jobs.cli import main
-from pipelines import metadata_store as ms
-from pipelines import retention as pr
-from pipelines.schemas import PARTITIONS_SCHEMA, SEGMENTS_SCHEMA
+from segdex.indexcore.log_config import LogConfig
+from segdex.jobs.cli import main
+from segdex.pipelines import metadata_store as ms
+from segdex.pipelines import retention as pr
+from segdex.pipelines.schemas import PARTITIONS_SCHEMA, SEGMENTS_SCHEMA
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv (segdex)
 NOW = 1700000098534

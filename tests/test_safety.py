@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
 
-from indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
-from indexcore.log_dir import LogDirLock, lock_holder
-from indexcore.segment_writer import build_batch, write_partition
-from jobs import report
-from pipelines import metadata_store as ms
-from pipelines import reindex
-from pipelines.batch_write import PendingWrites
-from pipelines.sample_logdir import generate_uniform
-from pipelines.scan import MODE_REINDEX, PartitionTask, commit_group, scan_partition
+from segdex.indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from segdex.indexcore.log_dir import LogDirLock, lock_holder
+from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.jobs import report
+from segdex.pipelines import metadata_store as ms
+from segdex.pipelines import reindex
+from segdex.pipelines.batch_write import PendingWrites
+from segdex.pipelines.sample_logdir import generate_uniform
+from segdex.pipelines.scan import MODE_REINDEX, PartitionTask, commit_group, scan_partition
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = 1_800_000_000_000
@@ -40,7 +40,7 @@ OTHER_GID = 4322
 
 
 def segdex(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True, cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=timeout, **kw)
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     return proc
@@ -208,7 +208,7 @@ def test_non_root_cannot_take_a_file_from_its_owner(tmp_path):
         pytest.skip("needs root to create a file owned by another user")
     import tempfile
 
-    from indexcore.atomic_file import write_atomic
+    from segdex.indexcore.atomic_file import write_atomic
 
     shared = Path(tempfile.mkdtemp(prefix="segdex-owner-"))
     try:
@@ -244,7 +244,7 @@ def test_reindex_holds_the_lock_and_a_second_writer_is_refused(tmp_path):
     log_dir = tmp_path / "logs"
     generate_uniform(log_dir, partitions=60, segments_per_partition=2, segment_bytes=256 * 1024,
                      topics=[("t", 1, 120)])
-    child = subprocess.Popen([sys.executable, "-m", "jobs.cli", "reindex", "--no-progress", "--metadata",
+    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "reindex", "--no-progress", "--metadata",
                               str(tmp_path / "meta"), "--config", "index.interval.bytes=0", str(log_dir)],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -470,8 +470,8 @@ REINDEX_ARGS = ["reindex", "--no-progress", "--config", "index.interval.bytes=0"
 
 
 def start_reindex(log_dir: Path, meta: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "jobs.cli", *REINDEX_ARGS, "--metadata", str(meta), str(log_dir)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *REINDEX_ARGS, "--metadata", str(meta),
+                             str(log_dir)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
 
 
@@ -687,7 +687,7 @@ def test_a_closed_pipe_ends_the_output_not_the_work(tmp_path):
     write_partition(log_dir, "orders", 0, batches, segment_bytes=2000)
     part = log_dir / "orders-0"
     logs = len(list(part.glob("*.log")))
-    child = subprocess.Popen([sys.executable, "-m", "jobs.cli", "rebuild", str(part)], cwd=REPO,
+    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "rebuild", str(part)], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = child.stdout.readline()
     child.stdout.close()  # what `| head -1` does
@@ -708,7 +708,7 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from pipelines import schemas
+    from segdex.pipelines import schemas
 
     meta = tmp_path / "meta"
     old_schema = pa.schema([f for f in schemas.RUNS_SCHEMA if f.name != "files_failed"])
@@ -724,7 +724,7 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
 def test_topic_config_resolution_follows_kafka():
     """Precedence and internal-topic configs as Kafka 4.1.1 has them; messages as its ConfigDef words them
     (both read from the 4.1.1 jars: ShareCoordinatorService.shareGroupStateTopicConfigs, LogConfig.validate)."""
-    from indexcore.log_config import ConfigException, TopicConfigResolver
+    from segdex.indexcore.log_config import ConfigException, TopicConfigResolver
 
     r = TopicConfigResolver({"retention.ms": "1000", "cleanup.policy": "delete"},
                             {"orders": {"retention.bytes": "10"}, "__transaction_state": {"retention.ms": "5"}})

@@ -7,15 +7,15 @@ import re
 import struct
 from pathlib import Path
 
-from indexcore import record_batch
-from indexcore.scan import batch_header, gen_layout, state
+from segdex.indexcore import record_batch
+from segdex.indexcore.scan import batch_header, gen_layout, state
 
 SCAN = Path(gen_layout.__file__).parent
 
 
 def test_generated_header_is_current():
     assert (SCAN / "_layout.h").read_text() == gen_layout.render(), \
-        "indexcore/scan/_layout.h is stale: run `python -m indexcore.scan.gen_layout`"
+        "indexcore/scan/_layout.h is stale: run `python -m segdex.indexcore.scan.gen_layout`"
 
 
 def test_offsets_chain_as_kafka_defines_them():

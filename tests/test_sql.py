@@ -7,9 +7,9 @@ import io
 import json
 from datetime import UTC, datetime
 
-from jobs.cli import main as cli
-from jobs.report import print_rows as format_rows
-from pipelines import metadata_store, schemas
+from segdex.jobs.cli import main as cli
+from segdex.jobs.report import print_rows as format_rows
+from segdex.pipelines import metadata_store, schemas
 
 
 def _seed(path: str) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexcore.log_config import LogConfig
-from indexcore.segment_writer import SegmentWriter, build_batch
-from indexcore.transaction_index import AbortedTxn, parse_transaction_index
-from pipelines import reindex
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.segment_writer import SegmentWriter, build_batch
+from segdex.indexcore.transaction_index import AbortedTxn, parse_transaction_index
+from segdex.pipelines import reindex
 
 T0 = 1_700_000_000_000
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from indexcore.index_verifier import verify_segment
-from indexcore.log_config import LogConfig
-from indexcore.log_segments import PartitionRecovery
-from indexcore.segment_writer import build_batch, write_partition
-from indexcore.status import SegmentStatus
+from segdex.indexcore.index_verifier import verify_segment
+from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log_segments import PartitionRecovery
+from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.status import SegmentStatus
 
 START = 1_700_000_000_000
 BATCHES = 20

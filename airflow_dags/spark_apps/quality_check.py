@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from indexcore.status import FAIL_STATUSES  # the package comes with spark-submit's --py-files
+from segdex.indexcore.status import FAIL_STATUSES  # the package comes with spark-submit's --py-files
 
 DEFAULT_FAIL_STATUSES = tuple(str(s) for s in FAIL_STATUSES)
 
@@ -45,7 +45,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def check(spark, metadata: str, log_dirs: list[str], fail_statuses: list[str]) -> tuple[list, list]:
     """(offending segment rows, log dirs without any segment row)."""
-    from pipelines import metadata_store
+    from segdex.pipelines import metadata_store
 
     metadata_store.register_views(spark, metadata, ["segments"])
     # log_dir is recorded as its real path (a log dir seen through a symlink is one log dir)
@@ -59,7 +59,7 @@ def check(spark, metadata: str, log_dirs: list[str], fail_statuses: list[str]) -
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     fail_statuses = args.fail_statuses or list(DEFAULT_FAIL_STATUSES)
-    from pipelines import metadata_store
+    from segdex.pipelines import metadata_store
 
     if "://" not in args.metadata and "segments" not in metadata_store.table_names(args.metadata):
         print(f"quality check: no segments table in {args.metadata}", file=sys.stderr)

@@ -16,8 +16,8 @@ def main(argv: list[str]) -> int:
     attention_ok = bool(argv) and argv[0] == "--attention-ok"
     if attention_ok:
         argv = argv[1:]
-    import jobs
-    from jobs.cli import main as segdex
+    from segdex import jobs
+    from segdex.jobs.cli import main as segdex
 
     print(f"segdex {' '.join(argv[:1])} from {jobs.__file__}", file=sys.stderr)
     status = segdex(argv)

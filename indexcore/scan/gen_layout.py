@@ -1,4 +1,5 @@
-"""Write ``_layout.h``, the C view of ``state.py`` and ``batch_header.py``: ``python -m indexcore.scan.gen_layout``.
+"""Write ``_layout.h``, the C view of ``state.py`` and ``batch_header.py``:
+``python -m segdex.indexcore.scan.gen_layout``.
 
 The header is committed (the C build needs no Python step); ``tests/test_scan_layout.py`` fails when it differs
 from what this module generates.
