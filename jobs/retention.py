@@ -17,6 +17,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from segdex.indexcore.errors import SegdexError  # noqa: E402
+from segdex.indexcore.layout import filename_prefix_from_offset  # noqa: E402
 from segdex.indexcore.log_config import (  # noqa: E402
     LogConfig,
     TopicConfigResolver,
@@ -58,11 +59,12 @@ def _err(msg: str) -> None:
 def _print_plan(where: str, plan, verbose: bool, applied: bool) -> None:
     verb = "deleted" if applied else "delete"
     for d in plan.deletions:
-        print(f"{where}: {verb} {d.base_offset:020d} {d.size_bytes} bytes [{d.rule}] {d.reason}")
+        print(f"{where}: {verb} {filename_prefix_from_offset(d.base_offset)} {d.size_bytes} bytes [{d.rule}] "
+              f"{d.reason}")
     if plan.roll_offset is not None:
         print(f"{where}: every segment goes: {'rolled' if applied else 'roll'} an empty segment at {plan.roll_offset}")
     for seg, why in plan.blocked:
-        print(f"{where}: blocked {seg.base_offset:020d}: {why}")
+        print(f"{where}: blocked {filename_prefix_from_offset(seg.base_offset)}: {why}")
     if plan.skipped:
         print(f"{where}: nothing deletable: {plan.skipped}")
     elif plan.deletions:

@@ -44,17 +44,8 @@ def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE
             f"vacuum retention {retention_hours} h is below the safe {SAFE_RETENTION_HOURS} h: readers of older "
             f"versions and running writers could lose files (allow_unsafe to force)")
     uri = ms.table_path(path, name)
-    if ms.spark_has_delta(spark):
-        quoted = "`" + uri.replace("`", "``") + "`"
-        before = spark.sql(f"DESCRIBE DETAIL delta.{quoted}").collect()[0]["numFiles"]
-        if not dry_run:
-            spark.sql(f"OPTIMIZE delta.{quoted}")
-        if allow_unsafe:
-            spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-        vac = spark.sql(f"VACUUM delta.{quoted} RETAIN {retention_hours} HOURS{' DRY RUN' if dry_run else ''}")
-        detail = spark.sql(f"DESCRIBE DETAIL delta.{quoted}").collect()[0]
-        return {"table": name, "files_before": before, "files_after": detail["numFiles"],
-                "vacuumed": len(vac.collect()) if dry_run else None, "version": None}
+    if ms.spark_has_delta(spark) and not dry_run:
+        return _maintain_spark(spark, uri, name, retention_hours, allow_unsafe)
     from deltalake import DeltaTable
 
     if not DeltaTable.is_deltatable(uri):
@@ -69,6 +60,21 @@ def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE
     dt = DeltaTable(uri)
     return {"table": name, "files_before": before, "files_after": len(dt.file_uris()),
             "vacuumed": len(vacuumed), "version": dt.version()}
+
+
+def _maintain_spark(spark: Any, uri: str, name: str, retention_hours: int, allow_unsafe: bool) -> dict[str, Any]:
+    """OPTIMIZE and VACUUM through Delta Lake on Spark's Python API (the table's path is never pasted into SQL).
+    A dry run goes through delta-rs, which reports the files a vacuum would remove without removing them."""
+    from delta.tables import DeltaTable as SparkDeltaTable
+
+    table = SparkDeltaTable.forPath(spark, uri)
+    before = table.detail().collect()[0]["numFiles"]
+    table.optimize().executeCompaction()
+    if allow_unsafe:
+        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    table.vacuum(float(retention_hours))
+    after = SparkDeltaTable.forPath(spark, uri).detail().collect()[0]["numFiles"]
+    return {"table": name, "files_before": before, "files_after": after, "vacuumed": None, "version": None}
 
 
 def maintain_tables(spark: Any, path: str, retention_hours: int = SAFE_RETENTION_HOURS, allow_unsafe: bool = False,

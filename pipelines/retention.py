@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from segdex.indexcore.layout import filename_prefix_from_offset
 from segdex.indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
 from segdex.indexcore.retention import (
     ACTION_BLOCKED,
@@ -69,13 +70,13 @@ def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_i
     rows = []
     for d in plan.deletions:
         rows.append({**common, "base_offset": d.base_offset, "action": ACTION_DELETE,
-                     "segment": f"{d.base_offset:020d}", "rule": d.rule, "bytes": d.size_bytes,
+                     "segment": filename_prefix_from_offset(d.base_offset), "rule": d.rule, "bytes": d.size_bytes,
                      "upper_bound_offset": d.upper_bound_offset,
                      "largest_timestamp": d.largest_timestamp, "reason": d.reason})
     for seg, why in plan.blocked:
         rows.append({**common, "base_offset": seg.base_offset, "action": ACTION_BLOCKED,
-                     "segment": f"{seg.base_offset:020d}", "rule": "retention.ms", "bytes": seg.size_bytes,
-                     "upper_bound_offset": None, "largest_timestamp": seg.largest_timestamp, "reason": why})
+                     "segment": filename_prefix_from_offset(seg.base_offset), "rule": "retention.ms",
+                     "bytes": seg.size_bytes, "upper_bound_offset": None, "largest_timestamp": seg.largest_timestamp, "reason": why})
     if plan.skipped:
         rows.append({**common, "base_offset": -1, "action": ACTION_SKIPPED, "segment": None, "rule": None,
                      "bytes": 0, "upper_bound_offset": None, "largest_timestamp": None, "reason": plan.skipped})
