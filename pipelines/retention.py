@@ -76,7 +76,8 @@ def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_i
     for seg, why in plan.blocked:
         rows.append({**common, "base_offset": seg.base_offset, "action": ACTION_BLOCKED,
                      "segment": filename_prefix_from_offset(seg.base_offset), "rule": "retention.ms",
-                     "bytes": seg.size_bytes, "upper_bound_offset": None, "largest_timestamp": seg.largest_timestamp, "reason": why})
+                     "bytes": seg.size_bytes, "upper_bound_offset": None,
+                     "largest_timestamp": seg.largest_timestamp, "reason": why})
     if plan.skipped:
         rows.append({**common, "base_offset": -1, "action": ACTION_SKIPPED, "segment": None, "rule": None,
                      "bytes": 0, "upper_bound_offset": None, "largest_timestamp": None, "reason": plan.skipped})
