@@ -43,6 +43,36 @@ def package_zip(dest_dir: str | None = None) -> str:
     return path
 
 
+DELTA_JARS_ENV = "SEGDEX_DELTA_JARS"  # a folder of Delta Lake's Spark jars (default: <venv>/delta-jars)
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def delta_jars() -> list[str]:
+    """Delta Lake's Spark jars as the set-up fetched them (scripts/delta/pom.xml), or [] when absent."""
+    folder = os.environ.get(DELTA_JARS_ENV) or os.path.join(sys.prefix, "delta-jars")
+    try:
+        return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
+    except FileNotFoundError:
+        return []
+
+
+def _delta_conf() -> dict[str, str]:
+    """With ``SEGDEX_DELTA_WRITER=spark`` an embedded session loads Delta Lake's jars and extensions, so that the
+    tables are written and read through Spark; RuntimeError when the set-up did not fetch the jars."""
+    from .metadata_store import WRITER_ENV
+
+    if os.environ.get(WRITER_ENV, "").strip().lower() != "spark" or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return {}
+    jars = delta_jars()
+    if not jars:
+        raise RuntimeError(f"{WRITER_ENV}=spark needs Delta Lake's Spark jars: run the set-up (scripts/env.sh "
+                           f"fetches them with Maven) or point {DELTA_JARS_ENV} at a folder of them")
+    return {"spark.jars": ",".join(jars), **DELTA_CONF}
+
+
 def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession: ``master`` if given, else what spark-submit configured, else Spark's default ``local[*]``.
 
@@ -68,7 +98,7 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         # The driver JVM only moves pickled rows: a quick-starting JVM saves seconds on every command.
         defaults["spark.driver.extraJavaOptions"] = FAST_START_JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", FAST_START_JVM)  # spark-class's launcher JVM
-    for key, value in {**defaults, **(conf or {})}.items():
+    for key, value in {**defaults, **_delta_conf(), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SEGDEX_SPARK_LOG_LEVEL", "WARN"))

@@ -8,6 +8,24 @@ segdex_pip_install_editable() {
     || .venv/bin/python -m pip install -q -e "$1"
 }
 
+# Delta Lake's Spark jars (scripts/delta/pom.xml) in .venv/delta-jars, fetched with Maven once per pom change;
+# segdex's Spark sessions load them for SEGDEX_DELTA_WRITER=spark. Without Maven or network, a warning.
+segdex_delta_jars() {
+  local dir=.venv/delta-jars stamp=.venv/delta-jars/.fetched
+  if [ -f "$stamp" ] && [ ! scripts/delta/pom.xml -nt "$stamp" ]; then return 0; fi
+  if ! command -v mvn >/dev/null 2>&1; then
+    echo "segdex: mvn not found: Delta Lake's Spark jars not fetched (SEGDEX_DELTA_WRITER=spark needs them)" >&2
+    return 0
+  fi
+  rm -rf "$dir"
+  if mvn -q -B -Dstyle.color=never -f scripts/delta/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir" \
+      -DincludeScope=runtime -DincludeGroupIds=io.delta >/dev/null; then
+    touch "$stamp"
+  else
+    echo "segdex: could not fetch Delta Lake's Spark jars with Maven (SEGDEX_DELTA_WRITER=spark needs them)" >&2
+  fi
+}
+
 segdex_venv() {
   local py
   py="$(command -v python3.11 || command -v python3)"
@@ -21,4 +39,5 @@ segdex_venv() {
     segdex_pip_install_editable ".[dev]"
     touch "$stamp"
   fi
+  segdex_delta_jars
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing as mp
 
 import pyarrow as pa
-import pytest
 from chispa import assert_df_equality
 
 from segdex.pipelines import metadata_store as ms
@@ -100,45 +99,55 @@ def test_concurrent_writers_lose_no_rows(tmp_path):
     assert len(keys) == len(set(keys)) == 3 * 20 + 1
 
 
-def test_spark_side_delta_with_pysail(tmp_path, monkeypatch):
-    """The Spark writer (DataFrame write, MERGE INTO) against a Spark Connect server with native Delta.
+SPARK_SIDE = r"""
+import os, sys
+os.environ["SEGDEX_DELTA_WRITER"] = "spark"
+from segdex.pipelines import metadata_store as ms
+from segdex.pipelines.spark_session import get_spark
+import pyarrow as pa
+SCHEMA = pa.schema([pa.field("k1", pa.string(), nullable=False), pa.field("k2", pa.int64(), nullable=False),
+                    pa.field("value", pa.int64()), pa.field("note", pa.string())])
+KEYS = ["k1", "k2"]
+path = sys.argv[1]
+spark = get_spark("local[2]", "segdex-delta-spark-test")
+assert ms.spark_has_delta(spark)
+ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run1"},
+                                  {"k1": "a", "k2": 2, "value": 2, "note": "run1"}], SCHEMA, KEYS)
+ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run2"},
+                                  {"k1": "a", "k2": 2, "value": 3, "note": "run2"},
+                                  {"k1": "b", "k2": 1, "value": 4, "note": "run2"}], SCHEMA, KEYS,
+               update_when_changed=["value"])
+print("after-update", sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))))
+ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}], SCHEMA, KEYS,
+               update_when_changed=["value"], scope=ms.Scope("k1", frozenset({"a"})))
+print("after-scope", sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))))
+ms.write_table(spark, path, "t", [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}], SCHEMA, KEYS)
+os.environ["SEGDEX_DELTA_WRITER"] = "deltalake"
+ms.write_table(None, path, "u", [{"k1": "x", "k2": 0, "value": None, "note": None}], SCHEMA)
+os.environ["SEGDEX_DELTA_WRITER"] = "spark"
+print("u-through-spark", [tuple(r) for r in ms.read_table(spark, path, "u").collect()])
+print("views", sorted(ms.register_views(spark, path)))
+print("sum", spark.sql("SELECT sum(value) AS s FROM t").collect()[0].s)
+spark.stop()
+"""
 
-    Runs only where the optional ``pysail`` package (and pyspark's connect extras) are installed.
-    """
-    pytest.importorskip("pysail")
-    pytest.importorskip("grpc")
-    from pysail.spark import SparkConnectServer
-    from pyspark.sql import SparkSession
 
-    server = SparkConnectServer(ip="127.0.0.1", port=0)
-    server.start(background=True)
-    try:
-        _, port = server.listening_address
-        remote = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
-        monkeypatch.setenv(ms.WRITER_ENV, "spark")
-        path = str(tmp_path / "meta")
-        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run1"},
-                                           {"k1": "a", "k2": 2, "value": 2, "note": "run1"}], SCHEMA, KEYS)
-        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run2"},
-                                           {"k1": "a", "k2": 2, "value": 3, "note": "run2"},
-                                           {"k1": "b", "k2": 1, "value": 4, "note": "run2"}], SCHEMA, KEYS,
-                       update_when_changed=["value"])
-        # written through Spark, read by deltalake
-        assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
-            ("a", 1, 1, "run1"), ("a", 2, 3, "run2"), ("b", 1, 4, "run2")]
-        # rows of a rescanned scope without a source row are deleted (MERGE ... WHEN NOT MATCHED BY SOURCE)
-        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}], SCHEMA, KEYS,
-                       update_when_changed=["value"], scope=ms.Scope("k1", frozenset({"a"})))
-        assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
-            ("a", 1, 1, "run1"), ("b", 1, 4, "run2")]
-        ms.write_table(remote, path, "t", [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}], SCHEMA, KEYS)
-        # written by deltalake, read through Spark
-        monkeypatch.setenv(ms.WRITER_ENV, "deltalake")
-        ms.write_table(None, path, "u", [{"k1": "x", "k2": 0, "value": None, "note": None}], SCHEMA)
-        monkeypatch.setenv(ms.WRITER_ENV, "spark")
-        assert [tuple(r) for r in ms.read_table(remote, path, "u").collect()] == [("x", 0, None, None)]
-        assert sorted(ms.register_views(remote, path)) == ["t", "u"]
-        assert remote.sql("SELECT sum(value) AS s FROM t").collect()[0].s == 8
-        remote.stop()
-    finally:
-        server.stop()
+def test_spark_side_delta_writer(tmp_path):
+    """The Spark writer (Delta Lake on Spark: the jars the set-up fetched) writes and MERGEs, deltalake reads its
+    tables, and Spark reads deltalake's. A process of its own: the suite's session has no Delta jars."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "meta")
+    proc = subprocess.run([sys.executable, "-c", SPARK_SIDE, path], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    # written through Spark, read by deltalake
+    assert out["after-update"] == str([("a", 1, 1, "run1"), ("a", 2, 3, "run2"), ("b", 1, 4, "run2")])
+    # rows of a rescanned scope without a source row are deleted
+    assert out["after-scope"] == str([("a", 1, 1, "run1"), ("b", 1, 4, "run2")])
+    # written by deltalake, read through Spark
+    assert out["u-through-spark"] == str([("x", 0, None, None)])
+    assert out["views"] == str(["t", "u"]) and out["sum"] == "8"
+    assert sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))) == [
+        ("a", 1, 1, "run1"), ("a", 2, 3, "run4"), ("b", 1, 4, "run2")]
