@@ -24,8 +24,11 @@ from segdex.indexcore.segment_writer import build_batch, write_partition
 
 REPO = Path(__file__).resolve().parent.parent
 STRACE = shutil.which("strace")
-pytestmark = pytest.mark.skipif(STRACE is None and "CI" not in __import__("os").environ,
-                                reason="strace not installed (scripts/test.sh installs it)")
+
+
+@pytest.fixture(autouse=True)
+def strace_present():
+    assert STRACE is not None, "strace is not installed: scripts/test.sh installs it (apt-get install strace)"
 TRACED = "openat,write,fsync,fdatasync,rename,renameat,renameat2,unlink,unlinkat"
 CALL = re.compile(r"^(?P<pid>\d+)\s+(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+)")
 PATH = re.compile(r"<([^>]*)>|\"([^\"]*)\"")
