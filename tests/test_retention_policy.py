@@ -57,3 +57,20 @@ def test_notes_and_blocked_reasons():
     assert not any(n.startswith("log_start_offset") for n in last.notes)
     old = plan_retention(facts([100, 100], stamps=[NOW - 5000, NOW - 1]), LogConfig(retention_ms=1000), NOW)
     assert "retention.ms: kept segment 10: largest timestamp 9999999 is 1 ms old <= retention.ms=1000" in old.notes
+
+
+def test_log_start_offset_at_the_log_end_is_planned():
+    """After deleteRecords up to the log end, every segment but the last lies below the log start: the log
+    start offset pass deletes them (the last one holds the log end), and future timestamps are still reported."""
+    plan = plan_retention(facts([100, 100], lso=20, leo=20, stamps=[NOW - 1, NOW + 7]), LogConfig(retention_ms=-1),
+                          NOW)
+    assert plan.skipped is None
+    assert [(d.base_offset, d.rule) for d in plan.deletions] == [(0, "log_start_offset")]
+    assert [s.base_offset for s, _ in plan.blocked] == [10]
+
+
+def test_no_log_start_offset_entry_reads_as_zero():
+    f = facts([100, 100])
+    f.log_start_offset = None
+    plan = plan_retention(f, LogConfig(retention_ms=-1), NOW)
+    assert plan.log_start_offset_before == 0 and plan.deletions == []
