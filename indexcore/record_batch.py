@@ -14,20 +14,25 @@ from enum import IntEnum
 
 from .errors import CorruptRecordException
 
-# The v2 header layout is the scan package's (one definition for Python and C); every batch starts with
-# baseOffset (int64) and batchLength/messageSize (int32), and Kafka reads up to the magic byte before it decides
-# which batch type it has.
+# The v2 header layout and its attribute bits are the scan package's (one definition for Python and C); every
+# batch starts with baseOffset (int64) and batchLength/messageSize (int32), and Kafka reads up to the magic byte
+# before it decides which batch type it has.
 from .scan.batch_header import (  # noqa: F401 - re-exported
     ATTRIBUTES_OFFSET as ATTRIBUTES_V2_OFFSET,
 )
-from .scan.batch_header import CRC_OFFSET as CRC_V2_OFFSET  # noqa: F401
 from .scan.batch_header import (  # noqa: F401
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     RECORD_BATCH_V2,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
 )
+from .scan.batch_header import CRC_OFFSET as CRC_V2_OFFSET  # noqa: F401
 
 # magic 0/1: offset, messageSize, crc, magic, attributes [, timestamp (v1)].
 MESSAGE_V0 = struct.Struct(">qiIbb")
@@ -38,15 +43,9 @@ RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
 LEGACY_CRC_FROM = LOG_OVERHEAD + 4  # CRC32 covers magic .. end of the message
 
-NO_TIMESTAMP = -1
 NO_PRODUCER_ID = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_SEQUENCE = -1
-
-COMPRESSION_CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_FLAG_MASK = 0x10
-CONTROL_FLAG_MASK = 0x20
 
 
 class CompressionType(IntEnum):

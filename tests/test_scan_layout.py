@@ -32,13 +32,16 @@ def test_offsets_chain_as_kafka_defines_them():
                      for n in fields]
     assert record_batch.RECORD_BATCH_V2 is batch_header.RECORD_BATCH_V2  # one definition
     assert record_batch.ATTRIBUTES_V2_OFFSET == batch_header.ATTRIBUTES_OFFSET
+    for name in ("COMPRESSION_CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_FLAG_MASK", "CONTROL_FLAG_MASK",
+                 "NO_TIMESTAMP"):
+        assert getattr(record_batch, name) == getattr(batch_header, name), name
+    assert "COMPRESSION_CODEC_MASK =" not in Path(record_batch.__file__).read_text()  # imported, not redefined
 
 
 def test_slots_are_defined_once():
-    assert [name for name, _ in state.SLOTS] == [n for n in dir(state) if n.startswith("S_")
-                                                 and getattr(state, n) in range(state.N_SLOTS)
-                                                 ] or sorted(getattr(state, n) for n, _ in state.SLOTS) == list(
-        range(state.N_SLOTS))
+    names = [name for name, _ in state.SLOTS]
+    assert [getattr(state, name) for name in names] == list(range(state.N_SLOTS))
+    assert sorted(n for n in dir(state) if n.startswith("S_")) == sorted(names)
     source = (SCAN / "_fastscan.c").read_text()
     assert '#include "_layout.h"' in source
     assert not re.search(r"\benum\s*\{\s*S_POSITION", source), "the C file defines its own slots"
@@ -48,4 +51,6 @@ def test_c_kernel_reads_the_header_by_name():
     source = (SCAN / "_fastscan.c").read_text()
     raw = re.findall(r"\bh\s*\+\s*\d+|\bh\[\d+\]", source)
     assert not raw, f"raw header offsets in _fastscan.c: {raw}"
+    masks = re.findall(r"\battributes\s*&\s*0x[0-9a-fA-F]+", source)
+    assert not masks, f"raw attribute masks in _fastscan.c: {masks}"
     assert "PyRun_String" not in source  # the CRC library is found by native.py, not by Python source in C

@@ -255,7 +255,7 @@ static int scan(scan_ctx *c) {
         last_offset_seen = last_offset;
         batches += 1;
         records += count;
-        codecs |= (int64_t)1 << (attributes & 0x07);
+        codecs |= (int64_t)1 << (attributes & COMPRESSION_CODEC_MASK);
         magics |= 1 << 2;
         position += size;
     }
@@ -310,7 +310,7 @@ static PyObject *Kernel_call(Kernel *self, PyObject *args, PyObject *kwargs) {
     if (sv.itemsize != 8 || !sv.format || (strcmp(sv.format, "q") && strcmp(sv.format, "l"))
         || sv.len < (Py_ssize_t)(N_SLOTS * sizeof(int64_t))) {
         PyBuffer_Release(&sv);
-        PyErr_SetString(PyExc_TypeError, "state must be an array('q') of at least 14 slots");
+        PyErr_Format(PyExc_TypeError, "state must be an array('q') of at least %d slots", N_SLOTS);
         return NULL;
     }
     if (PyObject_GetBuffer(buf_obj, &bv, PyBUF_SIMPLE) < 0) {
@@ -412,7 +412,7 @@ static PyMemberDef Kernel_members[] = {
 
 static PyTypeObject KernelType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "indexcore._fastscan.Kernel",
+    .tp_name = "indexcore.scan._fastscan.Kernel",
     .tp_basicsize = sizeof(Kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "kernel(state, buf, offset_data, offset_max, time_data, time_max): native scan_simple",

@@ -8,6 +8,7 @@ wheel has none). Its address is handed to ``_fastscan.make_kernel``, which check
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 from collections.abc import Callable, Iterator
 
@@ -58,10 +59,11 @@ def load() -> Callable | None:
         _native_error = "disabled by SEGDEX_NO_NATIVE"
         return None
     try:
-        from . import _fastscan  # type: ignore[attr-defined]
-
+        # By name: a static ``from . import _fastscan`` reads, to import-graph tools that cannot see a compiled
+        # module, as an import of this package by this module (a false cycle with ``__init__``).
+        fastscan = importlib.import_module(f"{__package__}._fastscan")
         lib, address, path = find_crc32c()
-        _native = _fastscan.make_kernel(address, lib, path)
+        _native = fastscan.make_kernel(address, lib, path)
     except Exception as e:  # ImportError (not built), or the crc32c library could not be found
         _native_error = f"{type(e).__name__}: {e}"
     return _native
