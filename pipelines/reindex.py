@@ -261,9 +261,9 @@ def _preflight(discovery: Discovery, mode: str, metadata_path: str) -> None:
         per_dir: dict[str, int] = {}
         for t in discovery.tasks:
             if t.read_only is None:
-                per_dir[t.log_dir] = per_dir.get(t.log_dir, 0) + sum(
-                    preflight.index_bytes_bound(t.size_bytes // max(1, t.segment_count), t.config.index_interval_bytes)
-                    for _ in range(max(1, t.segment_count)))
+                segments = max(1, t.segment_count)
+                per_dir[t.log_dir] = per_dir.get(t.log_dir, 0) + segments * preflight.index_bytes_bound(
+                    t.size_bytes // segments, t.config.index_interval_bytes)
         needs += sorted(per_dir.items())
     for shortage in preflight.check_room(needs):
         if metadata_path in shortage.paths:

@@ -123,7 +123,7 @@ def _rewrite(status: str, normalize: bool) -> bool:
     return status.rebuildable or (normalize and status is SegmentStatus.EQUIVALENT)
 
 
-def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> list[tuple[int, str]] | None:
+def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> list[tuple[int, str]]:
     """The partition's segments, with its misnamed files, leftovers and Kafka-load findings reported."""
     logs, misnamed = segment_logs(task.path)
     for name in misnamed:
