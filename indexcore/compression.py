@@ -6,7 +6,7 @@ import struct
 
 import cramjam
 
-from .errors import CorruptRecordException
+from .errors import CorruptRecordException, DecompressionException
 from .record_batch import CompressionType, compression_name
 
 # Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
@@ -43,11 +43,27 @@ def decompress(codec: int, data: bytes) -> bytes:
             return bytes(cramjam.lz4.decompress(data))
         if codec == CompressionType.ZSTD:
             return bytes(cramjam.zstd.decompress(data))
-    except CorruptRecordException:
-        raise
+    except CorruptRecordException as e:
+        raise DecompressionException(str(e)) from e
     except Exception as e:  # cramjam raises its own DecompressionError and ValueError
-        raise CorruptRecordException(f"Cannot decompress {compression_name(codec)} payload: {e}") from e
-    raise CorruptRecordException(f"Unknown compression codec id {codec}")
+        raise DecompressionException(f"Cannot decompress {compression_name(codec)} payload: {e}") from e
+    raise DecompressionException(f"Unknown compression codec id {codec}")
+
+
+# LZ4 frame descriptor (FLG byte after the 4-byte magic): bit 5 says blocks are independent. Kafka's
+# KafkaLZ4BlockInputStream refuses frames without it ("Dependent block stream is unsupported").
+LZ4_FLG_OFFSET = 4
+LZ4_BLOCK_INDEPENDENCE = 0x20
+
+
+def kafka_can_decompress(codec: int, data: bytes) -> str | None:
+    """Why Kafka's own decompressing reader would refuse a payload segdex's codecs accept, or None.
+
+    Only LZ4 differs: Kafka reads only frames of independent blocks (as its producers write them)."""
+    if codec == CompressionType.LZ4 and len(data) > LZ4_FLG_OFFSET and not (
+            data[LZ4_FLG_OFFSET] & LZ4_BLOCK_INDEPENDENCE):
+        return "Dependent block stream is unsupported"
+    return None
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -60,7 +76,10 @@ def compress(codec: int, data: bytes) -> bytes:
         block = bytes(cramjam.snappy.compress_raw(data))
         return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + INT32.pack(len(block)) + block
     if codec == CompressionType.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        # Independent blocks, as KafkaLZ4BlockOutputStream writes them (Kafka cannot read linked ones).
+        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor.compress(data)
+        return bytes(compressor.finish())
     if codec == CompressionType.ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"Unknown compression codec id {codec}")

@@ -12,6 +12,10 @@ class CorruptRecordException(SegdexError):
     """
 
 
+class DecompressionException(CorruptRecordException):
+    """A batch payload its codec cannot decode (Kafka: a ``KafkaException`` from the codec's stream)."""
+
+
 class InvalidRecordException(SegdexError):
     """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
 
@@ -38,6 +42,15 @@ class InvalidLayoutException(SegdexError):
 
 class InvalidTxnStateException(SegdexError):
     """Producer state that Kafka refuses (a non-transactional write inside an open transaction)."""
+
+
+class RecoveryFailedException(SegdexError):
+    """Bytes on which Kafka's ``LogSegment.recover`` throws instead of truncating.
+
+    Recovery catches only ``CorruptRecordException`` and ``InvalidRecordException``; anything else (an
+    ``IllegalArgumentException`` for a control record of an unknown type, a ``NullPointerException`` for an
+    end-transaction marker without a key or value) escapes it and fails the broker's load of the log dir.
+    """
 
 
 class UsageException(SegdexError):

@@ -53,6 +53,9 @@ from .time_index import TimeIndex
 from .transaction_index import TransactionIndex
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+# A magic byte above 2 (a bit flip: the v2 CRC does not cover it) is read as a v2 batch by Kafka
+# (FileLogInputStream.nextBatch: anything not below MAGIC_VALUE_V2); ``magics`` reports such batches as 3.
+MAGIC_ABOVE_V2 = 3
 
 @dataclass
 class RecoveryResult:
@@ -114,26 +117,39 @@ def _recover_batch(state: array, buf, batch: RecordBatch, offset_index: OffsetIn
         epoch = batch.partition_leader_epoch
         if epoch >= 0 and (not leader_epochs or epoch > leader_epochs[-1][0]):
             leader_epochs.append((epoch, batch.base_offset))
-        aborted = producer_state.update(buf, batch)
+        try:
+            aborted = producer_state.update(buf, batch)
+        except (CorruptRecordException, InvalidRecordException):
+            # Kafka has already counted this batch (validBytes, index entries, leader epoch) when
+            # updateProducerState throws: recovery truncates after it, not before.
+            _account(state, batch, batch.base_offset, count, valid_bytes)
+            raise
         if aborted is not None:
             txn_index.append(aborted)
     elif batch.compression_type == 0:
         count = 1
     else:
+        # Kafka's recovery never opens a legacy wrapper (ensureValid checks the outer CRC only): inner messages
+        # are read for the record count and first offset, and a wrapper that cannot be read is still kept.
         try:
             inner = list(records(buf, batch))
-        except CorruptRecordException as e:
-            raise InvalidRecordException(f"compressed legacy wrapper at position {batch.position}: {e}") from e
+        except SegdexError:
+            inner = []
         count = len(inner)
     first = batch.base_offset if batch.magic >= 2 or batch.compression_type == 0 else (
         inner[0].offset if count else batch.last_offset)
+    _account(state, batch, first, count, valid_bytes)
+
+
+def _account(state: array, batch: RecordBatch, first: int, count: int, valid_bytes: int) -> None:
+    """Count a batch recovery keeps: offsets, totals, and the position after it (Kafka's validBytes)."""
     if state[S_FIRST_OFFSET] < 0:
         state[S_FIRST_OFFSET] = first
     state[S_LAST_OFFSET] = batch.last_offset
     state[S_BATCHES] += 1
     state[S_RECORDS] += count
     state[S_CODECS] |= 1 << batch.compression_type
-    state[S_MAGICS] |= 1 << batch.magic
+    state[S_MAGICS] |= 1 << min(batch.magic, MAGIC_ABOVE_V2)
     state[S_POSITION] = valid_bytes + batch.size_in_bytes
 
 
@@ -184,7 +200,12 @@ def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INT
                               f"{size - state[S_POSITION]} trailing bytes do not hold a whole batch")
     # A normally closed segment always ends its time index with the largest timestamp seen.
     if result.error is None:
-        time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP], skip_full_check=True)
+        try:
+            time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP],
+                                    skip_full_check=True)
+        except SegdexError as e:
+            # Kafka's final maybeAppend throws too (offsets that went backwards): recovery fails, no truncation.
+            result.error = f"{type(e).__name__} at the end of the segment: {e}"
     result.valid_bytes = state[S_POSITION]
     result.batch_count = state[S_BATCHES]
     result.record_count = state[S_RECORDS]

@@ -89,6 +89,12 @@ class PartitionRecovery:
             return SegmentRecovery(log_path, base_offset, SegmentStatus.ERROR, Reason(result.error, log_path), result)
         txn_exists = os.path.exists(index_paths(log_path)[TXN_INDEX_FILE_SUFFIX])
         files = index_files(result, txn_exists)
+        if result.stop_reason and result.valid_bytes == result.size_bytes:
+            # Kafka stopped at the last batch (its producer state could not take it) but truncates nothing:
+            # recover() returns 0 and the broker only logs a warning. Same status here, the cause kept.
+            return SegmentRecovery(log_path, base_offset, SegmentStatus.OK,
+                                   Reason(f"warning: {result.stop_reason}", log_path, result.valid_bytes),
+                                   result, files)
         if result.stop_reason:
             return SegmentRecovery(
                 log_path, base_offset, SegmentStatus.CORRUPT_LOG_TAIL,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .errors import InvalidTxnStateException
 from .record_batch import RecordBatch
-from .records import control_record
+from .records import end_txn_marker
 from .transaction_index import AbortedTxn
 
 
@@ -40,7 +40,7 @@ class ProducerStateManager:
         if batch.has_producer_id:
             pid = batch.producer_id
             if batch.is_control:
-                marker = control_record(buf, batch)
+                marker = end_txn_marker(buf, batch)
                 first = self.current_txn_first_offset.pop(pid, None)
                 if marker is not None and first is not None:
                     completed = CompletedTxn(pid, first, batch.base_offset, marker[0] == "ABORT")

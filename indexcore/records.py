@@ -6,8 +6,13 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .compression import decompress
-from .errors import CorruptRecordException
+from .compression import decompress, kafka_can_decompress
+from .errors import (
+    CorruptRecordException,
+    DecompressionException,
+    InvalidRecordException,
+    RecoveryFailedException,
+)
 from .record_batch import (
     LOG_ENTRY_HEADER,
     LOG_OVERHEAD,
@@ -72,8 +77,10 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
     payload = decompress(batch.compression_type, bytes(buf[start + RECORD_BATCH_OVERHEAD:
                                                           start + batch.size_in_bytes]))
     log_append_time = bool(batch.attributes & TIMESTAMP_TYPE_MASK)
+    if count < 0:
+        raise InvalidRecordException(f"Found invalid record count {count} in magic v{batch.magic} batch")
     pos = 0
-    for _ in range(count):
+    for i in range(count):
         length, pos = _varint(payload, pos)
         end = pos + length
         if length < 0 or end > len(payload):
@@ -92,9 +99,11 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
         if pos != end:
             raise CorruptRecordException("Record size does not match its fields")
         timestamp = max_timestamp if log_append_time else base_timestamp + ts_delta
+        # As Kafka's RecordIterator: the declared count is checked against the bytes when the last record
+        # is read (so not at all for a batch declaring 0 records, nor by a reader of the first record only).
+        if i == count - 1 and pos != len(payload):
+            raise CorruptRecordException(f"Batch has {len(payload) - pos} bytes after its {count} records")
         yield Record(base_offset + offset_delta, timestamp, key, value, headers)
-    if pos != len(payload):
-        raise CorruptRecordException(f"Batch has {len(payload) - pos} bytes after its {count} records")
 
 
 def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int, int, int, int, bytes | None,
@@ -153,8 +162,57 @@ def records(buf, batch: RecordBatch) -> Iterator[Record]:
     return legacy_records(buf, batch)
 
 
+def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int] | None:
+    """(controlType, coordinatorEpoch) of a control batch's first record, read as Kafka's recovery reads it
+    (``ProducerAppendInfo.append`` -> ``EndTransactionMarker.deserialize``); None for a batch with no records.
+
+    Raises what Kafka raises: ``InvalidRecordException`` (caught by recovery, which then truncates after this
+    batch) for a key or value too short or with a negative version; ``RecoveryFailedException`` (Kafka's
+    ``IllegalArgumentException`` or ``NullPointerException``, which escape recovery) for a missing key or value
+    or a control type other than ABORT and COMMIT.
+    """
+    refusal = None
+    if batch.compression_type:
+        start = batch.position + RECORD_BATCH_OVERHEAD
+        refusal = kafka_can_decompress(batch.compression_type, bytes(buf[start:start + 8]))
+    if refusal is not None:
+        raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {refusal} (Kafka: "
+                                      f"KafkaException)")
+    try:
+        first = next(iter(v2_records(buf, batch)), None)
+    except DecompressionException as e:
+        raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {e} (Kafka: "
+                                      f"KafkaException)") from e
+    for record in [first] if first is not None else []:
+        key, value = record.key, record.value
+        if key is None:
+            raise RecoveryFailedException(f"control record at offset {record.offset} has no key "
+                                          f"(Kafka: NullPointerException)")
+        if len(key) < CONTROL_KEY.size:
+            raise InvalidRecordException(f"Invalid value size found for end control record key. Must have at "
+                                         f"least {CONTROL_KEY.size} bytes, but found only {len(key)}")
+        version, ctype = CONTROL_KEY.unpack_from(key)
+        if version < 0:
+            raise InvalidRecordException(f"Invalid version found for control record: {version}")
+        if ctype not in CONTROL_TYPES:
+            raise RecoveryFailedException(f"Invalid control record type for end transaction marker: {ctype} "
+                                          f"(Kafka: IllegalArgumentException)")
+        if value is None:
+            raise RecoveryFailedException(f"end transaction marker at offset {record.offset} has no value "
+                                          f"(Kafka: NullPointerException)")
+        if len(value) < END_TXN_MARKER_VALUE.size:
+            raise InvalidRecordException(f"Invalid value size found for end transaction marker. Must have at "
+                                         f"least {END_TXN_MARKER_VALUE.size} bytes, but found only {len(value)}")
+        value_version, coordinator_epoch = END_TXN_MARKER_VALUE.unpack_from(value)
+        if value_version < 0:
+            raise InvalidRecordException(f"Invalid version found for end transaction marker: {value_version}")
+        return CONTROL_TYPES[ctype], coordinator_epoch
+    return None
+
+
 def control_record(buf, batch: RecordBatch) -> tuple[str, int] | None:
-    """(controlType, coordinatorEpoch) of a control batch's first record, or None for an empty batch."""
+    """(controlType, coordinatorEpoch) of a control batch's first record, or None for an empty batch; lenient,
+    for display (an unknown type shows as ``UNKNOWN(n)``). Recovery uses ``end_txn_marker``."""
     for record in v2_records(buf, batch):
         if record.key is None or len(record.key) < CONTROL_KEY.size:
             raise CorruptRecordException("Control record has no valid key")

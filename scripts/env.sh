@@ -26,6 +26,30 @@ segdex_delta_jars() {
   fi
 }
 
+# Apache Kafka's release jars for the tests (tests/kafka/pom.xml), one folder per version in .venv/kafka/<version>/:
+# libs/ (the broker, its storage tool, the clients) and oracle/ (tests/kafka/oracle/KafkaOracle.java compiled
+# against them). Fetched once (Maven's local repository caches them), rebuilt when the pom or the oracle changes.
+# The newest 4.x and 3.9.x releases that resolve on Maven Central (4.4.0's kafka-tools jar is missing there, so
+# the pom takes only what the broker needs).
+SEGDEX_KAFKA_VERSIONS="${SEGDEX_KAFKA_VERSIONS:-4.4.0 3.9.2}"
+export SEGDEX_KAFKA_VERSIONS
+segdex_kafka() {
+  local version dir stamp profile
+  for version in $SEGDEX_KAFKA_VERSIONS; do
+    dir=.venv/kafka/$version stamp=.venv/kafka/$version/.built
+    if [ -f "$stamp" ] && [ ! tests/kafka/pom.xml -nt "$stamp" ] \
+        && [ ! tests/kafka/oracle/KafkaOracle.java -nt "$stamp" ]; then continue; fi
+    case "$version" in 3.*) profile=kafka3 ;; *) profile=kafka4 ;; esac
+    rm -rf "$dir"
+    mkdir -p "$dir/oracle"
+    mvn -q -B -Dstyle.color=never -f tests/kafka/pom.xml -P"$profile" -Dkafka.version="$version" \
+      dependency:copy-dependencies -DoutputDirectory="$PWD/$dir/libs" -DincludeScope=runtime \
+      >"$dir/mvn.log" 2>&1 || { cat "$dir/mvn.log" >&2; echo "segdex: could not fetch Kafka $version" >&2; return 1; }
+    javac -nowarn -d "$dir/oracle" -cp "$dir/libs/*" tests/kafka/oracle/KafkaOracle.java
+    touch "$stamp"
+  done
+}
+
 segdex_venv() {
   local py
   py="$(command -v python3.11 || command -v python3)"

@@ -11,6 +11,8 @@ segdex_airflow_extra
 if ! command -v strace >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq >/dev/null && apt-get install -y -qq strace >/dev/null
 fi
+# Apache Kafka's jars (a real broker and Kafka's own recovery code, for the tests that compare with Kafka)
+segdex_kafka
 .venv/bin/ruff check .
 # layers enforced: jobs -> pipelines -> indexcore, indexcore without Spark/Delta, no import cycles
 .venv/bin/lint-imports

@@ -227,13 +227,12 @@ static int scan(scan_ctx *c) {
                 break; /* the position field is an int32: Python raises on this batch */
             int64_t t = c->tim_used / TIME_ENTRY;
             int64_t last_ts = t ? (int64_t)be64(c->tim + c->tim_used - TIME_ENTRY) : NO_TIMESTAMP;
+            /* TimeIndex.maybeAppend checks fullness and offset order on every call, appending or not */
+            if (t >= c->time_max - 1)
+                break;
+            if (t && oom - base < (int32_t)be32(c->tim + c->tim_used - TIME_ENTRY + 8))
+                break;
             int add_time = mst > last_ts;
-            if (add_time) {
-                if (t >= c->time_max - 1)
-                    break;
-                if (t && oom - base < (int32_t)be32(c->tim + c->tim_used - TIME_ENTRY + 8))
-                    break;
-            }
             if (c->off_used + OFFSET_ENTRY > c->off_cap || (add_time && c->tim_used + TIME_ENTRY > c->tim_cap)) {
                 rc = SCAN_NEED_SPACE;
                 break;

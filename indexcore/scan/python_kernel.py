@@ -78,9 +78,10 @@ def _append_entries(state: array, position: int, last_offset: int, max_so_far: i
     t = len(time_data) // TIME_INDEX_ENTRY_SIZE
     last_ts, last_rel = (TIME_ENTRY.unpack_from(time_data, len(time_data) - TIME_INDEX_ENTRY_SIZE) if t
                          else (NO_TIMESTAMP, 0))
+    # TimeIndex.maybeAppend checks fullness and offset order on every call, whether it appends or not.
+    if t >= time_max - 1 or (t and off_of_max - base < last_rel):
+        return False
     if max_so_far > last_ts:
-        if t >= time_max - 1 or (t and off_of_max - base < last_rel):
-            return False
         time_data += TIME_ENTRY.pack(max_so_far, off_of_max - base)
     offset_data += OFFSET_ENTRY.pack(last_offset - base, position)
     state[S_LAST_INDEX_ENTRY] = position

@@ -1,0 +1,150 @@
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.server.util.KafkaScheduler;
+import org.apache.kafka.storage.internals.checkpoint.LeaderEpochCheckpointFile;
+import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
+import org.apache.kafka.storage.internals.log.EpochEntry;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.LogSegment;
+import org.apache.kafka.storage.internals.log.ProducerStateManager;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+
+/**
+ * Kafka's own segment recovery as a differential oracle for segdex's tests (never shipped, never copied).
+ *
+ * <p>Reads one request per line on stdin: {@code <partition dir>\t<index.interval.bytes>\t<segment.index.bytes>}.
+ * The dir is a scratch copy holding only {@code .log} files; the oracle recovers every segment in offset order
+ * as {@code LogLoader.recoverLog} does with no recovery point (one {@code ProducerStateManager} and one
+ * {@code LeaderEpochFileCache} carried from segment to segment, {@code LogSegment.recover} then
+ * {@code LogSegment.close}), which leaves the index files Kafka writes beside each {@code .log}. It answers one
+ * JSON line per request:
+ * {@code {"segments":[{"baseOffset","sizeBefore","validBytes","truncated","exception"}],"epochs":[[e,o]...]}}.
+ * {@code exception} is the class and message of anything {@code recover} threw (a thrown exception fails the
+ * broker's log loading); after the first segment that truncated or threw, {@code LogLoader} deletes the rest,
+ * so the oracle stops there too ({@code "stoppedAt"}).
+ *
+ * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
+ * 4.x: the call goes through reflection so that one source serves both families.
+ */
+public final class KafkaOracle {
+    private static final TopicPartition TP = new TopicPartition("oracle", 0);
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        // Kafka logs to stdout through the appender; keep the protocol channel clean.
+        System.setOut(System.err);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isEmpty()) continue;
+            String[] f = line.split("\t");
+            String answer;
+            try {
+                answer = recoverDir(new File(f[0]), Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+            } catch (Throwable t) {
+                answer = "{\"fatal\":" + quote(describe(t)) + "}";
+            }
+            out.println(answer);
+        }
+    }
+
+    private static String recoverDir(File dir, int indexInterval, int segmentIndexBytes) throws Exception {
+        TreeMap<Long, File> logs = new TreeMap<>();
+        for (File f : dir.listFiles()) {
+            String name = f.getName();
+            if (name.endsWith(".log")) logs.put(Long.parseLong(name.substring(0, name.length() - 4)), f);
+        }
+        Map<String, Object> props = new HashMap<>();
+        props.put("index.interval.bytes", indexInterval);
+        props.put("segment.index.bytes", segmentIndexBytes);
+        LogConfig config = new LogConfig(props);
+        ProducerStateManager psm = new ProducerStateManager(TP, dir, 60 * 60 * 1000,
+            new ProducerStateManagerConfig(86400000, false), Time.SYSTEM);
+        LeaderEpochFileCache cache = new LeaderEpochFileCache(TP,
+            new LeaderEpochCheckpointFile(LeaderEpochCheckpointFile.newFile(dir), new LogDirFailureChannel(1)),
+            new KafkaScheduler(1));
+        Method recover = findRecover();
+        StringBuilder sb = new StringBuilder("{\"segments\":[");
+        String stoppedAt = null;
+        boolean first = true;
+        for (Map.Entry<Long, File> e : logs.entrySet()) {
+            long base = e.getKey();
+            long sizeBefore = e.getValue().length();
+            LogSegment segment = LogSegment.open(dir, base, config, Time.SYSTEM, true, 0, false, "");
+            String exception = null;
+            int truncated = 0;
+            try {
+                Object epochArg = recover.getParameterTypes()[1] == Optional.class ? Optional.of(cache) : cache;
+                truncated = (Integer) recover.invoke(segment, psm, epochArg);
+            } catch (InvocationTargetException ite) {
+                exception = describe(ite.getCause());
+            }
+            long validBytes = segment.size();
+            segment.close();
+            if (!first) sb.append(',');
+            first = false;
+            sb.append("{\"baseOffset\":").append(base)
+              .append(",\"sizeBefore\":").append(sizeBefore)
+              .append(",\"validBytes\":").append(validBytes)
+              .append(",\"truncated\":").append(truncated)
+              .append(",\"exception\":").append(exception == null ? "null" : quote(exception))
+              .append('}');
+            if (exception != null || truncated > 0) {
+                stoppedAt = Long.toString(base);
+                break;
+            }
+        }
+        sb.append("],\"epochs\":[");
+        List<String> epochs = new ArrayList<>();
+        for (EpochEntry entry : cache.epochEntries()) {
+            epochs.add("[" + member(entry, "epoch") + "," + member(entry, "startOffset") + "]");
+        }
+        sb.append(String.join(",", epochs)).append("],\"stoppedAt\":").append(stoppedAt).append('}');
+        return sb.toString();
+    }
+
+    /** EpochEntry has public fields in 3.9 and is a record (accessor methods) in 4.x. */
+    private static Object member(Object o, String name) throws ReflectiveOperationException {
+        try {
+            return o.getClass().getMethod(name).invoke(o);
+        } catch (NoSuchMethodException e) {
+            return o.getClass().getField(name).get(o);
+        }
+    }
+
+    private static Method findRecover() {
+        for (Method m : LogSegment.class.getMethods()) {
+            if (m.getName().equals("recover") && m.getParameterCount() == 2) return m;
+        }
+        throw new IllegalStateException("LogSegment.recover(ProducerStateManager, epoch cache) not found");
+    }
+
+    private static String describe(Throwable t) {
+        return t.getClass().getName() + ": " + t.getMessage();
+    }
+
+    private static String quote(String s) {
+        StringBuilder sb = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') sb.append('\\').append(c);
+            else if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+            else sb.append(c);
+        }
+        return sb.append('"').toString();
+    }
+}
