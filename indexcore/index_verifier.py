@@ -63,12 +63,14 @@ def check_offset_entries(buf, entries: list[tuple[int, int]], result: RecoveryRe
     return None
 
 
-def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResult) -> str | None:
+def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResult,
+                       final_entry_required: bool = True) -> str | None:
     """Why these time-index entries are unsound, or None.
 
     An entry (t, o) is sound when o is the last offset of the first batch whose max timestamp reached t
     (strictly above all earlier batches), and entries grow; the last one must be the segment's largest
-    timestamp, which Kafka reads back as the segment's max timestamp.
+    timestamp, which Kafka reads back as the segment's max timestamp (``LogSegment.close`` appends it), unless
+    ``final_entry_required`` is False: a segment Kafka never closes (the KRaft metadata log's active one).
     """
     for (t1, o1), (t2, o2) in zip(entries, entries[1:], strict=False):
         if t2 <= t1 or o2 < o1:
@@ -87,7 +89,8 @@ def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResu
             j += 1
     if j < len(entries):
         return f"time index entry {entries[j]} lies beyond the valid bytes"
-    if result.max_timestamp > NO_TIMESTAMP and (not entries or entries[-1][0] != result.max_timestamp):
+    if final_entry_required and result.max_timestamp > NO_TIMESTAMP and (
+            not entries or entries[-1][0] != result.max_timestamp):
         return (f"time index does not end with the segment's largest timestamp {result.max_timestamp} "
                 f"(Kafka reads the last entry as the segment's max timestamp)")
     return None
@@ -119,15 +122,21 @@ def _read_existing(segment: SegmentRecovery) -> dict[str, bytes | None] | Verdic
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(e.cause, e.path))
 
 
-def _check_sparse_index(buf, suffix: str, data: bytes, path: str, result: RecoveryResult) -> Verdict | str:
+def _check_sparse_index(buf, suffix: str, data: bytes, path: str, result: RecoveryResult,
+                        never_closed: bool = False) -> Verdict | str:
     """One ``.index``/``.timeindex`` that differs from the rebuild: ``corrupt_index`` when Kafka would trip on
-    it, else a note saying why it is valid anyway."""
+    it, else a note saying why it is valid anyway. ``never_closed``: a preallocated time index need not end
+    with the segment's largest timestamp (see ``verify_segment``)."""
     _, count_fn, size, parse, check = next(k for k in _SPARSE_INDEXES if k[0] == suffix)
     count = count_fn(data)
     if any(data[count * size:]):
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(
             f"{len(data)} bytes do not hold whole entries followed by zero padding", path))
-    problem = check(buf, parse(data[:count * size], result.base_offset), result)
+    entries = parse(data[:count * size], result.base_offset)
+    if check is check_time_entries:
+        problem = check(buf, entries, result, final_entry_required=not (never_closed and len(data) > count * size))
+    else:
+        problem = check(buf, entries, result)
     if problem:
         return Verdict(SegmentStatus.CORRUPT_INDEX, Reason(problem, path))
     if len(data) > count * size:
@@ -135,7 +144,8 @@ def _check_sparse_index(buf, suffix: str, data: bytes, path: str, result: Recove
     return f"{os.path.basename(path)} entries differ from a rebuild but are valid"
 
 
-def _compare_entries(segment: SegmentRecovery, existing: dict[str, bytes | None]) -> Verdict:
+def _compare_entries(segment: SegmentRecovery, existing: dict[str, bytes | None],
+                     never_closed: bool = False) -> Verdict:
     """Index files present but not byte-identical: ``corrupt_index`` or ``equivalent``."""
     result, want, paths = segment.result, segment.files, index_paths(segment.log_path)
     if (existing[TXN_INDEX_FILE_SUFFIX] or b"") != (want[TXN_INDEX_FILE_SUFFIX] or b""):
@@ -147,7 +157,7 @@ def _compare_entries(segment: SegmentRecovery, existing: dict[str, bytes | None]
             for suffix, *_ in _SPARSE_INDEXES:
                 if existing[suffix] == want[suffix]:
                     continue
-                checked = _check_sparse_index(buf, suffix, existing[suffix], paths[suffix], result)
+                checked = _check_sparse_index(buf, suffix, existing[suffix], paths[suffix], result, never_closed)
                 if isinstance(checked, Verdict):
                     return checked
                 notes.append(checked)
@@ -158,8 +168,13 @@ def _compare_entries(segment: SegmentRecovery, existing: dict[str, bytes | None]
     return Verdict(SegmentStatus.EQUIVALENT, Reason("; ".join(notes), segment.log_path))
 
 
-def verify_segment(segment: SegmentRecovery) -> Verdict:
-    """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written)."""
+def verify_segment(segment: SegmentRecovery, never_closed: bool = False) -> Verdict:
+    """Classify the index files beside ``segment.log_path`` against its rebuild (nothing is written).
+
+    ``never_closed``: the segment is one Kafka keeps open with preallocated indexes even across a clean stop
+    (the KRaft metadata log's active segment: the raft layer never closes it, so its time index lacks the
+    final entry ``LogSegment.close`` would append); that state is then ``equivalent``, not ``corrupt_index``.
+    """
     if segment.status in (SegmentStatus.UNREADABLE, SegmentStatus.ERROR):
         return Verdict(segment.status, segment.reason)
     assert segment.result is not None
@@ -176,7 +191,7 @@ def verify_segment(segment: SegmentRecovery) -> Verdict:
     want = segment.files
     if all(existing[s] == want[s] or (want[s] is None and not existing[s]) for s in want):
         return Verdict(SegmentStatus.OK)
-    return _compare_entries(segment, existing)
+    return _compare_entries(segment, existing, never_closed)
 
 
 __all__ = ["Verdict", "verify_segment", "check_offset_entries", "check_time_entries"]

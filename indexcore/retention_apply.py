@@ -114,13 +114,23 @@ def _roll_where_everything_goes(acting: list[PlannedPartition]) -> None:
 
 
 def _write_checkpoints(log_dir: str, acting: list[PlannedPartition], checkpoints) -> None:
-    """The new log start offsets (and recovery points raised to them), one atomic write per file."""
+    """The new log start offsets (and recovery points raised to them), one atomic write per file.
+
+    As ``LogManager.checkpointLogStartOffsetsInDir``: a partition has an entry only while its log start offset
+    lies above its first segment's base offset (deleteRecords inside a segment); where retention leaves the
+    log start offset at the first remaining segment, the broker writes no entry, and neither does segdex.
+    """
     lso = dict(checkpoints.log_start_offsets)
     rp = dict(checkpoints.recovery_points)
     for p in acting:
         key = (p.plan.topic, p.plan.partition)
         if p.plan.deletions:
-            lso[key] = max(lso.get(key, 0), p.plan.log_start_offset_after)
+            start = max(lso.get(key, 0), p.plan.log_start_offset_after)
+            remaining = p.plan.remaining_base_offsets
+            if remaining and start <= remaining[0]:
+                lso.pop(key, None)
+            else:
+                lso[key] = start
             if key in rp and rp[key] < p.plan.log_start_offset_after:
                 rp[key] = p.plan.log_start_offset_after
     if lso != checkpoints.log_start_offsets:

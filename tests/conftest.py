@@ -36,6 +36,19 @@ def load_case(name: str) -> dict:
     return json.loads((FIXTURES / name / "case.json").read_text())
 
 
+def log_start_offset(log_dir: str | os.PathLike, topic: str, partition: int = 0) -> int | None:
+    """A partition's log start offset as a broker loads it: the larger of its ``log-start-offset-checkpoint``
+    entry and its first segment's base offset. Kafka checkpoints an entry only while the log start offset
+    lies above the first segment's base (``LogManager.checkpointLogStartOffsetsInDir``)."""
+    from segdex.indexcore.checkpoints import read_offset_checkpoint
+    path = Path(log_dir) / "log-start-offset-checkpoint"
+    entry = read_offset_checkpoint(path).get((topic, partition)) if path.exists() else None
+    bases = sorted(int(p.name[:20]) for p in (Path(log_dir) / f"{topic}-{partition}").glob("*.log"))
+    if not bases:
+        return entry
+    return max(entry, bases[0]) if entry is not None else bases[0]  # as LogLoader takes it
+
+
 _HOLD_LOCK = """
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)

@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import log_start_offset
 
-from segdex.indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from segdex.indexcore.checkpoints import write_offset_checkpoint
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.retention import run_log_dir
 from segdex.indexcore.segment_writer import build_batch, write_partition
@@ -60,4 +61,4 @@ def test_high_watermark_clamped_planned_and_applied(tmp_path, log_start, high_wa
     assert sorted(int(f.name[:20]) for f in part.glob("*.log.deleted")) == deleted
     live = sorted(int(f.name[:20]) for f in part.glob("*.log"))
     assert live == [b for b in (0, 20, 40) if b not in deleted] + ([roll] if roll is not None else [])
-    assert read_offset_checkpoint(log_dir / "log-start-offset-checkpoint") == {("t", 0): log_start_after}
+    assert log_start_offset(log_dir, "t") == log_start_after

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
+from conftest import FIXTURES, broker_lock, fixture_case_names, load_case, log_start_offset
 
-from segdex.indexcore.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from segdex.indexcore.checkpoints import write_offset_checkpoint
 from segdex.indexcore.log_dir import LogDirLock, lock_holder
 from segdex.indexcore.segment_writer import build_batch, write_partition
 from segdex.jobs import report
@@ -103,8 +103,7 @@ def test_retention_apply_leaves_internal_topics_and_the_metadata_log(tmp_path):
     assert ("config: assumed Kafka's defaults retention.ms=604800000, retention.bytes=-1, cleanup.policy=delete for 1 "
             "topics (orders)") in proc.stdout
     assert "retention.ms=604800000, retention.bytes=-1 for 1 topics (mixed)" in proc.stdout
-    lso = read_offset_checkpoint(log_dir / "log-start-offset-checkpoint")
-    assert lso == {("orders", 0): 60, ("mixed", 0): 60}
+    assert log_start_offset(log_dir, "orders") == log_start_offset(log_dir, "mixed") == 60
 
 
 def test_a_default_for_every_topic_does_not_reach_internal_topics(tmp_path):
