@@ -270,6 +270,17 @@ class KafkaOracle:
             raise RuntimeError(f"oracle failed on {partition_dir}: {answer['fatal']}")
         return answer
 
+    def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
+              segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
+        """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""
+        self.proc.stdin.write(f"bench\t{log_dir}\t{base_offset}\t{index_interval_bytes}\t{segment_index_bytes}"
+                              f"\t{runs}\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline() or '{"fatal": "oracle exited"}')
+        if "fatal" in answer:
+            raise RuntimeError(f"Kafka {self.install.version}'s benchmark failed: {answer['fatal']}")
+        return [ms / 1000 for ms in answer["ms"]]
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.stdin.close()

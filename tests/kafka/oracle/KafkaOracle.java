@@ -38,6 +38,11 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * broker's log loading); after the first segment that truncated or threw, {@code LogLoader} deletes the rest,
  * so the oracle stops there too ({@code "stoppedAt"}).
  *
+ * <p>{@code bench\t<dir>\t<baseOffset>\t<index.interval.bytes>\t<segment.index.bytes>\t<runs>} times
+ * {@code LogSegment.recover} of one segment {@code runs} times in this JVM (index files removed before each run;
+ * the caller discards the first runs as JIT warm-up) and answers {@code {"ms":[...]}}: what the benchmarks in
+ * {@code benchmarks/} put beside segdex's figures.
+ *
  * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
  * 4.x: the call goes through reflection so that one source serves both families.
  */
@@ -55,7 +60,12 @@ public final class KafkaOracle {
             String[] f = line.split("\t");
             String answer;
             try {
-                answer = recoverDir(new File(f[0]), Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+                if (f[0].equals("bench")) {
+                    answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
+                        Integer.parseInt(f[4]), Integer.parseInt(f[5]));
+                } else {
+                    answer = recoverDir(new File(f[0]), Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+                }
             } catch (Throwable t) {
                 answer = "{\"fatal\":" + quote(describe(t)) + "}";
             }
@@ -125,6 +135,34 @@ public final class KafkaOracle {
         } catch (NoSuchMethodException e) {
             return o.getClass().getField(name).get(o);
         }
+    }
+
+    private static String bench(File dir, long base, int indexInterval, int segmentIndexBytes, int runs)
+            throws Exception {
+        Map<String, Object> props = new HashMap<>();
+        props.put("index.interval.bytes", indexInterval);
+        props.put("segment.index.bytes", segmentIndexBytes);
+        LogConfig config = new LogConfig(props);
+        Method recover = findRecover();
+        List<String> ms = new ArrayList<>();
+        for (int r = 0; r < runs; r++) {
+            for (String suffix : new String[] {".index", ".timeindex", ".txnindex", ".snapshot"}) {
+                File f = new File(dir, String.format("%020d%s", base, suffix));
+                if (f.exists() && !f.delete()) throw new IllegalStateException("cannot delete " + f);
+            }
+            ProducerStateManager psm = new ProducerStateManager(TP, dir, 60 * 60 * 1000,
+                new ProducerStateManagerConfig(86400000, false), Time.SYSTEM);
+            LeaderEpochFileCache cache = new LeaderEpochFileCache(TP,
+                new LeaderEpochCheckpointFile(LeaderEpochCheckpointFile.newFile(dir), new LogDirFailureChannel(1)),
+                new KafkaScheduler(1));
+            long t0 = System.nanoTime();
+            LogSegment segment = LogSegment.open(dir, base, config, Time.SYSTEM, true, 0, false, "");
+            Object epochArg = recover.getParameterTypes()[1] == Optional.class ? Optional.of(cache) : cache;
+            recover.invoke(segment, psm, epochArg);
+            segment.close();
+            ms.add(String.format("%.3f", (System.nanoTime() - t0) / 1e6));
+        }
+        return "{\"ms\":[" + String.join(",", ms) + "]}";
     }
 
     private static Method findRecover() {

@@ -1,0 +1,143 @@
+"""A broker's start after lost indexes, with and without segdex, measured against Kafka itself in one run.
+
+A log dir of ``--partitions`` x ``--segments`` segments of ``--segment-mib`` MiB (``.log`` files only, no
+clean-shutdown marker, as an unclean stop that lost the indexes leaves it) is formatted with Kafka's storage
+tool. Each run starts from a fresh copy of it (page cache warm for every contender alike) and times:
+
+- ``kafka N threads``: the broker started on the dir (``num.recovery.threads.per.data.dir`` = 1 and 2), from
+  process start to "Kafka Server started", and LogManager's own "Loaded ... logs in X ms" figure;
+- ``segdex reindex``: the whole ``segdex reindex`` command on the dir (Spark start included), then the
+  broker's start on what it left (2 recovery threads), and the sum of both.
+
+Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the jars come from
+``bash scripts/test.sh``.
+
+    .venv/bin/python benchmarks/bench_startup.py                 # 8 partitions x 4 x 16 MiB (512 MiB)
+    .venv/bin/python benchmarks/bench_startup.py --partitions 64 # the 4.3 GB dir of issue 12's table
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall  # noqa: E402
+
+from segdex.indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
+
+MiB = 1 << 20
+LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
+
+
+def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: int, segment_bytes: int) -> Path:
+    """The formatted log dir with the bench topic's segments (.log files only), made once per shape."""
+    pristine = root / f"pristine-{install.version}-{partitions}x{segments}x{segment_bytes >> 20}"
+    if (pristine / "data" / "meta.properties").exists():
+        return pristine
+    shutil.rmtree(pristine, ignore_errors=True)
+    KafkaBroker(install, pristine).format()
+    shape = {"records_per_batch": 16, "value_size": 1000, "key_size": 8}
+    for p in range(partitions):
+        part = pristine / "data" / f"bench-{p}"
+        part.mkdir()
+        base = 0
+        for _ in range(segments):
+            size = uniform_segment(part / segment_name(base), segment_bytes, base_offset=base, **shape)
+            with open(part / segment_name(base), "rb") as f:
+                batch_size = int.from_bytes(f.read(12)[8:12], "big") + 12
+            base += size // batch_size * shape["records_per_batch"]
+    return pristine
+
+
+def fresh_copy(pristine: Path, work: Path) -> Path:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine / "data", work / "data")
+    return work
+
+
+def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int) -> tuple[float, float | None]:
+    """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``."""
+    cluster_id = (pristine / "data" / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
+    broker = KafkaBroker(install, work, {"num.recovery.threads.per.data.dir": str(threads)},
+                         data_dir=work / "data", cluster_id=cluster_id)
+    t0 = time.perf_counter()
+    try:
+        broker.start(timeout=1800)
+        elapsed = time.perf_counter() - t0
+    finally:
+        broker.kill()
+    loaded = LOADED.findall(broker.log_text())
+    return elapsed, (int(loaded[-1][1]) / 1000 if loaded else None)
+
+
+def run_segdex(work: Path) -> float:
+    exe = Path(sys.executable).parent / "segdex"
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(exe), "reindex", "--no-progress", "--metadata", str(work / "meta"),
+                           str(work / "data")], capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"segdex reindex failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--segment-mib", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=Path("bench-data"))
+    parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
+    args = parser.parse_args(argv)
+    install = KafkaInstall(args.kafka).check()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    pristine = make_pristine(args.dir.resolve(), install, args.partitions, args.segments, args.segment_mib * MiB)
+    total = sum(p.stat().st_size for p in (pristine / "data").rglob("*.log"))
+    print(f"broker start after lost indexes: Kafka {install.version}, {args.partitions} partitions x "
+          f"{args.segments} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB, median of {args.runs} runs, "
+          f"{os.cpu_count()} CPUs, warm page cache")
+    results: dict[str, list[float]] = {}
+    work = Path(tempfile.mkdtemp(prefix="segdex-startup-", dir=args.dir))
+    try:
+        for _ in range(args.runs):  # contenders alternate within each run
+            for threads in (1, 2):
+                started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads)
+                results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
+                if loaded is not None:
+                    results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
+            fresh_copy(pristine, work)
+            reindex = run_segdex(work)
+            started, loaded = start_broker(install, pristine, work, 2)
+            results.setdefault("segdex reindex (whole command)", []).append(reindex)
+            results.setdefault("kafka start after segdex, 2 threads", []).append(started)
+            if loaded is not None:
+                results.setdefault("  of which LogManager loading", []).append(loaded)
+            results.setdefault("segdex reindex + kafka start", []).append(reindex + started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    medians = {k: statistics.median(v) for k, v in results.items()}
+    for name, runs in results.items():
+        print(f"  {name:42} {medians[name]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in runs)}")
+    alone = medians["kafka start, 2 recovery thread(s)"]
+    kafka_loading = medians.get("  of which LogManager loading, 2 thread(s)", alone)
+    both, reindex = medians["segdex reindex + kafka start"], medians["segdex reindex (whole command)"]
+    print(f"  -> reindex + start / start alone (2 threads) = {both / alone:.2f}x; "
+          f"segdex reindex / Kafka's own loading (2 threads) = {reindex / kafka_loading:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
