@@ -87,8 +87,12 @@ def free_port() -> int:
 
 
 def new_cluster_id() -> str:
-    """A cluster id as `kafka-storage random-uuid` prints it (URL-safe base64 of 16 random bytes)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as `kafka-storage random-uuid` prints it: URL-safe base64 of 16 random bytes, never starting
+    with '-' (Kafka's Uuid.randomUuid draws again: the storage tool would read such an id as an option)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class KafkaBroker:
