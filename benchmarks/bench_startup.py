@@ -38,17 +38,22 @@ from kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall  # noqa: E40
 from segdex.indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
 
 MiB = 1 << 20
+SHAPES = {
+    "large": {"records_per_batch": 16, "value_size": 1000, "key_size": 8},  # 16 KiB batches
+    "small": {"records_per_batch": 1, "value_size": 112, "key_size": 8},  # 190 B batches
+}
 LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
 
 
-def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: int, segment_bytes: int) -> Path:
+def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: int, segment_bytes: int,
+                  shape_name: str) -> Path:
     """The formatted log dir with the bench topic's segments (.log files only), made once per shape."""
-    pristine = root / f"pristine-{install.version}-{partitions}x{segments}x{segment_bytes >> 20}"
+    pristine = root / f"pristine-{install.version}-{partitions}x{segments}x{segment_bytes >> 20}-{shape_name}"
     if (pristine / "data" / "meta.properties").exists():
         return pristine
     shutil.rmtree(pristine, ignore_errors=True)
     KafkaBroker(install, pristine).format()
-    shape = {"records_per_batch": 16, "value_size": 1000, "key_size": 8}
+    shape = SHAPES[shape_name]
     for p in range(partitions):
         part = pristine / "data" / f"bench-{p}"
         part.mkdir()
@@ -101,14 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
+    parser.add_argument("--shape", choices=list(SHAPES), default="large",
+                        help="16 KiB batches (large) or 190 B single-record batches (small)")
     args = parser.parse_args(argv)
     install = KafkaInstall(args.kafka).check()
     args.dir.mkdir(parents=True, exist_ok=True)
-    pristine = make_pristine(args.dir.resolve(), install, args.partitions, args.segments, args.segment_mib * MiB)
+    pristine = make_pristine(args.dir.resolve(), install, args.partitions, args.segments, args.segment_mib * MiB,
+                             args.shape)
     total = sum(p.stat().st_size for p in (pristine / "data").rglob("*.log"))
     print(f"broker start after lost indexes: Kafka {install.version}, {args.partitions} partitions x "
-          f"{args.segments} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB, median of {args.runs} runs, "
-          f"{os.cpu_count()} CPUs, warm page cache")
+          f"{args.segments} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of {args.shape} batches, "
+          f"median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache")
     results: dict[str, list[float]] = {}
     work = Path(tempfile.mkdtemp(prefix="segdex-startup-", dir=args.dir))
     try:

@@ -224,9 +224,10 @@ def damage(draw: Draw, data: bytes, magic: int) -> tuple[bytes, str]:
 def control_damage(draw: Draw, buf: bytearray, spans: list[tuple[int, int]]) -> tuple[bytes, str]:
     """CRC-valid but malformed control content: the control bit on a data batch, negative key or value
     versions, an unknown control type, a control batch with zero records."""
-    pos, size = draw.choice(spans)
-    attrs = struct.unpack_from(">h", buf, pos + 21)[0]
+    markers = [(p, s) for p, s in spans if struct.unpack_from(">h", buf, p + 21)[0] & 0x27 == 0x20]
     how = draw.choice(["control-bit", "key-version", "value-version", "type", "zero-records"])
+    pos, size = draw.choice(markers if markers and how != "control-bit" else spans)
+    attrs = struct.unpack_from(">h", buf, pos + 21)[0]
     uncompressed = attrs & 0x07 == 0
     if how == "control-bit" or not (attrs & 0x20) or not uncompressed:
         struct.pack_into(">h", buf, pos + 21, attrs | 0x20 | (0x10 if draw.boolean() else 0))
