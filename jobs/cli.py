@@ -24,6 +24,7 @@ from segdex.indexcore.status import ExitStatus
 COMMANDS = {
     "rebuild": "segdex.jobs.rebuild",
     "dump": "segdex.jobs.dump",
+    "offsets": "segdex.jobs.offsets",
     "reindex": "segdex.jobs.reindex",
     "verify": "segdex.jobs.verify",
     "sql": "segdex.jobs.sql",

@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 from kafka_harness import INDEX_SUFFIXES, KAFKA_VERSIONS, KafkaBroker, KafkaInstall, delete_index_files
 
 from segdex.indexcore.checkpoints import read_offset_checkpoint
+from segdex.indexcore.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, list_offset
 from segdex.jobs.cli import main as cli
 from segdex.pipelines.metadata_store import MetadataStore
 
@@ -174,7 +175,8 @@ def offsets_for_times(broker: KafkaBroker, topic: str, stamps: list[int]) -> lis
     for spec in specs:  # one request each: a request holds a partition once
         for f in client.list_offsets({TopicPartition(topic, 0): spec}).values():
             info = f.result(30)
-            out.append((info.offset, info.timestamp))
+            epoch = info.leader_epoch if info.leader_epoch is not None and info.leader_epoch >= 0 else -1
+            out.append((info.offset, info.timestamp, epoch))
     return out
 
 
@@ -291,7 +293,16 @@ def test_reindex_after_kill_equals_broker_recovery_and_serves_the_same(produced,
         assert from_b[key] == records, key
     assert len(from_a[("txn", "read_uncommitted")]) > len(from_a[("txn", "read_committed")]) > 0
     times = from_a[("codecs", "times")]
-    assert times[0][0] == 0 and all(o > 0 for o, _ in times[1:3]) and times[3] == (-1, -1), times
+    assert times[0][0] == 0 and all(o > 0 for o, _, _ in times[1:3]) and times[3] == (-1, -1, -1), times
+    # segdex offsets, from segdex's copy alone, answers what the broker answers (offset, timestamp, epoch); only
+    # LATEST's epoch differs: a running broker answers with the epoch it became leader in at its own start
+    targets = [*stamps, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP]
+    latest = targets.index(LATEST_TIMESTAMP)
+    for topic in TOPICS:
+        ours = [(a.offset, a.timestamp, a.leader_epoch) for a in (list_offset(b / f"{topic}-0", t) for t in targets)]
+        theirs = from_a[(topic, "times")]
+        assert ours[:latest] + ours[latest + 1:] == theirs[:latest] + theirs[latest + 1:], topic
+        assert ours[latest][:2] == theirs[latest][:2] and 0 <= ours[latest][2] <= theirs[latest][2], topic
 
 
 def _copy(src: Path, dest: Path) -> Path:
