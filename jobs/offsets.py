@@ -10,9 +10,11 @@ import sys
 from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.errors import SegdexError, UsageException
 from segdex.indexcore.layout import parse_partition_dir_name
-from segdex.indexcore.list_offsets import OffsetAnswer, list_offset, log_start_offsets, parse_target
+from segdex.indexcore.list_offsets import log_start_offsets, parse_target
 from segdex.indexcore.log_dir import describe_dir, list_log_dir
 from segdex.indexcore.status import ExitStatus
+from segdex.jobs.common import spark_if_master
+from segdex.pipelines.offsets import list_offsets
 
 HELP = ("answer ListOffsets offline (kafka-get-offsets --time): offset, timestamp and leader epoch per partition, "
         "by timestamp, earliest, latest or max-timestamp")
@@ -27,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--format", choices=["text", "json", "reset-csv"], default="text",
                      help="text: topic:partition:offset as kafka-get-offsets prints it; reset-csv: "
                           "topic,partition,offset lines for kafka-consumer-groups --reset-offsets --from-file")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master: partitions are answered by Spark tasks (for log dirs of many partitions); "
+                             "default: in this process, no Spark")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="a partition dir (<topic>-<n>) or a log dir")
 
 
@@ -56,14 +61,6 @@ def _starts(log_dir: str) -> dict[tuple[str, int], int]:
         return {}
 
 
-def _answer(path: str, target: int, start: int | None) -> OffsetAnswer:
-    try:
-        return list_offset(path, target, log_start_offset=start)
-    except (OSError, SegdexError) as e:
-        tp = parse_partition_dir_name(os.path.basename(os.path.normpath(path)))
-        return OffsetAnswer(tp.topic, tp.partition, error=f"{getattr(e, 'strerror', None) or e}")
-
-
 def run(args: argparse.Namespace) -> int:
     fmt = "json" if args.json else args.format
     try:
@@ -72,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     except (UsageException, SegdexError) as e:
         print(f"segdex offsets: {e}", file=sys.stderr)
         return ExitStatus.USAGE
-    answers = sorted((_answer(path, target, start) for path, start in work), key=lambda a: (a.topic, a.partition))
+    answers = list_offsets(work, target, spark_if_master(args.master, "offsets"))
     status = ExitStatus.OK
     for a in answers:
         if a.error:

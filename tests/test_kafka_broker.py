@@ -268,7 +268,9 @@ def test_reindex_after_kill_equals_broker_recovery_and_serves_the_same(produced,
     code = cli(["reindex", "--no-progress", "--metadata", str(meta), *topic_config_args(), str(b)])
     assert code in (0, 1)
     assert {p.name: p.read_bytes() for part in partition_dirs(b).values() for p in part.glob("*.log")} == logs_before
-    stamps = [T0 - 1, T0 + 5_000, T0 + 20_000, T0 + 10**9]
+    rng = random.Random(11)
+    stamps = [T0 - 1, T0 + 5_000, T0 + 20_000, T0 + 10**9] + sorted(
+        rng.randint(T0, produced["clock"].now + 1000) for _ in range(8))
 
     on_a = broker.sibling(tmp_path / "a", a)
     on_a.start()

@@ -116,3 +116,22 @@ def test_offsets_command_bad_input(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     proc = segdex("--time", "-1", str(tmp_path / "notes.txt"))
     assert proc.returncode == 2 and "partition dir or a log dir" in proc.stderr
+
+
+def test_offsets_on_spark_equal_in_process(tmp_path):
+    """--master: one Spark task per partition, the same answers as the in-process loop; a partition that
+    cannot be read is an error row (exit 1), the others are still answered."""
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    for case in ("v2_gzip", "v2_zstd", "v2_base_offset_1000000", "multi_segment_partition_retention"):
+        shutil.copytree(FIXTURES / case / "broker", log_dir / f"{case}-0", ignore=shutil.ignore_patterns("*.json"))
+    (log_dir / "broken-0").mkdir()
+    (log_dir / "broken-0" / "00000000000000000000.log").mkdir()  # a directory where a segment belongs
+    local = segdex("--time", "1700000090000", "--json", str(log_dir))
+    on_spark = segdex("--time", "1700000090000", "--json", "--master", "local[2]", str(log_dir))
+    assert local.returncode == on_spark.returncode == 1
+    assert on_spark.stdout == local.stdout
+    rows = [json.loads(line) for line in local.stdout.splitlines()]
+    assert [r["topic"] for r in rows] == ["broken", "multi_segment_partition_retention", "v2_base_offset_1000000",
+                                          "v2_gzip", "v2_zstd"]
+    assert "error" in rows[0] and all("error" not in r for r in rows[1:])
