@@ -12,8 +12,9 @@ Where a topic's value comes from, highest first (``TopicConfigResolver``):
    are ``cleanup.policy=compact``; ``__share_group_state`` is ``delete`` with ``retention.ms=-1``, its
    coordinator moves the log start offset itself): a topic-level override in Kafka too, so a ``--config``
    default for every topic does not reach them;
-3. ``--config KEY=VALUE`` (a default for every topic);
-4. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
+3. ``--config KEY=VALUE`` (a default for every topic; topic or broker names);
+4. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
+5. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
 
 ``__cluster_metadata`` is the KRaft metadata log: it follows ``metadata.*`` settings and its own snapshots,
 never topic configs; no writing command touches it (``is_cluster_metadata``).
@@ -39,6 +40,7 @@ SOURCE_TOPIC_CONFIG = "--topic-config"
 SOURCE_INTERNAL_TOPIC = "internal topic"
 SOURCE_CONFIG = "--config"
 SOURCE_DEFAULT = "Kafka default"
+SOURCE_BROKER = "server.properties"
 
 # What Kafka sets when it creates its internal topics, with the brokers' default segment sizes; read from the
 # Kafka 4.1.1 jars (GroupCoordinatorService.groupMetadataTopicConfigs, TransactionStateManager
@@ -159,14 +161,17 @@ class TopicConfigResolver:
     default configs (precedence in the module docstring). Values are validated when the resolver is built."""
 
     def __init__(self, config: Mapping[str, str] | None = None,
-                 topic_configs: Mapping[str, Mapping[str, str]] | None = None) -> None:
+                 topic_configs: Mapping[str, Mapping[str, str]] | None = None,
+                 broker: Mapping[str, str] | None = None, broker_origins: Mapping[str, str] | None = None) -> None:
+        self.broker = dict(broker or {})
+        self.broker_origins = dict(broker_origins or {})
         self.config = dict(config or {})
         self.topic_configs = {t: dict(kv) for t, kv in (topic_configs or {}).items()}
         for topic in self.topic_configs:
             if not topic:
                 raise ConfigException("empty topic name in --topic-config")
         self._cache: dict[str, ResolvedConfig] = {}
-        self.default = LogConfig().with_overrides(self.config)
+        self.default = LogConfig().with_overrides({**self.broker, **self.config})
         for topic in self.topic_configs:
             self.resolve(topic)
 
@@ -176,11 +181,13 @@ class TopicConfigResolver:
             return cached
         values: dict[str, str] = {}
         sources: dict[str, str] = {}
-        for source, layer in ((SOURCE_CONFIG, self.config), (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
+        for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_CONFIG, self.config),
+                              (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
                               (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
             for key, value in (layer or {}).items():
                 values[key] = value
-                sources[key] = source
+                sources[key] = (f"{source} ({self.broker_origins[key]})"
+                                if source == SOURCE_BROKER and key in self.broker_origins else source)
         resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources)
         self._cache[topic] = resolved
         return resolved

@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Any
+
+BROKER_CONFIG_HELP = ("the broker's server.properties: its log.dirs (then LOGDIR may be left out) and the log.* "
+                      "defaults its topics inherit (log.index.interval.bytes, log.retention.hours, ...)")
+
+
+def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker-config", metavar="PATH", help=BROKER_CONFIG_HELP)
+
+
+def config_layers(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, dict[str, str]]]:
+    """(BrokerConfig or None, --config, --topic-config) with broker names turned into topic config names;
+    ConfigException (a SegdexError) when any is bad."""
+    from segdex.indexcore.broker_config import read_broker_config, topic_names
+    from segdex.indexcore.log_config import parse_config_args, parse_topic_config_args
+
+    path = getattr(args, "broker_config", None)
+    broker = read_broker_config(path) if path else None
+    config = topic_names(parse_config_args(getattr(args, "config", None)))
+    topics = {t: topic_names(kv) for t, kv in parse_topic_config_args(getattr(args, "topic_config", None)).items()}
+    return broker, config, topics
+
+
+def broker_defaults(broker: Any) -> dict[str, str]:
+    return dict(broker.defaults) if broker is not None else {}
+
+
+def log_dirs_or_broker(command: str, given: list[str], broker: Any) -> list[str] | None:
+    """The LOGDIRs given, else the broker config's log.dirs; None (after a message) when there are none."""
+    if given:
+        return given
+    if broker is not None and broker.log_dirs:
+        return list(broker.log_dirs)
+    where = f" (and {broker.path} sets no log.dirs)" if broker is not None else ""
+    print(f"segdex {command}: give at least one LOGDIR, or --broker-config with log.dirs{where}", file=sys.stderr)
+    return None
 
 
 def report_missing_log_dirs(command: str, log_dirs: list[str]) -> bool:

@@ -6,10 +6,11 @@ import argparse
 import sys
 
 from segdex.indexcore.errors import SegdexError, UsageException
-from segdex.indexcore.log_config import LogConfig, parse_config_args
+from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_dir import LogDirLockedException
 from segdex.indexcore.rebuild import RebuildOutcome, rebuild
 from segdex.indexcore.status import ExitStatus, SegmentStatus
+from segdex.jobs.common import add_broker_config_argument, broker_defaults, config_layers
 
 HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
 
@@ -20,12 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", metavar="DIR",
                         help="write to DIR/<partition dir name>/ and leave the source untouched")
     parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+    add_broker_config_argument(parser)
     parser.add_argument("paths", nargs="+", metavar="PATH", help="partition directory or .log file")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = LogConfig().with_overrides(parse_config_args(args.config))
+        broker, given, _ = config_layers(args)
+        config = LogConfig().with_overrides({**broker_defaults(broker), **given})
     except SegdexError as e:
         print(f"segdex rebuild: {e}", file=sys.stderr)
         return ExitStatus.USAGE

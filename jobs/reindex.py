@@ -13,9 +13,15 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from segdex.indexcore.errors import SegdexError  # noqa: E402
-from segdex.indexcore.log_config import LogConfig, parse_config_args, parse_topic_config_args  # noqa: E402
+from segdex.indexcore.log_config import LogConfig  # noqa: E402
 from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import check_log_dirs  # noqa: E402
+from segdex.jobs.common import (  # noqa: E402
+    add_broker_config_argument,
+    broker_defaults,
+    check_log_dirs,
+    config_layers,
+    log_dirs_or_broker,
+)
 
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
 COMMAND = "reindex"
@@ -42,13 +48,19 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: spark-submit's, else embedded local[*])")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir (holding <topic>-<n> dirs)")
+    add_broker_config_argument(parser)
+    parser.add_argument("log_dirs", nargs="*", metavar="LOGDIR",
+                        help="a Kafka log dir (holding <topic>-<n> dirs); default: --broker-config's log.dirs")
 
 
 def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogConfig]]:
-    """The default LogConfig and per-topic ones from --config/--topic-config (ConfigException when bad)."""
-    default = LogConfig().with_overrides(parse_config_args(args.config))
-    topics = {t: default.with_overrides(kv) for t, kv in parse_topic_config_args(args.topic_config).items()}
+    """The default LogConfig (Kafka's defaults < the broker's log.* settings < --config) and per-topic ones from
+    --topic-config (ConfigException when bad)."""
+    broker, config, topic_configs = config_layers(args)
+    default = LogConfig().with_overrides({**broker_defaults(broker), **config})
+    topics = {t: default.with_overrides(kv) for t, kv in topic_configs.items()}
+    args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
+    args._given_configs = {**broker_defaults(broker), **config}
     return default, topics
 
 
@@ -59,7 +71,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     except SegdexError as e:
         print(f"segdex {mode}: {e}", file=sys.stderr)
         return ExitStatus.USAGE
-    if check_log_dirs(mode, args.log_dirs):
+    if not args.log_dirs or check_log_dirs(mode, args.log_dirs):
         return ExitStatus.USAGE
     from segdex.jobs import report
     from segdex.pipelines import reindex
@@ -68,7 +80,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
-    given = set(parse_config_args(args.config))
+    given = set(args._given_configs)
     assumed = [k for k in ("index.interval.bytes", "segment.index.bytes") if k not in given]
     if mode == "reindex" and assumed:
         values = ", ".join(f"{k}={getattr(default, k.replace('.', '_'))}" for k in assumed)

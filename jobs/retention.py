@@ -21,11 +21,16 @@ from segdex.indexcore.layout import filename_prefix_from_offset  # noqa: E402
 from segdex.indexcore.log_config import (  # noqa: E402
     LogConfig,
     TopicConfigResolver,
-    parse_config_args,
-    parse_topic_config_args,
 )
 from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
+from segdex.jobs.common import (  # noqa: E402
+    add_broker_config_argument,
+    broker_defaults,
+    check_log_dirs,
+    config_layers,
+    print_log_dir_outcome,
+    spark_if_master,
+)
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -49,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", metavar="URL",
                         help="Spark master; with it, log dirs are processed one Spark task each")
     parser.add_argument("--verbose", "-v", action="store_true", help="also print why each pass stopped")
-    parser.add_argument("log_dirs", nargs="*", metavar="LOGDIR", help="Kafka log dir (holds <topic>-<n> dirs)")
+    add_broker_config_argument(parser)
+    parser.add_argument("log_dirs", nargs="*", metavar="LOGDIR",
+                        help="Kafka log dir (holds <topic>-<n> dirs); default: --broker-config's log.dirs")
 
 
 def _err(msg: str) -> None:
@@ -109,7 +116,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
     if args.from_metadata and (args.log_dirs or args.apply):
         return "--from-metadata plans from the tables alone: give no LOGDIR and no --apply"
     if not args.from_metadata and not args.log_dirs:
-        return "give at least one LOGDIR, or --from-metadata PATH"
+        return "give at least one LOGDIR, --broker-config with log.dirs, or --from-metadata PATH"
     return None
 
 
@@ -149,10 +156,14 @@ def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, ap
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = TopicConfigResolver(parse_config_args(args.config), parse_topic_config_args(args.topic_config))
+        broker, given, topic_configs = config_layers(args)
+        config = TopicConfigResolver(given, topic_configs, broker=broker_defaults(broker),
+                                     broker_origins=broker.origins if broker is not None else None)
     except SegdexError as e:
         _err(str(e))
         return ExitStatus.USAGE
+    if broker is not None and not args.log_dirs and not args.from_metadata:
+        args.log_dirs = list(broker.log_dirs)
     why = _usage_error(args)
     if why:
         _err(why)

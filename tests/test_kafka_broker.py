@@ -385,3 +385,35 @@ def test_retention_matches_the_brokers_own_deletion(produced, tmp_path):
     assert segdex_lso == kafka_lso
     assert kafka_lso["by_records"] == 1500
     assert json.dumps(segdex_lso)  # plain ints
+
+
+def test_broker_level_settings_read_from_its_server_properties(produced, tmp_path, spark):
+    """A broker whose log.index.interval.bytes (700) and log.retention.hours live in its server.properties only:
+    `verify --broker-config` on that very file (log.dirs included, no LOGDIR) finds its segments `ok`; without it,
+    on Kafka's default interval, the same valid files are merely `equivalent`."""
+    broker = KafkaBroker(produced["install"], tmp_path / "node",
+                         {**BROKER_PROPS, "log.index.interval.bytes": "700", "log.retention.hours": "1000",
+                          "log.segment.bytes": str(MiB)})
+    try:
+        broker.start()
+        create_topics(broker, {"plain": {}})
+        rng = random.Random(3)
+        p = producer(broker, **{"batch.num.messages": 1, "linger.ms": 0})  # batches far below 700 bytes
+        for _ in range(5000):
+            p.produce("plain", value=rng.randbytes(rng.randint(50, 300)))
+        p.flush(60)
+        broker.stop()
+    finally:
+        broker.kill()
+    server_properties = tmp_path / "node" / "server.properties"
+    assert "log.index.interval.bytes=700" in server_properties.read_text()
+
+    def statuses(meta: Path, *args: str) -> set[str]:
+        code = cli(["verify", "--no-progress", "--metadata", str(meta), *args])
+        assert code == 0
+        rows = MetadataStore(str(meta), spark).read("segments", ["topic", "status"]).to_pylist()
+        return {r["status"] for r in rows if r["topic"] == "plain"}
+
+    assert statuses(tmp_path / "m1", "--broker-config", str(server_properties)) == {"ok"}
+    assert statuses(tmp_path / "m2", str(broker.data_dir)) == {"equivalent"}
+    assert len(list((broker.data_dir / "plain-0").glob("*.log"))) >= 2
