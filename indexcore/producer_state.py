@@ -28,7 +28,6 @@ class ProducerStateManager:
     current_txn_first_offset: dict[int, int] = field(default_factory=dict)
     # firstOffset -> producerId of every open transaction (Kafka keeps a TreeMap keyed by firstOffset)
     ongoing_txns: dict[int, int] = field(default_factory=dict)
-    map_end_offset: int = 0
 
     @property
     def has_ongoing_txns(self) -> bool:
@@ -58,7 +57,6 @@ class ProducerStateManager:
                 if open_first is None and batch.is_transactional:
                     self.current_txn_first_offset[pid] = batch.base_offset
                     self.ongoing_txns[batch.base_offset] = pid
-        self.map_end_offset = batch.last_offset + 1
         return aborted
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:

@@ -63,3 +63,28 @@ def test_aborted_transaction_spanning_segments_and_a_stale_txnindex(tmp_path, sp
         assert parse_transaction_index((part / name).read_bytes()) == txns, name
     assert stale.exists() and stale.read_bytes() == b""  # truncated, not deleted (TransactionIndex.reset)
     assert sorted(p.name for p in part.glob("*.txnindex")) == ["00000000000000000000.txnindex", *sorted(EXPECTED)]
+
+
+def test_an_empty_control_batch_leaves_the_transaction_open():
+    """A control batch with no records (a cleaned-away marker) completes nothing (ProducerAppendInfo.append
+    returns empty): the transaction begun at offset 0 stays open until the real ABORT at offset 4, whose
+    .txnindex entry therefore starts at 0. Expected values are the offsets this test writes."""
+    import struct
+
+    import crc32c
+
+    from segdex.indexcore.log_segment import recover
+
+    empty = bytearray(build_batch(3, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0),
+                                  control_timestamp=1_700_000_000_003))
+    struct.pack_into(">i", empty, 57, 0)  # recordsCount = 0
+    struct.pack_into(">I", empty, 17, crc32c.crc32c(bytes(empty[21:])))
+    log = (build_batch(0, [(1_700_000_000_000 + i, b"k", b"v") for i in range(3)], producer_id=7, producer_epoch=0,
+                       base_sequence=0, is_transactional=True)
+           + bytes(empty)
+           + build_batch(4, [], producer_id=7, producer_epoch=0, control=("ABORT", 0),
+                         control_timestamp=1_700_000_000_004))
+    result = recover(log, 0)
+    assert result.stop_reason is None and result.error is None
+    entries = parse_transaction_index(result.txn_index.to_bytes())
+    assert [(e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries] == [(7, 0, 4, 5)]
