@@ -106,6 +106,19 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
         yield Record(base_offset + offset_delta, timestamp, key, value, headers)
 
 
+def _legacy_bytes(data, p: int, end: int) -> tuple[bytes | None, int]:
+    """A legacy message's key or value: int32 length (-1: null), then the bytes; both within the message."""
+    if p + 4 > end:
+        raise CorruptRecordException("Legacy message too short for its key/value length fields")
+    (length,) = INT32.unpack_from(data, p)
+    p += 4
+    if length < 0:
+        return None, p
+    if p + length > end:
+        raise CorruptRecordException(f"Legacy message key/value of {length} bytes runs past the message")
+    return bytes(data[p:p + length]), p + length
+
+
 def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int, int, int, int, bytes | None,
                                                                           bytes | None]]:
     """(offset, magic, attributes, timestamp, key, value) of each message in a legacy message set."""
@@ -116,6 +129,8 @@ def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int,
         if size < 14 or end > len(data):
             raise CorruptRecordException("Truncated inner message in compressed wrapper")
         magic = data[pos + 16]
+        if pos + (MESSAGE_V1.size if magic == 1 else MESSAGE_V0.size) > end:
+            raise CorruptRecordException("Inner message shorter than its header")
         if magic == 1:
             _, _, _crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
             p = pos + MESSAGE_V1.size
@@ -123,13 +138,8 @@ def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int,
             _, _, _crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
             timestamp = NO_TIMESTAMP
             p = pos + MESSAGE_V0.size
-        (klen,) = INT32.unpack_from(data, p)
-        p += 4
-        key = None if klen < 0 else bytes(data[p:p + klen])
-        p += max(klen, 0)
-        (vlen,) = INT32.unpack_from(data, p)
-        p += 4
-        value = None if vlen < 0 else bytes(data[p:p + vlen])
+        key, p = _legacy_bytes(data, p, end)
+        value, p = _legacy_bytes(data, p, end)
         yield offset, magic, attributes & 0xFF, timestamp, key, value
         pos = end
     if pos != len(data):
