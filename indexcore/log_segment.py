@@ -48,6 +48,12 @@ from .scan.state import (
     S_OFFSET_OF_MAX_TIMESTAMP,
     S_POSITION,
     S_RECORDS,
+    S_RUN_BASE_OFFSET,
+    S_RUN_BASE_SEQUENCE,
+    S_RUN_LAST_OFFSET,
+    S_RUN_MAX_TIMESTAMP,
+    S_RUN_PRODUCER_EPOCH,
+    S_RUN_PRODUCER_ID,
 )
 from .time_index import TimeIndex
 from .transaction_index import TransactionIndex
@@ -153,6 +159,16 @@ def _account(state: array, batch: RecordBatch, first: int, count: int, valid_byt
     state[S_POSITION] = valid_bytes + batch.size_in_bytes
 
 
+def _fold_run(state: array, producer_state: ProducerStateManager) -> None:
+    """Apply the last batch of a kernel run of one idempotent producer to producer state. Within a run only the
+    last batch shows in the entry (``ProducerStateEntry.addBatch``: epoch, last batch and timestamp are the
+    latest batch's; no transaction can be open, as the kernel runs only when none is)."""
+    producer_state.append_data_batch(state[S_RUN_PRODUCER_ID], state[S_RUN_PRODUCER_EPOCH],
+                                     state[S_RUN_BASE_SEQUENCE], state[S_RUN_BASE_OFFSET], state[S_RUN_LAST_OFFSET],
+                                     state[S_RUN_MAX_TIMESTAMP], False)
+    state[S_RUN_PRODUCER_ID] = -1
+
+
 def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
             producer_state: ProducerStateManager | None = None, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
             leader_epochs: list[tuple[int, int]] | None = None, native: bool | None = None) -> RecoveryResult:
@@ -175,14 +191,20 @@ def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INT
     state[S_OFFSET_OF_MAX_TIMESTAMP] = base_offset
     state[S_LAST_OFFSET] = -1
     state[S_FIRST_OFFSET] = -1
+    state[S_RUN_PRODUCER_ID] = -1
     kernel = scan.kernel(native)
     result = RecoveryResult(base_offset, size, 0, offset_index, time_index, txn_index, leader_epochs=leader_epochs)
     try:
         while True:
             if not producer_state.has_ongoing_txns:
                 state[S_LEADER_EPOCH] = leader_epochs[-1][0] if leader_epochs else -1
+                start = state[S_POSITION]
                 kernel(state, buf, offset_index.data, offset_index.max_entries, time_index.data,
                        time_index.max_entries)
+                if state[S_RUN_PRODUCER_ID] > -1:
+                    _fold_run(state, producer_state)
+                    if state[S_POSITION] > start:
+                        continue  # stopped at another producer's batch: a new run starts there
             batch = next(batches(buf, state[S_POSITION], size), None)
             if batch is None:
                 break

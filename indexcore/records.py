@@ -172,9 +172,10 @@ def records(buf, batch: RecordBatch) -> Iterator[Record]:
     return legacy_records(buf, batch)
 
 
-def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int] | None:
-    """(controlType, coordinatorEpoch) of a control batch's first record, read as Kafka's recovery reads it
-    (``ProducerAppendInfo.append`` -> ``EndTransactionMarker.deserialize``); None for a batch with no records.
+def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
+    """(controlType, coordinatorEpoch, record timestamp) of a control batch's first record, read as Kafka's
+    recovery reads it (``ProducerAppendInfo.append`` -> ``EndTransactionMarker.deserialize``); None for a batch
+    with no records.
 
     Raises what Kafka raises: ``InvalidRecordException`` (caught by recovery, which then truncates after this
     batch) for a key or value too short or with a negative version; ``RecoveryFailedException`` (Kafka's
@@ -216,7 +217,7 @@ def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int] | None:
         value_version, coordinator_epoch = END_TXN_MARKER_VALUE.unpack_from(value)
         if value_version < 0:
             raise InvalidRecordException(f"Invalid version found for end transaction marker: {value_version}")
-        return CONTROL_TYPES[ctype], coordinator_epoch
+        return CONTROL_TYPES[ctype], coordinator_epoch, record.timestamp
     return None
 
 

@@ -2,7 +2,8 @@
  * indexcore.scan._fastscan: the native twin of indexcore.scan.python_kernel.scan_simple.
  *
  * A kernel advances over valid, plain (non-transactional, non-control) magic-2
- * batches of the accepted partition leader epoch, appending offset/time index
+ * batches of the accepted partition leader epoch and of at most one producer id
+ * (the run's: its last batch is left in the S_RUN_* slots), appending offset/time index
  * entries in file format (big-endian) to two bytearrays, and stops BEFORE any
  * batch that is not such a batch or whose index appends would break a rule;
  * Python's reference loop then handles that batch. Same arguments, same effect
@@ -164,6 +165,9 @@ static int scan(scan_ctx *c) {
     int64_t first_offset = st[S_FIRST_OFFSET], last_offset_seen = st[S_LAST_OFFSET];
     int64_t batches = st[S_BATCHES], records = st[S_RECORDS], codecs = st[S_CODECS];
     int64_t magics = st[S_MAGICS];
+    int64_t run_pid = st[S_RUN_PRODUCER_ID], run_epoch = st[S_RUN_PRODUCER_EPOCH];
+    int64_t run_base_seq = st[S_RUN_BASE_SEQUENCE], run_base_offset = st[S_RUN_BASE_OFFSET];
+    int64_t run_last_offset = st[S_RUN_LAST_OFFSET], run_max_ts = st[S_RUN_MAX_TIMESTAMP];
     int rc = SCAN_STOP;
 
     helper_t helper;
@@ -196,8 +200,12 @@ static int scan(scan_ctx *c) {
         int32_t last_delta = (int32_t)be32(h + LAST_OFFSET_DELTA_OFFSET);
         int64_t batch_max_ts = (int64_t)be64(h + MAX_TIMESTAMP_OFFSET);
         int32_t count = (int32_t)be32(h + RECORDS_COUNT_OFFSET);
+        int64_t pid = (int64_t)be64(h + PRODUCER_ID_OFFSET);
         if (magic != 2 || size < RECORD_BATCH_OVERHEAD || position > end - size || leader_epoch != epoch
             || (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)))
+            break;
+        /* One producer per run: Python folds the run's last batch into producer state, then a new run starts. */
+        if (pid > -1 && run_pid > -1 && pid != run_pid)
             break;
         int64_t last_offset, rel;
         /* An int64 overflow here leaves Python's reference loop to report it. */
@@ -256,6 +264,14 @@ static int scan(scan_ctx *c) {
         records += count;
         codecs |= (int64_t)1 << (attributes & COMPRESSION_CODEC_MASK);
         magics |= 1 << 2;
+        if (pid > -1) {
+            run_pid = pid;
+            run_epoch = (int16_t)(((uint16_t)h[PRODUCER_EPOCH_OFFSET] << 8) | h[PRODUCER_EPOCH_OFFSET + 1]);
+            run_base_seq = (int32_t)be32(h + BASE_SEQUENCE_OFFSET);
+            run_base_offset = base_offset;
+            run_last_offset = last_offset;
+            run_max_ts = batch_max_ts;
+        }
         position += size;
     }
     if (hp) {
@@ -272,6 +288,12 @@ static int scan(scan_ctx *c) {
     st[S_RECORDS] = records;
     st[S_CODECS] = codecs;
     st[S_MAGICS] = magics;
+    st[S_RUN_PRODUCER_ID] = run_pid;
+    st[S_RUN_PRODUCER_EPOCH] = run_epoch;
+    st[S_RUN_BASE_SEQUENCE] = run_base_seq;
+    st[S_RUN_BASE_OFFSET] = run_base_offset;
+    st[S_RUN_LAST_OFFSET] = run_last_offset;
+    st[S_RUN_MAX_TIMESTAMP] = run_max_ts;
     return rc;
 }
 

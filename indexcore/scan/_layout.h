@@ -18,7 +18,13 @@ enum {
     S_CODECS = 11,  /* bitmask of 1 << compression codec */
     S_MAGICS = 12,  /* bitmask of 1 << magic */
     S_FIRST_OFFSET = 13,  /* baseOffset of the first batch, -1 before any */
-    N_SLOTS = 14
+    S_RUN_PRODUCER_ID = 14,  /* producerId of the run's idempotent batches, -1 before any: the fast path stops at another */
+    S_RUN_PRODUCER_EPOCH = 15,  /* producerEpoch of the run's last batch with a producer id */
+    S_RUN_BASE_SEQUENCE = 16,  /* baseSequence of that batch */
+    S_RUN_BASE_OFFSET = 17,  /* baseOffset of that batch */
+    S_RUN_LAST_OFFSET = 18,  /* lastOffset of that batch */
+    S_RUN_MAX_TIMESTAMP = 19,  /* maxTimestamp of that batch */
+    N_SLOTS = 20
 };
 
 /* The v2 record batch header (batch_header.py). */

@@ -40,6 +40,12 @@ from .state import (
     S_OFFSET_OF_MAX_TIMESTAMP,
     S_POSITION,
     S_RECORDS,
+    S_RUN_BASE_OFFSET,
+    S_RUN_BASE_SEQUENCE,
+    S_RUN_LAST_OFFSET,
+    S_RUN_MAX_TIMESTAMP,
+    S_RUN_PRODUCER_EPOCH,
+    S_RUN_PRODUCER_ID,
 )
 
 _SPECIAL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
@@ -47,22 +53,25 @@ _SPECIAL = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK
 
 def _plain_batch(state: array, buf, mv: memoryview, position: int, end: int, crc32c) -> tuple | None:
     """The header of the valid, plain magic-2 batch at ``position`` with the accepted leader epoch and an offset
-    in the segment's relative range, as (size, last offset, max timestamp, records, attributes); None for any
-    other batch (the reference loop handles it)."""
+    in the segment's relative range, and no producer id or the run's, as (size, base offset, last offset, max
+    timestamp, records, attributes, producer id, producer epoch, base sequence); None for any other batch (the
+    reference loop handles it, or a new run starts there)."""
     if position + RECORD_BATCH_OVERHEAD > end:
         return None
-    (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _bts, max_ts, _pid, _pe, _bs,
+    (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _bts, max_ts, pid, epoch, base_seq,
      count) = RECORD_BATCH_V2.unpack_from(buf, position)
     size = length + LOG_OVERHEAD
     if (magic != 2 or size < RECORD_BATCH_OVERHEAD or position > end - size
             or leader_epoch != state[S_LEADER_EPOCH] or attributes & _SPECIAL):
+        return None
+    if pid > -1 and state[S_RUN_PRODUCER_ID] > -1 and pid != state[S_RUN_PRODUCER_ID]:
         return None
     last_offset = base_offset + last_delta
     if not 0 <= last_offset - state[S_BASE_OFFSET] <= INT32_MAX:
         return None
     if crc32c.crc32c(mv[position + ATTRIBUTES_OFFSET:position + size]) != crc:
         return None
-    return size, base_offset, last_offset, max_ts, count, attributes
+    return size, base_offset, last_offset, max_ts, count, attributes, pid, epoch, base_seq
 
 
 def _append_entries(state: array, position: int, last_offset: int, max_so_far: int, off_of_max: int,
@@ -90,7 +99,8 @@ def _append_entries(state: array, position: int, last_offset: int, max_so_far: i
 
 def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time_data: bytearray,
                 time_max: int) -> None:
-    """Advance over valid, plain magic-2 batches of the accepted leader epoch; stop before any other."""
+    """Advance over valid, plain magic-2 batches of the accepted leader epoch and of no producer or a single one
+    (the run's); stop before any other. The run's last producer batch is left in the S_RUN_* slots."""
     import crc32c
 
     position, end, interval = state[S_POSITION], state[S_END], state[S_INDEX_INTERVAL]
@@ -99,7 +109,7 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
         batch = _plain_batch(state, buf, mv, position, end, crc32c)
         if batch is None:
             break
-        size, base_offset, last_offset, max_ts, count, attributes = batch
+        size, base_offset, last_offset, max_ts, count, attributes, pid, epoch, base_seq = batch
         max_so_far, off_of_max = state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP]
         if max_ts > max_so_far:
             max_so_far, off_of_max = max_ts, last_offset
@@ -115,5 +125,12 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
         state[S_RECORDS] += count
         state[S_CODECS] |= 1 << (attributes & COMPRESSION_CODEC_MASK)
         state[S_MAGICS] |= 1 << 2
+        if pid > -1:  # an idempotent producer's batch: the run keeps its last one for producer state
+            state[S_RUN_PRODUCER_ID] = pid
+            state[S_RUN_PRODUCER_EPOCH] = epoch
+            state[S_RUN_BASE_SEQUENCE] = base_seq
+            state[S_RUN_BASE_OFFSET] = base_offset
+            state[S_RUN_LAST_OFFSET] = last_offset
+            state[S_RUN_MAX_TIMESTAMP] = max_ts
         position += size
         state[S_POSITION] = position

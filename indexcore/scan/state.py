@@ -22,6 +22,12 @@ SLOTS: tuple[tuple[str, str], ...] = (
     ("S_CODECS", "bitmask of 1 << compression codec"),
     ("S_MAGICS", "bitmask of 1 << magic"),
     ("S_FIRST_OFFSET", "baseOffset of the first batch, -1 before any"),
+    ("S_RUN_PRODUCER_ID", "producerId of the run's idempotent batches, -1 before any: the fast path stops at another"),
+    ("S_RUN_PRODUCER_EPOCH", "producerEpoch of the run's last batch with a producer id"),
+    ("S_RUN_BASE_SEQUENCE", "baseSequence of that batch"),
+    ("S_RUN_BASE_OFFSET", "baseOffset of that batch"),
+    ("S_RUN_LAST_OFFSET", "lastOffset of that batch"),
+    ("S_RUN_MAX_TIMESTAMP", "maxTimestamp of that batch"),
 )
 
 S_POSITION = 0
@@ -38,6 +44,12 @@ S_LEADER_EPOCH = 10
 S_CODECS = 11
 S_MAGICS = 12
 S_FIRST_OFFSET = 13
+S_RUN_PRODUCER_ID = 14
+S_RUN_PRODUCER_EPOCH = 15
+S_RUN_BASE_SEQUENCE = 16
+S_RUN_BASE_OFFSET = 17
+S_RUN_LAST_OFFSET = 18
+S_RUN_MAX_TIMESTAMP = 19
 N_SLOTS = len(SLOTS)
 
 assert all(globals()[name] == i for i, (name, _) in enumerate(SLOTS)), "slot constants out of step with SLOTS"
