@@ -24,6 +24,8 @@ def _parse(text: str, path: str, fields: int) -> list[list[str]]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if not lines:  # CheckpointReadBuffer.read: an empty file (one created and never written) holds no entry
+        return []
     if len(lines) < 2:
         raise CorruptCheckpointException(f"{path}: expected a version line and a count line")
     if lines[0].strip() != str(CURRENT_VERSION):

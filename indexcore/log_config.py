@@ -67,7 +67,7 @@ def is_cluster_metadata(topic: str) -> bool:
 class _Def:
     """One config definition: Kafka's type and the smallest value its validator allows."""
 
-    type: str  # INT, LONG, LIST
+    type: str  # INT, LONG, LIST, STRING
     at_least: int | None = None
 
 
@@ -79,6 +79,10 @@ _DEFS: dict[str, _Def] = {
     "retention.bytes": _Def("LONG"),
     "cleanup.policy": _Def("LIST"),
     "file.delete.delay.ms": _Def("LONG", 0),
+    # 3.x only (gone in 4.0): below 0.11 a topic keeps old record formats and no leader-epoch-checkpoint
+    "message.format.version": _Def("STRING"),
+    # a broker setting (ProducerStateManagerConfig): producers idle this long are dropped when a log loads
+    "producer.id.expiration.ms": _Def("INT", 1),
 }
 _CLEANUP_POLICIES = ("compact", "delete")
 
@@ -93,6 +97,8 @@ def parse_value(key: str, value: str) -> int | str:
     if d is None:
         raise ConfigException(f"unknown config {key!r} (known: {', '.join(sorted(_DEFS))})")
     text = value.strip()
+    if d.type == "STRING":
+        return text
     if d.type == "LIST":  # an empty list is allowed (Kafka 4.x): neither compaction nor deletion
         items = [p.strip() for p in text.split(",") if p.strip()]
         if any(p not in _CLEANUP_POLICIES for p in items):
@@ -119,6 +125,8 @@ class LogConfig:
     retention_bytes: int = -1
     cleanup_policy: str = "delete"
     file_delete_delay_ms: int = 60000
+    message_format_version: str = "3.0-IV1"
+    producer_id_expiration_ms: int = 86_400_000
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad."""
@@ -134,6 +142,12 @@ class LogConfig:
     def delete(self) -> bool:
         """``LogConfig.delete``: the cleanup policy includes ``delete`` (also ``compact,delete``)."""
         return "delete" in [p.strip() for p in self.cleanup_policy.split(",")]
+
+    @property
+    def legacy_record_version(self) -> bool:
+        """``LogConfig.recordVersion`` below V2: a 3.x topic pinned to ``message.format.version`` 0.8-0.10, whose
+        log keeps no leader-epoch cache (``UnifiedLog.maybeCreateLeaderEpochCache`` deletes the file)."""
+        return self.message_format_version.startswith(("0.8", "0.9", "0.10"))
 
     def describe(self, keys: list[str] | None = None) -> str:
         return ", ".join(f"{k}={getattr(self, k.replace('.', '_'))}" for k in (keys or list(_DEFS)))

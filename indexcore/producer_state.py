@@ -178,8 +178,11 @@ class ProducerStateManager:
                  ) -> ProducerStateManager:
         """The state a new manager loads from a snapshot of this one (``loadFromSnapshot``): same entry order,
         producers expired at ``now_ms`` dropped (none when ``now_ms`` is None), open transactions kept."""
+        from .java_hash_map import hash_map_order
+
         fresh = ProducerStateManager()
-        for pid, e in self.producers.items():
+        for pid in hash_map_order(self.producers):  # the snapshot's entry order is the load's put order
+            e = self.producers[pid]
             if now_ms is not None and e.is_expired(now_ms, expiration_ms):
                 continue
             fresh.producers[pid] = ProducerStateEntry(pid, e.producer_epoch, e.coordinator_epoch, e.last_timestamp,

@@ -274,6 +274,20 @@ class KafkaOracle:
             raise RuntimeError(f"oracle failed on {partition_dir}: {answer['fatal']}")
         return answer
 
+    def load(self, partition_dir: Path, now_ms: int, log_start_offset: int = 0, recovery_point: int = 0,
+             clean: bool = False, config: dict[str, object] | None = None) -> dict:
+        """A broker's start and clean stop of ``partition_dir`` (a ``<topic>-<n>`` dir), in place: Kafka's
+        ``LogLoader`` with this log start offset, recovery point and clean-shutdown flag, the clock at ``now_ms``.
+        Answers ``{"logStartOffset", "logEndOffset", "recoveryPoint"}`` or ``{"exception"}``."""
+        pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
+        self.proc.stdin.write(f"load\t{partition_dir}\t{log_start_offset}\t{recovery_point}\t{int(clean)}"
+                              f"\t{now_ms}\t{pairs}\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline() or '{"fatal": "oracle exited"}')
+        if "fatal" in answer:
+            raise RuntimeError(f"Kafka {self.install.version}'s load of {partition_dir} failed: {answer['fatal']}")
+        return answer
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

@@ -43,6 +43,14 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * the caller discards the first runs as JIT warm-up) and answers {@code {"ms":[...]}}: what the benchmarks in
  * {@code benchmarks/} put beside segdex's figures.
  *
+ * <p>{@code load\t<partition dir>\t<logStartOffset>\t<recoveryPoint>\t<clean 0|1>\t<now ms>\t<k=v;k=v>} is a
+ * broker's start and clean stop of one partition: {@code UnifiedLog} is created as {@code LogManager.loadLog} creates
+ * it (Kafka's {@code LogLoader}: the clean-shutdown flag, the checkpointed log start offset and recovery point, a
+ * clock fixed at {@code now} for producer expiry), then flushed and closed as {@code LogManager.shutdown} does. The
+ * dir is left as Kafka leaves it (index files, producer snapshots, {@code leader-epoch-checkpoint}); the answer is
+ * {@code {"logStartOffset","logEndOffset","recoveryPoint"}} or {@code {"exception"}}. The topic config's keys and
+ * values come as {@code k=v} pairs.
+ *
  * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
  * 4.x: the call goes through reflection so that one source serves both families.
  */
@@ -60,7 +68,10 @@ public final class KafkaOracle {
             String[] f = line.split("\t");
             String answer;
             try {
-                if (f[0].equals("bench")) {
+                if (f[0].equals("load")) {
+                    answer = load(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
+                        f[4].equals("1"), Long.parseLong(f[5]), f.length > 6 ? f[6] : "");
+                } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
                 } else {
@@ -126,6 +137,107 @@ public final class KafkaOracle {
         }
         sb.append(String.join(",", epochs)).append("],\"stoppedAt\":").append(stoppedAt).append('}');
         return sb.toString();
+    }
+
+    /** A clock stopped at one instant: producer expiry and segment times are then reproducible. */
+    private static final class FixedTime implements Time {
+        private final long ms;
+
+        FixedTime(long ms) {
+            this.ms = ms;
+        }
+
+        @Override public long milliseconds() {
+            return ms;
+        }
+
+        @Override public long nanoseconds() {
+            return ms * 1_000_000L;
+        }
+
+        @Override public void sleep(long sleepMs) {
+        }
+
+        // abstract in 3.9's Time, a default method in 4.x
+        public void waitObject(Object obj, java.util.function.Supplier<Boolean> condition, long deadlineMs)
+                throws InterruptedException {
+            synchronized (obj) {
+                while (!condition.get()) obj.wait(10);
+            }
+        }
+    }
+
+    /**
+     * {@code UnifiedLog.create} (4.x, Java) or {@code UnifiedLog.apply} (3.9, Scala): the factory with the most
+     * parameters, each argument chosen by its type (the first boolean is {@code lastShutdownClean}, the first
+     * long the log start offset, the second the recovery point, the first int the maximum transaction timeout).
+     */
+    private static String load(File dir, long logStartOffset, long recoveryPoint, boolean clean, long now,
+                               String configPairs) throws Exception {
+        Map<String, Object> props = new HashMap<>();
+        for (String kv : configPairs.split(";")) {
+            if (kv.isEmpty()) continue;
+            int eq = kv.indexOf('=');
+            props.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        LogConfig config = new LogConfig(props);
+        Object owner;
+        Method factory = null;
+        try {
+            Class<?> c = Class.forName("org.apache.kafka.storage.internals.log.UnifiedLog");
+            owner = null;
+            for (Method m : c.getMethods()) {
+                if (m.getName().equals("create")
+                        && (factory == null || m.getParameterCount() > factory.getParameterCount())) factory = m;
+            }
+        } catch (ClassNotFoundException e) {
+            Class<?> c = Class.forName("kafka.log.UnifiedLog$");
+            owner = c.getField("MODULE$").get(null);
+            for (Method m : c.getMethods()) {
+                if (m.getName().equals("apply")
+                        && (factory == null || m.getParameterCount() > factory.getParameterCount())) factory = m;
+            }
+        }
+        KafkaScheduler scheduler = new KafkaScheduler(1);
+        scheduler.startup();
+        Class<?>[] types = factory.getParameterTypes();
+        Object[] args = new Object[types.length];
+        int longs = 0, ints = 0, booleans = 0;
+        for (int i = 0; i < types.length; i++) {
+            Class<?> t = types[i];
+            if (t == File.class) args[i] = dir;
+            else if (t == LogConfig.class) args[i] = config;
+            else if (t == long.class) args[i] = longs++ == 0 ? logStartOffset : recoveryPoint;
+            else if (t == int.class) args[i] = ints++ == 0 ? 900000 : 600000;
+            else if (t == boolean.class) args[i] = booleans++ == 0 && clean;
+            else if (t == Time.class) args[i] = new FixedTime(now);
+            else if (t.getSimpleName().equals("Scheduler")) args[i] = scheduler;
+            else if (t.getSimpleName().equals("BrokerTopicStats")) args[i] = t.getConstructor(boolean.class).newInstance(false);
+            else if (t == ProducerStateManagerConfig.class) args[i] = new ProducerStateManagerConfig(86400000, false);
+            else if (t == LogDirFailureChannel.class) args[i] = new LogDirFailureChannel(1);
+            else if (t == Optional.class) args[i] = Optional.empty();
+            else if (t.getName().equals("scala.Option")) args[i] = Class.forName("scala.Option").getMethod("empty").invoke(null);
+            else if (t == java.util.concurrent.ConcurrentMap.class) args[i] = new java.util.concurrent.ConcurrentHashMap<>();
+            else if (t.getSimpleName().equals("LogOffsetsListener")) args[i] = t.getField("NO_OP_OFFSETS_LISTENER").get(null);
+            else throw new IllegalStateException("UnifiedLog factory parameter of unknown type " + t);
+        }
+        Object log;
+        try {
+            log = factory.invoke(owner, args);
+        } catch (InvocationTargetException ite) {
+            scheduler.shutdown();
+            return "{\"exception\":" + quote(describe(ite.getCause())) + "}";
+        }
+        try {
+            log.getClass().getMethod("flush", boolean.class).invoke(log, true);
+            long lso = (Long) log.getClass().getMethod("logStartOffset").invoke(log);
+            long leo = (Long) log.getClass().getMethod("logEndOffset").invoke(log);
+            long rp = (Long) log.getClass().getMethod("recoveryPoint").invoke(log);
+            return "{\"logStartOffset\":" + lso + ",\"logEndOffset\":" + leo + ",\"recoveryPoint\":" + rp + "}";
+        } finally {
+            log.getClass().getMethod("close").invoke(log);
+            scheduler.shutdown();
+        }
     }
 
     /** EpochEntry has public fields in 3.9 and is a record (accessor methods) in 4.x. */

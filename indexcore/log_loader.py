@@ -1,0 +1,166 @@
+"""Kafka's ``LogLoader`` for one partition with no clean-shutdown marker and no recovery point, done offline: what
+its startup recovery followed by a clean shutdown leaves in the partition directory, besides the index files.
+
+Kafka recovers every segment in offset order (``LogLoader.recoverSegment``), each with a new
+``ProducerStateManager`` loaded from the latest snapshot (producers expired at the broker's clock dropped,
+``loadFromSnapshot``), replays the segment's batches into it and snapshots it at the segment's end
+(``takeSnapshot``: only at an offset above the last snapshot). After the last segment: stray snapshots (neither a
+segment's base offset nor the highest one above every base) are removed, then those at or below the log start
+offset or above the log end offset (``truncateAndReload``). A clean shutdown writes no new snapshot when the log
+end offset already has one. The leader-epoch cache keeps what ``leader-epoch-checkpoint`` held, takes each batch
+epoch above its latest (``LogSegment.recover``), is cut at the log end offset (``truncateFromEnd``) and at the log
+start offset (``truncateFromStart``).
+
+So the snapshot files: one at each segment base offset above the log start offset (the state before that
+segment), and one at the log end offset (the state after the last segment), each filtered by expiry at every
+segment boundary, exactly as the Kafka load that ``KafkaOracle load`` runs in the tests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
+from .layout import LEADER_EPOCH_CHECKPOINT
+from .log_config import LogConfig
+from .log_segments import PartitionRecovery, SegmentRecovery
+from .producer_snapshot import manager_snapshot_bytes, producer_snapshot_file_name, snapshot_offset
+from .producer_state import ProducerStateManager
+
+CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
+
+
+def truncate_epochs_from_end(entries: list[tuple[int, int]], end_offset: int) -> list[tuple[int, int]]:
+    """``LeaderEpochFileCache.truncateFromEnd``: drop entries starting at or after ``end_offset``."""
+    if end_offset < 0 or not entries or entries[-1][1] < end_offset:
+        return list(entries)
+    return [(e, o) for e, o in entries if o < end_offset]
+
+
+def truncate_epochs_from_start(entries: list[tuple[int, int]], start_offset: int) -> list[tuple[int, int]]:
+    """``LeaderEpochFileCache.truncateFromStart``: entries starting at or before ``start_offset`` go, the last of
+    them comes back starting at ``start_offset``."""
+    removed = [(e, o) for e, o in entries if o <= start_offset]
+    kept = [(e, o) for e, o in entries if o > start_offset]
+    return ([(removed[-1][0], start_offset)] if removed else []) + kept
+
+
+@dataclass
+class LoadedPartition:
+    """What Kafka's load and clean stop leave, besides the index files: the producer snapshots (offset -> bytes),
+    the leader-epoch-checkpoint bytes (None: Kafka keeps no such file), the offsets the checkpoints get."""
+
+    log_start_offset: int
+    log_end_offset: int
+    snapshots: dict[int, bytes] = field(default_factory=dict)
+    leader_epoch_checkpoint: bytes | None = None
+
+    def snapshot_files(self) -> dict[str, bytes]:
+        return {producer_snapshot_file_name(o): data for o, data in sorted(self.snapshots.items())}
+
+
+class LogLoader:
+    """Recovers a partition's segments in order (``recover_segment``) and tracks the snapshots Kafka's load takes;
+    ``finish`` gives the partition's ``LoadedPartition``.
+
+    ``now_ms`` is the broker clock of the load (producer expiry); ``log_start_offset_checkpoint`` the partition's
+    entry in ``log-start-offset-checkpoint`` (0 when none).
+    """
+
+    def __init__(self, partition_dir: str, config: LogConfig | None = None, now_ms: int = 0,
+                 log_start_offset_checkpoint: int = 0) -> None:
+        self.partition_dir = partition_dir
+        self.config = config or LogConfig()
+        self.now_ms = now_ms
+        self.checkpoint_lso = log_start_offset_checkpoint
+        self.recovery = PartitionRecovery(self.config)
+        path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
+        self.initial_epochs = read_leader_epoch_checkpoint(path)
+        self.recovery.leader_epochs.extend(self.initial_epochs)
+        self.epoch_file_existed = os.path.exists(path)
+        self.snapshots: dict[int, bytes] = {}
+        self.last_snap_offset = log_start_offset_checkpoint
+        self.map_end_offset = log_start_offset_checkpoint
+        self.bases: list[int] = []
+        self.log_end_offset: int | None = None
+
+    def _reload(self, offset: int, log_start_offset: int) -> None:
+        """``UnifiedLog.rebuildProducerState`` up to ``offset`` in a new manager: snapshots at or below the log
+        start offset are deleted (``truncateAndReload``), the latest other one is loaded (expired producers
+        dropped), and when it lies below ``offset`` the map end moves there and a snapshot is taken (the batches
+        in between were replayed into this state already)."""
+        self.snapshots = {o: d for o, d in self.snapshots.items() if o > log_start_offset}
+        latest = max((o for o in self.snapshots if o <= offset), default=None)
+        if latest is None:  # nothing to load: an empty manager starting at the log start offset
+            self.recovery.producer_state = ProducerStateManager()
+            self.last_snap_offset = log_start_offset
+            self.map_end_offset = log_start_offset
+        else:
+            self.recovery.producer_state = self.recovery.producer_state.reloaded(
+                self.now_ms, self.config.producer_id_expiration_ms)
+            self.last_snap_offset = self.map_end_offset = latest
+        if offset > self.map_end_offset:  # updateMapEndOffset(offset) then takeSnapshot
+            self.map_end_offset = offset
+            self._take_snapshot()
+
+    def _take_snapshot(self) -> None:
+        """``ProducerStateManager.takeSnapshot``: only at an offset above the last snapshot."""
+        if self.map_end_offset > self.last_snap_offset:
+            self.snapshots[self.map_end_offset] = manager_snapshot_bytes(self.recovery.producer_state)
+            self.last_snap_offset = self.map_end_offset
+
+    def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
+        self._reload(base_offset, self.checkpoint_lso)  # LogLoader.recoverSegment passes the checkpointed one
+        seg = self.recovery.recover_segment(log_path, base_offset, native)
+        self.bases.append(base_offset)
+        r = seg.result
+        # LogSegment.recover feeds producer state (and moves the map end) with magic-2 batches only
+        if r is not None and r.last_offset >= 0 and 2 in r.magics:
+            self.map_end_offset = max(self.map_end_offset, r.last_offset + 1)
+            self._take_snapshot()
+        self.log_end_offset = r.next_offset if r is not None else base_offset
+        return seg
+
+    def finish(self) -> LoadedPartition:
+        """The files after the last segment (call only when every segment was recovered clean)."""
+        lso = max(self.checkpoint_lso, self.bases[0]) if self.bases else self.checkpoint_lso
+        leo = self.log_end_offset if self.log_end_offset is not None else lso
+        self.snapshots = {o: d for o, d in _without_strays(self.snapshots, self.bases).items() if o <= leo}
+        self._reload(leo, lso)  # the log's own manager: LogLoader.load's last rebuildProducerState
+        kept = dict(self.snapshots)
+        # LogLoader.load cuts the cache at the checkpointed log start offset, not at the first base offset
+        assigned = self.recovery.leader_epochs
+        cut_end = truncate_epochs_from_end(assigned, leo)
+        epochs = truncate_epochs_from_start(cut_end, self.checkpoint_lso)
+        # The cache writes its file only when it changes (an assign, or a truncation that removed an entry);
+        # LeaderEpochCheckpointFile creates it empty when missing.
+        written = (len(assigned) > len(self.initial_epochs) or len(cut_end) < len(assigned)
+                   or any(o <= self.checkpoint_lso for _, o in cut_end))
+        lec: bytes | None
+        if self.config.legacy_record_version:
+            lec = None
+        elif written:
+            lec = format_leader_epoch_checkpoint(epochs)
+        elif self.epoch_file_existed:
+            with open(os.path.join(self.partition_dir, LEADER_EPOCH_CHECKPOINT), "rb") as f:
+                lec = f.read()
+        else:
+            lec = b""
+        return LoadedPartition(lso, leo, kept, lec)
+
+
+def _without_strays(snapshots: dict[int, bytes], bases: list[int]) -> dict[int, bytes]:
+    """``ProducerStateManager.removeStraySnapshots``: keep the snapshots at base offsets, and the highest other
+    one only when it lies above every base offset."""
+    base_set = set(bases)
+    kept = {o: d for o, d in snapshots.items() if o in base_set}
+    strays = sorted(o for o in snapshots if o not in base_set)
+    if strays and (not bases or strays[-1] >= max(bases)):
+        kept[strays[-1]] = snapshots[strays[-1]]
+    return kept
+
+
+def snapshot_files_in(partition_dir: str) -> list[str]:
+    """Names of the producer snapshot files in a partition directory."""
+    return sorted(n for n in os.listdir(partition_dir) if snapshot_offset(n) is not None)
