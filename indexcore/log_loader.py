@@ -21,9 +21,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
-from .layout import LEADER_EPOCH_CHECKPOINT
+from .atomic_file import fsync_dir, same_content, write_atomic
+from .checkpoints import (
+    format_leader_epoch_checkpoint,
+    format_offset_checkpoint,
+    mode_template,
+    read_leader_epoch_checkpoint,
+    write_offset_checkpoint,
+)
+from .layout import (
+    CLEAN_SHUTDOWN_FILE,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+)
 from .log_config import LogConfig
+from .log_dir import LogDirCheckpoints
 from .log_segments import PartitionRecovery, SegmentRecovery
 from .producer_snapshot import manager_snapshot_bytes, producer_snapshot_file_name, snapshot_offset
 from .producer_state import ProducerStateManager
@@ -164,3 +177,72 @@ def _without_strays(snapshots: dict[int, bytes], bases: list[int]) -> dict[int, 
 def snapshot_files_in(partition_dir: str) -> list[str]:
     """Names of the producer snapshot files in a partition directory."""
     return sorted(n for n in os.listdir(partition_dir) if snapshot_offset(n) is not None)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition of a log dir after ``segdex recover``: clean (recovered whole, its files written) or not."""
+
+    topic: str
+    partition: int
+    clean: bool
+    log_start_offset: int | None = None  # after the load: max(checkpoint, first base offset)
+    log_end_offset: int | None = None
+    first_base_offset: int | None = None
+
+
+def marker_path(log_dir: str) -> str:
+    return os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+
+
+def remove_clean_shutdown_marker(log_dir: str) -> bool:
+    """Delete the log dir's ``.kafka_cleanshutdown`` (durably) before anything else changes there: a broker must
+    never find a marker in front of files that are being rewritten. Returns whether one was there."""
+    try:
+        os.unlink(marker_path(log_dir))
+    except FileNotFoundError:
+        return False
+    fsync_dir(log_dir)
+    return True
+
+
+def log_dir_checkpoints(partitions: list[PartitionState], checkpoints: LogDirCheckpoints
+                        ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """The recovery points and log start offsets ``LogManager`` checkpoints at a clean shutdown, for the
+    partitions of one log dir (``checkpointRecoveryOffsetsInDir``, ``checkpointLogStartOffsetsInDir``).
+
+    A clean partition's recovery point is its log end offset; its log start offset has an entry only while it
+    lies above the first segment's base offset. A partition that is not clean keeps what the files said (the
+    broker then recovers it itself). Entries of partitions no longer in the dir go, as Kafka writes only its logs.
+    """
+    recovery: dict[tuple[str, int], int] = {}
+    starts: dict[tuple[str, int], int] = {}
+    for p in sorted(partitions, key=lambda p: (p.topic, p.partition)):
+        key = (p.topic, p.partition)
+        if p.clean:
+            recovery[key] = p.log_end_offset
+            if p.first_base_offset is not None and p.log_start_offset > p.first_base_offset:
+                starts[key] = p.log_start_offset
+            continue
+        if key in checkpoints.recovery_points:
+            recovery[key] = checkpoints.recovery_points[key]
+        if key in checkpoints.log_start_offsets:
+            starts[key] = checkpoints.log_start_offsets[key]
+    return recovery, starts
+
+
+def finish_log_dir(log_dir: str, partitions: list[PartitionState], checkpoints: LogDirCheckpoints,
+                   marker: bool) -> bool:
+    """Write the log dir's checkpoints (atomically, only where they change), then, when ``marker`` and every
+    partition is clean, ``.kafka_cleanshutdown`` last; returns whether the marker was written. The caller holds
+    the log dir's ``.lock`` and has made every partition's files durable."""
+    recovery, starts = log_dir_checkpoints(partitions, checkpoints)
+    for name, offsets in ((RECOVERY_POINT_CHECKPOINT, recovery), (LOG_START_OFFSET_CHECKPOINT, starts)):
+        path = os.path.join(log_dir, name)
+        if not os.path.exists(path) or not same_content(path, format_offset_checkpoint(offsets)):
+            write_offset_checkpoint(path, offsets)
+    if not marker or not all(p.clean for p in partitions):
+        return False
+    path = marker_path(log_dir)
+    write_atomic(path, CLEAN_SHUTDOWN_CONTENT, template=mode_template(path))
+    return True

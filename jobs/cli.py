@@ -27,6 +27,7 @@ COMMANDS = {
     "offsets": "segdex.jobs.offsets",
     "reindex": "segdex.jobs.reindex",
     "verify": "segdex.jobs.verify",
+    "recover": "segdex.jobs.recover",
     "sql": "segdex.jobs.sql",
     "retention": "segdex.jobs.retention",
     "compact": "segdex.jobs.compact",

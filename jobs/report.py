@@ -73,8 +73,9 @@ def summary_line(summary: Any) -> str:
     row = summary.run_row
     found = summary.found
     counts = ", ".join(f"{s}={found[s]}" for s in STATUSES if found.get(s))
-    if summary.command == "reindex":
-        files = f"rewrote {row['files_written']} index files" + (
+    if summary.command in ("reindex", "recover"):
+        kind = "index files" if summary.command == "reindex" else "files"
+        files = f"rewrote {row['files_written']} {kind}" + (
             f", {row['files_failed']} FAILED" if row["files_failed"] else "")
     else:
         would = sum(n for s, n in found.items()
@@ -84,6 +85,24 @@ def summary_line(summary: Any) -> str:
     return (f"{summary.command} {summary.run_id}: {row['partitions']} partitions, {row['segments']} segments, "
             f"{fmt_bytes(row['bytes'])} in {summary.wall_seconds:.1f}s ({phases}); found {counts or 'nothing'}; "
             f"{files}; metadata in {summary.metadata_path}")
+
+
+def print_recover(summary: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """A recover run: the run as reindex prints it, then one line per log dir saying whether the broker's next
+    start there re-reads nothing (marked clean) or which partitions it will recover itself."""
+    out, err = out or sys.stdout, err or sys.stderr
+    print_run(summary.run, out, err)
+    for d in summary.log_dirs:
+        if d.error:
+            print(f"error: {d.log_dir}: {d.error}; no clean-shutdown marker", file=err)
+        elif d.marker:
+            print(f"clean: {d.log_dir}: {d.clean} partitions recovered; .kafka_cleanshutdown written (the broker's "
+                  f"next start re-reads no segment here)", file=out)
+        else:
+            shown = ", ".join(d.not_clean[:MAX_PRINTED]) + (" ..." if len(d.not_clean) > MAX_PRINTED else "")
+            print(f"not clean: {d.log_dir}: {d.clean} partitions recovered, {len(d.not_clean)} left to the "
+                  f"broker's own recovery ({shown or 'stray entries in the log dir'}); no clean-shutdown marker",
+                  file=err)
 
 
 def _plain(value: Any) -> Any:

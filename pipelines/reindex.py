@@ -37,7 +37,16 @@ from . import preflight, schemas
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
 from .runs import new_run_id
-from .scan import MODE_REINDEX, MODE_VERIFY, PartitionOutcome, PartitionTask, partition_size, scan_group
+from .scan import (
+    MODE_RECOVER,
+    MODE_REINDEX,
+    MODE_VERIFY,
+    WRITING_MODES,
+    PartitionOutcome,
+    PartitionTask,
+    partition_size,
+    scan_group,
+)
 
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
@@ -84,7 +93,7 @@ class RunSummary:
 
 
 def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig] | None = None,
-             lock_owner: tuple[str, int] | None = None) -> Discovery:
+             lock_owner: tuple[str, int] | None = None, now_ms: int | None = None) -> Discovery:
     """Lock check, then every live and ``-future`` partition directory of each log dir with its checkpoints.
 
     Log dirs are keyed by their real path (a symlink and its target are one log dir). With ``lock_owner``
@@ -124,7 +133,7 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
                 log_dir=log_dir, path=p.path, topic=p.topic, partition=p.partition, future=p.kind == "future",
                 config=topic_configs.get(p.topic, config), size_bytes=size, segment_count=count,
                 log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
-                lock_owner=lock_owner, read_only=read_only))
+                lock_owner=lock_owner, read_only=read_only, now_ms=now_ms))
     return found
 
 
@@ -257,7 +266,7 @@ def _preflight(discovery: Discovery, mode: str, metadata_path: str) -> None:
     """Before any change: room for the metadata (PreflightError) and on each log dir's filesystem (log dirs
     without it are refused, nothing is written there)."""
     needs = [(metadata_path, preflight.metadata_bytes(metadata_path, discovery.total_segments))]
-    if mode == MODE_REINDEX:
+    if mode in WRITING_MODES:
         per_dir: dict[str, int] = {}
         for t in discovery.tasks:
             if t.read_only is None:
@@ -290,34 +299,43 @@ def _clean_after_interrupt(spark: Any, discovery: Discovery) -> int:
 def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        normalize: bool = False) -> RunSummary:
-    """The whole ``segdex reindex``/``verify``: lock, discover, check, scan in Spark, print problems, write Delta.
+        normalize: bool = False, now_ms: int | None = None,
+        before_scan: Callable[[Discovery], None] | None = None,
+        after_scan: Callable[[Discovery, list[PartitionOutcome]], None] | None = None) -> RunSummary:
+    """The whole ``segdex reindex``/``verify``/``recover``: lock, discover, check, scan in Spark, print problems,
+    write Delta. ``before_scan`` and ``after_scan`` run on the driver while the locks are held (recover removes
+    the clean-shutdown markers first, and writes checkpoints and markers last).
 
     Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
     write under the driver's lock, see ``scan.scan_group``). Raises ``preflight.PreflightError`` before any change
     when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
     ``RunFailed`` when the metadata could not be written after index files were.
     """
-    if mode not in (MODE_REINDEX, MODE_VERIFY):
-        raise ValueError(f"mode must be {MODE_REINDEX} or {MODE_VERIFY}, got {mode!r}")
+    if mode not in (MODE_REINDEX, MODE_VERIFY, MODE_RECOVER):
+        raise ValueError(f"mode must be {MODE_REINDEX}, {MODE_VERIFY} or {MODE_RECOVER}, got {mode!r}")
+    writing = mode in WRITING_MODES
     t0 = time.monotonic()
     started = datetime.now(UTC)
     run_id = new_run_id(mode)
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
-    locks, refused = _acquire_locks(log_dirs) if mode == MODE_REINDEX else ([], [])
+    locks, refused = _acquire_locks(log_dirs) if writing else ([], [])
     try:
-        owner = (socket.gethostname(), os.getpid()) if mode == MODE_REINDEX else None
-        discovery = discover([lk.log_dir for lk in locks] if mode == MODE_REINDEX else log_dirs, config,
-                             topic_configs, owner)
+        owner = (socket.gethostname(), os.getpid()) if writing else None
+        discovery = discover([lk.log_dir for lk in locks] if writing else log_dirs, config,
+                             topic_configs, owner, now_ms)
         discovery.refused[:0] = refused
         _preflight(discovery, mode, metadata_path)
         for lock in locks:
             if lock.log_dir in discovery.listed:
                 discovery.removed += remove_temporaries(lock.log_dir)
+        if before_scan is not None:
+            before_scan(discovery)
         t_discovered = time.monotonic()
         try:
             with stop_on_signals(spark):
                 outcomes = scan(spark, discovery, mode, run_id, started, native, progress, normalize)
+                if after_scan is not None:
+                    after_scan(discovery, outcomes)
         except RunInterrupted as e:
             with ignored_signals():
                 e.detail = (f"stopped the Spark job and removed {_clean_after_interrupt(spark, discovery)} temporary "

@@ -7,6 +7,7 @@ leader epochs carry over, as in Kafka's ``LogLoader``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,10 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from segdex.indexcore.atomic_file import is_temporary, remove_temporaries
+from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.index_verifier import verify_segment
-from segdex.indexcore.layout import LOG_FILE_SUFFIX
+from segdex.indexcore.layout import LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_dir import held_by, partition_findings
+from segdex.indexcore.log_loader import LogLoader, snapshot_files_in
 from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
 from segdex.indexcore.status import Reason, SegmentStatus
 
@@ -25,6 +28,8 @@ from .batch_write import PendingWrites
 
 MODE_VERIFY = "verify"
 MODE_REINDEX = "reindex"
+MODE_RECOVER = "recover"
+WRITING_MODES = (MODE_REINDEX, MODE_RECOVER)
 
 FUTURE_NOTE = "future replica directory (-future)"
 
@@ -46,6 +51,7 @@ class PartitionTask:
     high_watermark: int | None = None
     lock_owner: tuple[str, int] | None = None  # (host, pid) of the driver holding the log dir's .lock (reindex)
     read_only: str | None = None  # why this partition is never written (the KRaft metadata log), else None
+    now_ms: int | None = None  # recover: the broker clock its load would see (producer expiry)
 
 
 @dataclass
@@ -64,6 +70,9 @@ class PartitionOutcome:
     removed: list[str] = field(default_factory=list)  # temporaries a killed run left, removed under the lock
     notes: list[str] = field(default_factory=list)  # information, not problems
     findings: list[str] = field(default_factory=list)  # leftovers Kafka's loader acts on: "kind file-name"
+    # recover: {"clean", "log_start_offset", "log_end_offset", "first_base_offset", "snapshots"}; clean means
+    # recovered whole with every file written, so the log dir's checkpoints may say so
+    loaded: dict[str, Any] | None = None
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -134,7 +143,7 @@ def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> li
         out.messages.append(f"{finding.kind}: {finding.path}: {finding.message}")
         out.findings.append(f"{finding.kind} {os.path.basename(finding.path)}")
         out.attention = out.attention or finding.attention
-    if mode == MODE_REINDEX and task.read_only is None:
+    if mode in WRITING_MODES and task.read_only is None:
         out.removed = remove_temporaries(task.path)
     else:
         leftovers = sorted(n for n in os.listdir(task.path) if is_temporary(n))
@@ -158,7 +167,7 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
     out = PartitionOutcome()
     where = f"{task.topic}-{task.partition}"
     try:
-        if mode == MODE_REINDEX and task.read_only is None and (why := held_by(task.log_dir, task.lock_owner)):
+        if mode in WRITING_MODES and task.read_only is None and (why := held_by(task.log_dir, task.lock_owner)):
             out.messages.append(f"refused: {why}")
             out.attention = True
             out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
@@ -170,8 +179,20 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.attention = True
         out.partition = _partition_row(task, [], SegmentStatus.UNREADABLE, reason, run_id, scanned_at)
         return out
-    writing = mode == MODE_REINDEX and task.read_only is None
-    recovery = PartitionRecovery(task.config)
+    writing = mode in WRITING_MODES and task.read_only is None
+    loader = None
+    if mode == MODE_RECOVER and writing:
+        normalize = True  # recover leaves every index file as Kafka's recovery writes it
+        try:
+            loader = LogLoader(task.path, task.config, task.now_ms or 0, task.log_start_offset or 0)
+        except (CorruptCheckpointException, OSError) as e:
+            why = f"leader-epoch-checkpoint: {getattr(e, 'strerror', None) or e}"
+            out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
+            out.attention = True
+            out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
+            out.loaded = {"clean": False}
+            return out
+    recovery = loader if loader is not None else PartitionRecovery(task.config)
     writes = pending if pending is not None else PendingWrites()
     staged_rows: dict[str, int] = {}  # target path -> index of its segment row
     last_base = logs[-1][0] if logs else None
@@ -189,12 +210,51 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
             out.attention = True
             out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_shown(reason, log_path)}")
         out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), run_id, scanned_at))
+    if loader is not None:
+        _stage_load(task, loader, out, writes, staged_rows)
     if pending is None:
         fail_writes(out, staged_rows, writes.commit())
     else:
         out.staged = staged_rows
     summarize(task, out, run_id, scanned_at)
     return out
+
+
+def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, writes: PendingWrites,
+                staged_rows: dict[str, int]) -> None:
+    """recover: when every segment came out ``ok``, stage the producer snapshots and the leader-epoch-checkpoint
+    Kafka's load leaves, and delete the snapshot files it would delete; otherwise leave them to the broker."""
+    clean = not out.attention and all(r["status"] == SegmentStatus.OK for r in out.segments)
+    out.loaded = {"clean": clean and bool(out.segments)}
+    if not out.segments:
+        out.attention = True
+        out.messages.append(f"no segments: {task.path}: no .log file; the broker creates an empty segment there")
+    if not out.loaded["clean"]:
+        return
+    loaded = loader.finish()
+    wanted = loaded.snapshot_files()
+    if loaded.leader_epoch_checkpoint is not None:
+        wanted[LEADER_EPOCH_CHECKPOINT] = loaded.leader_epoch_checkpoint
+    template = os.path.join(task.path, out.segments[-1]["segment_file"])
+    try:
+        for name in snapshot_files_in(task.path):
+            if name not in wanted:
+                os.unlink(os.path.join(task.path, name))
+        if loaded.leader_epoch_checkpoint is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(task.path, LEADER_EPOCH_CHECKPOINT))
+        for name, data in wanted.items():
+            path = os.path.join(task.path, name)
+            if writes.stage(path, data, template=template):
+                staged_rows[path] = -1  # not a segment's file
+                out.files_written += 1
+    except OSError as e:
+        out.loaded = {"clean": False}
+        out.attention = True
+        out.messages.append(f"error: {task.path}: producer snapshots not written: {e.strerror or e}")
+        return
+    out.loaded.update(log_start_offset=loaded.log_start_offset, log_end_offset=loaded.log_end_offset,
+                      first_base_offset=loader.bases[0] if loader.bases else None, snapshots=len(loaded.snapshots))
 
 
 def _stage(seg: SegmentRecovery, status: SegmentStatus, reason: Reason | None, writes: PendingWrites,
@@ -226,8 +286,13 @@ def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list
     for path, why in errors:
         out.attention = True
         out.messages.append(f"error: {path}: not written: {why}")
+        if out.loaded is not None:
+            out.loaded["clean"] = False
         i = staged_rows.get(path)
-        if i is not None:
+        if i is not None and i < 0:  # a partition-level file (recover's snapshots, leader-epoch-checkpoint)
+            out.files_written -= 1
+            out.files_failed += 1
+        elif i is not None:
             out.files_written -= 1
             out.files_failed += 1
             row = out.segments[i]

@@ -1,0 +1,78 @@
+"""``segdex recover``: Kafka's startup recovery of whole log dirs done offline with Spark, leaving each log dir as
+Kafka's recovery followed by a clean shutdown leaves it, so the broker's next start re-reads nothing.
+
+Also ``spark-submit jobs/recover.py [options] LOGDIR...`` (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/recover.py: make the package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from segdex.indexcore.errors import SegdexError  # noqa: E402
+from segdex.indexcore.status import ExitStatus  # noqa: E402
+from segdex.jobs.common import check_log_dirs  # noqa: E402
+from segdex.jobs.reindex import add_common_arguments, resolve_configs  # noqa: E402
+
+HELP = ("recover whole Kafka log dirs offline as the broker's start would (index files, producer snapshots, "
+        "leader epochs, checkpoints), then mark each clean one for a fast start")
+COMMAND = "recover"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--now", metavar="EPOCH_MS", type=int, default=None,
+                        help="the broker clock its load would see: producers idle longer than "
+                             "producer.id.expiration.ms (default one day) before it are dropped from the snapshots "
+                             "(default: now)")
+    add_common_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        default, topics = resolve_configs(args)
+    except SegdexError as e:
+        print(f"segdex {COMMAND}: {e}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if args.now is not None and args.now < 0:
+        print(f"segdex {COMMAND}: --now must be epoch milliseconds, got {args.now}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if not args.log_dirs or check_log_dirs(COMMAND, args.log_dirs):
+        return ExitStatus.USAGE
+    from segdex.jobs import report
+    from segdex.pipelines import recover, reindex
+    from segdex.pipelines.interrupts import RunInterrupted
+    from segdex.pipelines.preflight import PreflightError
+    from segdex.pipelines.schemas import default_metadata_path
+    from segdex.pipelines.spark_session import get_spark
+
+    spark = get_spark(args.master, f"segdex-{COMMAND}")
+    arguments = [COMMAND, *[f"--config={c}" for c in args.config or []],
+                 *[f"--topic-config={c}" for c in args.topic_config or []], *list(args.log_dirs)]
+    try:
+        summary = recover.run(spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics,
+                              arguments=arguments, progress=None if args.no_progress else report.print_progress,
+                              now_ms=args.now)
+    except PreflightError as e:
+        print(f"segdex {COMMAND}: {e}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except RunInterrupted as e:
+        print(f"segdex {COMMAND}: {e}; no log dir was marked clean", file=sys.stderr)
+        return e.exit_status
+    except reindex.RunFailed as e:
+        print(f"segdex {COMMAND}: failed: {e}; {e.changed}", file=sys.stderr)
+        return ExitStatus.FAILED
+    report.print_recover(summary)
+    return summary.exit_status
+
+
+if __name__ == "__main__":  # spark-submit jobs/recover.py ...
+    from segdex.jobs.cli import main
+    from segdex.pipelines.spark_session import stop_active
+
+    code = main([COMMAND, *sys.argv[1:]])
+    stop_active()
+    sys.exit(code)

@@ -1,0 +1,103 @@
+"""``segdex recover`` with Spark: Kafka's startup recovery of whole log dirs done offline, then the state a clean
+shutdown leaves, so the broker's next start re-reads nothing.
+
+Driver, under every log dir's ``.lock``: remove each ``.kafka_cleanshutdown`` first; executors recover their
+partitions as ``reindex`` does and also write the producer snapshots and ``leader-epoch-checkpoint`` Kafka's load
+leaves (``scan.scan_partition`` in ``recover`` mode); then, per log dir, the driver writes the recovery-point and
+log-start-offset checkpoints and, only when every partition there came out clean, the marker, last.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
+from segdex.indexcore.log_dir import read_checkpoints
+from segdex.indexcore.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
+
+from . import reindex
+from .reindex import Discovery, ProgressSnapshot, RunSummary
+from .scan import MODE_RECOVER, PartitionOutcome
+
+
+@dataclass
+class LogDirResult:
+    """What recover left in one log dir."""
+
+    log_dir: str
+    marker: bool = False  # .kafka_cleanshutdown written: the broker's next start re-reads nothing here
+    marker_removed: bool = False  # one was there before the run
+    clean: int = 0  # partitions recovered whole
+    not_clean: list[str] = field(default_factory=list)  # "<topic>-<n>": left for the broker's own recovery
+    error: str | None = None  # the checkpoints or the marker could not be written
+
+
+@dataclass
+class RecoverSummary:
+    run: RunSummary
+    log_dirs: list[LogDirResult]
+    now_ms: int
+
+    @property
+    def exit_status(self) -> int:
+        if self.run.exit_status:
+            return self.run.exit_status
+        return 1 if any(not d.marker for d in self.log_dirs) else 0
+
+
+def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
+        topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
+        native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
+        now_ms: int | None = None) -> RecoverSummary:
+    """Recover every partition of ``log_dirs``; ``now_ms`` is the broker clock for producer expiry (default:
+    now). Raises what ``reindex.run`` raises."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    results: dict[str, LogDirResult] = {}
+
+    def before_scan(discovery: Discovery) -> None:
+        for log_dir in discovery.listed:
+            results[log_dir] = LogDirResult(log_dir, marker_removed=remove_clean_shutdown_marker(log_dir))
+
+    def after_scan(discovery: Discovery, outcomes: list[PartitionOutcome]) -> None:
+        by_dir: dict[str, list[PartitionState]] = {d: [] for d in results}
+        for task, out in zip(_tasks_in_order(discovery, outcomes), outcomes, strict=True):
+            if task.log_dir not in by_dir or is_cluster_metadata(task.topic):
+                continue  # the metadata log is no LogManager log: its own raft layer loads it
+            loaded = out.loaded or {"clean": False}
+            state = PartitionState(task.topic, task.partition, bool(loaded.get("clean")) and
+                                   out.partition is not None and out.partition["status"] == "ok",
+                                   loaded.get("log_start_offset"), loaded.get("log_end_offset"),
+                                   loaded.get("first_base_offset"))
+            by_dir[task.log_dir].append(state)
+        stray = {d for d, _ in discovery.stray}
+        for log_dir, states in by_dir.items():
+            r = results[log_dir]
+            r.clean = sum(1 for s in states if s.clean)
+            r.not_clean = [f"{s.topic}-{s.partition}" for s in states if not s.clean]
+            try:
+                r.marker = finish_log_dir(log_dir, states, read_checkpoints(log_dir),
+                                          marker=not any(_inside(p, log_dir) for p in stray))
+            except OSError as e:
+                r.error = f"checkpoints or marker not written: {e.strerror or e}"
+
+    summary = reindex.run(spark, log_dirs, MODE_RECOVER, metadata_path, config, topic_configs, arguments, native,
+                          progress, normalize=True, now_ms=now_ms, before_scan=before_scan, after_scan=after_scan)
+    return RecoverSummary(summary, list(results.values()), now_ms)
+
+
+def _tasks_in_order(discovery: Discovery, outcomes: list[PartitionOutcome]) -> list:
+    """The task of each outcome: outcomes come back grouped, so match them by partition row."""
+    by_key = {(t.log_dir, t.topic, t.partition, t.future): t for t in discovery.tasks}
+    out = []
+    for o in outcomes:
+        p = o.partition
+        out.append(by_key[(p["log_dir"], p["topic"], p["partition"], p["future"])])
+    return out
+
+
+def _inside(path: str, log_dir: str) -> bool:
+    return os.path.dirname(os.path.realpath(path)) == log_dir or os.path.realpath(path) == log_dir
