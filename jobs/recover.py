@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the broker clock its load would see: producers idle longer than "
                              "producer.id.expiration.ms (default one day) before it are dropped from the snapshots "
                              "(default: now)")
+    parser.add_argument("--truncate", action="store_true",
+                        help="where a .log has a corrupt tail, cut it as Kafka's recovery would (and drop the "
+                             "partition's later segments), keeping every removed byte under --quarantine")
+    parser.add_argument("--quarantine", metavar="DIR",
+                        help="with --truncate: where removed bytes and segments go, with a manifest.json saying "
+                             "where each came from and how to put it back (outside every log dir)")
     add_common_arguments(parser)
 
 
@@ -40,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     if args.now is not None and args.now < 0:
         print(f"segdex {COMMAND}: --now must be epoch milliseconds, got {args.now}", file=sys.stderr)
         return ExitStatus.USAGE
+    if bool(args.truncate) != bool(args.quarantine):
+        print(f"segdex {COMMAND}: --truncate and --quarantine DIR go together (nothing is cut without a place "
+              f"to keep it)", file=sys.stderr)
+        return ExitStatus.USAGE
     if not args.log_dirs or check_log_dirs(COMMAND, args.log_dirs):
         return ExitStatus.USAGE
     from segdex.jobs import report
@@ -51,12 +61,13 @@ def run(args: argparse.Namespace) -> int:
 
     spark = get_spark(args.master, f"segdex-{COMMAND}")
     arguments = [COMMAND, *[f"--config={c}" for c in args.config or []],
-                 *[f"--topic-config={c}" for c in args.topic_config or []], *list(args.log_dirs)]
+                 *[f"--topic-config={c}" for c in args.topic_config or []],
+                 *(["--truncate", "--quarantine", args.quarantine] if args.truncate else []), *list(args.log_dirs)]
     try:
         summary = recover.run(spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics,
                               arguments=arguments, progress=None if args.no_progress else report.print_progress,
-                              now_ms=args.now)
-    except PreflightError as e:
+                              now_ms=args.now, quarantine=args.quarantine)
+    except (PreflightError, SegdexError) as e:
         print(f"segdex {COMMAND}: {e}", file=sys.stderr)
         return ExitStatus.USAGE
     except RunInterrupted as e:

@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
 from segdex.indexcore.log_dir import read_checkpoints
 from segdex.indexcore.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
+from segdex.indexcore.quarantine import check_quarantine_dir
 
 from . import reindex
 from .reindex import Discovery, ProgressSnapshot, RunSummary
+from .runs import new_run_id
 from .scan import MODE_RECOVER, PartitionOutcome
 
 
@@ -52,15 +54,22 @@ class RecoverSummary:
 def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        now_ms: int | None = None) -> RecoverSummary:
+        now_ms: int | None = None, quarantine: str | None = None) -> RecoverSummary:
     """Recover every partition of ``log_dirs``; ``now_ms`` is the broker clock for producer expiry (default:
-    now). Raises what ``reindex.run`` raises."""
+    now). With ``quarantine`` (``--truncate``), corrupt tails are cut as Kafka's recovery cuts them, every removed
+    byte kept there (``indexcore.quarantine``). Raises what ``reindex.run`` raises, and UsageException for a
+    quarantine inside a log dir."""
+    if quarantine is not None:
+        quarantine = check_quarantine_dir(quarantine, log_dirs)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    run_id = new_run_id(MODE_RECOVER)
     results: dict[str, LogDirResult] = {}
 
     def before_scan(discovery: Discovery) -> None:
         for log_dir in discovery.listed:
             results[log_dir] = LogDirResult(log_dir, marker_removed=remove_clean_shutdown_marker(log_dir))
+        if quarantine is not None:
+            discovery.tasks = [replace(t, quarantine=quarantine, run_id=run_id) for t in discovery.tasks]
 
     def after_scan(discovery: Discovery, outcomes: list[PartitionOutcome]) -> None:
         by_dir: dict[str, list[PartitionState]] = {d: [] for d in results}

@@ -22,6 +22,7 @@ from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_dir import held_by, partition_findings
 from segdex.indexcore.log_loader import LogLoader, snapshot_files_in
 from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from segdex.indexcore.quarantine import truncate_with_quarantine
 from segdex.indexcore.status import Reason, SegmentStatus
 
 from .batch_write import PendingWrites
@@ -52,6 +53,8 @@ class PartitionTask:
     lock_owner: tuple[str, int] | None = None  # (host, pid) of the driver holding the log dir's .lock (reindex)
     read_only: str | None = None  # why this partition is never written (the KRaft metadata log), else None
     now_ms: int | None = None  # recover: the broker clock its load would see (producer expiry)
+    quarantine: str | None = None  # recover --truncate: cut corrupt tails as Kafka does, keeping them here
+    run_id: str = ""
 
 
 @dataclass
@@ -183,20 +186,14 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
     loader = None
     if mode == MODE_RECOVER and writing:
         normalize = True  # recover leaves every index file as Kafka's recovery writes it
-        try:
-            loader = LogLoader(task.path, task.config, task.now_ms or 0, task.log_start_offset or 0)
-        except (CorruptCheckpointException, OSError) as e:
-            why = f"leader-epoch-checkpoint: {getattr(e, 'strerror', None) or e}"
-            out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
-            out.attention = True
-            out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
-            out.loaded = {"clean": False}
+        loader = _open_loader(task, out, run_id, scanned_at)
+        if loader is None:
             return out
     recovery = loader if loader is not None else PartitionRecovery(task.config)
     writes = pending if pending is not None else PendingWrites()
     staged_rows: dict[str, int] = {}  # target path -> index of its segment row
     last_base = logs[-1][0] if logs else None
-    for base, log_path in logs:
+    for i, (base, log_path) in enumerate(logs):
         seg = recovery.recover_segment(log_path, base, native)
         # the metadata log's active segment is never closed by Kafka, even at a clean stop
         verdict = verify_segment(seg, never_closed=task.read_only is not None and base == last_base)
@@ -204,20 +201,70 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
-        if writing and seg.files and _rewrite(status, normalize):
+        cut = loader is not None and bool(task.quarantine) and status == SegmentStatus.CORRUPT_LOG_TAIL
+        truncated = False
+        if cut:
+            # Kafka recovers a segment whose offset index is missing when it opens it and then ignores the
+            # truncation (later segments survive, leaving an offset gap); otherwise its recovery pass truncates
+            # and deletes every later segment (LogLoader.loadSegmentFiles, recoverLog)
+            cut = os.path.exists(seg.log_path[: -len(LOG_FILE_SUFFIX)] + ".index")
+            later = [p for _, p in logs[i + 1:]] if cut else []
+            status, reason = _truncate(task, seg, later, out, status, reason)
+            truncated = status == SegmentStatus.OK
+        if writing and seg.files and (truncated or _rewrite(status, normalize)):
             status, reason = _stage(seg, status, reason, writes, staged_rows, len(out.segments), out)
         if SegmentStatus(status).needs_attention:
             out.attention = True
             out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_shown(reason, log_path)}")
         out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), run_id, scanned_at))
+        if cut:
+            break  # Kafka's recovery deletes every later segment: they are in the quarantine now
     if loader is not None:
         _stage_load(task, loader, out, writes, staged_rows)
-    if pending is None:
+    _commit_or_keep(out, writes, staged_rows, pending is None)
+    summarize(task, out, run_id, scanned_at)
+    return out
+
+
+def _commit_or_keep(out: PartitionOutcome, writes: PendingWrites, staged_rows: dict[str, int], commit: bool) -> None:
+    """Commit the partition's staged files now, or leave them staged for the group's commit (``scan_group``)."""
+    if commit:
         fail_writes(out, staged_rows, writes.commit())
     else:
         out.staged = staged_rows
-    summarize(task, out, run_id, scanned_at)
-    return out
+
+
+def _open_loader(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_at: datetime) -> LogLoader | None:
+    """recover: the partition's ``LogLoader``, or None with an error row (a leader-epoch-checkpoint Kafka cannot
+    read fails the broker's load of the partition)."""
+    try:
+        return LogLoader(task.path, task.config, task.now_ms or 0, task.log_start_offset or 0)
+    except (CorruptCheckpointException, OSError) as e:
+        why = f"leader-epoch-checkpoint: {getattr(e, 'strerror', None) or e}"
+        out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
+        out.attention = True
+        out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
+        out.loaded = {"clean": False}
+        return None
+
+
+def _truncate(task: PartitionTask, seg: SegmentRecovery, later: list[str], out: PartitionOutcome,
+              status: SegmentStatus, reason: Reason | None) -> tuple[SegmentStatus, Reason | None]:
+    """recover --truncate: cut the segment at its first invalid batch and move the later segments away, every
+    removed byte kept in the quarantine; returns the row's status and reason (unchanged when that failed)."""
+    valid, size = seg.result.valid_bytes, seg.result.size_bytes
+    why = seg.result.stop_reason or "corrupt tail"
+    try:
+        manifest = truncate_with_quarantine(task.path, seg.log_path, valid, later, task.quarantine, task.run_id, why)
+    except OSError as e:
+        out.attention = True
+        out.messages.append(f"error: {seg.log_path}: not truncated: {e.strerror or e}; nothing was removed")
+        return status, reason
+    where = os.path.dirname(manifest.pieces[0].quarantined)
+    note = (f"truncated at byte {valid} as Kafka's recovery would ({why}): {size - valid} bytes"
+            + (f" and {len(later)} later segments" if later else "") + f" kept in {where} (manifest.json)")
+    out.notes.append(f"truncated: {seg.log_path}: {note}")
+    return SegmentStatus.OK, Reason(note, seg.log_path)
 
 
 def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, writes: PendingWrites,

@@ -9,8 +9,11 @@ segdex's output with the clean-shutdown marker and finding nothing to change.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -324,3 +327,98 @@ def test_fixture_snapshots_equal_kafkas_load(oracle, kafka_fixtures: Path, spark
         if not configs[_topic(case)].legacy_record_version:
             assert ((log_dir / name / "leader-epoch-checkpoint").read_bytes()
                     == (kafka_dir / name / "leader-epoch-checkpoint").read_bytes()), case
+
+
+# ------------------------------------------------------------------ --truncate --quarantine
+
+def _corrupt_middle_of_multi_segment(kafka_fixtures: Path, part: Path, indexes: bool) -> tuple[int, list[str]]:
+    """multi_segment_partition_retention's logs with one byte of a batch in the third segment inverted. With
+    the broker's index files beside them, Kafka's recovery pass cuts that segment there and deletes the five
+    after it; with ``.log`` files only, Kafka recovers the segment as it opens it, cuts it, and keeps the later
+    ones (an offset gap). Returns (cut position, later log names)."""
+    part.mkdir(parents=True)
+    for f in sorted((kafka_fixtures / "multi_segment_partition_retention" / "broker").iterdir()):
+        if f.suffix == ".log" or (indexes and f.suffix in (".index", ".timeindex")):
+            shutil.copy(f, part)
+    logs = sorted(p.name for p in part.glob("*.log"))
+    target = part / logs[2]
+    data = bytearray(target.read_bytes())
+    pos = 0
+    for _ in range(5):  # the sixth batch
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[pos + 70] ^= 0xFF  # inside its records: the CRC no longer matches
+    target.write_bytes(bytes(data))
+    return pos, logs[3:]
+
+
+def test_truncate_cuts_as_kafka_and_keeps_every_byte(kafka_fixtures: Path, tmp_path: Path, capsys):
+    log_dir, quarantine = tmp_path / "logs", tmp_path / "quarantine"
+    cases = _stage_fixtures(log_dir, kafka_fixtures, corrupt=True)
+    cut_at, later = _corrupt_middle_of_multi_segment(kafka_fixtures, log_dir / "multi-0", indexes=True)
+    before = {p.relative_to(log_dir).as_posix(): p.read_bytes() for p in log_dir.rglob("*.log")}
+    topic_args = [f"--topic-config={_topic(case)}:{k}={load_case(case)['topic_config'][k]}"
+                  for case in cases.values() for k in ("index.interval.bytes", "segment.index.bytes")]
+    code = segdex_main(["recover", "--no-progress", "--truncate", "--quarantine", str(quarantine), *topic_args,
+                        "--metadata", str(tmp_path / "meta"), str(log_dir)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert (log_dir / ".kafka_cleanshutdown").read_bytes() == MARKER
+    assert "truncated:" in err
+    for name, case in cases.items():  # each .log and its indexes exactly as Kafka's recovery left recovered/
+        for p in (kafka_fixtures / case / "recovered").iterdir():
+            if p.suffix in (".log", *INDEX_SUFFIXES):
+                assert (log_dir / name / p.name).read_bytes() == p.read_bytes(), f"{case}/{p.name}"
+    multi = log_dir / "multi-0"
+    assert sorted(p.name for p in multi.glob("*.log")) == sorted(before_name.split("/")[1] for before_name in before
+                                                                 if before_name.startswith("multi-0/"))[:3]
+    assert len((multi / segment_name(410)).read_bytes()) == cut_at
+    # every removed byte is in the quarantine, and the manifest's commands put it back
+    manifests = sorted(quarantine.rglob("manifest.json"))
+    assert len(manifests) == len(cases) + 1
+    restored = tmp_path / "restored"
+    shutil.copytree(log_dir, restored)
+    for m in manifests:
+        manifest = json.loads(m.read_text())
+        for piece in manifest["pieces"]:
+            assert hashlib.sha256(Path(piece["quarantined"]).read_bytes()).hexdigest() == piece["sha256"]
+            cmd = piece["restore"].replace(str(log_dir), str(restored))
+            subprocess.run(["bash", "-c", cmd], check=True)
+    assert {p.relative_to(restored).as_posix(): p.read_bytes() for p in restored.rglob("*.log")} == before
+    assert {piece["source"].split("/")[-1] for piece in json.loads(
+        (quarantine.glob("*/multi-0/manifest.json").__next__()).read_text())["pieces"] if piece["kind"] == "file"
+            and piece["source"].endswith(".log")} == set(later)
+
+
+def test_truncate_needs_a_quarantine_outside_the_log_dir(tmp_path: Path, capsys):
+    log_dir = tmp_path / "logs"
+    (log_dir / "t-0").mkdir(parents=True)
+    assert segdex_main(["recover", "--truncate", str(log_dir)]) == 2
+    assert "go together" in capsys.readouterr().err
+    assert segdex_main(["recover", "--truncate", "--quarantine", str(log_dir / "q"), "--no-progress",
+                        "--metadata", str(tmp_path / "meta"), str(log_dir)]) == 2
+    assert "outside every log dir" in capsys.readouterr().err
+    assert not (log_dir / "q").exists()
+
+
+@pytest.mark.parametrize("indexes", [True, False], ids=["with-indexes", "logs-only"])
+def test_truncated_dirs_equal_kafkas_own_load(oracle, kafka_fixtures: Path, spark, tmp_path: Path, indexes: bool):
+    """Kafka's load of the damaged dirs (truncation included) and segdex's --truncate leave the same .log bytes,
+    segments, snapshots and leader epochs, with and without index files (Kafka's two truncation paths)."""
+    log_dir = tmp_path / "logs"
+    cases = _stage_fixtures(log_dir, kafka_fixtures, corrupt=True)
+    _corrupt_middle_of_multi_segment(kafka_fixtures, log_dir / "multi-0", indexes)
+    kafka_dir = tmp_path / "kafka"
+    shutil.copytree(log_dir, kafka_dir)
+    summary = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
+                          now_ms=TXN_CASE_NOW, quarantine=str(tmp_path / "q"))
+    assert summary.exit_status == 0
+    for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        case = cases.get(part.name, "multi_segment_partition_retention")
+        cfg = {k: load_case(case)["topic_config"][k] for k in ("index.interval.bytes", "segment.index.bytes")}
+        kafka_oracle_load(oracle, kafka_dir / part.name, TXN_CASE_NOW, cfg)
+        mine = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".log", ".snapshot")}
+        theirs = {p.name: p.read_bytes() for p in (kafka_dir / part.name).iterdir()
+                  if p.suffix in (".log", ".snapshot")}
+        assert mine == theirs, part.name
+        assert ((part / "leader-epoch-checkpoint").read_bytes()
+                == (kafka_dir / part.name / "leader-epoch-checkpoint").read_bytes()), part.name
