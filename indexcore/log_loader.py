@@ -40,6 +40,7 @@ from .log_dir import LogDirCheckpoints
 from .log_segments import PartitionRecovery, SegmentRecovery
 from .producer_snapshot import manager_snapshot_bytes, producer_snapshot_file_name, snapshot_offset
 from .producer_state import ProducerStateManager
+from .retention_policy import truncate_epochs_from_start
 
 CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
 
@@ -49,14 +50,6 @@ def truncate_epochs_from_end(entries: list[tuple[int, int]], end_offset: int) ->
     if end_offset < 0 or not entries or entries[-1][1] < end_offset:
         return list(entries)
     return [(e, o) for e, o in entries if o < end_offset]
-
-
-def truncate_epochs_from_start(entries: list[tuple[int, int]], start_offset: int) -> list[tuple[int, int]]:
-    """``LeaderEpochFileCache.truncateFromStart``: entries starting at or before ``start_offset`` go, the last of
-    them comes back starting at ``start_offset``."""
-    removed = [(e, o) for e, o in entries if o <= start_offset]
-    kept = [(e, o) for e, o in entries if o > start_offset]
-    return ([(removed[-1][0], start_offset)] if removed else []) + kept
 
 
 @dataclass
@@ -239,7 +232,7 @@ def finish_log_dir(log_dir: str, partitions: list[PartitionState], checkpoints: 
     recovery, starts = log_dir_checkpoints(partitions, checkpoints)
     for name, offsets in ((RECOVERY_POINT_CHECKPOINT, recovery), (LOG_START_OFFSET_CHECKPOINT, starts)):
         path = os.path.join(log_dir, name)
-        if not os.path.exists(path) or not same_content(path, format_offset_checkpoint(offsets)):
+        if not same_content(path, format_offset_checkpoint(offsets)):
             write_offset_checkpoint(path, offsets)
     if not marker or not all(p.clean for p in partitions):
         return False

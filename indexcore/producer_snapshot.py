@@ -28,9 +28,9 @@ from collections.abc import Iterable
 
 from .errors import SegdexError
 from .java_hash_map import hash_map_order
+from .layout import PRODUCER_SNAPSHOT_FILE_SUFFIX, segment_file_name
 from .producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 
-PRODUCER_SNAPSHOT_FILE_SUFFIX = ".snapshot"
 CURRENT_VERSION = 1
 
 # Header layout (ProducerStateManager's VERSION_OFFSET, CRC_OFFSET, PRODUCER_ENTRIES_OFFSET)
@@ -66,7 +66,7 @@ class CorruptSnapshotException(SegdexError):
 
 def producer_snapshot_file_name(offset: int) -> str:
     """``LogFileUtils.producerSnapshotFile``: the offset padded to 20 digits."""
-    return f"{offset:020d}{PRODUCER_SNAPSHOT_FILE_SUFFIX}"
+    return segment_file_name(offset, PRODUCER_SNAPSHOT_FILE_SUFFIX)
 
 
 def snapshot_offset(name: str) -> int | None:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from .atomic_file import fsync_dir, write_atomic
 from .errors import UsageException
-from .layout import INDEX_SUFFIXES, LOG_FILE_SUFFIX
+from .layout import index_paths
 
 MANIFEST = "manifest.json"
 
@@ -112,27 +112,21 @@ def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int
         "tail", os.path.realpath(log_path), tail, size, digest, valid_bytes,
         f"truncate -s {valid_bytes} '{os.path.realpath(log_path)}' && cat '{tail}' >> '{os.path.realpath(log_path)}'"))
     _write_manifest(where, manifest)
-    for later in later_logs:
-        stem = later[: -len(LOG_FILE_SUFFIX)]
-        for path in [later, *(stem + s for s in INDEX_SUFFIXES)]:
-            if not os.path.exists(path):
-                continue
-            dst = os.path.join(where, os.path.basename(path))
-            if os.path.exists(dst):
-                dst = f"{dst}.{run_id}"
-            size, digest = _sha256_of(path)
-            _copy_durably(path, dst)
-            manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
-                                                    f"cp -p '{dst}' '{os.path.realpath(path)}'"))
-            _write_manifest(where, manifest)
+    moved = [p for later in later_logs for p in (later, *index_paths(later).values()) if os.path.exists(p)]
+    for path in moved:
+        dst = os.path.join(where, os.path.basename(path))
+        if os.path.exists(dst):
+            dst = f"{dst}.{run_id}"
+        size, digest = _sha256_of(path)
+        _copy_durably(path, dst)
+        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
+                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
+        _write_manifest(where, manifest)
     # everything is kept: now change the partition as Kafka's recovery would
     with open(log_path, "r+b") as f:
         f.truncate(valid_bytes)
         os.fsync(f.fileno())
-    for later in later_logs:
-        stem = later[: -len(LOG_FILE_SUFFIX)]
-        for path in [later, *(stem + s for s in INDEX_SUFFIXES)]:
-            if os.path.exists(path):
-                os.unlink(path)
+    for path in moved:
+        os.unlink(path)
     fsync_dir(partition_dir)
     return manifest

@@ -16,7 +16,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 from segdex.indexcore.errors import SegdexError  # noqa: E402
 from segdex.indexcore.status import ExitStatus  # noqa: E402
 from segdex.jobs.common import check_log_dirs  # noqa: E402
-from segdex.jobs.reindex import add_common_arguments, resolve_configs  # noqa: E402
+from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs  # noqa: E402
 
 HELP = ("recover whole Kafka log dirs offline as the broker's start would (index files, producer snapshots, "
         "leader epochs, checkpoints), then mark each clean one for a fast start")
@@ -53,29 +53,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.log_dirs or check_log_dirs(COMMAND, args.log_dirs):
         return ExitStatus.USAGE
     from segdex.jobs import report
-    from segdex.pipelines import recover, reindex
-    from segdex.pipelines.interrupts import RunInterrupted
-    from segdex.pipelines.preflight import PreflightError
+    from segdex.pipelines import recover
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
     spark = get_spark(args.master, f"segdex-{COMMAND}")
-    arguments = [COMMAND, *[f"--config={c}" for c in args.config or []],
-                 *[f"--topic-config={c}" for c in args.topic_config or []],
-                 *(["--truncate", "--quarantine", args.quarantine] if args.truncate else []), *list(args.log_dirs)]
-    try:
-        summary = recover.run(spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics,
-                              arguments=arguments, progress=None if args.no_progress else report.print_progress,
-                              now_ms=args.now, quarantine=args.quarantine)
-    except (PreflightError, SegdexError) as e:
-        print(f"segdex {COMMAND}: {e}", file=sys.stderr)
-        return ExitStatus.USAGE
-    except RunInterrupted as e:
-        print(f"segdex {COMMAND}: {e}; no log dir was marked clean", file=sys.stderr)
-        return e.exit_status
-    except reindex.RunFailed as e:
-        print(f"segdex {COMMAND}: failed: {e}; {e.changed}", file=sys.stderr)
-        return ExitStatus.FAILED
+    arguments = _arguments(args, COMMAND)
+    if args.truncate:
+        arguments[1:1] = ["--truncate", "--quarantine", args.quarantine]
+    if args.now is not None:
+        arguments[1:1] = ["--now", str(args.now)]
+    summary, failed = guarded_run(COMMAND, lambda: recover.run(
+        spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
+        progress=None if args.no_progress else report.print_progress, now_ms=args.now, quarantine=args.quarantine),
+        "; no log dir was marked clean")
+    if failed is not None:
+        return failed
     report.print_recover(summary)
     return summary.exit_status
 

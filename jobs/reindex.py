@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/reindex.py: make the package importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,8 +77,6 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         return ExitStatus.USAGE
     from segdex.jobs import report
     from segdex.pipelines import reindex
-    from segdex.pipelines.interrupts import RunInterrupted
-    from segdex.pipelines.preflight import PreflightError
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
@@ -87,22 +87,35 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         print(f"config: assumed Kafka's defaults {values} for every topic without --topic-config "
               f"(valid index files built with other values are left alone; see --normalize)", file=sys.stderr)
     spark = get_spark(args.master, f"segdex-{mode}")
-    try:
-        summary = reindex.run(spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-                              arguments=_arguments(args, mode),
-                              progress=None if args.no_progress else report.print_progress,
-                              normalize=getattr(args, "normalize", False))
-    except PreflightError as e:
-        print(f"segdex {mode}: {e}", file=sys.stderr)
-        return ExitStatus.USAGE
-    except RunInterrupted as e:
-        print(f"segdex {mode}: {e}", file=sys.stderr)
-        return e.exit_status
-    except reindex.RunFailed as e:
-        print(f"segdex {mode}: failed: {e}; {e.changed}", file=sys.stderr)
-        return ExitStatus.FAILED
+    summary, failed = guarded_run(mode, lambda: reindex.run(
+        spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
+        arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
+        normalize=getattr(args, "normalize", False)))
+    if failed is not None:
+        return failed
     report.print_run(summary)
     return summary.exit_status
+
+
+def guarded_run(command: str, call: Callable[[], Any], interrupted_note: str = "") -> tuple[Any, int | None]:
+    """Run a writing pipeline (reindex, verify, recover): ``(its summary, None)``, or ``(None, exit status)`` with
+    one line on stderr for its typed failures: a check before any change or a bad argument found by the pipeline
+    (2), a stop on a signal, a failure after files changed (3, saying what had changed)."""
+    from segdex.pipelines import reindex
+    from segdex.pipelines.interrupts import RunInterrupted
+    from segdex.pipelines.preflight import PreflightError
+
+    try:
+        return call(), None
+    except (PreflightError, SegdexError) as e:
+        print(f"segdex {command}: {e}", file=sys.stderr)
+        return None, ExitStatus.USAGE
+    except RunInterrupted as e:
+        print(f"segdex {command}: {e}{interrupted_note}", file=sys.stderr)
+        return None, e.exit_status
+    except reindex.RunFailed as e:
+        print(f"segdex {command}: failed: {e}; {e.changed}", file=sys.stderr)
+        return None, ExitStatus.FAILED
 
 
 def _arguments(args: argparse.Namespace, mode: str) -> list[str]:

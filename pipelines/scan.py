@@ -17,7 +17,7 @@ from typing import Any
 from segdex.indexcore.atomic_file import is_temporary, remove_temporaries
 from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.index_verifier import verify_segment
-from segdex.indexcore.layout import LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX
+from segdex.indexcore.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_dir import held_by, partition_findings
 from segdex.indexcore.log_loader import LogLoader, snapshot_files_in
@@ -201,23 +201,23 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
-        cut = loader is not None and bool(task.quarantine) and status == SegmentStatus.CORRUPT_LOG_TAIL
-        truncated = False
-        if cut:
+        truncated = moved_later = False
+        if loader is not None and task.quarantine and status == SegmentStatus.CORRUPT_LOG_TAIL:
             # Kafka recovers a segment whose offset index is missing when it opens it and then ignores the
             # truncation (later segments survive, leaving an offset gap); otherwise its recovery pass truncates
             # and deletes every later segment (LogLoader.loadSegmentFiles, recoverLog)
-            cut = os.path.exists(seg.log_path[: -len(LOG_FILE_SUFFIX)] + ".index")
-            later = [p for _, p in logs[i + 1:]] if cut else []
+            index_present = os.path.exists(index_paths(seg.log_path)[INDEX_FILE_SUFFIX])
+            later = [p for _, p in logs[i + 1:]] if index_present else []
             status, reason = _truncate(task, seg, later, out, status, reason)
             truncated = status == SegmentStatus.OK
+            moved_later = truncated and bool(later)
         if writing and seg.files and (truncated or _rewrite(status, normalize)):
             status, reason = _stage(seg, status, reason, writes, staged_rows, len(out.segments), out)
         if SegmentStatus(status).needs_attention:
             out.attention = True
             out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_shown(reason, log_path)}")
         out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), run_id, scanned_at))
-        if cut:
+        if moved_later:
             break  # Kafka's recovery deletes every later segment: they are in the quarantine now
     if loader is not None:
         _stage_load(task, loader, out, writes, staged_rows)

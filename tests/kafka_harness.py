@@ -264,15 +264,8 @@ class KafkaOracle:
     def recover(self, partition_dir: Path, index_interval_bytes: int = 4096,
                 segment_index_bytes: int = 10 * 1024 * 1024) -> dict:
         """Recover every ``.log`` of ``partition_dir`` in place (index files written beside them)."""
-        self.proc.stdin.write(f"{partition_dir}\t{index_interval_bytes}\t{segment_index_bytes}\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"Kafka {self.install.version}'s oracle exited ({self.proc.poll()})")
-        answer = json.loads(line)
-        if "fatal" in answer:
-            raise RuntimeError(f"oracle failed on {partition_dir}: {answer['fatal']}")
-        return answer
+        return self._ask(f"{partition_dir}\t{index_interval_bytes}\t{segment_index_bytes}",
+                         f"recovery of {partition_dir}")
 
     def load(self, partition_dir: Path, now_ms: int, log_start_offset: int = 0, recovery_point: int = 0,
              clean: bool = False, config: dict[str, object] | None = None) -> dict:
@@ -280,24 +273,27 @@ class KafkaOracle:
         ``LogLoader`` with this log start offset, recovery point and clean-shutdown flag, the clock at ``now_ms``.
         Answers ``{"logStartOffset", "logEndOffset", "recoveryPoint"}`` or ``{"exception"}``."""
         pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
-        self.proc.stdin.write(f"load\t{partition_dir}\t{log_start_offset}\t{recovery_point}\t{int(clean)}"
-                              f"\t{now_ms}\t{pairs}\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline() or '{"fatal": "oracle exited"}')
-        if "fatal" in answer:
-            raise RuntimeError(f"Kafka {self.install.version}'s load of {partition_dir} failed: {answer['fatal']}")
-        return answer
+        return self._ask(f"load\t{partition_dir}\t{log_start_offset}\t{recovery_point}\t{int(clean)}\t{now_ms}"
+                         f"\t{pairs}", f"load of {partition_dir}")
 
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""
-        self.proc.stdin.write(f"bench\t{log_dir}\t{base_offset}\t{index_interval_bytes}\t{segment_index_bytes}"
-                              f"\t{runs}\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.proc.stdout.readline() or '{"fatal": "oracle exited"}')
-        if "fatal" in answer:
-            raise RuntimeError(f"Kafka {self.install.version}'s benchmark failed: {answer['fatal']}")
+        answer = self._ask(f"bench\t{log_dir}\t{base_offset}\t{index_interval_bytes}\t{segment_index_bytes}"
+                           f"\t{runs}", "benchmark")
         return [ms / 1000 for ms in answer["ms"]]
+
+    def _ask(self, request: str, what: str) -> dict:
+        """One request line to the oracle JVM, its one JSON answer; RuntimeError when it failed or exited."""
+        self.proc.stdin.write(request + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"Kafka {self.install.version}'s oracle exited ({self.proc.poll()}) during {what}")
+        answer = json.loads(line)
+        if "fatal" in answer:
+            raise RuntimeError(f"Kafka {self.install.version}'s {what} failed: {answer['fatal']}")
+        return answer
 
     def close(self) -> None:
         if self.proc.poll() is None:
