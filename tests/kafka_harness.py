@@ -223,9 +223,15 @@ class KafkaBroker:
         shutil.copytree(self.data_dir, dest, symlinks=True)
         return dest
 
-    def sibling(self, root: Path, data_dir: Path, props: dict[str, str] | None = None) -> KafkaBroker:
-        """The same node (cluster id, node id) on another copy of its log dir."""
-        return KafkaBroker(self.install, root, {**self.extra, **(props or {})}, data_dir, self.cluster_id)
+    def sibling(self, root: Path, data_dir: Path, props: dict[str, str] | None = None,
+                same_ports: bool = False) -> KafkaBroker:
+        """The same node (cluster id, node id) on another copy of its log dir. With ``same_ports`` it listens
+        where this broker did (this one must be stopped), so that clients connected to it reconnect there."""
+        other = KafkaBroker(self.install, root, {**self.extra, **(props or {})}, data_dir, self.cluster_id)
+        if same_ports:
+            assert self.proc is None, "a sibling on the same ports needs this broker stopped"
+            other.port, other.controller_port = self.port, self.controller_port
+        return other
 
     def __enter__(self) -> KafkaBroker:
         return self
