@@ -7,7 +7,10 @@ tool. Each run starts from a fresh copy of it (page cache warm for every contend
 - ``kafka N threads``: the broker started on the dir (``num.recovery.threads.per.data.dir`` = 1 and 2), from
   process start to "Kafka Server started", and LogManager's own "Loaded ... logs in X ms" figure;
 - ``segdex reindex``: the whole ``segdex reindex`` command on the dir (Spark start included), then the
-  broker's start on what it left (2 recovery threads), and the sum of both.
+  broker's start on what it left (2 recovery threads), and the sum of both;
+- ``segdex recover``: the same with ``segdex recover``, which leaves the dir as Kafka's recovery and a clean
+  shutdown leave it (index files, producer snapshots, checkpoints, ``.kafka_cleanshutdown``): the broker's start
+  on it re-reads nothing.
 
 Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the jars come from
 ``bash scripts/test.sh``.
@@ -87,14 +90,14 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
     return elapsed, (int(loaded[-1][1]) / 1000 if loaded else None)
 
 
-def run_segdex(work: Path) -> float:
+def run_segdex(work: Path, command: str = "reindex") -> float:
     exe = Path(sys.executable).parent / "segdex"
     t0 = time.perf_counter()
-    proc = subprocess.run([str(exe), "reindex", "--no-progress", "--metadata", str(work / "meta"),
+    proc = subprocess.run([str(exe), command, "--no-progress", "--metadata", str(work / "meta"),
                            str(work / "data")], capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"segdex reindex failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        raise SystemExit(f"segdex {command} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     return elapsed
 
 
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
     parser.add_argument("--shape", choices=list(SHAPES), default="large",
                         help="16 KiB batches (large) or 190 B single-record batches (small)")
+    parser.add_argument("--segdex", nargs="+", choices=["reindex", "recover"], default=["recover", "reindex"],
+                        help="the segdex commands timed before a broker start")
     args = parser.parse_args(argv)
     install = KafkaInstall(args.kafka).check()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -126,14 +131,18 @@ def main(argv: list[str] | None = None) -> int:
                 results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
                 if loaded is not None:
                     results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
-            fresh_copy(pristine, work)
-            reindex = run_segdex(work)
-            started, loaded = start_broker(install, pristine, work, 2)
-            results.setdefault("segdex reindex (whole command)", []).append(reindex)
-            results.setdefault("kafka start after segdex, 2 threads", []).append(started)
-            if loaded is not None:
-                results.setdefault("  of which LogManager loading", []).append(loaded)
-            results.setdefault("segdex reindex + kafka start", []).append(reindex + started)
+            for command in args.segdex:
+                fresh_copy(pristine, work)
+                took = run_segdex(work, command)
+                started, loaded = start_broker(install, pristine, work, 2)
+                if command == "recover":
+                    log = (work / "broker.log").read_text(errors="replace")
+                    assert "Skipping recovery of" in log and "Recovering unflushed segment" not in log, log[-2000:]
+                results.setdefault(f"segdex {command} (whole command)", []).append(took)
+                results.setdefault(f"kafka start after segdex {command}, 2 threads", []).append(started)
+                if loaded is not None:
+                    results.setdefault(f"  of which LogManager loading after {command}", []).append(loaded)
+                results.setdefault(f"segdex {command} + kafka start", []).append(took + started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     medians = {k: statistics.median(v) for k, v in results.items()}
@@ -141,9 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:42} {medians[name]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in runs)}")
     alone = medians["kafka start, 2 recovery thread(s)"]
     kafka_loading = medians.get("  of which LogManager loading, 2 thread(s)", alone)
-    both, reindex = medians["segdex reindex + kafka start"], medians["segdex reindex (whole command)"]
-    print(f"  -> reindex + start / start alone (2 threads) = {both / alone:.2f}x; "
-          f"segdex reindex / Kafka's own loading (2 threads) = {reindex / kafka_loading:.2f}x")
+    for command in args.segdex:
+        both, took = medians[f"segdex {command} + kafka start"], medians[f"segdex {command} (whole command)"]
+        print(f"  -> {command} + start / start alone (2 threads) = {both / alone:.2f}x "
+              f"(1 thread: {both / medians['kafka start, 1 recovery thread(s)']:.2f}x); "
+              f"segdex {command} / Kafka's own loading (2 threads) = {took / kafka_loading:.2f}x")
     return 0
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any, TextIO
 
 MAX_PRINTED = 20  # problem lines printed per run; the tables hold them all
+STARTUP_PREFIX = "startup: "  # scan's lines about the broker's next start
 
 
 def fmt_bytes(n: float) -> str:
@@ -45,12 +46,20 @@ def print_run(summary: Any, out: TextIO | None = None, err: TextIO | None = None
     print_discovery(summary.discovery, out, err)
     for path in (p for o in summary.outcomes for p in o.removed):
         print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
-    messages = [m for o in summary.outcomes for m in o.messages]
+    messages = [m for o in summary.outcomes for m in o.messages if not m.startswith(STARTUP_PREFIX)]
     for msg in messages[:MAX_PRINTED]:
         print(msg, file=err)
     if len(messages) > MAX_PRINTED:
         print(f"... and {len(messages) - MAX_PRINTED} more (all in the segments table: "
               "segdex sql \"SELECT * FROM segments WHERE status <> 'ok'\")", file=err)
+    # verify's startup preview: what the broker's next start loses or fails on, after the segments' problems
+    startup = [m for o in summary.outcomes for m in o.messages if m.startswith(STARTUP_PREFIX)]
+    for msg in startup[:MAX_PRINTED]:
+        print(msg, file=err)
+    if len(startup) > MAX_PRINTED:
+        print(f"... and {len(startup) - MAX_PRINTED} more startup lines (segdex sql \"SELECT topic, partition, "
+              "startup_action, startup_lost_bytes, startup_note FROM partitions WHERE startup_action IN "
+              "('truncate', 'fail')\")", file=err)
     for note in [n for o in summary.outcomes for n in o.notes][:MAX_PRINTED]:
         print(note, file=err)
     print(summary_line(summary), file=out)

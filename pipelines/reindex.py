@@ -23,6 +23,7 @@ from typing import Any
 from segdex.indexcore.atomic_file import remove_temporaries
 from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.layout import CLEAN_SHUTDOWN_FILE
 from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
 from segdex.indexcore.log_dir import (
     LogDirLock,
@@ -125,6 +126,7 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
         except (CorruptCheckpointException, OSError) as e:
             found.notes.append(f"{log_dir}: checkpoint files ignored: {e}")
             recovery, start, hw = {}, {}, {}
+        clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
         for p in listing.partitions:
             size, count = partition_size(p.path)
             key = (p.topic, p.partition)
@@ -133,7 +135,7 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
                 log_dir=log_dir, path=p.path, topic=p.topic, partition=p.partition, future=p.kind == "future",
                 config=topic_configs.get(p.topic, config), size_bytes=size, segment_count=count,
                 log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
-                lock_owner=lock_owner, read_only=read_only, now_ms=now_ms))
+                lock_owner=lock_owner, read_only=read_only, now_ms=now_ms, clean_shutdown=clean_shutdown))
     return found
 
 

@@ -23,6 +23,7 @@ from segdex.indexcore.log_dir import held_by, partition_findings
 from segdex.indexcore.log_loader import LogLoader, snapshot_files_in
 from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
 from segdex.indexcore.quarantine import truncate_with_quarantine
+from segdex.indexcore.startup_preview import SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.status import Reason, SegmentStatus
 
 from .batch_write import PendingWrites
@@ -55,6 +56,7 @@ class PartitionTask:
     now_ms: int | None = None  # recover: the broker clock its load would see (producer expiry)
     quarantine: str | None = None  # recover --truncate: cut corrupt tails as Kafka does, keeping them here
     run_id: str = ""
+    clean_shutdown: bool = False  # the log dir holds .kafka_cleanshutdown: the broker's next start skips recovery
 
 
 @dataclass
@@ -76,6 +78,7 @@ class PartitionOutcome:
     # recover: {"clean", "log_start_offset", "log_end_offset", "first_base_offset", "snapshots"}; clean means
     # recovered whole with every file written, so the log dir's checkpoints may say so
     loaded: dict[str, Any] | None = None
+    startup: StartupPreview | None = None  # verify: what the broker's next start does to this partition
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -193,8 +196,10 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
     writes = pending if pending is not None else PendingWrites()
     staged_rows: dict[str, int] = {}  # target path -> index of its segment row
     last_base = logs[-1][0] if logs else None
+    on_disk: list[SegmentOnDisk] | None = [] if mode == MODE_VERIFY and task.read_only is None else None
     for i, (base, log_path) in enumerate(logs):
         seg = recovery.recover_segment(log_path, base, native)
+        on_disk = _on_disk(on_disk, seg)
         # the metadata log's active segment is never closed by Kafka, even at a clean stop
         verdict = verify_segment(seg, never_closed=task.read_only is not None and base == last_base)
         status, reason = verdict.status, verdict.reason
@@ -221,9 +226,51 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
             break  # Kafka's recovery deletes every later segment: they are in the quarantine now
     if loader is not None:
         _stage_load(task, loader, out, writes, staged_rows)
+    _preview(task, on_disk, out)
     _commit_or_keep(out, writes, staged_rows, pending is None)
     summarize(task, out, run_id, scanned_at)
     return out
+
+
+def _on_disk(on_disk: list[SegmentOnDisk] | None, seg: SegmentRecovery) -> list[SegmentOnDisk] | None:
+    """The segment as the broker's start will find it; None once a segment could not be read (no preview)."""
+    if on_disk is None or seg.result is None:
+        return None
+    present = os.path.exists(index_paths(seg.log_path)[INDEX_FILE_SUFFIX])
+    on_disk.append(SegmentOnDisk(seg.base_offset, seg.log_path, seg.result, present))
+    return on_disk
+
+
+def _preview(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, out: PartitionOutcome) -> None:
+    """verify: what the broker's next start does here; data it would lose is a problem to print."""
+    if on_disk is None:
+        return
+    try:
+        out.startup = preview_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset,
+                                    producer_state=not task.config.legacy_record_version)
+    except OSError as e:
+        out.notes.append(f"note: {task.path}: no startup preview: {e.strerror or e}")
+        return
+    where = f"{task.topic}-{task.partition}"
+    if out.startup.loses_data:
+        out.attention = True
+        out.messages.append(f"startup: {where}: {startup_loss(out.startup)}")
+    for note in out.startup.notes:
+        out.attention = True
+        out.messages.append(f"startup: {where}: {note}")
+
+
+def startup_loss(p: StartupPreview) -> str:
+    """ "starting the broker now deletes 6 segments, 386,970 bytes, offsets 298..1536" """
+    parts = []
+    if p.deleted:
+        parts.append(f"{len(p.deleted)} segment{'s' if len(p.deleted) != 1 else ''}")
+    parts.append(f"{p.lost_bytes:,} bytes")
+    if p.lost_offsets is not None:
+        first, last = p.lost_offsets
+        parts.append(f"offsets {first}..{last}" if last is not None else f"offsets from {first}")
+    verb = "deletes" if p.deleted else "cuts"
+    return f"starting the broker now {verb} {', '.join(parts)}"
 
 
 def _commit_or_keep(out: PartitionOutcome, writes: PendingWrites, staged_rows: dict[str, int], commit: bool) -> None:
@@ -356,11 +403,11 @@ def summarize(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_a
         f"{n} {s}" for s, n in sorted(counts.items()) if s != SegmentStatus.OK)
     if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
         reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
-    out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at)
+    out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at, out.startup)
 
 
 def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: str, reason: str, run_id: str,
-                   scanned_at: datetime) -> dict[str, Any]:
+                   scanned_at: datetime, startup: StartupPreview | None = None) -> dict[str, Any]:
     last = segments[-1] if segments else None
     stamps = [r["max_timestamp"] for r in segments if r["max_timestamp"] is not None]
     if task.future:
@@ -374,7 +421,21 @@ def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: 
         "size_bytes": sum(r["size_bytes"] or 0 for r in segments),
         "max_timestamp": max(stamps) if stamps else None,
         "status": status, "reason": reason, "run_id": run_id, "scanned_at": scanned_at,
+        **_startup_columns(startup),
     }
+
+
+def _startup_columns(p: StartupPreview | None) -> dict[str, Any]:
+    """The partitions table's startup preview (verify only; None in other modes and where it is unknown)."""
+    if p is None:
+        return dict.fromkeys(STARTUP_COLUMNS)
+    return {"startup_action": p.action, "startup_recovered_segments": len(p.recovered),
+            "startup_log_end_offset": p.log_end_offset, "startup_deleted_segments": len(p.deleted),
+            "startup_lost_bytes": p.lost_bytes, "startup_note": "; ".join(p.notes) or None}
+
+
+STARTUP_COLUMNS = ("startup_action", "startup_recovered_segments", "startup_log_end_offset",
+                   "startup_deleted_segments", "startup_lost_bytes", "startup_note")
 
 
 def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: datetime,

@@ -63,6 +63,13 @@ PARTITIONS_SCHEMA = pa.schema([
     pa.field("reason", pa.string()),
     pa.field("run_id", pa.string()),
     pa.field("scanned_at", TS),
+    # what the broker's next start would do with the dir as verify found it (null outside verify)
+    pa.field("startup_action", pa.string()),  # none | recover | truncate | fail
+    pa.field("startup_recovered_segments", pa.int64()),  # segments its load re-reads
+    pa.field("startup_log_end_offset", pa.int64()),
+    pa.field("startup_deleted_segments", pa.int64()),
+    pa.field("startup_lost_bytes", pa.int64()),  # .log bytes cut or deleted
+    pa.field("startup_note", pa.string()),  # a load that fails, a marker in front of a corrupt log
 ])
 PARTITION_KEYS = ("log_dir", "topic", "partition", "future")
 

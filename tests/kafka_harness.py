@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -78,6 +79,10 @@ class KafkaInstall:
             cmd += [f"-Dlog4j2.configurationFile={log_config / 'log4j2.properties'}",
                     f"-Dlog4j.configuration=file:{log_config / 'log4j.properties'}"]
         return [*cmd, "-cp", self.classpath(*extra_cp), main, *args]
+
+
+# LogLoader's lines for a segment it recovers: at open (index missing or corrupt), and in recoverLog
+_RECOVERED = re.compile(r"(?:Recovering unflushed segment (\d+)\.|corresponding to log file \S*?(\d{20})\.log)")
 
 
 def free_port() -> int:
@@ -259,8 +264,23 @@ class KafkaOracle:
     def __init__(self, install: KafkaInstall, work: Path) -> None:
         self.install = install.check()
         work.mkdir(parents=True, exist_ok=True)
-        for name, text in (("log4j2.properties", _LOG4J2.replace("INFO", "ERROR")),
-                           ("log4j.properties", _LOG4J1.replace("INFO", "ERROR"))):
+        # LogLoader's INFO lines go to a file of their own: which segments a load recovered (``load``)
+        self.loader_log = work / "loader.log"
+        self.loader_log.touch()
+        loaders = ("org.apache.kafka.storage.internals.log.LogLoader", "kafka.log.LogLoader")
+        log4j2 = _LOG4J2.replace("INFO", "ERROR") + (
+            "appender.loader.type = File\nappender.loader.name = LOADER\n"
+            f"appender.loader.fileName = {self.loader_log}\nappender.loader.append = true\n"
+            "appender.loader.layout.type = PatternLayout\nappender.loader.layout.pattern = %m%n\n") + "".join(
+            f"logger.l{i}.name = {name}\nlogger.l{i}.level = INFO\nlogger.l{i}.additivity = false\n"
+            f"logger.l{i}.appenderRef.f.ref = LOADER\n" for i, name in enumerate(loaders))
+        log4j1 = _LOG4J1.replace("INFO", "ERROR") + (
+            "log4j.appender.loader=org.apache.log4j.FileAppender\n"
+            f"log4j.appender.loader.File={self.loader_log}\nlog4j.appender.loader.Append=true\n"
+            "log4j.appender.loader.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.loader.layout.ConversionPattern=%m%n\n") + "".join(
+            f"log4j.logger.{name}=INFO, loader\nlog4j.additivity.{name}=false\n" for name in loaders)
+        for name, text in (("log4j2.properties", log4j2), ("log4j.properties", log4j1)):
             (work / name).write_text(text)
         self.proc = subprocess.Popen(
             install.java("KafkaOracle", extra_cp=(install.home / "oracle",), log_config=work),
@@ -277,10 +297,17 @@ class KafkaOracle:
              clean: bool = False, config: dict[str, object] | None = None) -> dict:
         """A broker's start and clean stop of ``partition_dir`` (a ``<topic>-<n>`` dir), in place: Kafka's
         ``LogLoader`` with this log start offset, recovery point and clean-shutdown flag, the clock at ``now_ms``.
-        Answers ``{"logStartOffset", "logEndOffset", "recoveryPoint"}`` or ``{"exception"}``."""
+        Answers ``{"logStartOffset", "logEndOffset", "recoveryPoint", "recovered"}`` or ``{"exception", ...}``:
+        ``recovered`` the base offsets of the segments the load recovered, from LogLoader's own log lines."""
         pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
-        return self._ask(f"load\t{partition_dir}\t{log_start_offset}\t{recovery_point}\t{int(clean)}\t{now_ms}"
-                         f"\t{pairs}", f"load of {partition_dir}")
+        seen = self.loader_log.stat().st_size
+        answer = self._ask(f"load\t{partition_dir}\t{log_start_offset}\t{recovery_point}\t{int(clean)}\t{now_ms}"
+                           f"\t{pairs}", f"load of {partition_dir}")
+        with open(self.loader_log, errors="replace") as f:
+            f.seek(seen)
+            lines = f.read()
+        answer["recovered"] = sorted({int(a or b) for a, b in _RECOVERED.findall(lines)})
+        return answer
 
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
