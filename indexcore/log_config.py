@@ -13,8 +13,10 @@ Where a topic's value comes from, highest first (``TopicConfigResolver``):
    coordinator moves the log start offset itself): a topic-level override in Kafka too, so a ``--config``
    default for every topic does not reach them;
 3. ``--config KEY=VALUE`` (a default for every topic; topic or broker names);
-4. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
-5. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
+4. what the cluster reports (``--topic-configs``, the saved ``kafka-configs --describe`` output,
+   ``indexcore.topic_configs_file``): the topic's overrides, and with ``--all`` the brokers' settings too;
+5. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
+6. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
 
 ``__cluster_metadata`` is the KRaft metadata log: it follows ``metadata.*`` settings and its own snapshots,
 never topic configs; no writing command touches it (``is_cluster_metadata``).
@@ -41,6 +43,7 @@ SOURCE_INTERNAL_TOPIC = "internal topic"
 SOURCE_CONFIG = "--config"
 SOURCE_DEFAULT = "Kafka default"
 SOURCE_BROKER = "server.properties"
+SOURCE_DESCRIBED = "--topic-configs"
 
 # What Kafka sets when it creates its internal topics, with the brokers' default segment sizes; read from the
 # Kafka 4.1.1 jars (GroupCoordinatorService.groupMetadataTopicConfigs, TransactionStateManager
@@ -85,6 +88,7 @@ _DEFS: dict[str, _Def] = {
     "producer.id.expiration.ms": _Def("INT", 1),
 }
 _CLEANUP_POLICIES = ("compact", "delete")
+CONFIG_NAMES = frozenset(_DEFS)  # the configs segdex uses
 
 
 def _invalid(key: str, value: str, why: str) -> ConfigException:
@@ -176,7 +180,11 @@ class TopicConfigResolver:
 
     def __init__(self, config: Mapping[str, str] | None = None,
                  topic_configs: Mapping[str, Mapping[str, str]] | None = None,
-                 broker: Mapping[str, str] | None = None, broker_origins: Mapping[str, str] | None = None) -> None:
+                 broker: Mapping[str, str] | None = None, broker_origins: Mapping[str, str] | None = None,
+                 described: Mapping[str, Mapping[str, str]] | None = None,
+                 described_sources: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        self.described = {t: dict(kv) for t, kv in (described or {}).items()}
+        self.described_sources = {t: dict(kv) for t, kv in (described_sources or {}).items()}
         self.broker = dict(broker or {})
         self.broker_origins = dict(broker_origins or {})
         self.config = dict(config or {})
@@ -195,13 +203,15 @@ class TopicConfigResolver:
             return cached
         values: dict[str, str] = {}
         sources: dict[str, str] = {}
-        for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_CONFIG, self.config),
+        origins = {SOURCE_BROKER: self.broker_origins, SOURCE_DESCRIBED: self.described_sources.get(topic, {})}
+        for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_DESCRIBED, self.described.get(topic)),
+                              (SOURCE_CONFIG, self.config),
                               (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
                               (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
             for key, value in (layer or {}).items():
                 values[key] = value
-                sources[key] = (f"{source} ({self.broker_origins[key]})"
-                                if source == SOURCE_BROKER and key in self.broker_origins else source)
+                origin = origins.get(source, {}).get(key)
+                sources[key] = f"{source} ({origin})" if origin else source
         resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources)
         self._cache[topic] = resolved
         return resolved

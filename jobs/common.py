@@ -11,8 +11,25 @@ BROKER_CONFIG_HELP = ("the broker's server.properties: its log.dirs (then LOGDIR
                       "defaults its topics inherit (log.index.interval.bytes, log.retention.hours, ...)")
 
 
+TOPIC_CONFIGS_HELP = ("the saved output of `kafka-configs.sh --bootstrap-server ... --entity-type topics --describe` "
+                      "(with or without --all): every topic's overrides, and with --all the brokers' settings")
+
+
 def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-config", metavar="PATH", help=BROKER_CONFIG_HELP)
+    parser.add_argument("--topic-configs", metavar="PATH", help=TOPIC_CONFIGS_HELP)
+
+
+def described_topics(args: argparse.Namespace) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(topic -> configs, topic -> their sources) from ``--topic-configs``; empty without it; ConfigException
+    when the file is bad."""
+    from segdex.indexcore.topic_configs_file import read_topic_configs
+
+    path = getattr(args, "topic_configs", None)
+    if not path:
+        return {}, {}
+    described = read_topic_configs(path)
+    return ({t: d.values for t, d in described.items()}, {t: d.sources for t, d in described.items()})
 
 
 def config_layers(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, dict[str, str]]]:

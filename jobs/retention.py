@@ -28,6 +28,7 @@ from segdex.jobs.common import (  # noqa: E402
     broker_defaults,
     check_log_dirs,
     config_layers,
+    described_topics,
     print_log_dir_outcome,
     spark_if_master,
 )
@@ -157,8 +158,10 @@ def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, ap
 def run(args: argparse.Namespace) -> int:
     try:
         broker, given, topic_configs = config_layers(args)
+        described, described_sources = described_topics(args)
         config = TopicConfigResolver(given, topic_configs, broker=broker_defaults(broker),
-                                     broker_origins=broker.origins if broker is not None else None)
+                                     broker_origins=broker.origins if broker is not None else None,
+                                     described=described, described_sources=described_sources)
     except SegdexError as e:
         _err(str(e))
         return ExitStatus.USAGE

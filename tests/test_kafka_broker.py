@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from kafka_workload import (
 
 from segdex.indexcore.checkpoints import read_offset_checkpoint
 from segdex.indexcore.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, list_offset
+from segdex.indexcore.topic_configs_file import read_topic_configs
 from segdex.jobs.cli import main as cli
 from segdex.pipelines.metadata_store import MetadataStore
 
@@ -280,4 +282,74 @@ def test_broker_level_settings_read_from_its_server_properties(produced, tmp_pat
 
     assert statuses(tmp_path / "m1", "--broker-config", str(server_properties)) == {"ok"}
     assert statuses(tmp_path / "m2", str(broker.data_dir)) == {"equivalent"}
+    assert len(list((broker.data_dir / "plain-0").glob("*.log"))) >= 2
+
+
+def describe_topic_configs(broker: KafkaBroker, *extra: str) -> str:
+    """What `kafka-configs.sh --bootstrap-server ... --entity-type topics --describe` prints (Kafka 3.9.2's
+    ConfigCommand, the release whose core jar carries it; 4.x moved it to kafka-tools)."""
+    tool = KafkaInstall("3.9.2")
+    logs = broker.root / "tools-log"  # as kafka-run-class.sh's tools-log4j: warnings to stderr, stdout clean
+    logs.mkdir(exist_ok=True)
+    (logs / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\nlog4j.appender.stderr.Target=System.err\n")
+    (logs / "log4j2.properties").write_text(
+        "status = warn\nappender.err.type = Console\nappender.err.name = ERR\nappender.err.target = SYSTEM_ERR\n"
+        "appender.err.layout.type = PatternLayout\nappender.err.layout.pattern = [%d] %p %m (%c)%n\n"
+        "rootLogger.level = WARN\nrootLogger.appenderRef.err.ref = ERR\n")
+    proc = subprocess.run(tool.java("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap,
+                                    "--entity-type", "topics", "--describe", *extra, log_config=logs),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_topic_configs_read_from_kafka_configs_describe(produced, tmp_path, spark):
+    """A topic whose index.interval.bytes (700) is a topic override and whose retention.ms was changed with the
+    Admin API: `kafka-configs --describe` saved to a file, with and without --all, is read back by
+    `--topic-configs`; verify then finds the topic's segments `ok` (on Kafka's default, only `equivalent`)."""
+    broker = KafkaBroker(produced["install"], tmp_path / "node", {**BROKER_PROPS, "log.segment.bytes": str(MiB)})
+    try:
+        broker.start()
+        create_topics(broker, {"plain": {"index.interval.bytes": "700"}})
+        resource = ConfigResource("topic", "plain", incremental_configs=[
+            ConfigEntry("retention.ms", "123456789", incremental_operation=AlterConfigOpType.SET)])
+        client = admin(broker)  # kept alive until the futures resolve
+        for f in client.incremental_alter_configs([resource]).values():
+            f.result(60)
+        rng = random.Random(4)
+        p = producer(broker, **{"batch.num.messages": 1, "linger.ms": 0})
+        for _ in range(5000):
+            p.produce("plain", value=rng.randbytes(rng.randint(50, 300)))
+        p.flush(60)
+        dynamic, everything = describe_topic_configs(broker), describe_topic_configs(broker, "--all")
+        broker.stop()
+    finally:
+        broker.kill()
+    assert "Dynamic configs for topic plain are:" in dynamic and "All configs for topic plain are:" in everything
+    files = {}
+    for name, text in (("dynamic", dynamic), ("all", everything)):
+        files[name] = tmp_path / f"{name}.txt"
+        files[name].write_text(text)
+        described = read_topic_configs(files[name])["plain"]
+        assert described.values["index.interval.bytes"] == "700"
+        assert described.values["retention.ms"] == "123456789"
+        assert described.sources["retention.ms"] == "DYNAMIC_TOPIC_CONFIG"
+    described_all = read_topic_configs(files["all"])["plain"]
+    # --all also carries the brokers' settings, with their source; Kafka's defaults are not taken as given
+    assert described_all.values["segment.bytes"] == str(MiB)
+    assert described_all.sources["segment.bytes"] == "STATIC_BROKER_CONFIG"
+    assert "file.delete.delay.ms" not in described_all.values
+
+    def statuses(meta: Path, *args: str) -> set[str]:
+        code = cli(["verify", "--no-progress", "--metadata", str(meta), *args, str(broker.data_dir)])
+        assert code == 0
+        rows = MetadataStore(str(meta), spark).read("segments", ["topic", "status"]).to_pylist()
+        return {r["status"] for r in rows if r["topic"] == "plain"}
+
+    assert statuses(tmp_path / "m1", "--topic-configs", str(files["dynamic"])) == {"ok"}
+    assert statuses(tmp_path / "m2", "--topic-configs", str(files["all"])) == {"ok"}
+    assert statuses(tmp_path / "m3") == {"equivalent"}
     assert len(list((broker.data_dir / "plain-0").glob("*.log"))) >= 2

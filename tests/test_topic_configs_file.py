@@ -1,0 +1,71 @@
+"""``--topic-configs``: `kafka-configs --describe` output read back, bad files refused with a clear error, and
+where its values sit in the precedence (above the broker's, below --config and --topic-config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.log_config import ConfigException, TopicConfigResolver
+from segdex.indexcore.topic_configs_file import parse_topic_configs
+from segdex.jobs.cli import main as segdex_main
+
+ALL = """All configs for topic orders are:
+  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}
+  index.interval.bytes=1024 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:index.interval.bytes=1024, DEFAULT_CONFIG:log.index.interval.bytes=4096}
+  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=3600000, STATIC_BROKER_CONFIG:log.retention.hours=24, DEFAULT_CONFIG:log.retention.hours=168}
+  segment.bytes=1073741824 sensitive=false synonyms={DEFAULT_CONFIG:log.segment.bytes=1073741824}
+  some.secret=null sensitive=true synonyms={}
+  compression.type=producer sensitive=false synonyms={DEFAULT_CONFIG:compression.type=producer}
+Dynamic configs for topic audit-log are:
+  retention.bytes=1048576 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=1048576}
+"""  # noqa: E501
+
+
+def test_both_forms_with_sources():
+    topics = parse_topic_configs(ALL)
+    assert topics["orders"].values == {"index.interval.bytes": "1024", "retention.ms": "3600000"}
+    assert topics["orders"].sources == {"index.interval.bytes": "DYNAMIC_TOPIC_CONFIG",
+                                        "retention.ms": "DYNAMIC_BROKER_CONFIG"}
+    assert topics["audit-log"].values == {"retention.bytes": "1048576"}
+
+
+def test_precedence_broker_described_config_topic_config():
+    topics = parse_topic_configs(ALL)
+    resolver = TopicConfigResolver({"retention.ms": "60000"}, {"audit-log": {"retention.bytes": "5"}},
+                                   broker={"index.interval.bytes": "2048", "retention.bytes": "7"},
+                                   described={t: d.values for t, d in topics.items()},
+                                   described_sources={t: d.sources for t, d in topics.items()})
+    orders = resolver.resolve("orders")
+    assert orders.config.index_interval_bytes == 1024  # the topic override beats the broker's
+    assert orders.sources["index.interval.bytes"] == "--topic-configs (DYNAMIC_TOPIC_CONFIG)"
+    assert orders.config.retention_ms == 60000 and orders.sources["retention.ms"] == "--config"
+    audit = resolver.resolve("audit-log")
+    assert audit.config.retention_bytes == 5 and audit.sources["retention.bytes"] == "--topic-config"
+    assert resolver.resolve("other").config.retention_bytes == 7
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no 'Dynamic configs for topic T are:'"),
+    ("hello\n", "line 1: not `kafka-configs --entity-type topics --describe` output"),
+    ("  retention.ms=1 sensitive=false synonyms={}\n", "line 1"),
+    ("Dynamic configs for topic t are:\n  index.interval.bytes=-3 sensitive=false synonyms={}\n",
+     "line 2: topic t: Invalid value -3 for configuration index.interval.bytes: Value must be at least 0"),
+])
+def test_bad_files_are_refused_with_the_line(text, message):
+    with pytest.raises(ConfigException, match=None) as e:
+        parse_topic_configs(text)
+    assert message in str(e.value)
+
+
+def test_cli_bad_topic_configs_is_a_usage_error(tmp_path: Path, capsys):
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not it\n")
+    for command in (["verify"], ["reindex"], ["recover"], ["retention"]):
+        assert segdex_main([*command, "--topic-configs", str(bad), str(log_dir)]) == 2
+        assert "--topic-configs" in capsys.readouterr().err
+    assert segdex_main(["verify", "--topic-configs", str(tmp_path / "missing.txt"), str(log_dir)]) == 2
+    assert "no such file" in capsys.readouterr().err
