@@ -95,9 +95,20 @@ def _available() -> dict[str, object]:
     return mods
 
 
+def segdex_version() -> str:
+    """The installed package's version (``pyproject.toml``), as ``segdex --version`` prints it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("segdex")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="segdex", description="Kafka segment index rebuilder and auditor",
                                      epilog=EXIT_STATUS_HELP)
+    parser.add_argument("--version", action="version", version=f"segdex {segdex_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if command in COMMANDS:
         try:

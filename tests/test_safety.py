@@ -698,8 +698,20 @@ def test_a_closed_pipe_ends_the_output_not_the_work(tmp_path):
 
 
 def test_exit_statuses_are_in_help():
-    proc = segdex("reindex", "--help")
-    assert "exit status: 0 clean; 1 something needs attention; 2 usage error" in " ".join(proc.stdout.split())
+    from segdex.jobs.cli import COMMANDS
+
+    for command in COMMANDS:
+        proc = segdex(command, "--help")
+        assert proc.returncode == 0, command
+        assert "exit status: 0 clean; 1 something needs attention; 2 usage error" in " ".join(proc.stdout.split())
+
+
+def test_version():
+    import tomllib
+
+    proc = segdex("--version")
+    expected = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["version"]
+    assert proc.returncode == 0 and proc.stdout.strip() == f"segdex {expected}"
 
 
 def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spark):
