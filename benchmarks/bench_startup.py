@@ -44,6 +44,7 @@ MiB = 1 << 20
 SHAPES = {
     "large": {"records_per_batch": 16, "value_size": 1000, "key_size": 8},  # 16 KiB batches
     "small": {"records_per_batch": 1, "value_size": 112, "key_size": 8},  # 190 B batches
+    "medium": {"records_per_batch": 1, "value_size": 1000, "key_size": 8},  # 1.1 KiB batches
 }
 LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
 
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
     parser.add_argument("--shape", choices=list(SHAPES), default="large",
-                        help="16 KiB batches (large) or 190 B single-record batches (small)")
+                        help="16 KiB batches (large), 1.1 KiB (medium) or 190 B single-record batches (small)")
     parser.add_argument("--segdex", nargs="+", choices=["reindex", "recover"], default=["recover", "reindex"],
                         help="the segdex commands timed before a broker start")
     args = parser.parse_args(argv)
