@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from segdex.indexcore.errors import SegdexError
+
 BROKER_CONFIG_HELP = ("the broker's server.properties: its log.dirs (then LOGDIR may be left out) and the log.* "
                       "defaults its topics inherit (log.index.interval.bytes, log.retention.hours, ...)")
 
@@ -18,17 +20,54 @@ TOPIC_CONFIGS_HELP = ("the saved output of `kafka-configs.sh --bootstrap-server 
 def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-config", metavar="PATH", help=BROKER_CONFIG_HELP)
     parser.add_argument("--topic-configs", metavar="PATH", help=TOPIC_CONFIGS_HELP)
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                        help="read the topics' configs live from this cluster (Admin API, as kafka-configs "
+                             "--describe --all), for the topics found on disk")
+    parser.add_argument("--command-config", metavar="PATH",
+                        help="client properties for --bootstrap-server (TLS/SASL), as the Kafka tools take them")
 
 
-def described_topics(args: argparse.Namespace) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
-    """(topic -> configs, topic -> their sources) from ``--topic-configs``; empty without it; ConfigException
-    when the file is bad."""
+def topics_on_disk(paths: list[str]) -> list[str]:
+    """The topics of the partition directories under the given log dirs, or of the given partition dirs."""
+    from segdex.indexcore.layout import parse_partition_dir_name
+    from segdex.indexcore.log_dir import list_log_dir
+
+    topics: set[str] = set()
+    for path in paths:
+        try:
+            topics.update(p.topic for p in list_log_dir(path).partitions)
+            continue
+        except (SegdexError, OSError):
+            pass
+        d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        try:
+            topics.add(parse_partition_dir_name(os.path.basename(os.path.abspath(d))).topic)
+        except SegdexError:
+            pass
+    return sorted(topics)
+
+
+def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
+                     ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(topic -> configs, topic -> their sources) from ``--topic-configs`` and, live, ``--bootstrap-server`` (for
+    the topics under ``paths``; live values win); empty without either. ConfigException when a file is bad or the
+    cluster cannot be asked."""
+    from segdex.indexcore.log_config import ConfigException
     from segdex.indexcore.topic_configs_file import read_topic_configs
 
+    described = {}
     path = getattr(args, "topic_configs", None)
-    if not path:
-        return {}, {}
-    described = read_topic_configs(path)
+    if path:
+        described.update(read_topic_configs(path))
+    bootstrap = getattr(args, "bootstrap_server", None)
+    command_config = getattr(args, "command_config", None)
+    if command_config and not bootstrap:
+        raise ConfigException("--command-config is for --bootstrap-server: give both")
+    if bootstrap:
+        from segdex.indexcore.topic_configs_live import describe_topics, read_command_config
+
+        properties = read_command_config(command_config) if command_config else {}
+        described.update(describe_topics(bootstrap, topics_on_disk(paths or []), properties))
     return ({t: d.values for t, d in described.items()}, {t: d.sources for t, d in described.items()})
 
 

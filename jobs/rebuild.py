@@ -39,7 +39,7 @@ def _topic_of(path: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     try:
         broker, given, _ = config_layers(args)
-        described, _sources = described_topics(args)
+        described, _sources = described_topics(args, args.paths)
         config = LogConfig().with_overrides({**broker_defaults(broker), **given})
         per_topic = {t: LogConfig().with_overrides({**broker_defaults(broker), **kv, **given})
                      for t, kv in described.items()}

@@ -60,12 +60,12 @@ def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogC
     """The default LogConfig (Kafka's defaults < the broker's log.* settings < --config) and per-topic ones from
     --topic-config (ConfigException when bad)."""
     broker, config, topic_configs = config_layers(args)
-    described, _sources = described_topics(args)
+    args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
+    described, _sources = described_topics(args, args.log_dirs)
     base = broker_defaults(broker)
     default = LogConfig().with_overrides({**base, **config})
     topics = {t: LogConfig().with_overrides({**base, **described.get(t, {}), **config, **topic_configs.get(t, {})})
               for t in {*topic_configs, *described}}
-    args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
     args._given_configs = {**broker_defaults(broker), **config}
     return default, topics
 

@@ -158,7 +158,8 @@ def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, ap
 def run(args: argparse.Namespace) -> int:
     try:
         broker, given, topic_configs = config_layers(args)
-        described, described_sources = described_topics(args)
+        described, described_sources = described_topics(
+            args, args.log_dirs or (list(broker.log_dirs) if broker is not None else []))
         config = TopicConfigResolver(given, topic_configs, broker=broker_defaults(broker),
                                      broker_origins=broker.origins if broker is not None else None,
                                      described=described, described_sources=described_sources)

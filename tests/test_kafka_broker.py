@@ -45,6 +45,7 @@ from kafka_workload import (
 from segdex.indexcore.checkpoints import read_offset_checkpoint
 from segdex.indexcore.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, list_offset
 from segdex.indexcore.topic_configs_file import read_topic_configs
+from segdex.indexcore.topic_configs_live import describe_topics
 from segdex.jobs.cli import main as cli
 from segdex.pipelines.metadata_store import MetadataStore
 
@@ -353,3 +354,22 @@ def test_topic_configs_read_from_kafka_configs_describe(produced, tmp_path, spar
     assert statuses(tmp_path / "m2", "--topic-configs", str(files["all"])) == {"ok"}
     assert statuses(tmp_path / "m3") == {"equivalent"}
     assert len(list((broker.data_dir / "plain-0").glob("*.log"))) >= 2
+
+    # the same configs read live (Admin API) while the broker serves again; segdex works on a copy of its dir
+    copy = tmp_path / "copy"
+    shutil.copytree(broker.data_dir, copy)
+    client_props = tmp_path / "client.properties"
+    client_props.write_text("security.protocol=PLAINTEXT\nclient.id=segdex-test\n")
+    try:
+        broker.start()
+        live = describe_topics(broker.bootstrap, ["plain", "not-a-topic"])
+        code = cli(["verify", "--no-progress", "--metadata", str(tmp_path / "m4"), "--bootstrap-server",
+                    broker.bootstrap, "--command-config", str(client_props), str(copy)])
+    finally:
+        broker.stop()
+    assert set(live) == {"plain"}
+    assert live["plain"].values == {**{k: v for k, v in described_all.values.items()}}
+    assert live["plain"].sources["index.interval.bytes"] == "DYNAMIC_TOPIC_CONFIG"
+    assert code == 0
+    rows = MetadataStore(str(tmp_path / "m4"), spark).read("segments", ["topic", "status"]).to_pylist()
+    assert {r["status"] for r in rows if r["topic"] == "plain"} == {"ok"}

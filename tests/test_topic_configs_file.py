@@ -69,3 +69,38 @@ def test_cli_bad_topic_configs_is_a_usage_error(tmp_path: Path, capsys):
         assert "--topic-configs" in capsys.readouterr().err
     assert segdex_main(["verify", "--topic-configs", str(tmp_path / "missing.txt"), str(log_dir)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_live_configs_bad_input_is_a_usage_error(tmp_path: Path, capsys, monkeypatch):
+    """Nothing listening, a --command-config without --bootstrap-server, a Java truststore librdkafka cannot
+    read: exit 2 with one line, no traceback, no hang."""
+    import socket
+
+    log_dir = tmp_path / "logs"
+    (log_dir / "t-0").mkdir(parents=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    monkeypatch.setenv("SEGDEX_ADMIN_TIMEOUT_S", "3")
+    assert segdex_main(["verify", "--bootstrap-server", f"127.0.0.1:{port}", str(log_dir)]) == 2
+    assert f"--bootstrap-server 127.0.0.1:{port}: no answer in 3 s" in capsys.readouterr().err
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n")
+    assert segdex_main(["verify", "--command-config", str(props), str(log_dir)]) == 2
+    assert "--command-config is for --bootstrap-server" in capsys.readouterr().err
+    assert segdex_main(["verify", "--bootstrap-server", f"127.0.0.1:{port}", "--command-config", str(props),
+                        str(log_dir)]) == 2
+    assert "give ssl.ca.location" in capsys.readouterr().err
+
+
+def test_command_config_maps_java_client_properties():
+    from segdex.indexcore.topic_configs_live import client_config
+
+    conf = client_config({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                          "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                              'username="ops" password="s3\\"cret";',
+                          "ssl.ca.location": "/etc/ca.pem", "ssl.truststore.password": "x", "retries": "3"})
+    assert conf == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "ops",
+                    "sasl.password": 's3\\"cret', "ssl.ca.location": "/etc/ca.pem"}
+    with pytest.raises(ConfigException, match="GSSAPI"):
+        client_config({"sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;"})
