@@ -169,6 +169,12 @@ class ResolvedConfig:
         """The keys among ``keys`` that nobody gave: Kafka's defaults, assumed."""
         return [k for k in keys if self.sources.get(k, SOURCE_DEFAULT) == SOURCE_DEFAULT]
 
+    def rows(self) -> list[dict[str, str]]:
+        """One ``{"topic", "config", "value", "source"}`` per config segdex uses: the effective value and where it
+        came from (``Kafka default`` when nobody gave it)."""
+        return [{"topic": self.topic, "config": key, "value": str(getattr(self.config, key.replace(".", "_"))),
+                 "source": self.sources.get(key, SOURCE_DEFAULT)} for key in sorted(CONFIG_NAMES)]
+
     def from_internal_topic(self) -> dict[str, str]:
         return {k: str(getattr(self.config, k.replace(".", "_")))
                 for k, s in self.sources.items() if s == SOURCE_INTERNAL_TOPIC}

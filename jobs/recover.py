@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         arguments[1:1] = ["--now", str(args.now)]
     summary, failed = guarded_run(COMMAND, lambda: recover.run(
         spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
-        progress=None if args.no_progress else report.print_progress, now_ms=args.now, quarantine=args.quarantine),
+        progress=None if args.no_progress else report.print_progress, now_ms=args.now, quarantine=args.quarantine,
+        resolver=args._resolver),
         "; no log dir was marked clean")
     if failed is not None:
         return failed

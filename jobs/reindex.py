@@ -15,7 +15,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from segdex.indexcore.errors import SegdexError  # noqa: E402
-from segdex.indexcore.log_config import LogConfig  # noqa: E402
+from segdex.indexcore.log_config import LogConfig, TopicConfigResolver  # noqa: E402
 from segdex.indexcore.status import ExitStatus  # noqa: E402
 from segdex.jobs.common import (  # noqa: E402
     add_broker_config_argument,
@@ -57,16 +57,20 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogConfig]]:
-    """The default LogConfig (Kafka's defaults < the broker's log.* settings < --config) and per-topic ones from
-    --topic-config (ConfigException when bad)."""
+    """The default LogConfig (Kafka's defaults < the broker's log.* settings < --config) and per-topic ones
+    (--topic-configs < --config < --topic-config); ConfigException when bad. ``args._resolver`` keeps where each
+    value came from, for the ``topic_configs`` table."""
     broker, config, topic_configs = config_layers(args)
     args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
-    described, _sources = described_topics(args, args.log_dirs)
+    described, described_sources = described_topics(args, args.log_dirs)
+    resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
+                                   broker_origins=broker.origins if broker is not None else None,
+                                   described=described, described_sources=described_sources)
     base = broker_defaults(broker)
     default = LogConfig().with_overrides({**base, **config})
     topics = {t: LogConfig().with_overrides({**base, **described.get(t, {}), **config, **topic_configs.get(t, {})})
               for t in {*topic_configs, *described}}
-    args._given_configs = {**broker_defaults(broker), **config}
+    args._resolver = resolver
     return default, topics
 
 
@@ -84,17 +88,11 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
-    given = set(args._given_configs)
-    assumed = [k for k in ("index.interval.bytes", "segment.index.bytes") if k not in given]
-    if mode == "reindex" and assumed:
-        values = ", ".join(f"{k}={getattr(default, k.replace('.', '_'))}" for k in assumed)
-        print(f"config: assumed Kafka's defaults {values} for every topic without --topic-config "
-              f"(valid index files built with other values are left alone; see --normalize)", file=sys.stderr)
     spark = get_spark(args.master, f"segdex-{mode}")
     summary, failed = guarded_run(mode, lambda: reindex.run(
         spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
         arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
-        normalize=getattr(args, "normalize", False)))
+        normalize=getattr(args, "normalize", False), resolver=args._resolver))
     if failed is not None:
         return failed
     report.print_run(summary)

@@ -62,7 +62,20 @@ def print_run(summary: Any, out: TextIO | None = None, err: TextIO | None = None
               "('truncate', 'fail')\")", file=err)
     for note in [n for o in summary.outcomes for n in o.notes][:MAX_PRINTED]:
         print(note, file=err)
+    print_on_defaults(summary, err)
     print(summary_line(summary), file=out)
+
+
+def print_on_defaults(summary: Any, err: TextIO) -> None:
+    """One line naming the topics whose index settings nobody gave (Kafka's defaults assumed)."""
+    topics = getattr(summary, "on_defaults", None) or []
+    if not topics:
+        return
+    shown = ", ".join(topics[:10]) + (f" and {len(topics) - 10} more" if len(topics) > 10 else "")
+    print(f"config: {len(topics)} topic{'s' if len(topics) != 1 else ''} ran on Kafka's defaults only "
+          f"(index.interval.bytes=4096, segment.index.bytes=10485760, from no --topic-config, --topic-configs, "
+          f"--bootstrap-server, --config or --broker-config): {shown}; every value and its source: "
+          f"segdex sql \"SELECT * FROM topic_configs\"", file=err)
 
 
 def progress_line(p: Any) -> str:

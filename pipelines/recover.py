@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
+from segdex.indexcore.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.log_dir import read_checkpoints
 from segdex.indexcore.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
 from segdex.indexcore.quarantine import check_quarantine_dir
@@ -54,7 +54,8 @@ class RecoverSummary:
 def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        now_ms: int | None = None, quarantine: str | None = None) -> RecoverSummary:
+        now_ms: int | None = None, quarantine: str | None = None,
+        resolver: TopicConfigResolver | None = None) -> RecoverSummary:
     """Recover every partition of ``log_dirs``; ``now_ms`` is the broker clock for producer expiry (default:
     now). With ``quarantine`` (``--truncate``), corrupt tails are cut as Kafka's recovery cuts them, every removed
     byte kept there (``indexcore.quarantine``). Raises what ``reindex.run`` raises, and UsageException for a
@@ -94,7 +95,8 @@ def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
                 r.error = f"checkpoints or marker not written: {e.strerror or e}"
 
     summary = reindex.run(spark, log_dirs, MODE_RECOVER, metadata_path, config, topic_configs, arguments, native,
-                          progress, normalize=True, now_ms=now_ms, before_scan=before_scan, after_scan=after_scan)
+                          progress, normalize=True, now_ms=now_ms, before_scan=before_scan, after_scan=after_scan,
+                          resolver=resolver)
     return RecoverSummary(summary, list(results.values()), now_ms)
 
 

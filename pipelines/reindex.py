@@ -24,7 +24,7 @@ from segdex.indexcore.atomic_file import remove_temporaries
 from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.layout import CLEAN_SHUTDOWN_FILE
-from segdex.indexcore.log_config import LogConfig, is_cluster_metadata
+from segdex.indexcore.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.log_dir import (
     LogDirLock,
     LogDirLockedException,
@@ -87,6 +87,7 @@ class RunSummary:
     phases: dict[str, float] = field(default_factory=dict)  # discover, scan (the Spark job), metadata
     metadata_path: str = ""
     found: Counter = field(default_factory=Counter)  # segment statuses as found, before any rewrite
+    on_defaults: list[str] = field(default_factory=list)  # topics whose index settings nobody gave
 
     @property
     def segment_rows(self) -> list[dict[str, Any]]:
@@ -303,7 +304,8 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
         normalize: bool = False, now_ms: int | None = None,
         before_scan: Callable[[Discovery], None] | None = None,
-        after_scan: Callable[[Discovery, list[PartitionOutcome]], None] | None = None) -> RunSummary:
+        after_scan: Callable[[Discovery, list[PartitionOutcome]], None] | None = None,
+        resolver: TopicConfigResolver | None = None) -> RunSummary:
     """The whole ``segdex reindex``/``verify``/``recover``: lock, discover, check, scan in Spark, print problems,
     write Delta. ``before_scan`` and ``after_scan`` run on the driver while the locks are held (recover removes
     the clean-shutdown markers first, and writes checkpoints and markers last).
@@ -311,7 +313,9 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
     write under the driver's lock, see ``scan.scan_group``). Raises ``preflight.PreflightError`` before any change
     when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
-    ``RunFailed`` when the metadata could not be written after index files were.
+    ``RunFailed`` when the metadata could not be written after index files were. With ``resolver`` (the
+    configs as the command resolved them, with their sources), each topic's effective config is recorded in
+    ``topic_configs`` and the summary names the topics whose index settings nobody gave.
     """
     if mode not in (MODE_REINDEX, MODE_VERIFY, MODE_RECOVER):
         raise ValueError(f"mode must be {MODE_REINDEX}, {MODE_VERIFY} or {MODE_RECOVER}, got {mode!r}")
@@ -348,12 +352,30 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         for lock in locks:
             lock.release()
     return _finish(spark, discovery, outcomes, mode, run_id, started, metadata_path, arguments, log_dirs,
-                   (t0, t_discovered, t_scanned))
+                   (t0, t_discovered, t_scanned), resolver)
+
+
+INDEX_CONFIGS = ("index.interval.bytes", "segment.index.bytes")  # what decides the bytes of the index files
+
+
+def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run_id: str,
+                 at: datetime) -> tuple[list[dict], list[str]]:
+    """``topic_configs`` rows for the topics scanned, and those whose index settings are Kafka's defaults only."""
+    if resolver is None:
+        return [], []
+    topics = sorted({t.topic for t in discovery.tasks if t.read_only is None})
+    rows, assumed = [], []
+    for topic in topics:
+        resolved = resolver.resolve(topic)
+        rows += [{**r, "run_id": run_id, "recorded_at": at} for r in resolved.rows()]
+        if len(resolved.assumed(INDEX_CONFIGS)) == len(INDEX_CONFIGS):
+            assumed.append(topic)
+    return rows, assumed
 
 
 def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], mode: str, run_id: str,
             started: datetime, metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
-            times: tuple[float, float, float]) -> RunSummary:
+            times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
     attention = bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
@@ -375,8 +397,9 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         "skipped": len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
         "exit_status": exit_status,
     }
+    config_rows, on_defaults = _config_rows(discovery, resolver, run_id, started)
     try:
-        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row)
+        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, config_rows)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # also a writer's panic; the index files are done: say what changed
@@ -385,7 +408,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
     phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
     return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, time.monotonic() - t0, phases,
-                      metadata_path, found)
+                      metadata_path, found, on_defaults)
 
 
 def _one_line(e: BaseException) -> str:
@@ -394,8 +417,11 @@ def _one_line(e: BaseException) -> str:
 
 
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
-            segment_rows: list[dict], partition_rows: list[dict], run_row: dict) -> None:
+            segment_rows: list[dict], partition_rows: list[dict], run_row: dict,
+            config_rows: list[dict] | None = None) -> None:
     store = MetadataStore(metadata_path, spark)
+    if config_rows:
+        store.upsert(schemas.TOPIC_CONFIGS_TABLE, config_rows)
     scope = rescanned_scope(discovery, outcomes)
     if segment_rows or scope:
         store.upsert(schemas.SEGMENTS_TABLE, segment_rows, scope)

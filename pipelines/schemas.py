@@ -118,6 +118,20 @@ SEGMENTS_TABLE = TableSpec(SEGMENTS, SEGMENTS_SCHEMA, SEGMENT_KEYS, SEGMENT_FACT
 PARTITIONS_TABLE = TableSpec(PARTITIONS, PARTITIONS_SCHEMA, PARTITION_KEYS, PARTITION_FACTS)
 RUNS_TABLE = TableSpec(RUNS, RUNS_SCHEMA, RUN_KEYS)
 
+TOPIC_CONFIGS = "topic_configs"
+TOPIC_CONFIGS_SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("config", pa.string(), nullable=False),  # Kafka's topic config name (index.interval.bytes, ...)
+    pa.field("value", pa.string()),
+    # where the value came from: --topic-config, internal topic, --config, --topic-configs (SOURCE),
+    # server.properties (log.*), or "Kafka default" (assumed: nobody gave it)
+    pa.field("source", pa.string()),
+    pa.field("run_id", pa.string()),
+    pa.field("recorded_at", TS),
+])
+TOPIC_CONFIG_KEYS = ("topic", "config")
+TOPIC_CONFIGS_TABLE = TableSpec(TOPIC_CONFIGS, TOPIC_CONFIGS_SCHEMA, TOPIC_CONFIG_KEYS, ("value", "source"))
+
 RETENTION_ACTIONS = "retention_actions"
 RETENTION_ACTIONS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
