@@ -17,6 +17,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/co
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
+from segdex.jobs.report import human_bytes  # noqa: E402
 
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
@@ -57,10 +58,11 @@ def print_outcome(o, apply: bool, verbose: bool) -> None:
         if IndexFileState(c.status).needs_attention:
             print(f"{c.status}: {c.reason}", file=sys.stderr)
         elif c.status in (IndexFileState.OVERLONG, IndexFileState.TRIMMED) and verbose:
-            print(f"{c.status}: {c.path}: {c.size_bytes} -> {c.valid_bytes} bytes ({c.entries} entries)")
+            print(f"{c.status}: {c.path}: {human_bytes(c.size_bytes)} -> {human_bytes(c.valid_bytes)} "
+                  f"({c.entries} entries)")
     verb = "reclaimed" if o.applied else "reclaimable"
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no index files"
-    print(f"{o.log_dir}: {o.reclaimable_bytes} bytes {verb} ({summary})")
+    print(f"{o.log_dir}: {human_bytes(o.reclaimable_bytes)} {verb} ({summary})")
 
 
 def maintain(args: argparse.Namespace, spark) -> int:

@@ -24,6 +24,11 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
+def human_bytes(n: int) -> str:
+    """A byte count in text output: decimal units, then the exact count (``386.9 KB (386,970 bytes)``)."""
+    return f"{n} bytes" if abs(n) < 1000 else f"{fmt_bytes(n)} ({n:,} bytes)"
+
+
 def print_discovery(discovery: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
     """What the driver found before the scan: refused and stray dirs, skipped ones, temporaries removed."""
     out, err = out or sys.stdout, err or sys.stderr

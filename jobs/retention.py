@@ -32,6 +32,7 @@ from segdex.jobs.common import (  # noqa: E402
     print_log_dir_outcome,
     spark_if_master,
 )
+from segdex.jobs.report import human_bytes  # noqa: E402
 
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
@@ -67,7 +68,7 @@ def _err(msg: str) -> None:
 def _print_plan(where: str, plan, verbose: bool, applied: bool) -> None:
     verb = "deleted" if applied else "delete"
     for d in plan.deletions:
-        print(f"{where}: {verb} {filename_prefix_from_offset(d.base_offset)} {d.size_bytes} bytes [{d.rule}] "
+        print(f"{where}: {verb} {filename_prefix_from_offset(d.base_offset)} {human_bytes(d.size_bytes)} [{d.rule}] "
               f"{d.reason}")
     if plan.roll_offset is not None:
         print(f"{where}: every segment goes: {'rolled' if applied else 'roll'} an empty segment at {plan.roll_offset}")
@@ -79,7 +80,7 @@ def _print_plan(where: str, plan, verbose: bool, applied: bool) -> None:
         epochs = ""
         if plan.leader_epochs_after is not None:
             epochs = " leader epochs " + " ".join(f"{e}:{o}" for e, o in plan.leader_epochs_after)
-        print(f"{where}: {len(plan.deletions)} segments, {plan.bytes_freed} bytes; log start offset "
+        print(f"{where}: {len(plan.deletions)} segments, {human_bytes(plan.bytes_freed)}; log start offset "
               f"{plan.log_start_offset_before} -> {plan.log_start_offset_after};{epochs}")
     else:
         print(f"{where}: nothing to delete")
@@ -135,7 +136,7 @@ def print_log_dirs(outcomes, apply: bool, verbose: bool, now_ms: int) -> int:
                 print(f"{where}: error: {p.error}", file=sys.stderr)
             _print_plan(where, p.plan, verbose, apply and p.applied)
             freed += p.plan.bytes_freed if (p.applied or not apply) else 0
-        print(f"{o.log_dir}: {mode}: {freed} bytes {'freed' if apply else 'to free'} "
+        print(f"{o.log_dir}: {mode}: {human_bytes(freed)} {'freed' if apply else 'to free'} "
               f"in {len(o.partitions)} partitions (now={now_ms})")
         if o.needs_attention:
             status = ExitStatus.ATTENTION
@@ -211,7 +212,7 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
     for r in rows:
         where = f"{r['topic']}-{r['partition']}"
         if r["action"] == "delete":
-            print(f"{where}: would delete {r['segment']} {r['bytes']} bytes [{r['rule']}] {r['reason']}")
+            print(f"{where}: would delete {r['segment']} {human_bytes(r['bytes'])} [{r['rule']}] {r['reason']}")
             t = totals.setdefault(r["topic"], [0, 0])
             t[0] += 1
             t[1] += r["bytes"]
@@ -220,8 +221,8 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
         else:
             print(f"{where}: nothing deletable: {r['reason']}")
     for topic, (n, b) in sorted(totals.items()):
-        print(f"topic {topic}: {n} segments, {b} bytes would be freed")
-    print(f"what-if total: {sum(b for _, b in totals.values())} bytes (now={now_ms})")
+        print(f"topic {topic}: {n} segments, {human_bytes(b)} would be freed")
+    print(f"what-if total: {human_bytes(sum(b for _, b in totals.values()))} (now={now_ms})")
     if not args.no_record and args.metadata:
         pr.record_actions(spark, metadata, rows)
         print(f"recorded {len(rows)} rows in {metadata}/{pr.RETENTION_ACTIONS} (run {run_id})")

@@ -17,6 +17,7 @@ from conftest import FIXTURES, broker_lock, load_case
 
 from segdex.indexcore.index_compaction import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
 from segdex.jobs.cli import main
+from segdex.jobs.report import human_bytes
 from segdex.pipelines import compaction
 from segdex.pipelines import metadata_store as ms
 
@@ -73,10 +74,10 @@ def test_trimmed_index_is_kafkas_file(tmp_path, name, sparse, capsys):
                            for n in padded)
     before = snapshot(log_dir)
     assert main(["compact", str(log_dir)]) == 0
-    assert f"{expected_reclaim} bytes reclaimable" in capsys.readouterr().out
+    assert f": {human_bytes(expected_reclaim)} reclaimable" in capsys.readouterr().out
     assert snapshot(log_dir) == before  # report mode writes nothing
     assert main(["compact", "--apply", str(log_dir)]) == 0
-    assert f"{expected_reclaim} bytes reclaimed ({len(padded)} trimmed)" in capsys.readouterr().out
+    assert f": {human_bytes(expected_reclaim)} reclaimed ({len(padded)} trimmed)" in capsys.readouterr().out
     sizes = {s["baseOffset"]: s for s in case["broker"]["liveSegmentsBeforeClose"]}
     for n in padded:
         assert (part / n).read_bytes() == (FIXTURES / name / "broker" / n).read_bytes()
@@ -183,3 +184,9 @@ def test_compact_cli_maintains_metadata(tmp_path, spark, capsys):
     assert main(["compact", "--metadata", path]) == 0
     assert f"{path}/t: files 3 -> 1, vacuumed 0 (retention 168 h)" in capsys.readouterr().out
     assert main(["compact", "--metadata", str(tmp_path / "none")]) == 1
+
+
+def test_byte_counts_read_as_a_person_reads_them():
+    assert human_bytes(848) == "848 bytes"
+    assert human_bytes(386_970) == "387.0 KB (386,970 bytes)"
+    assert human_bytes(4_300_000_000) == "4.3 GB (4,300,000,000 bytes)"

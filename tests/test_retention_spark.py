@@ -107,8 +107,8 @@ def test_what_if_cli_fleet_total_and_unknown_hw(tmp_path, spark, case, capsys):
     assert main(["retention", "--from-metadata", meta, "--now", str(now), "--config",
                  f"retention.ms={three_days}"]) == 0
     out = capsys.readouterr().out
-    assert "would delete 00000000000000000000 65204 bytes" in out
-    assert "what-if total: 65204 bytes" in out
+    assert "would delete 00000000000000000000 65.2 KB (65,204 bytes)" in out
+    assert "what-if total: 65.2 KB (65,204 bytes)" in out
     meta2 = str(tmp_path / "meta2")
     metadata_tables(spark, meta2, case, ["/b1"], hw=None)
     assert main(["retention", "--from-metadata", meta2, "--now", str(now), "--config", "retention.ms=1"]) == 1
