@@ -39,7 +39,9 @@ class BrokerConfig:
     origins: dict[str, str] = field(default_factory=dict)  # topic config name -> the broker property it came from
 
 
-def _load_properties(path: str) -> dict[str, str]:
+def load_properties(path: str | os.PathLike, option: str, kind: str = "properties file") -> dict[str, str]:
+    """A Java properties file as ``java.util.Properties`` reads it; ConfigException naming ``option`` (the
+    command-line flag that gave the path) and ``kind`` when it cannot be read."""
     from jproperties import Properties
 
     props = Properties()
@@ -47,11 +49,11 @@ def _load_properties(path: str) -> dict[str, str]:
         with open(path, "rb") as f:
             props.load(f, "utf-8")
     except FileNotFoundError:
-        raise ConfigException(f"--broker-config {path}: no such file") from None
+        raise ConfigException(f"{option} {path}: no such file") from None
     except IsADirectoryError:
-        raise ConfigException(f"--broker-config {path}: a directory, not a server.properties file") from None
+        raise ConfigException(f"{option} {path}: a directory, not a {kind}") from None
     except UnicodeDecodeError as e:
-        raise ConfigException(f"--broker-config {path}: not a properties file ({e.reason})") from None
+        raise ConfigException(f"{option} {path}: not a properties file ({e.reason})") from None
     return {k: v.data for k, v in props.items()}
 
 
@@ -86,7 +88,7 @@ def read_broker_config(path: str | os.PathLike) -> BrokerConfig:
     """``log.dirs`` (else ``log.dir``) and the ``log.*`` topic defaults of a broker's ``server.properties``;
     every value checked with Kafka's validators (ConfigException names the broker property)."""
     path = os.fspath(path)
-    props = _load_properties(path)
+    props = load_properties(path, "--broker-config", "server.properties file")
     dirs_value = props.get("log.dirs") or props.get("log.dir") or ""
     config = BrokerConfig(path, [d.strip() for d in dirs_value.split(",") if d.strip()])
     for broker_key, topic_key in BROKER_SYNONYMS.items():
@@ -103,4 +105,4 @@ def read_broker_config(path: str | os.PathLike) -> BrokerConfig:
     return config
 
 
-__all__ = ["BROKER_SYNONYMS", "BrokerConfig", "read_broker_config", "retention_ms", "topic_names"]
+__all__ = ["BROKER_SYNONYMS", "BrokerConfig", "load_properties", "read_broker_config", "retention_ms", "topic_names"]

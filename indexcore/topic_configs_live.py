@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 
+from .broker_config import load_properties
 from .log_config import CONFIG_NAMES, ConfigException, parse_value
 from .topic_configs_file import DEFAULT_CONFIG, DescribedTopic
 
@@ -109,19 +110,7 @@ def _source_name(source: object) -> str:
 
 def read_command_config(path: str | os.PathLike) -> dict[str, str]:
     """A ``--command-config`` client properties file, read as ``java.util.Properties``."""
-    from jproperties import Properties
-
-    props = Properties()
-    try:
-        with open(path, "rb") as f:
-            props.load(f, "utf-8")
-    except FileNotFoundError:
-        raise ConfigException(f"--command-config {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigException(f"--command-config {path}: a directory, not a properties file") from None
-    except UnicodeDecodeError as e:
-        raise ConfigException(f"--command-config {path}: not a properties file ({e.reason})") from None
-    return {k: v.data for k, v in props.items()}
+    return load_properties(path, "--command-config")
 
 
 __all__ = ["client_config", "describe_topics", "read_command_config"]
