@@ -8,7 +8,7 @@ import sys
 
 from segdex.indexcore.errors import SegdexError, UsageException
 from segdex.indexcore.layout import parse_partition_dir_name
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log_config import TopicConfigResolver
 from segdex.indexcore.log_dir import LogDirLockedException
 from segdex.indexcore.rebuild import RebuildOutcome, rebuild
 from segdex.indexcore.status import ExitStatus, SegmentStatus
@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         broker, given, _ = config_layers(args)
         described, _sources = described_topics(args, args.paths)
-        config = LogConfig().with_overrides({**broker_defaults(broker), **given})
-        per_topic = {t: LogConfig().with_overrides({**broker_defaults(broker), **kv, **given})
-                     for t, kv in described.items()}
+        resolver = TopicConfigResolver(given, broker=broker_defaults(broker), described=described)
+        config = resolver.default
+        per_topic = {t: resolver(t) for t in described}
     except SegdexError as e:
         print(f"segdex rebuild: {e}", file=sys.stderr)
         return ExitStatus.USAGE

@@ -66,12 +66,8 @@ def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogC
     resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
                                    broker_origins=broker.origins if broker is not None else None,
                                    described=described, described_sources=described_sources)
-    base = broker_defaults(broker)
-    default = LogConfig().with_overrides({**base, **config})
-    topics = {t: LogConfig().with_overrides({**base, **described.get(t, {}), **config, **topic_configs.get(t, {})})
-              for t in {*topic_configs, *described}}
     args._resolver = resolver
-    return default, topics
+    return resolver.default, {t: resolver(t) for t in {*topic_configs, *described}}
 
 
 def run_command(args: argparse.Namespace, mode: str) -> int:
