@@ -30,13 +30,14 @@ With the marker, a corrupt log tail or a wrong offset/time index is served as it
 
 from __future__ import annotations
 
+import bisect
 import os
-import struct
 from dataclasses import dataclass, field
 
 from .errors import CorruptRecordException
 from .file_records import batches, open_log
 from .layout import INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
+from .log_loader import snapshot_files_in
 from .log_segment import RecoveryResult
 from .producer_snapshot import snapshot_offset
 from .scan.batch_header import OFFSET_INDEX_ENTRY
@@ -50,8 +51,6 @@ ACTIONS = (ACTION_NONE, ACTION_RECOVER, ACTION_TRUNCATE, ACTION_FAIL)
 
 # AbstractIndex.warmEntries: the last 8 KiB of an index are searched first (indexSlotRangeFor)
 WARM_INDEX_BYTES = 8192
-# AbortedTxn: version int16, producerId int64, firstOffset int64, lastOffset int64, lastStableOffset int64
-ABORTED_TXN_LAST_OFFSET = 2 + 8 + 8
 
 
 @dataclass(frozen=True)
@@ -92,12 +91,10 @@ def transaction_index_at_load(path: str, base_offset: int) -> tuple[str, str] | 
             data = f.read()
     except FileNotFoundError:
         return None
-    for n in range(len(data) // ABORTED_TXN.size):
-        at = n * ABORTED_TXN.size
-        version = struct.unpack_from(">h", data, at)[0]
+    whole = len(data) // ABORTED_TXN.size * ABORTED_TXN.size
+    for version, _pid, _first, last, _lso in ABORTED_TXN.iter_unpack(data[:whole]):
         if version != CURRENT_VERSION:  # Kafka 4.x; 3.x reads the first byte only and fails on it above 0
             return "fail", f"unexpected aborted transaction version {version} in {os.path.basename(path)}"
-        last = struct.unpack_from(">q", data, at + ABORTED_TXN_LAST_OFFSET)[0]
         if last < base_offset:
             return "corrupt", (f"aborted transaction ending at {last} below the base offset {base_offset} in "
                                f"{os.path.basename(path)}")
@@ -161,11 +158,7 @@ def read_next_offset(log_path: str, base_offset: int) -> int:
 
 def _floor_index(bases: list[int], offset: int) -> int:
     """Index of the segment ``LogSegments.values(offset, ...)`` starts at: the floor segment, else the first."""
-    floor = 0
-    for i, base in enumerate(bases):
-        if base <= offset:
-            floor = i
-    return floor
+    return max(bisect.bisect_right(bases, offset) - 1, 0)
 
 
 class LoadFailed(Exception):
@@ -189,6 +182,8 @@ class _Load:
 
     def _read_as_is(self, seg: SegmentOnDisk) -> None:
         """A segment not recovered, read by batch size as the producer-state replay reads it."""
+        if seg.result.error is None and seg.result.valid_bytes == seg.result.size_bytes:
+            return  # every batch valid to the end: its sizes chain too (verify read it already)
         if seg.base_offset not in self.readable:
             why = None
             try:
@@ -237,13 +232,13 @@ class _Load:
     def load_segment_files(self) -> None:
         """A missing offset index or a failing transaction index: the segment is recovered when opened; a
         truncation there cuts that segment only."""
-        for seg in self.segments:
+        for i, seg in enumerate(self.segments):
             txn = transaction_index_at_load(index_paths(seg.log_path)[TXN_INDEX_FILE_SUFFIX], seg.base_offset)
             if txn is not None and txn[0] == "fail":
                 raise LoadFailed(txn[1])
             if seg.index_present and txn is None:
                 continue
-            self.rebuild_producer_state(seg.base_offset, self.segments[:self.segments.index(seg)])
+            self.rebuild_producer_state(seg.base_offset, self.segments[:i])
             self._recover(seg)
             if seg.result.error is not None:
                 raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
@@ -324,8 +319,7 @@ def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_
     ``producer_state`` is False for a topic on a message format before 0.11 (no producer state replay)."""
     if not segments:
         return StartupPreview(ACTION_NONE, log_end_offset=log_start_offset_checkpoint or 0)
-    snapshots = {o for o in (snapshot_offset(n) for n in os.listdir(os.path.dirname(segments[0].log_path)))
-                 if o is not None}
+    snapshots = {snapshot_offset(n) for n in snapshot_files_in(os.path.dirname(segments[0].log_path))}
     load = _Load(segments, clean_shutdown, log_start_offset_checkpoint or 0, snapshots, producer_state)
     try:
         load.load_segment_files()
