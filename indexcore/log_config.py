@@ -89,6 +89,7 @@ _DEFS: dict[str, _Def] = {
 }
 _CLEANUP_POLICIES = ("compact", "delete")
 CONFIG_NAMES = frozenset(_DEFS)  # the configs segdex uses
+INDEX_CONFIGS = ("index.interval.bytes", "segment.index.bytes")  # what decides the bytes of the index files
 
 
 def _invalid(key: str, value: str, why: str) -> ConfigException:

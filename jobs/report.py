@@ -76,9 +76,11 @@ def print_on_defaults(summary: Any, err: TextIO) -> None:
     topics = getattr(summary, "on_defaults", None) or []
     if not topics:
         return
+    from segdex.indexcore.log_config import INDEX_CONFIGS, LogConfig
+
     shown = ", ".join(topics[:10]) + (f" and {len(topics) - 10} more" if len(topics) > 10 else "")
     print(f"config: {len(topics)} topic{'s' if len(topics) != 1 else ''} ran on Kafka's defaults only "
-          f"(index.interval.bytes=4096, segment.index.bytes=10485760, from no --topic-config, --topic-configs, "
+          f"({LogConfig().describe(list(INDEX_CONFIGS))}, from no --topic-config, --topic-configs, "
           f"--bootstrap-server, --config or --broker-config): {shown}; every value and its source: "
           f"segdex sql \"SELECT * FROM topic_configs\"", file=err)
 

@@ -24,7 +24,7 @@ from segdex.indexcore.atomic_file import remove_temporaries
 from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.layout import CLEAN_SHUTDOWN_FILE
-from segdex.indexcore.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
+from segdex.indexcore.log_config import INDEX_CONFIGS, LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.log_dir import (
     LogDirLock,
     LogDirLockedException,
@@ -353,9 +353,6 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
             lock.release()
     return _finish(spark, discovery, outcomes, mode, run_id, started, metadata_path, arguments, log_dirs,
                    (t0, t_discovered, t_scanned), resolver)
-
-
-INDEX_CONFIGS = ("index.interval.bytes", "segment.index.bytes")  # what decides the bytes of the index files
 
 
 def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run_id: str,
