@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from kafka_harness import KAFKA_VERSIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_ENV = "SEGDEX_KAFKA_FIXTURES"
@@ -104,3 +105,13 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def oracle(request, tmp_path_factory):
+    """Kafka's own recovery and load code (``kafka_harness.KafkaOracle``), one JVM per Kafka version and module."""
+    from kafka_harness import KafkaInstall, KafkaOracle
+
+    o = KafkaOracle(KafkaInstall(request.param), tmp_path_factory.mktemp(f"oracle-{request.param}"))
+    yield o
+    o.close()

@@ -16,7 +16,6 @@ import pytest
 from conftest import FIXTURES, load_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
 from segment_cases import Case, Draw, _repair_crc, batch_spans, generate, judge, v2_batches
 
 from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
@@ -26,13 +25,6 @@ pytestmark = pytest.mark.kafka_broker
 
 EXAMPLES = int(os.environ.get("SEGDEX_ORACLE_EXAMPLES", "250"))
 SUFFIXES = (".index", ".timeindex", ".txnindex")
-
-
-@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def oracle(request, tmp_path_factory):
-    o = KafkaOracle(KafkaInstall(request.param), tmp_path_factory.mktemp(f"oracle-{request.param}"))
-    yield o
-    o.close()
 
 
 def test_oracle_writes_what_kafka_wrote_for_every_fixture(oracle, tmp_path):

@@ -300,15 +300,6 @@ def kafka_oracle_load(oracle, d: Path, now: int, config: dict, clean: bool = Fal
     return answer
 
 
-@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
-def oracle(request, tmp_path_factory):
-    from kafka_harness import KafkaInstall, KafkaOracle
-
-    o = KafkaOracle(KafkaInstall(request.param), tmp_path_factory.mktemp(f"oracle-{request.param}"))
-    yield o
-    o.close()
-
-
 def test_fixture_snapshots_equal_kafkas_load(oracle, kafka_fixtures: Path, spark, tmp_path: Path):
     """Where a fixture's broker/ differs from a load (v2_base_offset_1000000's snapshot at the log start
     offset), Kafka's load is the judge: segdex leaves exactly the snapshot files Kafka's load leaves."""

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from confluent_kafka import IsolationLevel, Producer, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall
 from kafka_workload import (
@@ -102,12 +102,7 @@ class Deliveries:
             self.errors.append(str(err))
 
 
-def _transport_errors() -> set:
-    from confluent_kafka import KafkaError
-    return {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
-
-
-_TRANSPORT_ERRORS = _transport_errors()
+_TRANSPORT_ERRORS = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}  # broker down
 
 
 @pytest.mark.parametrize("version", KAFKA_VERSIONS)

@@ -209,12 +209,3 @@ def test_the_summary_names_what_a_start_would_lose(previewed, tmp_path, capsys):
         assert f"{r['startup_lost_bytes']:,} bytes" in line
         assert ("deletes" in line) == bool(r["startup_deleted_segments"]), line
     assert f"startup: {marked[0]}: clean-shutdown marker in front of" in err
-
-
-@pytest.fixture(scope="module", params=["4.4.0", "3.9.2"])
-def oracle(request, tmp_path_factory):
-    from kafka_harness import KafkaInstall, KafkaOracle
-
-    o = KafkaOracle(KafkaInstall(request.param), tmp_path_factory.mktemp(f"oracle-{request.param}"))
-    yield o
-    o.close()
