@@ -27,23 +27,29 @@ def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
                         help="client properties for --bootstrap-server (TLS/SASL), as the Kafka tools take them")
 
 
+def topic_of_path(path: str) -> str | None:
+    """The topic of a partition directory or of a ``.log`` file's directory (None when the name is not one)."""
+    from segdex.indexcore.layout import parse_partition_dir_name
+
+    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+    try:
+        return parse_partition_dir_name(os.path.basename(d)).topic
+    except SegdexError:
+        return None
+
+
 def topics_on_disk(paths: list[str]) -> list[str]:
     """The topics of the partition directories under the given log dirs, or of the given partition dirs."""
-    from segdex.indexcore.layout import parse_partition_dir_name
     from segdex.indexcore.log_dir import list_log_dir
 
     topics: set[str] = set()
     for path in paths:
         try:
             topics.update(p.topic for p in list_log_dir(path).partitions)
-            continue
         except (SegdexError, OSError):
-            pass
-        d = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-        try:
-            topics.add(parse_partition_dir_name(os.path.basename(os.path.abspath(d))).topic)
-        except SegdexError:
-            pass
+            topic = topic_of_path(path)
+            if topic is not None:
+                topics.add(topic)
     return sorted(topics)
 
 

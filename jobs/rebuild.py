@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from segdex.indexcore.errors import SegdexError, UsageException
-from segdex.indexcore.layout import parse_partition_dir_name
 from segdex.indexcore.log_config import TopicConfigResolver
 from segdex.indexcore.log_dir import LogDirLockedException
 from segdex.indexcore.rebuild import RebuildOutcome, rebuild
 from segdex.indexcore.status import ExitStatus, SegmentStatus
-from segdex.jobs.common import add_broker_config_argument, broker_defaults, config_layers, described_topics
+from segdex.jobs.common import (
+    add_broker_config_argument,
+    broker_defaults,
+    config_layers,
+    described_topics,
+    topic_of_path,
+)
 
 HELP = "rebuild index files of partition directories or .log files, as Kafka's recovery writes them"
 
@@ -25,15 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
     add_broker_config_argument(parser)
     parser.add_argument("paths", nargs="+", metavar="PATH", help="partition directory or .log file")
-
-
-def _topic_of(path: str) -> str | None:
-    """The topic of a partition directory or of a ``.log`` file's directory (None when the name is not one)."""
-    d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
-    try:
-        return parse_partition_dir_name(os.path.basename(d)).topic
-    except SegdexError:
-        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for path in args.paths:
         try:
-            for item in rebuild(path, per_topic.get(_topic_of(path), config), args.out_dir):
+            for item in rebuild(path, per_topic.get(topic_of_path(path), config), args.out_dir):
                 if isinstance(item, RebuildOutcome):
                     seg = item.segment
                     if seg.status != SegmentStatus.OK:
