@@ -104,3 +104,24 @@ def test_command_config_maps_java_client_properties():
                     "sasl.password": 's3\\"cret', "ssl.ca.location": "/etc/ca.pem"}
     with pytest.raises(ConfigException, match="GSSAPI"):
         client_config({"sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;"})
+
+
+def test_rebuild_takes_a_topics_described_config(kafka_fixtures: Path, tmp_path: Path):
+    """`rebuild --topic-configs` builds a partition's indexes with its topic's described index.interval.bytes,
+    the same bytes as giving that value with --config."""
+    import shutil
+
+    from segdex.indexcore.segment_writer import segment_name
+
+    described = tmp_path / "described.txt"
+    described.write_text("Dynamic configs for topic orders are:\n  index.interval.bytes=100 sensitive=false "
+                         "synonyms={DYNAMIC_TOPIC_CONFIG:index.interval.bytes=100}\n")
+    built = {}
+    for name, args in (("described", ["--topic-configs", str(described)]),
+                       ("given", ["--config", "index.interval.bytes=100"]), ("default", [])):
+        part = tmp_path / name / "orders-0"
+        part.mkdir(parents=True)
+        shutil.copy(kafka_fixtures / "v2_gzip" / "broker" / segment_name(0), part)
+        assert segdex_main(["rebuild", "--quiet", *args, str(part)]) == 0
+        built[name] = (part / segment_name(0, ".index")).read_bytes()
+    assert built["described"] == built["given"] != built["default"]
