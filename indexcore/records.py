@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ from .errors import (
     RecoveryFailedException,
 )
 from .record_batch import (
+    LEGACY_CRC_FROM,
     LOG_ENTRY_HEADER,
     LOG_OVERHEAD,
     MESSAGE_V0,
@@ -39,6 +41,8 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    crc: int | None = None  # legacy messages only: the message's own CRC-32 (of its bytes from magic on)
+    valid: bool | None = None  # legacy messages only: that CRC matches (``LegacyRecord.isValid``)
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -120,8 +124,9 @@ def _legacy_bytes(data, p: int, end: int) -> tuple[bytes | None, int]:
 
 
 def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int, int, int, int, bytes | None,
-                                                                          bytes | None]]:
-    """(offset, magic, attributes, timestamp, key, value) of each message in a legacy message set."""
+                                                                          bytes | None, int, bool]]:
+    """(offset, magic, attributes, timestamp, key, value, crc, crc matches) of each message in a legacy message
+    set."""
     pos = 0
     while pos + LOG_OVERHEAD <= len(data):
         offset, size = LOG_ENTRY_HEADER.unpack_from(data, pos)
@@ -132,15 +137,16 @@ def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int,
         if pos + (MESSAGE_V1.size if magic == 1 else MESSAGE_V0.size) > end:
             raise CorruptRecordException("Inner message shorter than its header")
         if magic == 1:
-            _, _, _crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
+            _, _, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
             p = pos + MESSAGE_V1.size
         else:
-            _, _, _crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
+            _, _, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
             timestamp = NO_TIMESTAMP
             p = pos + MESSAGE_V0.size
         key, p = _legacy_bytes(data, p, end)
         value, p = _legacy_bytes(data, p, end)
-        yield offset, magic, attributes & 0xFF, timestamp, key, value
+        valid = zlib.crc32(memoryview(data)[pos + LEGACY_CRC_FROM:end]) & 0xFFFFFFFF == crc
+        yield offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid
         pos = end
     if pos != len(data):
         raise CorruptRecordException("Trailing bytes after the last inner message")
@@ -148,11 +154,11 @@ def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int,
 
 def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
     """Messages of a legacy batch: the message itself, or the inner messages of a compressed wrapper."""
-    ((offset, _magic, attributes, timestamp, key, value),) = _legacy_messages(
+    ((offset, _magic, attributes, timestamp, key, value, crc, valid),) = _legacy_messages(
         memoryview(buf)[batch.position:batch.position + batch.size_in_bytes])
     codec = attributes & 0x07
     if codec == 0:
-        yield Record(offset, timestamp, key, value)
+        yield Record(offset, timestamp, key, value, crc=crc, valid=valid)
         return
     inner = list(_legacy_messages(decompress(codec, value or b"")))
     if not inner:
@@ -160,9 +166,9 @@ def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
     log_append_time = batch.magic >= 1 and bool(attributes & TIMESTAMP_TYPE_MASK)
     # Magic 1 inner offsets are relative; the wrapper carries the absolute offset of the last one.
     base = offset - inner[-1][0] if batch.magic >= 1 else 0
-    for i_offset, _m, _a, i_ts, i_key, i_value in inner:
+    for i_offset, _m, _a, i_ts, i_key, i_value, i_crc, i_valid in inner:
         ts = timestamp if log_append_time else i_ts
-        yield Record(base + i_offset, ts, i_key, i_value)
+        yield Record(base + i_offset, ts, i_key, i_value, crc=i_crc, valid=i_valid)
 
 
 def records(buf, batch: RecordBatch) -> Iterator[Record]:
