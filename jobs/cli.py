@@ -118,6 +118,13 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         if module is not None:
             p = sub.add_parser(command, help=module.HELP, description=module.HELP, epilog=EXIT_STATUS_HELP)
             module.add_arguments(p)
+            if getattr(module, "SPARK", False):
+                p.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
+                               help="run on a Spark Connect server (default: $SPARK_REMOTE when no --master)")
+                if "-v" not in p._option_string_actions:  # compact/retention's own -v also shows Spark's lines
+                    p.add_argument("-v", "--verbose", action="store_true",
+                                   help="show Spark's and the JVM's own log lines (default: in a log file, named on "
+                                        "failure)")
             p.set_defaults(_run=module.run)
             return parser
     for name, module in _available().items():
@@ -136,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return ExitStatus.USAGE
+    problem = _spark_options_problem(args)
+    if problem:
+        print(f"segdex {args.command}: {problem}", file=sys.stderr)
+        return ExitStatus.USAGE
     if not isinstance(sys.stdout, _PipeSafeStream):
         sys.stdout = _PipeSafeStream(sys.stdout)
     previous = _install_sigterm()
@@ -150,12 +161,40 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # never a traceback for the operator; SEGDEX_DEBUG=1 shows it
         if os.environ.get("SEGDEX_DEBUG"):
             raise
-        print(f"segdex {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"segdex {args.command}: error: {type(e).__name__}: {_first_line(e)}", file=sys.stderr)
+        log = _spark_log()
+        if log:
+            print(f"segdex {args.command}: Spark's log: {log}", file=sys.stderr)
         return ExitStatus.FAILED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         sys.stdout.flush()
+
+
+def _spark_options_problem(args: argparse.Namespace) -> str | None:
+    """A Spark command's ``--master``/``--remote``/``-v``: what is wrong with them, else None (``-v`` is passed
+    on to the session through the environment)."""
+    remote = getattr(args, "remote", None)
+    if remote and getattr(args, "master", None):
+        return "--master and --remote are two ways to reach Spark: give one"
+    if remote and not remote.startswith("sc://"):
+        return f"--remote {remote}: a Spark Connect URL is sc://HOST:PORT"
+    if getattr(args, "verbose", False):
+        os.environ["SEGDEX_VERBOSE"] = "1"
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception in one line: the JVM's stack traces that py4j appends stay in Spark's log."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _spark_log() -> str | None:
+    """The log file an embedded Spark wrote to in this process, if it started one."""
+    module = sys.modules.get("segdex.pipelines.spark_session")
+    return getattr(module, "LOG_PATH", None) if module is not None else None
 
 
 def _install_sigterm():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 from segdex.indexcore.errors import SegdexError
@@ -131,13 +132,41 @@ def check_log_dirs(command: str, log_dirs: list[str]) -> bool:
     return bad
 
 
-def spark_if_master(master: str | None, command: str) -> Any:
-    """A SparkSession when ``--master`` was given, else None (the command then runs in this process)."""
-    if not master:
-        return None
-    from segdex.pipelines.spark_session import get_spark
+def command_seconds() -> float:
+    """Seconds since this process started (its wall time so far, interpreter start included), from the
+    kernel's record of the start; the time since segdex's first import where /proc is absent."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED
 
-    return get_spark(master, f"segdex-{command}")
+
+_IMPORTED = time.monotonic()
+
+
+def with_command_time(summary: Any) -> Any:
+    """A run's summary as the command lived it: wall time since the process started, the Spark start as its
+    own first phase (the pipeline measured only its own phases)."""
+    from segdex.pipelines.spark_session import START_SECONDS
+
+    summary.phases = {**START_SECONDS, **summary.phases}
+    summary.wall_seconds = command_seconds()
+    return summary
+
+
+def spark_if_master(master: str | None, command: str, remote: str | None = None) -> Any:
+    """A SparkSession when ``--master`` or ``--remote`` (or ``SPARK_REMOTE``) was given, else None (the command
+    then runs in this process)."""
+    from segdex.pipelines.spark_session import REMOTE_ENV, get_spark
+
+    remote = remote or (None if master else os.environ.get(REMOTE_ENV))
+    if not master and not remote:
+        return None
+    return get_spark(master, f"segdex-{command}", remote=remote)
 
 
 def print_log_dir_outcome(outcome: Any, apply: bool) -> None:

@@ -19,6 +19,7 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/co
 from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
 from segdex.jobs.report import human_bytes  # noqa: E402
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
         "compact and vacuum the Delta tables")
 
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     if check_log_dirs("compact", args.log_dirs):
         return ExitStatus.USAGE
-    spark = spark_if_master(args.master, "compact")
+    spark = spark_if_master(args.master, "compact", args.remote)
     status = ExitStatus.OK
     for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
         print_outcome(o, args.apply, args.verbose)

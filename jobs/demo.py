@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from segdex.indexcore.status import ExitStatus
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = "generate a sample log dir (several topics, partitions, segments), reindex it, and query it with SQL"
 
 
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         pipeline.prepare  # noqa: B018 - fail fast on import problems before Spark starts
-        spark = get_spark(args.master, "segdex-demo")
+        spark = get_spark(args.master, "segdex-demo", remote=args.remote)
         return demo(spark, args.dir)
     except FileExistsError as e:
         print(f"segdex demo: {e}", file=sys.stderr)

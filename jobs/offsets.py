@@ -16,6 +16,7 @@ from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import spark_if_master
 from segdex.pipelines.offsets import list_offsets
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("answer ListOffsets offline (kafka-get-offsets --time): offset, timestamp and leader epoch per partition, "
         "by timestamp, earliest, latest or max-timestamp")
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     except (UsageException, SegdexError) as e:
         print(f"segdex offsets: {e}", file=sys.stderr)
         return ExitStatus.USAGE
-    answers = list_offsets(work, target, spark_if_master(args.master, "offsets"))
+    answers = list_offsets(work, target, spark_if_master(args.master, "offsets", args.remote))
     status = ExitStatus.OK
     for a in answers:
         if a.error:

@@ -15,9 +15,10 @@ if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/re
 
 from segdex.indexcore.errors import SegdexError  # noqa: E402
 from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import check_log_dirs  # noqa: E402
+from segdex.jobs.common import check_log_dirs, with_command_time  # noqa: E402
 from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs  # noqa: E402
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("recover whole Kafka log dirs offline as the broker's start would (index files, producer snapshots, "
         "leader epochs, checkpoints), then mark each clean one for a fast start")
 COMMAND = "recover"
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, f"segdex-{COMMAND}")
+    spark = get_spark(args.master, f"segdex-{COMMAND}", remote=args.remote)
     arguments = _arguments(args, COMMAND)
     if args.truncate:
         arguments[1:1] = ["--truncate", "--quarantine", args.quarantine]
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         "; no log dir was marked clean")
     if failed is not None:
         return failed
+    with_command_time(summary.run)
     report.print_recover(summary)
     return summary.exit_status
 

@@ -24,8 +24,10 @@ from segdex.jobs.common import (  # noqa: E402
     config_layers,
     described_topics,
     log_dirs_or_broker,
+    with_command_time,
 )
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = "rebuild the index files of whole Kafka log dirs in parallel with Spark; record segments in Delta"
 COMMAND = "reindex"
 
@@ -84,14 +86,14 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     from segdex.pipelines.schemas import default_metadata_path
     from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, f"segdex-{mode}")
+    spark = get_spark(args.master, f"segdex-{mode}", remote=args.remote)
     summary, failed = guarded_run(mode, lambda: reindex.run(
         spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
         arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
         normalize=getattr(args, "normalize", False), resolver=args._resolver))
     if failed is not None:
         return failed
-    report.print_run(summary)
+    report.print_run(with_command_time(summary))
     return summary.exit_status
 
 

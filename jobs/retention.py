@@ -34,6 +34,7 @@ from segdex.jobs.common import (  # noqa: E402
 )
 from segdex.jobs.report import human_bytes  # noqa: E402
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "
         "--from-metadata plans from the Delta tables alone")
 
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         return _what_if(args, config, None, now_ms, metadata, run_id, run_at)
     if check_log_dirs("retention", args.log_dirs):
         return ExitStatus.USAGE
-    spark = spark_if_master(args.master, "retention")
+    spark = spark_if_master(args.master, "retention", args.remote)
     outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, None, args.apply, spark)
     status = print_log_dirs(outcomes, args.apply, args.verbose, now_ms)
     if not args.no_record:
@@ -201,7 +202,7 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
         if not source.exists(table):
             _err(f"{args.from_metadata}: no {table} table (run `segdex verify` or `segdex reindex` first)")
             return ExitStatus.USAGE
-    spark = get_spark(args.master, "segdex-retention-what-if")
+    spark = get_spark(args.master, "segdex-retention-what-if", remote=args.remote)
     try:
         df = pr.what_if(spark, args.from_metadata, config, now_ms, topic_overrides, run_id, run_at).cache()
         rows = [r.asDict() for r in df.orderBy("log_dir", "topic", "partition", "base_offset").collect()]

@@ -7,6 +7,7 @@ import sys
 
 from segdex.indexcore.status import ExitStatus
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = "run Spark SQL over the metadata Delta tables (segments, partitions, runs), registered as views"
 
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, "segdex-sql")
+    spark = get_spark(args.master, "segdex-sql", delta=True, remote=args.remote)
     try:
         columns, rows = run_query(spark, path, args.query)
     except Exception as e:  # AnalysisException, ParseException: the user's query, not a crash

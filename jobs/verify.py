@@ -17,6 +17,7 @@ from segdex.jobs.reindex import (
     run_command,  # noqa: E402
 )
 
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("verify the index files of whole Kafka log dirs with Spark (ok, equivalent, missing, corrupt_index, "
         "corrupt_log_tail, unreadable); record segments in Delta; writes nothing in the log dirs")
 COMMAND = "verify"

@@ -11,6 +11,7 @@ from typing import Any
 
 from segdex.indexcore.index_compaction import CompactOutcome, compact_log_dir
 from segdex.pipelines import metadata_store as ms
+from segdex.pipelines.spark_tasks import run_tasks
 
 SAFE_RETENTION_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration (7 days)
 
@@ -23,7 +24,7 @@ def compact_indexes(log_dirs: list[str], apply: bool = False, spark: Any = None)
     """``compact_log_dir`` for each log dir: one Spark task per dir when ``spark`` is given."""
     if spark is None or len(log_dirs) < 2:
         return [compact_log_dir(d, apply) for d in log_dirs]
-    return spark.sparkContext.parallelize(log_dirs, len(log_dirs)).map(lambda d: compact_log_dir(d, apply)).collect()
+    return run_tasks(spark, log_dirs, lambda d: compact_log_dir(d, apply), "segdex compact")
 
 
 def _active_files(uri: str) -> int:

@@ -87,6 +87,14 @@ def stop_spark(spark: Any, timeout: float = STOP_TIMEOUT_S) -> None:
     logging.getLogger().addHandler(logging.NullHandler())  # py4j also logs the broken call on the root logger
 
     def stop() -> None:
+        from .spark_tasks import is_connect
+
+        if is_connect(spark):  # Spark Connect: the server cancels this session's operations
+            with contextlib.suppress(Exception):
+                spark.interruptAll()
+            with contextlib.suppress(Exception):
+                spark.stop()
+            return
         sc = spark.sparkContext
         deadline = time.monotonic() + timeout
         with contextlib.suppress(Exception):

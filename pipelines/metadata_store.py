@@ -250,10 +250,18 @@ class MetadataStore:
             self.spark.createDataFrame([], schema)
 
     def register_views(self, names: Iterable[str] | None = None) -> list[str]:
-        """Register each table as a temporary view named after it; returns the names registered."""
+        """Make each table queryable by its name; returns the names registered. Through Spark's Delta reader a
+        table is a session catalog entry over its path (so ``VERSION AS OF``/``TIMESTAMP AS OF`` time travel
+        works); through delta-rs, a temporary view of its current state."""
         registered = []
         for name in (list(names) if names is not None else self.tables()):
-            self.read_df(name).createOrReplaceTempView(name)
+            if self.through_spark:
+                self.spark.sql(f"DROP TABLE IF EXISTS {_quote(name)}")
+                uri = self.uri(name)  # a catalog entry's relative location would be read under the warehouse dir
+                location = os.path.abspath(_local(uri)) if _is_local(uri) else uri
+                self.spark.catalog.createTable(name, path=location, source="delta")
+            else:
+                self.read_df(name).createOrReplaceTempView(name)
             registered.append(name)
         return registered
 

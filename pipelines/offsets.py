@@ -9,6 +9,7 @@ from typing import Any
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.layout import parse_partition_dir_name
 from segdex.indexcore.list_offsets import OffsetAnswer, list_offset
+from segdex.pipelines.spark_tasks import run_tasks
 
 
 def answer(path: str, target: int, log_start_offset: int | None) -> OffsetAnswer:
@@ -25,6 +26,5 @@ def list_offsets(work: list[tuple[str, int | None]], target: int, spark: Any = N
     if spark is None or len(work) < 2:
         answers = [answer(path, target, start) for path, start in work]
     else:
-        answers = (spark.sparkContext.parallelize(work, min(len(work), spark.sparkContext.defaultParallelism * 4))
-                   .map(lambda item: answer(item[0], target, item[1])).collect())
+        answers = run_tasks(spark, work, lambda item: answer(item[0], target, item[1]), "segdex offsets")
     return sorted(answers, key=lambda a: (a.topic, a.partition))

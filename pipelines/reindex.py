@@ -34,7 +34,7 @@ from segdex.indexcore.log_dir import (
 )
 from segdex.indexcore.status import ExitStatus
 
-from . import preflight, schemas
+from . import preflight, schemas, spark_tasks
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
 from .runs import new_run_id
@@ -183,23 +183,25 @@ class ProgressSnapshot:
 
 
 class Progress:
-    """Driver-side progress from accumulators updated as tasks finish; every ``interval`` seconds a
-    ``ProgressSnapshot`` goes to ``report`` (the CLI shows it)."""
+    """Driver-side progress from the tasks as they go (``spark_tasks.ProgressChannel``: each task reports every
+    segment it finishes); every ``interval`` seconds a ``ProgressSnapshot`` goes to ``report`` (the CLI shows
+    it). Without a channel (executors that cannot reach this process) it moves as tasks end."""
 
-    def __init__(self, spark: Any, total_segments: int, total_bytes: int,
-                 report: Callable[[ProgressSnapshot], None] | None = None, interval: float = 2.0) -> None:
-        sc = spark.sparkContext
-        self.segments = sc.accumulator(0)
-        self.bytes = sc.accumulator(0)
+    def __init__(self, total_segments: int, total_bytes: int,
+                 report: Callable[[ProgressSnapshot], None] | None = None, interval: float = 1.0,
+                 channel: spark_tasks.ProgressChannel | None = None) -> None:
         self.total_segments, self.total_bytes = total_segments, total_bytes
-        self.report, self.interval = report, interval
+        self.report, self.interval, self.channel = report, interval, channel
+        self.done_segments = self.done_bytes = 0  # from tasks that ended (when there is no channel)
         self._stop = threading.Event()
         self._start = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="segdex-progress", daemon=True)
 
     def snapshot(self) -> ProgressSnapshot:
-        return ProgressSnapshot(self.segments.value, self.total_segments, self.bytes.value, self.total_bytes,
-                                time.monotonic() - self._start)
+        segments = self.channel.segments if self.channel is not None else self.done_segments
+        nbytes = self.channel.bytes if self.channel is not None else self.done_bytes
+        return ProgressSnapshot(min(segments, self.total_segments), self.total_segments,
+                                min(nbytes, self.total_bytes), self.total_bytes, time.monotonic() - self._start)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -218,26 +220,24 @@ class Progress:
 def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: datetime,
          native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
          normalize: bool = False) -> list[PartitionOutcome]:
-    """Run the scan of every discovered partition as Spark tasks; returns the outcomes on the driver."""
+    """Run the scan of every discovered partition as Spark tasks (``spark_tasks.run_tasks``: DataFrame
+    operations only, classic Spark or Spark Connect); returns the outcomes on the driver."""
     if not discovery.tasks:
         return []
-    sc = spark.sparkContext
-    groups = plan_groups(discovery.tasks, max(1, sc.defaultParallelism) * 4)
-    tracker = Progress(spark, discovery.total_segments, discovery.total_bytes, progress)
-    seg_acc, byte_acc = tracker.segments, tracker.bytes
+    groups = plan_groups(discovery.tasks, spark_tasks.parallelism(spark) * 4)
+    description = f"segdex {mode}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments"
 
     def run_group(group: list[PartitionTask]) -> list[PartitionOutcome]:
-        outcomes = scan_group(group, mode, run_id, scanned_at, native, normalize)
-        seg_acc.add(sum(len(o.segments) for o in outcomes))
-        byte_acc.add(sum(t.size_bytes for t in group))
-        return outcomes
+        return scan_group(group, mode, run_id, scanned_at, native, normalize)
 
-    sc.setJobDescription(f"segdex {mode}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments")
-    rdd = sc.parallelize(groups, len(groups)).flatMap(run_group)
-    if progress:
-        with tracker:
-            return rdd.collect()
-    return rdd.collect()
+    host = spark_tasks.driver_host(spark) if progress else None
+    if progress is None or host is None:
+        results = spark_tasks.run_tasks(spark, groups, run_group, description)
+    else:
+        with spark_tasks.ProgressChannel(host) as channel, \
+                Progress(discovery.total_segments, discovery.total_bytes, progress, channel=channel):
+            results = spark_tasks.run_tasks(spark, groups, run_group, description, channel.sender)
+    return [o for group in results for o in group]
 
 
 class RunFailed(Exception):

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+
 from segdex.indexcore.layout import filename_prefix_from_offset
 from segdex.indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
 from segdex.indexcore.retention import (
@@ -35,6 +37,7 @@ from segdex.pipelines.schemas import (  # noqa: F401 - re-exported
     RETENTION_ACTIONS_SCHEMA,
     RETENTION_ACTIONS_TABLE,
 )
+from segdex.pipelines.spark_tasks import run_tasks
 
 TIMESTAMP_UNKNOWN = "unknown"
 
@@ -57,8 +60,8 @@ def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_m
     (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
     if spark is None or len(log_dirs) < 2:
         return [run_log_dir(d, config, now_ms, topic_overrides, apply) for d in log_dirs]
-    return (spark.sparkContext.parallelize(log_dirs, len(log_dirs))
-            .map(lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply)).collect())
+    return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply),
+                     "segdex retention")
 
 
 def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,
@@ -147,9 +150,12 @@ def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResol
         segments = segments.withColumn("log_mtime_ms", F.lit(None).cast("long"))
     joined = (segments.select(*keys, "base_offset", "next_offset", "max_timestamp", "size_bytes", "log_mtime_ms")
               .join(partitions.select(*keys, "log_start_offset", "high_watermark", "log_end_offset"), keys, "left"))
-    rdd = (joined.rdd.map(lambda r: ((r["log_dir"], r["topic"], r["partition"]), r.asDict()))
-           .groupByKey()
-           .flatMap(lambda kv: _plan_group(kv[0], kv[1], config, topic_overrides, now_ms, run_id, run_at)))
+    def plan(table: pa.Table) -> pa.Table:  # one partition's segments (DataFrame API: Spark Connect too)
+        rows = table.to_pylist()
+        key = (rows[0]["log_dir"], rows[0]["topic"], rows[0]["partition"])
+        out = list(_plan_group(key, rows, config, topic_overrides, now_ms, run_id, run_at))
+        return pa.Table.from_pylist(out, schema=RETENTION_ACTIONS_SCHEMA)
+
     schema = ms.spark_schema(RETENTION_ACTIONS_SCHEMA)
-    return spark.createDataFrame(rdd, schema=schema)
+    return joined.groupBy(*keys).applyInArrow(plan, schema)
 

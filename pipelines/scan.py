@@ -26,6 +26,7 @@ from segdex.indexcore.quarantine import truncate_with_quarantine
 from segdex.indexcore.startup_preview import SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.status import Reason, SegmentStatus
 
+from . import spark_tasks
 from .batch_write import PendingWrites
 
 MODE_VERIFY = "verify"
@@ -206,6 +207,7 @@ def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: date
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
+        spark_tasks.report(1, seg.result.size_bytes if seg.result is not None else 0)
         truncated = moved_later = False
         if loader is not None and task.quarantine and status == SegmentStatus.CORRUPT_LOG_TAIL:
             # Kafka recovers a segment whose offset index is missing when it opens it and then ignores the

@@ -2,16 +2,70 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
+import time
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 PACKAGES = ("segdex.indexcore", "segdex.pipelines", "segdex.jobs")
 FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
+VERBOSE_ENV = "SEGDEX_VERBOSE"  # 1 (or `-v`): Spark's and the JVM's own log lines on the terminal
+SPARK_LOG_ENV = "SEGDEX_SPARK_LOG"  # where an embedded Spark's JVM writes its log lines (default: a temp file)
+# pyspark's own Python loggers that print a JSON block to stderr before an exception reaches segdex
+PYSPARK_LOGGERS = ("SQLQueryContextLogger", "pyspark", "py4j")
+START_SECONDS: dict[str, float] = {}  # the last session start, for the command's summary: {"spark start": s}
+LOG_PATH: str | None = None  # the file this process's embedded Spark writes its log lines to, once started
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "").strip() not in ("", "0")
+
+
+def spark_log_path() -> str:
+    """The file an embedded Spark's JVM (and its Python workers) write their stderr to when not verbose."""
+    path = os.environ.get(SPARK_LOG_ENV)
+    if path:
+        return path
+    folder = os.path.join(tempfile.gettempdir(), f"segdex-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"spark-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
+
+
+@contextlib.contextmanager
+def _jvm_stderr_to(path: str | None) -> Iterator[None]:
+    """While the gateway JVM starts, file descriptor 2 points at ``path``: the JVM (which inherits it for its
+    whole life, and passes it to Spark's Python workers) writes its log4j and launcher lines there instead of
+    the operator's terminal. segdex's own stderr is restored right after."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def quiet_pyspark_loggers() -> None:
+    """pyspark logs a JSON ERROR block (``SQLQueryContextLogger``) before raising a query's exception: segdex
+    reports the error in one line of its own instead, unless verbose."""
+    if verbose():
+        return
+    for name in PYSPARK_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def package_roots() -> dict[str, str]:
@@ -59,13 +113,19 @@ def delta_jars() -> list[str]:
         return []
 
 
-def _delta_conf() -> dict[str, str]:
+def _delta_conf(wanted: bool = False) -> dict[str, str]:
     """With ``SEGDEX_DELTA_WRITER=spark`` an embedded session loads Delta Lake's jars and extensions, so that the
-    tables are written and read through Spark; RuntimeError when the set-up did not fetch the jars."""
+    tables are written and read through Spark; RuntimeError when the set-up did not fetch the jars. A session
+    that only reads (``wanted``: ``segdex sql``, for time travel) loads them when present, unless the writer is
+    forced to delta-rs."""
     from .metadata_store import WRITER_ENV
 
-    if os.environ.get(WRITER_ENV, "").strip().lower() != "spark" or "PYSPARK_GATEWAY_PORT" in os.environ:
+    writer = os.environ.get(WRITER_ENV, "").strip().lower()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
         return {}
+    if writer != "spark":
+        if not wanted or writer in ("deltalake", "embedded") or not delta_jars():
+            return {}
     jars = delta_jars()
     if not jars:
         raise RuntimeError(f"{WRITER_ENV}=spark needs Delta Lake's Spark jars: run the set-up (scripts/env.sh "
@@ -73,12 +133,39 @@ def _delta_conf() -> dict[str, str]:
     return {"spark.jars": ",".join(jars), **DELTA_CONF}
 
 
-def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[str, str] | None = None) -> Any:
+REMOTE_ENV = "SPARK_REMOTE"  # Spark's own variable for a Spark Connect server (sc://HOST:PORT)
+
+
+def get_remote_spark(remote: str, app_name: str = "segdex") -> Any:
+    """A Spark Connect session on ``remote`` (``sc://HOST:PORT``): the server runs the jobs, this process only
+    sends plans and Python functions. The package goes to the server's Python workers as an artifact unless
+    ``SEGDEX_SHIP_PACKAGE=0`` (segdex installed there)."""
+    started = time.monotonic()
+    quiet_pyspark_loggers()
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    spark._segdex_remote = remote
+    if os.environ.get(SHIP_ENV) != "0":
+        spark.addArtifacts(package_zip(), pyfile=True)
+    START_SECONDS["spark start"] = time.monotonic() - started
+    return spark
+
+
+def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[str, str] | None = None,
+              delta: bool = False, remote: str | None = None) -> Any:
     """A SparkSession: ``master`` if given, else what spark-submit configured, else Spark's default ``local[*]``.
 
     Executors of a non-local master get the package as a zip (pure-Python scan) unless ``SEGDEX_SHIP_PACKAGE=0``
-    (segdex installed on the executors, which also gives them the native scan kernel).
+    (segdex installed on the executors, which also gives them the native scan kernel). An embedded session's JVM
+    writes its log lines to ``spark_log_path()`` unless verbose (``-v``, ``SEGDEX_VERBOSE=1``). ``remote`` (or
+    ``SPARK_REMOTE``, when no master is given) gives a Spark Connect session instead.
     """
+    remote = remote or (None if master else os.environ.get(REMOTE_ENV))
+    if remote:
+        return get_remote_spark(remote, app_name)
+    started = time.monotonic()
+    quiet_pyspark_loggers()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None or master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -98,14 +185,23 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         # The driver JVM only moves pickled rows: a quick-starting JVM saves seconds on every command.
         defaults["spark.driver.extraJavaOptions"] = FAST_START_JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", FAST_START_JVM)  # spark-class's launcher JVM
-    for key, value in {**defaults, **_delta_conf(), **(conf or {})}.items():
+    from pyspark import SparkContext
+
+    embedded_start = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._active_spark_context is None
+    # Delta's jars load only with a new JVM: a running one (spark-submit, a test session) keeps its own classpath
+    for key, value in {**defaults, **(_delta_conf(delta) if embedded_start else {}), **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    global LOG_PATH
+    log_path = spark_log_path() if embedded_start and not verbose() else None
+    with _jvm_stderr_to(log_path):
+        spark = builder.getOrCreate()
+    LOG_PATH = log_path or LOG_PATH
     spark.sparkContext.setLogLevel(os.environ.get("SEGDEX_SPARK_LOG_LEVEL", "WARN"))
     effective = spark.sparkContext.master
     ship = os.environ.get(SHIP_ENV)
     if ship == "1" or (ship is None and not effective.startswith("local")):
         spark.sparkContext.addPyFile(package_zip())
+    START_SECONDS["spark start"] = time.monotonic() - started
     return spark
 
 
