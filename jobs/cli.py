@@ -161,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # never a traceback for the operator; SEGDEX_DEBUG=1 shows it
         if os.environ.get("SEGDEX_DEBUG"):
             raise
+        if type(e).__name__ == "SparkUnavailable":  # nothing was done: like a failed pre-check
+            print(f"segdex {args.command}: {e}", file=sys.stderr)
+            return ExitStatus.USAGE
         print(f"segdex {args.command}: error: {type(e).__name__}: {_first_line(e)}", file=sys.stderr)
         log = _spark_log()
         if log:

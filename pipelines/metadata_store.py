@@ -79,13 +79,24 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def spark_has_delta(spark: Any) -> bool:
-    """Whether this session can read and write Delta through Spark (delta-spark loaded, or forced by env)."""
+    """Whether this session can read and write Delta through Spark (delta-spark loaded, or forced by env). A
+    Spark Connect session never writes through Spark: delta-spark's Python API (MERGE, OPTIMIZE, VACUUM) needs
+    Delta's Connect plugin on the server; segdex writes those tables with delta-rs from this process instead."""
     forced = os.environ.get(WRITER_ENV, "").strip().lower()
-    if forced in ("deltalake", "embedded"):
+    if forced in ("deltalake", "embedded") or _is_connect(spark):
         return False
     if forced == "spark":
         return True
+    return spark_reads_delta(spark)
+
+
+def spark_reads_delta(spark: Any) -> bool:
+    """Whether this session (classic, or a Spark Connect server) has Delta's reader and catalog loaded."""
     if spark is None:
         return False
     try:
@@ -254,8 +265,10 @@ class MetadataStore:
         table is a session catalog entry over its path (so ``VERSION AS OF``/``TIMESTAMP AS OF`` time travel
         works); through delta-rs, a temporary view of its current state."""
         registered = []
+        catalog = os.environ.get(WRITER_ENV, "").strip().lower() not in ("deltalake", "embedded") \
+            and spark_reads_delta(self.spark)
         for name in (list(names) if names is not None else self.tables()):
-            if self.through_spark:
+            if catalog:
                 self.spark.sql(f"DROP TABLE IF EXISTS {_quote(name)}")
                 uri = self.uri(name)  # a catalog entry's relative location would be read under the warehouse dir
                 location = os.path.abspath(_local(uri)) if _is_local(uri) else uri

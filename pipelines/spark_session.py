@@ -136,12 +136,35 @@ def _delta_conf(wanted: bool = False) -> dict[str, str]:
 REMOTE_ENV = "SPARK_REMOTE"  # Spark's own variable for a Spark Connect server (sc://HOST:PORT)
 
 
+class SparkUnavailable(Exception):
+    """The Spark Connect server named by ``--remote``/``SPARK_REMOTE`` does not answer (nothing was done)."""
+
+
+CONNECT_CHECK_TIMEOUT_S = 5.0
+
+
+def _check_reachable(remote: str) -> None:
+    """Fail fast when nothing listens at ``remote``: the Connect client would otherwise retry for minutes."""
+    import socket
+    from urllib.parse import urlparse
+
+    parsed = urlparse(remote.split(";", 1)[0])
+    host, port = parsed.hostname or "localhost", parsed.port or 15002
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_CHECK_TIMEOUT_S):
+            return
+    except OSError as e:
+        raise SparkUnavailable(f"no Spark Connect server answers at {host}:{port} ({remote}): "
+                               f"{e.strerror or e}") from None
+
+
 def get_remote_spark(remote: str, app_name: str = "segdex") -> Any:
     """A Spark Connect session on ``remote`` (``sc://HOST:PORT``): the server runs the jobs, this process only
     sends plans and Python functions. The package goes to the server's Python workers as an artifact unless
     ``SEGDEX_SHIP_PACKAGE=0`` (segdex installed there)."""
     started = time.monotonic()
     quiet_pyspark_loggers()
+    _check_reachable(remote)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()

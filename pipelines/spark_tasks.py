@@ -158,14 +158,16 @@ def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], descri
         return []
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        global _REPORT
+        # this function travels by value: the module is imported by name for the sink ``report`` reads
+        from segdex.pipelines import spark_tasks as module
+
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                _REPORT = sender
+                module._REPORT = sender
                 try:
                     result = fn(items[index])
                 finally:
-                    _REPORT = None
+                    module._REPORT = None
                     if sender is not None:
                         sender.close()
                 yield pa.RecordBatch.from_arrays([pa.array([index]), pa.array([pickle.dumps(result)])],

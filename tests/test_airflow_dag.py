@@ -1,7 +1,8 @@
 """The ``segdex_nightly`` DAG (needs the ``airflow`` extra): DagBag loads it with no import errors, its tasks and
 params, the spark-submit command lines it builds, and two whole runs with ``dag.test()`` on a generated sample
 log dir (Spark in local mode, a SQLite Airflow database in a temporary AIRFLOW_HOME): one clean, one with a
-corrupted segment that the quality check must fail.
+corrupted segment that the quality check must fail. Then its reindex task alone against a real Spark standalone
+master and worker (``spark_cluster.StandaloneCluster``), the package shipped to the executor as a zip.
 
 Airflow reads AIRFLOW_HOME when it is first imported, so nothing here imports it before the ``airflow_env``
 fixture has set the environment.
@@ -13,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from spark_cluster import StandaloneCluster
 
 REPO = Path(__file__).resolve().parent.parent
 DAGS = REPO / "airflow_dags"
@@ -298,3 +301,64 @@ def test_corrupt_segment_fails_the_run_at_the_quality_check(dag, tmp_path):
     assert [(r["topic"], r["partition"], r["base_offset"], r["status"]) for r in bad] == [
         ("orders", 0, int(victim.stem), "corrupt_log_tail")]
     assert victim.read_bytes() == bytes(data)  # segdex changed no byte of the .log
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The reindex task on a real Spark standalone cluster
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+def _index_files(log_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(log_dir)): p.read_bytes() for p in sorted(log_dir.glob("*-*/*"))
+            if p.suffix in (".index", ".timeindex", ".txnindex", ".snapshot")}
+
+
+def test_reindex_task_on_a_standalone_cluster(dag, spark_cluster, tmp_path):
+    """The DAG's verify_and_reindex task, pointed at a spark:// master by the ``spark_master`` param, runs its
+    spark-submit on the cluster (the package zipped and shipped with --py-files) and leaves the index files
+    Kafka's recovery writes (``segdex rebuild``, no Spark, on a copy) and a row per segment."""
+    from segdex.indexcore.log_config import LogConfig
+    from segdex.indexcore.rebuild import rebuild
+
+    log_dir = _sample(tmp_path)
+    logs = sorted(log_dir.glob("*-*/*.log"))
+    assert logs and not _index_files(log_dir)
+    reference = tmp_path / "reference"
+    shutil.copytree(log_dir, reference)
+    for partition in sorted(p for p in reference.iterdir() if p.is_dir()):
+        list(rebuild(str(partition), LogConfig()))
+    expected = _index_files(reference)
+    assert len(expected) > 2 * len(logs)  # .index and .timeindex of each segment, the aborted transactions' .txnindex
+
+    before = set(spark_cluster.completed_apps())
+    reindex_only = dag.partial_subset(task_ids=["verify_and_reindex"], include_upstream=False)
+    assert [t.task_id for t in reindex_only.tasks] == ["verify_and_reindex"]
+    metadata = tmp_path / "metadata"
+    dr, states = _run(reindex_only, log_dir, metadata, spark_master=spark_cluster.master_url,
+                      spark_conf={"spark.ui.enabled": "false", "spark.driver.memory": "512m",
+                                  "spark.executor.memory": "512m"})
+    assert states == {"verify_and_reindex": "success"}, states
+    assert dr.state == "success"
+
+    # it ran on the cluster: one application, finished, whose executor fetched the zip and ran the scan tasks
+    (app_id,) = set(spark_cluster.completed_apps()) - before
+    app = spark_cluster.completed_apps()[app_id]
+    assert app["name"] == "segdex-reindex" and app["state"] == "FINISHED", app
+    executors = "\n".join(spark_cluster.executor_logs(app_id).values())
+    assert re.search(r"Fetching spark://\S+/files/segdex\.zip", executors), executors[-3000:]
+    assert re.search(r"Finished task \d+\.\d+ in stage", executors)
+
+    # and did the work: Kafka's index bytes for every segment, a row per segment, one clean reindex run
+    assert _index_files(log_dir) == expected
+    segments = _table(metadata, "segments")
+    assert {(r["topic"], r["partition"], r["base_offset"]) for r in segments} == _keys(logs)
+    assert {r["status"] for r in segments} == {"ok"}  # the state after the run
+    runs = [r for r in _table(metadata, "runs") if r["command"] == "reindex"]
+    assert [(r["exit_status"], r["segments"], r["count_missing"], r["files_failed"]) for r in runs] == [
+        (0, len(logs), len(logs), 0)]
+    assert runs[0]["files_written"] == len(expected)
