@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from segdex.jobs.report import print_rows
     from segdex.pipelines import metadata_store
     from segdex.pipelines.schemas import default_metadata_path
-    from segdex.pipelines.sql import run_query
+    from segdex.pipelines.sql import QueryError, run_query
 
     path = args.metadata or default_metadata_path()
     if not metadata_store.table_names(path) and "://" not in path:
@@ -36,9 +36,12 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, "segdex-sql", delta=True, remote=args.remote)
+    spark = get_spark(args.master, "segdex-sql", remote=args.remote)
     try:
         columns, rows = run_query(spark, path, args.query)
+    except QueryError as e:
+        print(f"segdex sql: {e}", file=sys.stderr)
+        return ExitStatus.USAGE
     except Exception as e:  # AnalysisException, ParseException: the user's query, not a crash
         if type(e).__name__ not in ("AnalysisException", "ParseException", "SparkRuntimeException",
                                     "PySparkException", "IllegalArgumentException", "ArithmeticException",

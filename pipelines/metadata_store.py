@@ -21,6 +21,7 @@ one table with a lock file, so no MERGE is lost.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import os
 import random
@@ -260,13 +261,40 @@ class MetadataStore:
         return self.spark.createDataFrame(table, schema=schema) if table.num_rows else \
             self.spark.createDataFrame([], schema)
 
+    @property
+    def reads_through_catalog(self) -> bool:
+        """Whether ``register_views`` makes catalog entries over the paths (Spark's Delta reader: Spark's own time
+        travel), rather than views of what delta-rs reads."""
+        return os.environ.get(WRITER_ENV, "").strip().lower() not in ("deltalake", "embedded") \
+            and spark_reads_delta(self.spark) and spark_has_delta(self.spark)
+
+    def register_view(self, name: str, view: str, as_of: int | datetime.datetime | None = None) -> None:
+        """Table ``name`` as of a version or a time (delta-rs), as the temporary view ``view``."""
+        from deltalake import DeltaTable
+
+        uri = self.uri(name)
+        if not DeltaTable.is_deltatable(uri):
+            raise TableNotFoundError(f"{uri}: no Delta table")
+        dt = DeltaTable(uri)
+        if isinstance(as_of, datetime.datetime):
+            first = min(h["timestamp"] for h in dt.history())  # ms since the epoch, as Delta's commitInfo
+            if as_of.timestamp() * 1000 < first:
+                raise ValueError(f"the timestamp is before the table's first version "
+                                 f"({datetime.datetime.fromtimestamp(first / 1000, datetime.UTC):%Y-%m-%d %H:%M:%S})")
+        if as_of is not None:
+            dt.load_as_version(as_of)
+        table = dt.to_pyarrow_table()
+        schema = spark_schema(table.schema)
+        df = self.spark.createDataFrame(table, schema=schema) if table.num_rows else \
+            self.spark.createDataFrame([], schema)
+        df.createOrReplaceTempView(view)
+
     def register_views(self, names: Iterable[str] | None = None) -> list[str]:
         """Make each table queryable by its name; returns the names registered. Through Spark's Delta reader a
         table is a session catalog entry over its path (so ``VERSION AS OF``/``TIMESTAMP AS OF`` time travel
         works); through delta-rs, a temporary view of its current state."""
         registered = []
-        catalog = os.environ.get(WRITER_ENV, "").strip().lower() not in ("deltalake", "embedded") \
-            and spark_reads_delta(self.spark)
+        catalog = self.reads_through_catalog
         for name in (list(names) if names is not None else self.tables()):
             if catalog:
                 self.spark.sql(f"DROP TABLE IF EXISTS {_quote(name)}")

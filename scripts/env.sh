@@ -63,4 +63,13 @@ segdex_venv() {
     touch "$stamp"
   fi
   segdex_delta_jars
+  segdex_class_archive
+}
+
+# Class-data sharing archives of Spark's JVMs (pipelines/class_archive.py): an embedded Spark starts in half the
+# time. Rebuilt after each install (another pyspark, another JDK); without them Spark starts as usual.
+segdex_class_archive() {
+  local archive=.venv/segdex-spark-driver.jsa
+  if [ -f "$archive" ] && [ ! .venv/.segdex-installed -nt "$archive" ]; then return 0; fi
+  .venv/bin/python -m segdex.pipelines.class_archive || true
 }
