@@ -103,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
         if o.needs_attention:
             status = ExitStatus.ATTENTION
     if args.metadata:
+        from segdex.pipelines import metadata_store as ms
+
+        if spark is None and ms.writer_is_spark():  # OPTIMIZE and VACUUM through Delta Lake on Spark, as asked
+            from segdex.pipelines.spark_session import get_spark
+
+            spark = get_spark(None, "segdex-compact")
         status = max(status, maintain(args, spark))
     return status
 

@@ -80,6 +80,11 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
+def writer_is_spark() -> bool:
+    """Whether ``SEGDEX_DELTA_WRITER=spark`` asks for Delta Lake on Spark as the writer."""
+    return os.environ.get(WRITER_ENV, "").strip().lower() == "spark"
+
+
 def _is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 

@@ -49,3 +49,30 @@ def test_spark_and_delta_rs_writers_agree_and_cross_merge(tmp_path, spark):
         assert_df_equality(facts(spark, by_spark, table), facts(spark, by_rs, table), ignore_nullable=True)
     for meta in (by_spark, by_rs):
         assert len(ms.MetadataStore(str(meta)).read("runs")) == 2
+
+
+def test_compact_optimizes_and_vacuums_through_spark_when_it_is_the_writer(tmp_path, spark):
+    """``segdex compact --metadata`` with Spark as the writer: OPTIMIZE and VACUUM run in Delta Lake on Spark (the
+    commit says so: Spark's engineInfo), and both readers see the same facts after it."""
+    from deltalake import DeltaTable
+
+    log_dir = tmp_path / "logs"
+    batches = [build_batch(i, [(1_700_000_000_000 + i, b"k", b"v" * 150)]) for i in range(60)]
+    write_partition(log_dir, "orders", 0, batches, segment_bytes=20 * len(batches[0]))
+    meta = tmp_path / "meta"
+    for _ in range(3):  # several small files per table
+        verify(log_dir, meta, "spark")
+    before = facts(spark, meta, "segments").collect()
+    env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--metadata", str(meta),
+                           str(log_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"{meta}/runs: files 3 -> 1" in proc.stdout
+    runs_files = len(DeltaTable(str(meta / "runs")).file_uris())
+    history = DeltaTable(str(meta / "runs")).history()  # appended by each run: one small file per run
+    operations = [h["operation"] for h in history]
+    assert "OPTIMIZE" in operations and "VACUUM START" in operations
+    assert all("Apache-Spark" in h.get("engineInfo", "") for h in history
+               if h["operation"].startswith(("OPTIMIZE", "VACUUM")))
+    assert runs_files == 1 and len(ms.MetadataStore(str(meta)).read("runs")) == 3
+    assert facts(spark, meta, "segments").collect() == before
