@@ -4,11 +4,13 @@ writer merges into the other's tables without changing a fact (chispa on the res
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from chispa import assert_df_equality
 
 from segdex.indexcore.segment_writer import build_batch, write_partition
@@ -51,28 +53,48 @@ def test_spark_and_delta_rs_writers_agree_and_cross_merge(tmp_path, spark):
         assert len(ms.MetadataStore(str(meta)).read("runs")) == 2
 
 
-def test_compact_optimizes_and_vacuums_through_spark_when_it_is_the_writer(tmp_path, spark):
+@pytest.fixture(scope="module")
+def spark_written(tmp_path_factory) -> tuple[Path, Path]:
+    """A log dir verified twice with Spark as the writer: tables with two versions and two small runs files."""
+    root = tmp_path_factory.mktemp("spark-written")
+    log_dir, meta = root / "logs", root / "meta"
+    batches = [build_batch(i, [(1_700_000_000_000 + i, b"k", b"v" * 150)]) for i in range(60)]
+    write_partition(log_dir, "orders", 0, batches, segment_bytes=20 * len(batches[0]))
+    for _ in range(2):
+        verify(log_dir, meta, "spark")
+    return log_dir, meta
+
+
+def test_sql_time_travel_through_spark_delta_reader(spark_written):
+    """With Spark as the writer, segdex sql reads through Spark's Delta reader (catalog entries over the paths):
+    Spark's own VERSION AS OF and DESCRIBE HISTORY."""
+    _, meta = spark_written
+    env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--format", "json", "--metadata",
+                           str(meta), "SELECT (SELECT count(*) FROM segments VERSION AS OF 0) AS then, "
+                           "(SELECT count(*) FROM segments) AS now"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0]) == {"then": 0, "now": 3}
+
+
+def test_compact_optimizes_and_vacuums_through_spark_when_it_is_the_writer(spark_written, spark):
     """``segdex compact --metadata`` with Spark as the writer: OPTIMIZE and VACUUM run in Delta Lake on Spark (the
     commit says so: Spark's engineInfo), and both readers see the same facts after it."""
     from deltalake import DeltaTable
 
-    log_dir = tmp_path / "logs"
-    batches = [build_batch(i, [(1_700_000_000_000 + i, b"k", b"v" * 150)]) for i in range(60)]
-    write_partition(log_dir, "orders", 0, batches, segment_bytes=20 * len(batches[0]))
-    meta = tmp_path / "meta"
-    for _ in range(3):  # several small files per table
-        verify(log_dir, meta, "spark")
+    log_dir, meta = spark_written
     before = facts(spark, meta, "segments").collect()
     env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
     proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--metadata", str(meta),
                            str(log_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f"{meta}/runs: files 3 -> 1" in proc.stdout
+    assert f"{meta}/runs: files 2 -> 1" in proc.stdout
     runs_files = len(DeltaTable(str(meta / "runs")).file_uris())
     history = DeltaTable(str(meta / "runs")).history()  # appended by each run: one small file per run
     operations = [h["operation"] for h in history]
     assert "OPTIMIZE" in operations and "VACUUM START" in operations
     assert all("Apache-Spark" in h.get("engineInfo", "") for h in history
                if h["operation"].startswith(("OPTIMIZE", "VACUUM")))
-    assert runs_files == 1 and len(ms.MetadataStore(str(meta)).read("runs")) == 3
+    assert runs_files == 1 and len(ms.MetadataStore(str(meta)).read("runs")) == 2
     assert facts(spark, meta, "segments").collect() == before
