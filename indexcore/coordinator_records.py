@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 from .message_format import (
+    ANY_VERSION,
     INT16,
     Array,
     Field,
@@ -95,7 +96,7 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message("ConsumerProtocolAssignment", Struct((
 # --- consumer groups (KIP-848) ------------------------------------------------------------------------------
 GROUP_ID_KEY = _key("ConsumerGroupKey", "groupId")
 GROUP_MEMBER_KEY = _key("ConsumerGroupMemberKey", "groupId", "memberId")
-_NULLABLE = (0, 32767)
+_NULLABLE = ANY_VERSION
 CONSUMER_GROUP_METADATA_VALUE = _flexible(
     "ConsumerGroupMetadataValue",
     Field("epoch", "int32"),

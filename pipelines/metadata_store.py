@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .schemas import TableSpec
+from .spark_tasks import is_connect
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
@@ -85,16 +86,12 @@ def writer_is_spark() -> bool:
     return os.environ.get(WRITER_ENV, "").strip().lower() == "spark"
 
 
-def _is_connect(spark: Any) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def spark_has_delta(spark: Any) -> bool:
     """Whether this session can read and write Delta through Spark (delta-spark loaded, or forced by env). A
     Spark Connect session never writes through Spark: delta-spark's Python API (MERGE, OPTIMIZE, VACUUM) needs
     Delta's Connect plugin on the server; segdex writes those tables with delta-rs from this process instead."""
     forced = os.environ.get(WRITER_ENV, "").strip().lower()
-    if forced in ("deltalake", "embedded") or _is_connect(spark):
+    if forced in ("deltalake", "embedded") or is_connect(spark):
         return False
     if forced == "spark":
         return True

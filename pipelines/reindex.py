@@ -185,28 +185,24 @@ class ProgressSnapshot:
 class Progress:
     """Driver-side progress from the tasks as they go (``spark_tasks.ProgressChannel``: each task reports every
     segment it finishes); every ``interval`` seconds a ``ProgressSnapshot`` goes to ``report`` (the CLI shows
-    it). Without a channel (executors that cannot reach this process) it moves as tasks end."""
+    it). ``scan`` runs without one when executors cannot reach this process."""
 
-    def __init__(self, total_segments: int, total_bytes: int,
-                 report: Callable[[ProgressSnapshot], None] | None = None, interval: float = 1.0,
-                 channel: spark_tasks.ProgressChannel | None = None) -> None:
+    def __init__(self, total_segments: int, total_bytes: int, report: Callable[[ProgressSnapshot], None],
+                 channel: spark_tasks.ProgressChannel, interval: float = 1.0) -> None:
         self.total_segments, self.total_bytes = total_segments, total_bytes
         self.report, self.interval, self.channel = report, interval, channel
-        self.done_segments = self.done_bytes = 0  # from tasks that ended (when there is no channel)
         self._stop = threading.Event()
         self._start = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="segdex-progress", daemon=True)
 
     def snapshot(self) -> ProgressSnapshot:
-        segments = self.channel.segments if self.channel is not None else self.done_segments
-        nbytes = self.channel.bytes if self.channel is not None else self.done_bytes
-        return ProgressSnapshot(min(segments, self.total_segments), self.total_segments,
-                                min(nbytes, self.total_bytes), self.total_bytes, time.monotonic() - self._start)
+        return ProgressSnapshot(min(self.channel.segments, self.total_segments), self.total_segments,
+                                min(self.channel.bytes, self.total_bytes), self.total_bytes,
+                                time.monotonic() - self._start)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            if self.report is not None:
-                self.report(self.snapshot())
+            self.report(self.snapshot())
 
     def __enter__(self) -> Progress:
         self._thread.start()
@@ -235,7 +231,7 @@ def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: d
         results = spark_tasks.run_tasks(spark, groups, run_group, description)
     else:
         with spark_tasks.ProgressChannel(host) as channel, \
-                Progress(discovery.total_segments, discovery.total_bytes, progress, channel=channel):
+                Progress(discovery.total_segments, discovery.total_bytes, progress, channel):
             results = spark_tasks.run_tasks(spark, groups, run_group, description, channel.sender)
     return [o for group in results for o in group]
 

@@ -188,13 +188,18 @@ def test_data_log_of_a_real_broker(broker_data):
     assert any(" key: " not in line and line.startswith("| ") for line in lines)  # a null key prints no key
 
 
+def decoded_like_kafka(partition: Path, decoder: str) -> str:
+    """segdex's output for a partition's segments with ``decoder``, after checking it is Kafka 4.4.0's own."""
+    files = _logs(partition)
+    kafka = kafka_dump(KafkaInstall("4.4.0"), files, decoder)
+    ours, status = segdex_dump(files, decoder)
+    assert assert_same(kafka, ours) == 0 and status == 0
+    return "\n".join(line for lines in ours.values() for line in lines)
+
+
 @pytest.mark.kafka_broker
 def test_offsets_decoder_on_a_real_broker(broker_data):
-    files = _logs(broker_data / "__consumer_offsets-0")
-    kafka = kafka_dump(KafkaInstall("4.4.0"), files, "--offsets-decoder")
-    ours, status = segdex_dump(files, "--offsets-decoder")
-    assert assert_same(kafka, ours) == 0 and status == 0
-    text = "\n".join(line for lines in ours.values() for line in lines)
+    text = decoded_like_kafka(broker_data / "__consumer_offsets-0", "--offsets-decoder")
     for record_type in ('"type":"1"', '"type":"2"', '"type":"3"', '"type":"5"', '"type":"8"'):
         assert record_type in text  # offset commits, a classic group, a consumer group's records
     assert '"subscription":{"topics":["data"]' in text  # the embedded consumer protocol decoded
@@ -203,11 +208,7 @@ def test_offsets_decoder_on_a_real_broker(broker_data):
 
 @pytest.mark.kafka_broker
 def test_transaction_log_decoder_on_a_real_broker(broker_data):
-    files = _logs(broker_data / "__transaction_state-0")
-    kafka = kafka_dump(KafkaInstall("4.4.0"), files, "--transaction-log-decoder")
-    ours, status = segdex_dump(files, "--transaction-log-decoder")
-    assert assert_same(kafka, ours) == 0 and status == 0
-    text = "\n".join(line for lines in ours.values() for line in lines)
+    text = decoded_like_kafka(broker_data / "__transaction_state-0", "--transaction-log-decoder")
     for state in ("Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"):
         assert f'"transactionStatus":"{state}"' in text
     assert '"transactionalId":"tx-dump"' in text

@@ -87,7 +87,7 @@ def test_progress_moves_every_second_from_running_tasks(spark):
 
     snapshots = []
     with spark_tasks.ProgressChannel("127.0.0.1") as channel, \
-            Progress(16, 1600, snapshots.append, interval=1.0, channel=channel):
+            Progress(16, 1600, snapshots.append, channel, interval=1.0):
         started = time.monotonic()
         results = spark_tasks.run_tasks(spark, [1, 2], slow, "progress test", channel.sender)
         elapsed = time.monotonic() - started
