@@ -26,6 +26,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                 f"(../shared/fixtures/kafka beside the project)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that take the session's SparkSession are marked ``spark``, tests that take Kafka's recovery code as
+    an oracle are marked ``kafka_broker``: the mutation run (scripts/mutation.sh) selects ``not spark and not
+    kafka_broker``, the tests that run indexcore in the test process itself."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark)
+        if "oracle" in names:
+            item.add_marker(pytest.mark.kafka_broker)
+
+
 def fixture_case_names() -> list[str]:
     """Every case folder of the Kafka fixtures (empty when they are absent)."""
     if not FIXTURES.is_dir():

@@ -31,9 +31,9 @@ DAG_ID = "segdex_nightly"
 TASKS = {"verify_and_reindex", "retention", "compact", "quality_check"}
 CONN_ID = "segdex_test_spark"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(
     importlib.util.find_spec("airflow") is None,
-    reason="Airflow is not installed: pip install -e '.[airflow]' (scripts/test.sh installs it)")
+    reason="Airflow is not installed: pip install -e '.[airflow]' (scripts/test.sh installs it)")]
 
 
 @pytest.fixture(scope="module")

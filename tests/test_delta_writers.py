@@ -65,6 +65,7 @@ def spark_written(tmp_path_factory) -> tuple[Path, Path]:
     return log_dir, meta
 
 
+@pytest.mark.spark
 def test_sql_time_travel_through_spark_delta_reader(spark_written):
     """With Spark as the writer, segdex sql reads through Spark's Delta reader (catalog entries over the paths):
     Spark's own VERSION AS OF and DESCRIBE HISTORY."""

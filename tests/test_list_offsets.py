@@ -118,6 +118,7 @@ def test_offsets_command_bad_input(tmp_path):
     assert proc.returncode == 2 and "partition dir or a log dir" in proc.stderr
 
 
+@pytest.mark.spark
 def test_offsets_on_spark_equal_in_process(tmp_path):
     """--master: one Spark task per partition, the same answers as the in-process loop; a partition that
     cannot be read is an error row (exit 1), the others are still answered."""

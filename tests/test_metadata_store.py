@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 
 import pyarrow as pa
+import pytest
 from chispa import assert_df_equality
 
 from segdex.pipelines import metadata_store as ms
@@ -105,6 +106,7 @@ os.environ["SEGDEX_DELTA_WRITER"] = "spark"
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.spark_session import get_spark
 import pyarrow as pa
+import pytest
 SCHEMA = pa.schema([pa.field("k1", pa.string(), nullable=False), pa.field("k2", pa.int64(), nullable=False),
                     pa.field("value", pa.int64()), pa.field("note", pa.string())])
 KEYS = ["k1", "k2"]
@@ -132,6 +134,7 @@ spark.stop()
 """
 
 
+@pytest.mark.spark
 def test_spark_side_delta_writer(tmp_path):
     """The Spark writer (Delta Lake on Spark: the jars the set-up fetched) writes and MERGEs, deltalake reads its
     tables, and Spark reads deltalake's. A process of its own: the suite's session has no Delta jars."""

@@ -19,6 +19,8 @@ from segdex.pipelines import spark_tasks
 from segdex.pipelines.reindex import Progress
 from segdex.pipelines.sample_logdir import generate_sample
 
+pytestmark = pytest.mark.spark  # every test here starts Spark (a command on Spark, a cluster, a Connect server)
+
 REPO = Path(__file__).resolve().parent.parent
 JVM_NOISE = re.compile(r"log4j|WARN|WARNING|NativeCodeLoader|Setting default log level|SparkSession|Stage \d")
 

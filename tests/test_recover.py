@@ -132,6 +132,7 @@ def test_txn_fixture_snapshot_keeps_the_producers_kafka_keeps(spark, kafka_fixtu
     assert snap.read_bytes() == first
 
 
+@pytest.mark.spark
 def test_a_corrupt_partition_gets_no_marker_and_keeps_its_log(kafka_fixtures: Path, tmp_path: Path, capsys):
     log_dir = tmp_path / "logs"
     cases = _stage_fixtures(log_dir, kafka_fixtures, corrupt=True)
@@ -342,6 +343,7 @@ def _corrupt_middle_of_multi_segment(kafka_fixtures: Path, part: Path, indexes: 
     return pos, logs[3:]
 
 
+@pytest.mark.spark
 def test_truncate_cuts_as_kafka_and_keeps_every_byte(kafka_fixtures: Path, tmp_path: Path, capsys):
     log_dir, quarantine = tmp_path / "logs", tmp_path / "quarantine"
     cases = _stage_fixtures(log_dir, kafka_fixtures, corrupt=True)
@@ -380,6 +382,7 @@ def test_truncate_cuts_as_kafka_and_keeps_every_byte(kafka_fixtures: Path, tmp_p
             and piece["source"].endswith(".log")} == set(later)
 
 
+@pytest.mark.spark
 def test_truncate_needs_a_quarantine_outside_the_log_dir(tmp_path: Path, capsys):
     log_dir = tmp_path / "logs"
     (log_dir / "t-0").mkdir(parents=True)

@@ -239,6 +239,7 @@ def test_non_root_cannot_take_a_file_from_its_owner(tmp_path):
 # 3. Mutual exclusion, and 4. failed writes counted as failed
 
 
+@pytest.mark.spark
 def test_reindex_holds_the_lock_and_a_second_writer_is_refused(tmp_path):
     log_dir = tmp_path / "logs"
     generate_uniform(log_dir, partitions=60, segments_per_partition=2, segment_bytes=256 * 1024,
@@ -362,6 +363,7 @@ def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafk
 # 6. Checks before changes
 
 
+@pytest.mark.spark
 def test_unusable_metadata_path_changes_nothing(tmp_path):
     log_dir = tmp_path / "logs"
     part = old_partition(log_dir, "orders")
@@ -404,6 +406,7 @@ def fill(path: Path, leave: int) -> None:
         f.write(b"\0" * max(0, free - leave))
 
 
+@pytest.mark.spark
 def test_read_only_metadata_mount_changes_nothing(tmp_path, tmpfs):
     log_dir = tmp_path / "logs"
     old_partition(log_dir, "orders")
@@ -414,6 +417,7 @@ def test_read_only_metadata_mount_changes_nothing(tmp_path, tmpfs):
     assert tree(log_dir) == before
 
 
+@pytest.mark.spark
 def test_full_metadata_disk_changes_nothing(tmp_path, tmpfs):
     log_dir = tmp_path / "logs"
     part = old_partition(log_dir, "orders")
@@ -424,6 +428,7 @@ def test_full_metadata_disk_changes_nothing(tmp_path, tmpfs):
     assert not list(part.glob("*.index"))
 
 
+@pytest.mark.spark
 def test_full_log_dir_disk_is_refused_before_any_write(tmp_path, tmpfs):
     disk = tmpfs("disk", "4m")
     log_dir = disk / "logs"
@@ -440,6 +445,7 @@ def test_full_log_dir_disk_is_refused_before_any_write(tmp_path, tmpfs):
     assert len(list(part.glob("*.index"))) == 3
 
 
+@pytest.mark.spark
 def test_a_run_that_fails_midway_says_what_it_changed(tmp_path):
     log_dir = tmp_path / "logs"
     part = old_partition(log_dir, "orders")
@@ -528,6 +534,7 @@ def clean_reference(tmp_path_factory) -> dict[str, str]:
     return tree(log_dir, "*index")
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL"])
 def test_interrupted_reindex_then_rerun(tmp_path, clean_reference, how):
     log_dir = big_log_dir(tmp_path)

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from spark_cluster import HOST, StandaloneCluster, clean_env
 
+pytestmark = pytest.mark.spark  # every test here starts Spark (a command on Spark, a cluster, a Connect server)
+
 REPO = Path(__file__).resolve().parent.parent
 REINDEX_JOB = REPO / "jobs" / "reindex.py"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")

@@ -19,6 +19,8 @@ from spark_connect import SparkConnectServer
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.sample_logdir import generate_sample
 
+pytestmark = pytest.mark.spark  # every test here starts Spark (a command on Spark, a cluster, a Connect server)
+
 REPO = Path(__file__).resolve().parent.parent
 VOLATILE = {"run_id", "scanned_at", "log_dir", "recorded_at", "run_at", "now_ms"}
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
