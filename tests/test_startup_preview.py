@@ -11,6 +11,8 @@ end offset and the bytes lost.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import struct
@@ -122,19 +124,53 @@ def _make_log_dir(root: Path, rng: random.Random, clean: bool, prefix: str) -> d
     return parts
 
 
-@pytest.fixture(scope="module")
-def previewed(tmp_path_factory, spark):
-    """Two generated log dirs (marker and none), verified once; pristine copies kept for Kafka's loads."""
-    root = tmp_path_factory.mktemp("preview")
+GOLDEN = Path(__file__).parent / "golden" / "startup_preview_kafka.json"
+RECORD_ENV = "SEGDEX_RECORD_GOLDEN"
+
+
+def make_workload(root: Path) -> tuple[dict[tuple[str, str], dict], dict[str, LogConfig]]:
+    """The two generated log dirs (marker and none) under ``root``, the same bytes on every run (seeded); returns
+    each partition's facts by (log dir, partition dir) and the topics' configs."""
     rng = random.Random(20261124)
     parts = {}
     for clean, name in ((True, "clean"), (False, "unclean")):
         made = _make_log_dir(root / name, rng, clean, name[0])
         parts.update({(name, k): v for k, v in made.items()})
+    topics = {name[:-2]: config(v["interval"]) for (_d, name), v in parts.items()}
+    return parts, topics
+
+
+def kafka_outcome(answer: dict, before: dict[int, int], after: dict[int, int]) -> dict:
+    """What Kafka's start did to a partition, in the terms of the preview's columns."""
+    if "exception" in answer:
+        return {"fails": True}
+    deleted = sorted(set(before) - set(after))
+    lost = sum(before.values()) - sum(v for b, v in after.items() if b in before)
+    return {"fails": False, "log_end_offset": answer["logEndOffset"], "recovered": len(answer["recovered"]),
+            "deleted": len(deleted), "lost_bytes": lost,
+            "action": "truncate" if lost else ("recover" if answer["recovered"] else "none")}
+
+
+def assert_preview_is(row: dict, kafka: dict, what: object) -> None:
+    if kafka["fails"]:
+        assert row["startup_action"] == "fail", what
+        assert "the broker's load fails" in row["startup_note"], what
+        return
+    assert row["startup_log_end_offset"] == kafka["log_end_offset"], what
+    assert row["startup_recovered_segments"] == kafka["recovered"], what
+    assert row["startup_deleted_segments"] == kafka["deleted"], what
+    assert row["startup_lost_bytes"] == kafka["lost_bytes"], what
+    assert row["startup_action"] == kafka["action"], what
+
+
+@pytest.fixture(scope="module")
+def previewed(tmp_path_factory, spark):
+    """Two generated log dirs (marker and none), verified once; pristine copies kept for Kafka's loads."""
+    root = tmp_path_factory.mktemp("preview")
+    parts, topics = make_workload(root)
     pristine = root / "pristine"
     shutil.copytree(root / "clean", pristine / "clean")
     shutil.copytree(root / "unclean", pristine / "unclean")
-    topics = {name[:-2]: config(v["interval"]) for (_d, name), v in parts.items()}
     summary = reindex.run(spark, [str(root / "clean"), str(root / "unclean")], MODE_VERIFY, str(root / "meta"),
                           LogConfig(), topics)
     rows = {(o.partition["log_dir"].rsplit("/", 1)[-1], f"{o.partition['topic']}-0"): o.partition
@@ -161,8 +197,11 @@ def test_the_workload_covers_every_startup_outcome(previewed):
 
 
 def test_preview_predicts_kafkas_own_start(previewed, oracle, tmp_path):
+    """Kafka's own load of a copy of each partition, against the preview; Kafka's outcomes are also the ones
+    recorded in tests/golden/startup_preview_kafka.json (which test_startup_preview_replay.py replays in the
+    test process): ``SEGDEX_RECORD_GOLDEN=1`` writes that file from Kafka's answers instead."""
     _root, pristine, parts, rows, _summary = previewed
-    compared = 0
+    outcomes = {}
     for (log_dir, name), facts in sorted(parts.items()):
         row = rows[(log_dir, name)]
         part = tmp_path / log_dir / name
@@ -170,22 +209,14 @@ def test_preview_predicts_kafkas_own_start(previewed, oracle, tmp_path):
         before = _log_sizes(part)
         answer = oracle.load(part, T0, log_start_offset=facts["lso"] or 0, recovery_point=facts["rp"] or 0,
                              clean=log_dir == "clean", config={"index.interval.bytes": facts["interval"]})
-        what = (log_dir, name, facts, row, answer)
-        if "exception" in answer:
-            assert row["startup_action"] == "fail", what
-            assert "the broker's load fails" in row["startup_note"], what
-            continue
-        after = _log_sizes(part)
-        deleted = sorted(set(before) - set(after))
-        lost = sum(before.values()) - sum(v for b, v in after.items() if b in before)
-        assert row["startup_log_end_offset"] == answer["logEndOffset"], what
-        assert row["startup_recovered_segments"] == len(answer["recovered"]), what
-        assert row["startup_deleted_segments"] == len(deleted), what
-        assert row["startup_lost_bytes"] == lost, what
-        expected = "truncate" if lost else ("recover" if answer["recovered"] else "none")
-        assert row["startup_action"] == expected, what
-        compared += 1
-    assert compared >= PER_DIR
+        kafka = kafka_outcome(answer, before, _log_sizes(part))
+        assert_preview_is(row, kafka, (log_dir, name, facts, row, answer))
+        outcomes[f"{log_dir}/{name}"] = kafka
+    assert sum(not k["fails"] for k in outcomes.values()) >= PER_DIR
+    if os.environ.get(RECORD_ENV) == "1":
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(outcomes, indent=1, sort_keys=True) + "\n")
+    assert json.loads(GOLDEN.read_text()) == outcomes
 
 
 def test_the_summary_names_what_a_start_would_lose(previewed, tmp_path, capsys):
