@@ -36,6 +36,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if "oracle" in names:
             item.add_marker(pytest.mark.kafka_broker)
+    # the mutation run: the quickest tests first, so that a mutant a quick test notices costs only that test
+    timings = os.environ.get(ORDER_ENV)
+    if timings and os.path.exists(timings):
+        seconds = json.loads(Path(timings).read_text()).get("duration_by_test", {})
+        items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
+
+
+ORDER_ENV = "SEGDEX_TEST_ORDER"  # mutmut's stats file (scripts/mutation.sh): run tests by their measured time
 
 
 def fixture_case_names() -> list[str]:

@@ -11,6 +11,8 @@ Kafka's own ``kafka-dump-log`` (``DumpLogSegments`` of the jars the set-up fetch
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import random
 import re
@@ -25,6 +27,8 @@ from conftest import FIXTURES
 from kafka_harness import KafkaBroker, KafkaInstall
 from kafka_workload import create_topics, producer
 
+from segdex.jobs.cli import main as segdex_main
+
 REPO = Path(__file__).resolve().parent.parent
 DUMP_CLASS = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
 UTF8 = ["-Dstdout.encoding=UTF-8", "-Dfile.encoding=UTF-8"]
@@ -32,7 +36,18 @@ UTF8 = ["-Dstdout.encoding=UTF-8", "-Dfile.encoding=UTF-8"]
 
 def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
     """Kafka's tool over ``files``: per file its stdout lines and whether the tool died on it. The tool stops
-    the whole run at a file it cannot read, so it is started again after that file."""
+    the whole run at a file it cannot read, so it is started again after that file. Kept per process: the same
+    question gets Kafka's same answer (a mutation run's forked tests ask it again for every mutant)."""
+    key = (install.version, tuple(files), options)
+    if key not in _KAFKA_ANSWERS:
+        _KAFKA_ANSWERS[key] = _kafka_dump(install, files, *options)
+    return _KAFKA_ANSWERS[key]
+
+
+_KAFKA_ANSWERS: dict[tuple, dict[str, tuple[list[str], bool]]] = {}
+
+
+def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
     out: dict[str, tuple[list[str], bool]] = {}
     pending = list(files)
     while pending:
@@ -59,13 +74,15 @@ def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[s
 
 
 def segdex_dump(files: list[str], *options: str) -> tuple[dict[str, list[str]], int]:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", *options, *files], cwd=REPO,
-                          capture_output=True, timeout=600, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    """``segdex dump`` in this process (its command line is tested by subprocess below): per file its lines."""
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = segdex_main(["dump", *options, *files])
     out: dict[str, list[str]] = {}
-    for chunk in proc.stdout.decode("utf-8").split("Dumping ")[1:]:
+    for chunk in stdout.getvalue().split("Dumping ")[1:]:
         name, _, body = chunk.partition("\n")
         out[name] = body.split("\n")[:-1]
-    return out, proc.returncode
+    return out, status
 
 
 def assert_same(kafka: dict[str, tuple[list[str], bool]], ours: dict[str, list[str]]) -> int:
@@ -249,23 +266,34 @@ public class Utf8 {
 """
 
 
+_JAVA_DECODED: dict[tuple[bytes, ...], list[str]] = {}
+
+
+def java_decodes(samples: list[bytes], tmp_path: Path) -> list[str]:
+    """Java 17's ``new String(s, UTF_8)`` of each sample, as UTF-16BE hex; kept per process like kafka_dump's."""
+    key = tuple(samples)
+    if key not in _JAVA_DECODED:
+        (tmp_path / "Utf8.java").write_text(JAVA_UTF8)
+        subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Utf8.java")], check=True, timeout=120)
+        proc = subprocess.run(["java", "-cp", str(tmp_path), "Utf8"], input="".join(s.hex() + "\n" for s in samples),
+                              capture_output=True, text=True, timeout=120, check=True)
+        _JAVA_DECODED[key] = proc.stdout.splitlines()
+    return _JAVA_DECODED[key]
+
+
 def test_java_utf8_decoding_matches_java(tmp_path):
     """Keys and values print as Java's ``new String(bytes, UTF_8)`` reads them: Java's replacement of malformed
     bytes differs from Python's, so segdex decodes as Java does. Checked on 3,000 seeded byte strings rich in
     lead bytes, surrogates, overlongs and cut sequences."""
     from segdex.indexcore.message_format import java_utf8
 
-    (tmp_path / "Utf8.java").write_text(JAVA_UTF8)
-    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Utf8.java")], check=True, timeout=120)
     rng = random.Random(8)
     alphabet = [0x41, 0x80, 0x8F, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5,
                 0xF8, 0xFF]
     samples = [bytes(rng.choice(alphabet) if rng.random() < 0.8 else rng.randrange(256)
                      for _ in range(rng.randint(1, 9))) for _ in range(3000)]
     samples += ["é✓😀".encode(), b"\xed\xa0\x80", b"\xed\xb8", b"\xf0\x9f\x98", b"\xe2\x82"]
-    proc = subprocess.run(["java", "-cp", str(tmp_path), "Utf8"], input="".join(s.hex() + "\n" for s in samples),
-                          capture_output=True, text=True, timeout=120, check=True)
-    java = proc.stdout.splitlines()
+    java = java_decodes(samples, tmp_path)
     assert len(java) == len(samples)
     mismatches = [s.hex() for s, j in zip(samples, java, strict=True)
                   if java_utf8(s).encode("utf-16-be").hex() != j]
