@@ -1,0 +1,66 @@
+"""Topic config values as Kafka's ``ConfigDef`` reads them (``LogConfig``), in the test process: each type, each
+bound, and Kafka's own wording of a rejection (``Invalid value V for configuration K: WHY``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from segdex.indexcore.log_config import ConfigException, LogConfig, parse_value
+
+INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("index.interval.bytes", " 0 ", 0),
+    ("index.interval.bytes", str(INT_MAX), INT_MAX),
+    ("segment.index.bytes", "4", 4),
+    ("segment.bytes", "1048576", 1048576),
+    ("retention.ms", "-1", -1),
+    ("retention.ms", str(LONG_MAX), LONG_MAX),
+    ("retention.bytes", str(-2**63), -2**63),
+    ("file.delete.delay.ms", "0", 0),
+    ("producer.id.expiration.ms", "1", 1),
+    ("cleanup.policy", " compact , delete ", "compact,delete"),
+    ("cleanup.policy", "", ""),  # Kafka 4.x: neither compaction nor deletion
+    ("cleanup.policy", "delete,,", "delete"),
+    ("message.format.version", " 0.10.2 ", "0.10.2"),
+])
+def test_values_kafka_accepts(key: str, text: str, value: int | str):
+    parsed = parse_value(key, text)
+    assert parsed == value and type(parsed) is type(value)
+
+
+@pytest.mark.parametrize(("key", "text", "why"), [
+    ("index.interval.bytes", str(INT_MAX + 1), "Not a number of type INT"),
+    ("index.interval.bytes", str(-2**31 - 1), "Not a number of type INT"),
+    ("index.interval.bytes", "1.5", "Not a number of type INT"),
+    ("index.interval.bytes", "-1", "Value must be at least 0"),
+    ("segment.index.bytes", "3", "Value must be at least 4"),
+    ("segment.bytes", "1048575", "Value must be at least 1048576"),
+    ("retention.ms", "-2", "Value must be at least -1"),
+    ("retention.ms", str(LONG_MAX + 1), "Not a number of type LONG"),
+    ("retention.bytes", "ten", "Not a number of type LONG"),
+    ("file.delete.delay.ms", "-1", "Value must be at least 0"),
+    ("producer.id.expiration.ms", "0", "Value must be at least 1"),
+    ("cleanup.policy", "delete,forever", "String must be one of: compact, delete"),
+])
+def test_values_kafka_rejects_in_kafkas_words(key: str, text: str, why: str):
+    with pytest.raises(ConfigException) as e:
+        parse_value(key, f" {text} ")
+    assert str(e.value) == f"Invalid value {text} for configuration {key}: {why}"
+
+
+def test_an_unknown_config_names_the_known_ones():
+    with pytest.raises(ConfigException) as e:
+        parse_value("retention.hours", "1")
+    assert str(e.value) == ("unknown config 'retention.hours' (known: cleanup.policy, file.delete.delay.ms, "
+                            "index.interval.bytes, message.format.version, producer.id.expiration.ms, "
+                            "retention.bytes, retention.ms, segment.bytes, segment.index.bytes)")
+
+
+def test_overrides_and_validation():
+    config = LogConfig().with_overrides({"index.interval.bytes": "1024", "cleanup.policy": "compact"})
+    assert (config.index_interval_bytes, config.cleanup_policy, config.segment_bytes) == (1024, "compact", 1 << 30)
+    LogConfig().validate()
+    with pytest.raises(ConfigException, match="configuration segment.index.bytes: Value must be at least 4"):
+        LogConfig(segment_index_bytes=2).validate()
