@@ -1,72 +1,54 @@
 #!/usr/bin/env bash
-# Mutation testing of indexcore/ with cosmic-ray; not in CI (it takes long: every mutant runs the tests).
-#   bash scripts/mutation.sh                          # every module of indexcore/ (hours on 2 cores)
+# Mutation testing of indexcore/ with mutmut; not in CI (every mutant runs the tests that reach its function).
+#   bash scripts/mutation.sh                          # every module of indexcore/ (about an hour on 2 cores)
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
-# Works in a scratch copy of the repository (the working tree is never mutated) and prints, per module, the
-# counts and every surviving mutant: a change to the code that no test noticed. Each survivor needs a new test,
-# or a line in the closing note saying why it is harmless.
+# Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
+# once to learn which tests reach which function, then runs each mutant against those tests only, in processes
+# forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
+# `-m "not spark and not kafka_broker"` (a SparkSession or Kafka's JVM cannot be shared by forked children),
+# without the slow random-kill crash tests. Code reached only by a test's subprocess counts as "no tests".
+# Writes benchmarks/mutation/report.md (SEGDEX_MUTATION_REPORT): counts per module and every surviving mutant,
+# a change to the code no test noticed. Each survivor needs a new test, or a line in the report saying why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 segdex_venv
-.venv/bin/python -m pip show -q cosmic-ray >/dev/null 2>&1 || .venv/bin/python -m pip install -q "cosmic-ray==8.7.0"
+.venv/bin/python -m pip show -q mutmut >/dev/null 2>&1 || .venv/bin/python -m pip install -q "mutmut==3.8.1"
 repo="$PWD"
 work="${SEGDEX_MUTATION_DIR:-/tmp/segdex-mutation}"
+report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
 rm -rf "$work" && mkdir -p "$work"
-tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ -cf - . \
-  | tar -xf - -C "$work"
+tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
+  --exclude=./spark-warehouse --exclude=./mutants -cf - . | tar -xf - -C "$work"
 export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
-export PYTHONPATH="$work"  # segdex/ in the copy resolves to the copy's (mutated) indexcore/
-# no bytecode: a mutant of the same size written within the same second as the last compile would otherwise run
-# the cached, unmutated code (Python validates .pyc files by the source's size and whole-second mtime)
 export PYTHONDONTWRITEBYTECODE=1
-# indexcore's own tests, without Spark, Delta or Airflow, and without the slow random-kill crash tests;
-# SEGDEX_MUTATION_TESTS narrows them (pytest arguments) for a quick pass over one module
-tests="${SEGDEX_MUTATION_TESTS:-tests/test_atomic_file.py tests/test_indexcore_units.py tests/test_indexcore_fixtures.py tests/test_fastscan.py \
-tests/test_segment_writer.py tests/test_bad_input.py tests/test_retention.py tests/test_retention_high_watermark.py \
-tests/test_compact.py tests/test_verifier_negative.py tests/test_dump_json_fixtures.py tests/test_scan_layout.py \
-tests/test_crash_points.py -k 'not killed_at'}"
-if [ "$#" -gt 0 ]; then
-  modules=("$@")
-else
-  modules=()
-  for f in indexcore/*.py indexcore/scan/*.py; do
-    name="${f#indexcore/}"; name="${name%.py}"
-    case "$name" in __init__|scan/__init__|scan/gen_layout) continue ;; esac
-    modules+=("$name")
-  done
-fi
-cd "$work"
-for m in "${modules[@]}"; do
-  cfg="$work/cr-${m//\//_}.toml"
-  db="$work/cr-${m//\//_}.sqlite"
-  cat > "$cfg" <<TOML
-[cosmic-ray]
-module-path = "indexcore/$m.py"
-timeout = 120.0
-excluded-modules = []
-test-command = "$repo/.venv/bin/python -m pytest -x -q -p no:cacheprovider $tests"
+# segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
+# tests import (segdex.indexcore.X), which is what mutmut's trampolines compare against
+kernel="$(cd indexcore/scan && ls _fastscan*.so)"
+cat >> "$work/pyproject.toml" <<TOML
 
-[cosmic-ray.distributor]
-name = "local"
+[tool.mutmut]
+source_paths = ["segdex/indexcore"]
+also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
+             "README.md", "segdex/indexcore/scan/$kernel", "segdex/indexcore/scan/_fastscan.c",
+             "segdex/indexcore/scan/_layout.h"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
+pytest_add_cli_args_test_selection = ["tests"]
 TOML
-  "$repo/.venv/bin/cosmic-ray" init "$cfg" "$db" >/dev/null
-  "$repo/.venv/bin/cosmic-ray" exec "$cfg" "$db" >/dev/null 2>&1
-  echo "== indexcore/$m.py"
-  "$repo/.venv/bin/python" - "$db" <<'PY'
-import json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-rows = db.execute("SELECT s.operator_name, s.start_pos_row, s.definition_name, r.test_outcome, r.diff "
-                  "FROM mutation_specs s JOIN work_results r ON r.job_id = s.job_id "
-                  "ORDER BY s.start_pos_row").fetchall()
-counts: dict = {}
-for _op, _row, _fn, outcome, _diff in rows:
-    counts[outcome] = counts.get(outcome, 0) + 1
-print("   ", json.dumps(counts))
-for op, row, fn, outcome, diff in rows:
-    if outcome == "SURVIVED":
-        changed = [x.strip() for x in (diff or "").splitlines()
-                   if x.startswith(("-", "+")) and not x.startswith(("---", "+++"))]
-        print(f"    survived: line {row} in {fn} ({op}): " + " -> ".join(changed))
-PY
-done
+mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"
+# Kafka's jars (.venv/kafka), for the tests that compare with Kafka's own tools
+ln -s "$repo/.venv" "$work/.venv" && ln -s "$repo/.venv" "$work/mutants/.venv"
+# No PYTHONPATH to the mutants: a test's subprocess started outside mutants/ imports the unmutated package (in
+# mutmut's stats pass it could not find mutmut's configuration); one started in mutants/ runs the active mutant.
+# once mutmut has timed the tests, each mutant runs the quickest ones first (tests/conftest.py)
+export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
+globs=()
+for m in "$@"; do globs+=("segdex.indexcore.${m//\//.}.*"); done
+cd "$work"
+started=$(date +%s)
+"$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "${globs[@]}" > "$work/mutmut-run.log" 2>&1 || {
+  tail -c 4000 "$work/mutmut-run.log" | tr '\r' '\n' | tail -30; exit 1; }
+mkdir -p "$(dirname "$report")"
+"$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
+  --out "$report" "$@"
+echo "report: $report"

@@ -1,0 +1,148 @@
+"""The report of a mutmut run over indexcore/ (called by scripts/mutation.sh from the run's scratch directory).
+
+Counts per module, then every surviving mutant with the line it changed and a category:
+
+- ``message``: only the text of a message changed (an error's or a reason's wording, a string replaced by None
+  where it is only shown). The tests check which error and which status, not the wording, by choice.
+- ``logic``: anything else. Each needs a test that kills it, or a line in benchmarks/mutation/explained.md
+  saying why it cannot be killed (an equivalent mutant) or why it is left.
+
+Mutants whose functions no in-process test reaches are listed per function: they are reached only by tests of
+Spark, Kafka's JVM, or a subprocess, which mutmut's per-test selection does not see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+import tokenize
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.stats import status_by_exit_code
+from mutmut.utils.file_utils import walk_mutatable_files
+
+STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
+
+
+def _tokens(line: str) -> list[tuple[int, str]] | None:
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline)
+                if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
+                                  tokenize.ENDMARKER, tokenize.COMMENT)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+_TEXT = {tokenize.STRING, getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_MIDDLE", -1),
+         getattr(tokenize, "FSTRING_END", -1)}
+
+
+def _human(token: tuple[int, str]) -> bool:
+    """A string literal that reads as text for a person (a message, a reason): it has a space in it. A literal
+    without one (a suffix, a key, a struct format, a codec name) is logic."""
+    return token[0] in _TEXT and " " in token[1]
+
+
+def _only_text(old: str, new: str) -> bool:
+    """True when ``new`` differs from ``old`` only inside message text: a literal that reads as text changed,
+    or such a literal replaced by ``None`` or dropped in a message's construction (raise, Reason, a warning)."""
+    a, b = _tokens(old), _tokens(new)
+    if a is None or b is None:
+        return False
+    if len(a) == len(b):
+        return all(x == y or (_human(x) and y[0] in _TEXT) for x, y in zip(a, b, strict=True))
+    if not re.search(r"\b(raise|Reason|Exception|Error|warn|print)\b", old):
+        return False
+    if any(t[0] in _TEXT and not _human(t) for t in a if t not in b):
+        return False
+    rest_a = [t for t in a if t[0] not in _TEXT]
+    rest_b = [t for t in b if t[0] not in _TEXT]
+    if rest_b == rest_a:
+        return True
+    return any(rest_b[:i] + rest_b[i + 1:] == rest_a for i, t in enumerate(rest_b) if t == (tokenize.NAME, "None"))
+
+
+def _changed(diff: str) -> tuple[list[str], list[str]]:
+    old = [x[1:] for x in diff.splitlines() if x.startswith("-") and not x.startswith("---")]
+    new = [x[1:] for x in diff.splitlines() if x.startswith("+") and not x.startswith("+++")]
+    return old, new
+
+
+def categorize(diff: str) -> str:
+    old, new = _changed(diff)
+    if len(old) == len(new) and old and all(_only_text(o, n) for o, n in zip(old, new, strict=True)):
+        return "message"
+    if old and new and _only_text(" ".join(x.strip() for x in old), " ".join(x.strip() for x in new)):
+        return "message"
+    return "logic"
+
+
+def _function(mutant: str) -> str:
+    return mutant.rsplit("__mutmut_", 1)[0].replace("ǁ", ".").replace(".x_", ".").replace(".x.", ".")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("modules", nargs="*")
+    args = ap.parse_args(argv)
+
+    counts: dict[str, Counter] = defaultdict(Counter)
+    survivors: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    untested: dict[str, Counter] = defaultdict(Counter)
+    for path in sorted(walk_mutatable_files()):
+        data = SourceFileMutationData(path=path)
+        data.load()
+        module = str(path).removeprefix("segdex/").removesuffix(".py")
+        for name, code in sorted(data.exit_code_by_key.items(),
+                                 key=lambda kv: (kv[0].rsplit("__mutmut_", 1)[0], int(kv[0].rsplit("_", 1)[1]))):
+            status = status_by_exit_code[code]
+            if status == "not checked" and args.modules:
+                continue
+            counts[module][status] += 1
+            if status == "survived":
+                diff = get_diff_for_mutant(name, path=path)
+                old, new = _changed(diff)
+                change = " / ".join(x.strip() for x in old) + "  ->  " + " / ".join(x.strip() for x in new)
+                survivors[module].append((name.rsplit(".", 1)[1], categorize(diff), change))
+            elif status == "no tests":
+                untested[module][_function(name).rsplit(".", 1)[1]] += 1
+
+    total: Counter = Counter()
+    for c in counts.values():
+        total.update(c)
+    cats = Counter(cat for rows in survivors.values() for _, cat, _ in rows)
+    out = io.StringIO()
+    scope = ", ".join(args.modules) if args.modules else "every module of indexcore/"
+    out.write("# Mutation report: indexcore/\n\n")
+    out.write(f"`bash scripts/mutation.sh` (mutmut 3.8.1) over {scope}: {sum(total.values())} mutants"
+              + (f", {args.seconds // 60} min {args.seconds % 60} s on this machine" if args.seconds else "")
+              + ".\n\n")
+    out.write("| | " + " | ".join(STATUSES) + " |\n|---|" + "---|" * len(STATUSES) + "\n")
+    out.write("| **all** | " + " | ".join(str(total[s]) for s in STATUSES) + " |\n")
+    for module in sorted(counts):
+        out.write(f"| {module} | " + " | ".join(str(counts[module][s]) for s in STATUSES) + " |\n")
+    out.write(f"\nSurvivors: {cats['logic']} `logic`, {cats['message']} `message` (wording only). "
+              "Why each remains: benchmarks/mutation/explained.md.\n")
+    out.write("\n## Survivors\n")
+    for module in sorted(survivors):
+        out.write(f"\n### {module}\n\n")
+        for name, cat, change in survivors[module]:
+            out.write(f"- `{name}` {cat}: `{change.replace('`', chr(39))}`\n")
+    out.write("\n## Functions no in-process test reaches (mutants marked \"no tests\")\n\n")
+    for module in sorted(untested):
+        funcs = ", ".join(f"{f} ({n})" for f, n in sorted(untested[module].items()))
+        out.write(f"- {module}: {funcs}\n")
+    Path(args.out).write_text(out.getvalue())
+    print(f"{sum(total.values())} mutants: " + ", ".join(f"{total[s]} {s}" for s in STATUSES if total[s]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
