@@ -106,3 +106,41 @@ def test_log_dirs_come_from_the_broker_config(tmp_path):
     bad = props(tmp_path, "log.index.interval.bytes=-3\n")
     proc = segdex("verify", "--no-progress", "--broker-config", str(bad), str(log_dir))
     assert proc.returncode == 2 and "log.index.interval.bytes" in proc.stderr
+
+
+def test_read_broker_config_whole(tmp_path):
+    """Every field of what segdex takes from a server.properties, in the test process: ``log.dir`` when there
+    is no ``log.dirs``, each default with the broker property it came from, retention by Kafka's precedence."""
+    from segdex.indexcore.broker_config import BrokerConfig, read_broker_config
+    from segdex.indexcore.log_config import ConfigException
+
+    props = tmp_path / "server.properties"
+    props.write_text("log.dir = /data/a , /data/b ,\nlog.index.interval.bytes= 2048 \nlog.retention.minutes=3\n"
+                     "log.retention.hours=1\nlog.segment.delete.delay.ms=5\n")
+    assert read_broker_config(props) == BrokerConfig(
+        str(props), ["/data/a", "/data/b"],
+        {"index.interval.bytes": "2048", "file.delete.delay.ms": "5", "retention.ms": "180000"},
+        {"index.interval.bytes": "log.index.interval.bytes", "file.delete.delay.ms": "log.segment.delete.delay.ms",
+         "retention.ms": "log.retention.minutes"})
+    props.write_text("log.dirs=/x\nlog.dir=/y\nlog.retention.hours=-5\n")
+    config = read_broker_config(props)
+    assert (config.log_dirs, config.defaults, config.origins) == (
+        ["/x"], {"retention.ms": "-1"}, {"retention.ms": "log.retention.hours"})
+    props.write_text("log.segment.bytes=12\n")
+    with pytest.raises(ConfigException) as e:
+        read_broker_config(props)
+    assert str(e.value) == (f"{props}: log.segment.bytes: Invalid value 12 for configuration segment.bytes: "
+                            f"Value must be at least 1048576")
+    props.write_text("log.retention.minutes=soon\n")
+    with pytest.raises(ConfigException) as e:
+        read_broker_config(props)
+    assert str(e.value) == "Invalid value soon for configuration log.retention.minutes: Not a number of type INT"
+    with pytest.raises(ConfigException) as e:
+        read_broker_config(tmp_path)
+    assert str(e.value) == f"--broker-config {tmp_path}: a directory, not a server.properties file"
+    with pytest.raises(ConfigException) as e:
+        read_broker_config(tmp_path / "nope")
+    assert str(e.value) == f"--broker-config {tmp_path / 'nope'}: no such file"
+    (tmp_path / "latin1").write_bytes(b"log.dirs=/d\xe9\n")
+    with pytest.raises(ConfigException, match=r"^--broker-config .*latin1: not a properties file \("):
+        read_broker_config(tmp_path / "latin1")
