@@ -125,3 +125,46 @@ def test_rebuild_takes_a_topics_described_config(kafka_fixtures: Path, tmp_path:
         assert segdex_main(["rebuild", "--quiet", *args, str(part)]) == 0
         built[name] = (part / segment_name(0, ".index")).read_bytes()
     assert built["described"] == built["given"] != built["default"]
+
+
+def test_parse_every_line_kind_in_the_test_process(tmp_path):
+    """Each kind of line of ``kafka-configs --describe``: a dynamic form's entry without synonyms is a topic
+    override, an --all form's source is its first synonym's, Kafka's defaults, sensitive values and configs segdex
+    does not use are left out; a blank line is skipped, not the end."""
+    from segdex.indexcore.topic_configs_file import DescribedTopic, parse_topic_configs, read_topic_configs
+
+    text = ("Dynamic configs for topic a are:\n"
+            "  retention.ms=1000 sensitive=false synonyms={}\n"
+            "\n"
+            "  retention.bytes=5 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=5}\n"
+            "All configs for topic b are:\n"
+            "  segment.bytes=1048576 sensitive=false synonyms={STATIC_BROKER_CONFIG:log.segment.bytes=1048576, "
+            "DEFAULT_CONFIG:log.segment.bytes=1073741824}\n"
+            "  retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:log.retention.hours=168}\n"
+            "  cleanup.policy=null sensitive=true synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=null}\n"
+            "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:min.insync.replicas=2}\n"
+            "  index.interval.bytes=100 sensitive=false synonyms={}\n")
+    assert parse_topic_configs(text) == {
+        "a": DescribedTopic("a", {"retention.ms": "1000", "retention.bytes": "5"},
+                            {"retention.ms": "DYNAMIC_TOPIC_CONFIG", "retention.bytes": "DYNAMIC_TOPIC_CONFIG"}),
+        "b": DescribedTopic("b", {"segment.bytes": "1048576", "index.interval.bytes": "100"},
+                            {"segment.bytes": "STATIC_BROKER_CONFIG", "index.interval.bytes": ""}),
+    }
+    with pytest.raises(ConfigException) as e:
+        parse_topic_configs("  retention.ms=1 sensitive=false synonyms={}\n")
+    assert str(e.value).startswith("--topic-configs line 1: not `kafka-configs --entity-type topics --describe` "
+                                   "output (expected 'Dynamic configs for topic T are:'")
+    path = tmp_path / "described.txt"
+    path.write_text("Dynamic configs for topic c are:\n  segment.index.bytes=3 sensitive=false synonyms={}\n")
+    with pytest.raises(ConfigException) as e:
+        read_topic_configs(path)
+    assert str(e.value) == (f"--topic-configs {path} line 2: topic c: Invalid value 3 for configuration "
+                            f"segment.index.bytes: Value must be at least 4")
+    with pytest.raises(ConfigException) as e:
+        read_topic_configs(tmp_path)
+    assert str(e.value) == f"--topic-configs {tmp_path}: a directory, not a file"
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigException, match=r"^--topic-configs .*described.txt: not text \("):
+        read_topic_configs(path)
+    path.write_text("Dynamic configs for topic d are:\n  retention.ms=7 sensitive=false synonyms={}\n")
+    assert read_topic_configs(path)["d"].values == {"retention.ms": "7"}
