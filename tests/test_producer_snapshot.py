@@ -105,3 +105,28 @@ def test_a_snapshot_with_a_wrong_crc():
     assert str(e.value) == (f"x: snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. "
                             f"Computed crc: {computed}")
     assert struct.unpack(">hI", bytes(ref[:6]))[1] == stored
+
+
+def test_a_load_drops_expired_producers_and_keeps_open_transactions():
+    """``ProducerStateManager.loadFromSnapshot`` with ``isProducerExpired``: a producer is dropped when it has no
+    open transaction and ``now - lastTimestamp >= producer.id.expiration.ms``; entries keep every field, in the
+    snapshot's (HashMap) order, and open transactions are registered again."""
+    from segdex.indexcore.java_hash_map import hash_map_order
+    from segdex.indexcore.producer_state import ProducerStateManager
+
+    now, exp = 10_000, 1_000
+    batch = BatchMetadata(4, 40, 2, 8_999)
+    entries = [ProducerStateEntry(17, 3, 5, now - exp, None, batch),  # idle exactly the limit: expired
+               ProducerStateEntry(33, 1, 7, 0, 500, batch),  # old but inside a transaction: kept
+               ProducerStateEntry(16, 2, 6, now - exp + 1, None, batch),  # one ms younger: kept
+               ProducerStateEntry(1, 0, -1, now, 900, None)]
+    manager = ProducerStateManager({e.producer_id: e for e in entries}, {500: 33, 900: 1})
+    loaded = manager.reloaded(now, exp)
+    assert list(loaded.producers) == [p for p in hash_map_order([17, 33, 16, 1]) if p != 17] == [16, 33, 1]
+    # (HashMap order: 16 in bucket 0 before 33 and 1 in bucket 1, whatever the put order)
+    for pid, e in loaded.producers.items():
+        assert e == manager.producers[pid] and e is not manager.producers[pid]
+    assert loaded.ongoing_txns == {500: 33, 900: 1}
+    assert list(manager.reloaded(None, exp).producers) == [16, 17, 33, 1]  # no clock: none expire
+    assert entries[0].is_expired(now, exp) and not entries[2].is_expired(now, exp)
+    assert not entries[1].is_expired(now + 10**9, exp)
