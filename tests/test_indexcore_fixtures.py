@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from segdex.indexcore.file_records import batches, open_log
 from segdex.indexcore.index_verifier import verify_segment
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
+from segdex.jobs.cli import main as segdex_main
 
 SUFFIXES = (".index", ".timeindex", ".txnindex")
 KERNELS = [False, True]  # the native kernel must be built (the set-up builds it): its absence fails
@@ -36,8 +38,12 @@ def sha(path: Path) -> str:
 
 
 def run_segdex(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parent.parent)
+    """The command in this process (test_bad_input.py runs the command line as a process): its exit status and
+    what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = segdex_main(list(args))
+    return subprocess.CompletedProcess(["segdex", *args], status, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("native", KERNELS, ids=lambda n: "native" if n else "python")
