@@ -107,3 +107,22 @@ def test_truncate_epochs_from_end():
     assert truncate_epochs_from_end(entries, 21) == entries
     assert truncate_epochs_from_end(entries, 10) == [(0, 0)]
     assert truncate_epochs_from_end(entries, 0) == []
+
+
+@pytest.mark.parametrize("name", [n for n in fixture_case_names()
+                                  if (FIXTURES / n / "broker" / "leader-epoch-checkpoint").exists()
+                                  and not n.startswith("corrupt")])
+def test_the_brokers_leader_epoch_checkpoint_is_left_as_kafka_wrote_it(name: str, tmp_path: Path):
+    """After a clean stop the broker's own leader-epoch-checkpoint is in place: a load that assigns no new epoch
+    leaves Kafka's bytes (the file is rewritten only when the cache changes)."""
+    case = load_case(name)
+    part = _stage(name, tmp_path)
+    lec = (FIXTURES / name / "broker" / "leader-epoch-checkpoint").read_bytes()
+    (part / "leader-epoch-checkpoint").write_bytes(lec)
+    loader, segments = _load(part, case)
+    assert all(s.status == SegmentStatus.OK for s in segments)
+    loaded = loader.finish()
+    assert loaded.leader_epoch_checkpoint == lec
+    assert loader.partition_dir == str(part) and loader.epoch_file_existed
+    assert (loaded.log_start_offset, loaded.log_end_offset) == (case["loader_check"]["logStartOffset"],
+                                                                case["loader_check"]["logEndOffset"])
