@@ -293,6 +293,13 @@ def test_java_utf8_decoding_matches_java(tmp_path):
     samples = [bytes(rng.choice(alphabet) if rng.random() < 0.8 else rng.randrange(256)
                      for _ in range(rng.randint(1, 9))) for _ in range(3000)]
     samples += ["é✓😀".encode(), b"\xed\xa0\x80", b"\xed\xb8", b"\xf0\x9f\x98", b"\xe2\x82"]
+    # every edge of the ranges: first and last of each length, surrogates' neighbours, beyond U+10FFFF, overlongs,
+    # each followed by a plain byte and cut short
+    edges = [b"\xc2\x80", b"\xdf\xbf", b"\xc1\xbf", b"\xe0\xa0\x80", b"\xe0\x9f\xbf", b"\xef\xbf\xbf",
+             b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xee\x80\x80", b"\xf0\x90\x80\x80",
+             b"\xf0\x8f\xbf\xbf", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf0\xbf\xbf\xbf",
+             b"\xf0\xc0\x80\x80", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf", b"\xf5\x80\x80\x80"]
+    samples += [e + tail for e in edges for tail in (b"", b"A")] + [e[:k] for e in edges for k in range(1, len(e))]
     java = java_decodes(samples, tmp_path)
     assert len(java) == len(samples)
     mismatches = [s.hex() for s, j in zip(samples, java, strict=True)

@@ -1,0 +1,98 @@
+"""What indexcore says when it refuses something, in full: the exception, its words, the value or file it names.
+An operator reads these on the command line and in status rows; a test that checked only the exception type
+would let them turn into ``None``."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import broker_lock
+
+from segdex.indexcore.errors import CorruptIndexException, UsageException
+from segdex.indexcore.list_offsets import parse_target
+from segdex.indexcore.log_dir import LogDirLockedException, ensure_not_locked
+from segdex.indexcore.transaction_index import AbortedTxn, parse_transaction_index
+
+TXN = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
+
+
+def test_transaction_index_entries_and_refusals():
+    data = TXN.pack(0, 7, 10, 20, 5) + TXN.pack(0, -1, 2**62, 2**62 + 1, 0)
+    assert parse_transaction_index(data) == [AbortedTxn(7, 10, 20, 5, 0), AbortedTxn(-1, 2**62, 2**62 + 1, 0, 0)]
+    assert [t.version for t in parse_transaction_index(data)] == [0, 0]
+    with pytest.raises(CorruptIndexException) as e:
+        parse_transaction_index(data[:-3])
+    assert str(e.value) == f"Unexpected end of transaction index: size {len(data) - 3} is not a multiple of 34"
+    with pytest.raises(CorruptIndexException) as e:
+        parse_transaction_index(TXN.pack(1, 7, 10, 20, 5))
+    assert str(e.value) == "Unexpected aborted transaction version 1"
+
+
+@pytest.mark.parametrize(("text", "value"), [("latest", -1), (" Earliest ", -2), ("max-timestamp", -3), ("-3", -3),
+                                             ("0", 0), ("1700000000000", 1700000000000)])
+def test_time_targets(text: str, value: int):
+    assert parse_target(text) == value
+
+
+def test_time_targets_refused_in_full():
+    with pytest.raises(UsageException) as e:
+        parse_target("yesterday")
+    assert str(e.value) == "--time 'yesterday': not epoch milliseconds nor one of -1/latest, -2/earliest, " \
+                           "-3/max-timestamp"
+    with pytest.raises(UsageException) as e:
+        parse_target("-4")
+    assert str(e.value) == "--time -4: below -3 (only -1 latest, -2 earliest, -3 max-timestamp are special)"
+
+
+def test_a_held_log_dir_is_refused_by_name(tmp_path: Path):
+    ensure_not_locked(tmp_path)  # nobody holds it
+    with broker_lock(tmp_path), pytest.raises(LogDirLockedException) as e:
+        ensure_not_locked(tmp_path)
+    assert str(e.value) == (f"{tmp_path}: its .lock is held by another process (a running Kafka broker, or another "
+                            f"segdex run?); stop it or work on a copy of the log dir")
+
+
+def test_time_retention_notes_a_future_timestamp_only_in_the_future():
+    from segdex.indexcore.retention_policy import RetentionMsBreached, SegmentFacts
+
+    rule = RetentionMsBreached(retention_ms=100, now_ms=1_000)
+    assert rule.note is None
+    assert rule(SegmentFacts(0, 10, 1_000), None) == ""
+    assert rule.note == "retention.ms: kept segment 0: largest timestamp 1000 is 0 ms old <= retention.ms=100"
+    assert rule(SegmentFacts(5, 10, 1_001), None) == ""
+    assert rule.note == ("retention.ms: kept segment 5: largest timestamp 1001 (a future timestamp) is -1 ms old "
+                         "<= retention.ms=100")
+    assert rule(SegmentFacts(9, 10, 899, "log mtime"), None) == \
+        "largest timestamp 899 (log mtime) is 101 ms old > retention.ms=100"
+
+
+def test_internal_topic_settings_are_named_as_such():
+    from segdex.indexcore.log_config import TopicConfigResolver
+
+    resolver = TopicConfigResolver(config={"segment.bytes": "2097152"},
+                                   topic_configs={"__transaction_state": {"segment.bytes": "3145728"}})
+    offsets = resolver.resolve("__consumer_offsets")  # the internal topic's settings beat --config's defaults
+    assert offsets.from_internal_topic() == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+    # a topic's own --topic-config beats them
+    assert resolver.resolve("__transaction_state").from_internal_topic() == {"cleanup.policy": "compact"}
+    assert resolver.resolve("__share_group_state").from_internal_topic() == {
+        "cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "104857600"}
+    assert resolver.resolve("orders").from_internal_topic() == {}
+    assert resolver.resolve("__consumer_offsets") is offsets  # resolved once per topic
+
+
+def test_a_new_leader_epoch_checkpoint_takes_its_neighbours_mode(tmp_path: Path):
+    import os
+
+    from segdex.indexcore.checkpoints import write_leader_epoch_checkpoint
+
+    (tmp_path / "00000000000000000000.log").write_bytes(b"")
+    os.chmod(tmp_path / "00000000000000000000.log", 0o640)
+    (tmp_path / "partition.metadata").write_bytes(b"version: 0\n")
+    os.chmod(tmp_path / "partition.metadata", 0o604)
+    write_leader_epoch_checkpoint(tmp_path / "leader-epoch-checkpoint", [(0, 0), (3, 100)])
+    lec = tmp_path / "leader-epoch-checkpoint"
+    assert lec.read_bytes() == b"0\n2\n0 0\n3 100\n"
+    assert lec.stat().st_mode & 0o777 == 0o604  # partition.metadata comes before a .log
