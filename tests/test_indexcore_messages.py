@@ -96,3 +96,45 @@ def test_a_new_leader_epoch_checkpoint_takes_its_neighbours_mode(tmp_path: Path)
     lec = tmp_path / "leader-epoch-checkpoint"
     assert lec.read_bytes() == b"0\n2\n0 0\n3 100\n"
     assert lec.stat().st_mode & 0o777 == 0o604  # partition.metadata comes before a .log
+
+
+def test_what_is_not_a_regular_file_is_named_by_kind(tmp_path: Path):
+    """A FIFO, a socket, a device or a directory where a segment file belongs: refused without blocking, by kind."""
+    import os
+    import socket
+
+    from segdex.indexcore.file_access import (
+        NotRegularFileException,
+        check_regular,
+        is_regular,
+        open_regular,
+        open_regular_fd,
+    )
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    kinds = {fifo: "a FIFO", sock_path: "a socket", Path("/dev/null"): "a character device", tmp_path: "a directory"}
+    try:
+        for path, kind in kinds.items():
+            # (a socket cannot even be opened: ENXIO, an unreadable file)
+            for refuse in (check_regular,) if kind == "a socket" else (check_regular, open_regular_fd, open_regular):
+                with pytest.raises(NotRegularFileException) as e:
+                    refuse(path)
+                assert (e.value.path, e.value.cause) == (str(path), f"cannot read: {kind}, not a regular file")
+                assert str(e.value) == f"{path}: cannot read: {kind}, not a regular file"
+            assert not is_regular(path)
+    finally:
+        sock.close()
+    regular = tmp_path / "00000000000000000000.log"
+    regular.write_bytes(b"abc")
+    check_regular(regular)
+    assert is_regular(regular) and not is_regular(tmp_path / "missing")
+    with pytest.raises(OSError):
+        open_regular_fd(sock_path)
+    with open_regular(regular) as f:
+        assert f.read() == b"abc"
+    with open_regular(regular, encoding="utf-8") as f:
+        assert f.read() == "abc"
