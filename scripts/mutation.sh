@@ -2,6 +2,7 @@
 # Mutation testing of indexcore/ with mutmut; not in CI (every mutant runs the tests that reach its function).
 #   bash scripts/mutation.sh                          # every module of indexcore/ (about an hour on 2 cores)
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
+#   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -17,6 +18,28 @@ segdex_venv
 repo="$PWD"
 work="${SEGDEX_MUTATION_DIR:-/tmp/segdex-mutation}"
 report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
+if [ "${1:-}" = "--recheck" ]; then
+  # A second pass after new tests: the same scratch copy with the repository's tests now, stats taken again, and
+  # only the mutants that survived, had no test or timed out run again; killed ones keep their result.
+  shift
+  [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
+  export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
+  export PYTHONDONTWRITEBYTECODE=1 SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
+  rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
+  rm -f "$work/mutants/mutmut-stats.json"
+  cd "$work"
+  mapfile -t again < <("$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
+    --names "survived,no tests,timeout,suspicious")
+  started=$(date +%s)
+  echo "rechecking ${#again[@]} mutants"
+  "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "${again[@]}" > "$work/mutmut-recheck.log" 2>&1 || {
+    tail -c 4000 "$work/mutmut-recheck.log" | tr '\r' '\n' | tail -30; exit 1; }
+  mkdir -p "$(dirname "$report")"
+  "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
+    --out "$report" "$@"
+  echo "report: $report"
+  exit 0
+fi
 rm -rf "$work" && mkdir -p "$work"
 tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
   --exclude=./spark-warehouse --exclude=./mutants -cf - . | tar -xf - -C "$work"

@@ -86,12 +86,27 @@ def _function(mutant: str) -> str:
     return mutant.rsplit("__mutmut_", 1)[0].replace("ǁ", ".").replace(".x_", ".").replace(".x.", ".")
 
 
+def print_names(wanted: set[str]) -> None:
+    """The names of the mutants whose status is one of ``wanted``, one per line (for ``mutmut run``)."""
+    for path in sorted(walk_mutatable_files()):
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, code in data.exit_code_by_key.items():
+            if status_by_exit_code[code] in wanted:
+                print(name)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("--names", default="", help="print the names of the mutants with these statuses "
+                    "(comma-separated, e.g. 'survived,no tests') instead of writing the report")
     ap.add_argument("modules", nargs="*")
     args = ap.parse_args(argv)
+    if args.names:
+        print_names(set(args.names.split(",")))
+        return 0
 
     counts: dict[str, Counter] = defaultdict(Counter)
     survivors: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
