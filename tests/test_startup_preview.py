@@ -24,6 +24,7 @@ from test_recover import generated_partition
 from segdex.indexcore.checkpoints import format_offset_checkpoint
 from segdex.indexcore.file_records import batches
 from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
 from segdex.indexcore.rebuild import rebuild
 from segdex.indexcore.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
@@ -90,6 +91,18 @@ def _damage(part: Path, bases: list[int], rng: random.Random, kind: str) -> str:
     return kind
 
 
+def _snapshots(part: Path, bases: list[int], rng: random.Random) -> list[int]:
+    """Producer snapshot files (empty producer tables) for half the partitions: at segment bases, just past them,
+    inside or past the log; which of them a start keeps, deletes or loads decides what it reads again."""
+    if rng.random() < 0.5:
+        return []
+    offsets = sorted({rng.choice([rng.choice(bases), rng.choice(bases) + rng.choice([1, 7]), bases[-1] + 10**6])
+                      for _ in range(rng.randint(1, 3))})
+    for offset in offsets:
+        (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([]))
+    return offsets
+
+
 def _make_log_dir(root: Path, rng: random.Random, clean: bool, prefix: str) -> dict[str, dict]:
     root.mkdir(parents=True)
     parts: dict[str, dict] = {}
@@ -109,6 +122,7 @@ def _make_log_dir(root: Path, rng: random.Random, clean: bool, prefix: str) -> d
         list(rebuild(str(part), config(interval)))
         bases = sorted(segments)
         kind = _damage(part, bases, rng, kind)
+        snapshots = _snapshots(part, bases, random.Random(topic))  # its own generator: the rest stays as it was
         rp = rng.choice([None, 0, rng.choice(bases), rng.choice(bases) + 1, bases[-1] + 10**6])
         if rp is not None:
             rps[(topic, 0)] = rp
@@ -116,7 +130,8 @@ def _make_log_dir(root: Path, rng: random.Random, clean: bool, prefix: str) -> d
         if rng.random() < 0.12:
             lso = rng.choice([bases[0] + 1, 10**9])  # inside the log, or beyond its end
             lsos[(topic, 0)] = lso
-        parts[part.name] = {"kind": kind, "rp": rp, "lso": lso, "bases": bases, "interval": interval}
+        parts[part.name] = {"kind": kind, "rp": rp, "lso": lso, "bases": bases, "interval": interval,
+                            "snapshots": snapshots}
     (root / "recovery-point-offset-checkpoint").write_bytes(format_offset_checkpoint(rps))
     (root / "log-start-offset-checkpoint").write_bytes(format_offset_checkpoint(lsos))
     if clean:
