@@ -16,6 +16,7 @@ import io
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -185,7 +186,17 @@ def broker_data(tmp_path_factory) -> Path:
             consumer.close()
     finally:
         broker.stop()
+    if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":  # the coordinator logs test_dump_recorded.py reads
+        for name in RECORDED_PARTITIONS:
+            shutil.rmtree(RECORDED / name, ignore_errors=True)
+            (RECORDED / name).mkdir(parents=True)
+            for log in (broker.data_dir / name).glob("*.log"):
+                shutil.copy(log, RECORDED / name / log.name)
     return broker.data_dir
+
+
+RECORDED = Path(__file__).parent / "golden" / "broker_logs"
+RECORDED_PARTITIONS = ("__consumer_offsets-0", "__transaction_state-0", "data-0")
 
 
 def _logs(partition: Path) -> list[str]:
