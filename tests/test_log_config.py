@@ -64,3 +64,55 @@ def test_overrides_and_validation():
     LogConfig().validate()
     with pytest.raises(ConfigException, match="configuration segment.index.bytes: Value must be at least 4"):
         LogConfig(segment_index_bytes=2).validate()
+
+
+def test_every_layer_with_its_source_and_origin():
+    """Kafka's precedence, lowest first: server.properties, the described topic configs, --config, the internal
+    topics' own settings, --topic-config; each value with where it came from (and the property it was read as)."""
+    from segdex.indexcore.log_config import TopicConfigResolver
+
+    resolver = TopicConfigResolver(
+        config={"retention.ms": "1000", "cleanup.policy": "compact"},
+        topic_configs={"orders": {"index.interval.bytes": "100"}},
+        broker={"retention.bytes": "50", "retention.ms": "5", "segment.bytes": "2097152"},
+        broker_origins={"retention.ms": "log.retention.hours", "segment.bytes": "log.segment.bytes"},
+        described={"orders": {"retention.bytes": "70", "index.interval.bytes": "9"}},
+        described_sources={"orders": {"retention.bytes": "DYNAMIC_TOPIC_CONFIG"}})
+    orders = resolver.resolve("orders")
+    assert orders.rows() == [
+        {"topic": "orders", "config": "cleanup.policy", "value": "compact", "source": "--config"},
+        {"topic": "orders", "config": "file.delete.delay.ms", "value": "60000", "source": "Kafka default"},
+        {"topic": "orders", "config": "index.interval.bytes", "value": "100", "source": "--topic-config"},
+        {"topic": "orders", "config": "message.format.version", "value": "3.0-IV1", "source": "Kafka default"},
+        {"topic": "orders", "config": "producer.id.expiration.ms", "value": "86400000", "source": "Kafka default"},
+        {"topic": "orders", "config": "retention.bytes", "value": "70",
+         "source": "--topic-configs (DYNAMIC_TOPIC_CONFIG)"},
+        {"topic": "orders", "config": "retention.ms", "value": "1000", "source": "--config"},
+        {"topic": "orders", "config": "segment.bytes", "value": "2097152",
+         "source": "server.properties (log.segment.bytes)"},
+        {"topic": "orders", "config": "segment.index.bytes", "value": "10485760", "source": "Kafka default"},
+    ]
+    assert orders.assumed(["segment.index.bytes", "segment.bytes", "file.delete.delay.ms"]) == [
+        "segment.index.bytes", "file.delete.delay.ms"]
+    other = resolver("other")
+    assert (other.retention_ms, other.retention_bytes, other.index_interval_bytes) == (1000, 50, 4096)
+    assert resolver.resolve("other").sources["retention.bytes"] == "server.properties"  # no origin given
+    assert LogConfig(retention_ms=5).describe(["retention.ms", "segment.bytes"]) == \
+        "retention.ms=5, segment.bytes=1073741824"
+    assert LogConfig().describe().startswith("index.interval.bytes=4096, segment.index.bytes=10485760, ")
+
+
+def test_config_arguments():
+    from segdex.indexcore.log_config import parse_config_args, parse_topic_config_args
+
+    assert parse_config_args([" a = 1 ", "b==2", "c="]) == {"a": "1", "b": "=2", "c": ""}
+    assert parse_topic_config_args(["t:a=1", "t:b=2", "u:a=3"]) == {"t": {"a": "1", "b": "2"}, "u": {"a": "3"}}
+    for bad, why in ((["novalue"], "expected KEY=VALUE, got 'novalue'"), (["=1"], "expected KEY=VALUE, got '=1'")):
+        with pytest.raises(ConfigException) as e:
+            parse_config_args(bad)
+        assert str(e.value) == why
+    for bad, why in ((["a=1"], "expected TOPIC:KEY=VALUE, got 'a=1'"),
+                     ([":a=1"], "expected TOPIC:KEY=VALUE, got ':a=1'")):
+        with pytest.raises(ConfigException) as e:
+            parse_topic_config_args(bad)
+        assert str(e.value) == why
