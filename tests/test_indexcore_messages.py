@@ -138,3 +138,30 @@ def test_what_is_not_a_regular_file_is_named_by_kind(tmp_path: Path):
         assert f.read() == b"abc"
     with open_regular(regular, encoding="utf-8") as f:
         assert f.read() == "abc"
+
+
+def test_small_pieces_in_full(tmp_path: Path):
+    """The odds and ends a row or a line is made of: a Reason's text and notes, a ListOffsets answer's row, a log
+    dir's log start offsets, a segment file's base offset, the LZ4 frames Kafka cannot read."""
+    from segdex.indexcore.compression import CompressionType, kafka_can_decompress
+    from segdex.indexcore.layout import base_offset_of
+    from segdex.indexcore.list_offsets import OffsetAnswer, log_start_offsets
+    from segdex.indexcore.status import Reason
+
+    assert str(Reason("bad", "/d/x.log")) == "/d/x.log: bad" and str(Reason("bad")) == "bad"
+    assert Reason("bad", "/d/x.log", 7).joined("kept") == Reason("bad; kept", "/d/x.log", 7)
+    assert Reason("", "/d/x.log").joined("kept") == Reason("kept", "/d/x.log")
+    assert OffsetAnswer("t", 1, 5, 99, 2).as_dict() == {"topic": "t", "partition": 1, "offset": 5, "timestamp": 99,
+                                                        "leader_epoch": 2}
+    assert OffsetAnswer("t", 1, error="why").as_dict() == {"topic": "t", "partition": 1, "offset": -1,
+                                                           "timestamp": -1, "leader_epoch": -1, "error": "why"}
+    assert log_start_offsets(tmp_path) == {}
+    (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 3 17\n")
+    assert log_start_offsets(tmp_path) == {("t", 3): 17}
+    assert base_offset_of(tmp_path / "t-0" / "00000000000000001234.timeindex") == 1234
+    lz4 = bytes.fromhex("04224d18") + bytes([0x60, 0x40, 0x82])  # FLG 0x60: independent blocks
+    assert kafka_can_decompress(CompressionType.LZ4, lz4) is None
+    dependent = lz4[:4] + bytes([0x40]) + lz4[5:]
+    assert kafka_can_decompress(CompressionType.LZ4, dependent) == "Dependent block stream is unsupported"
+    assert kafka_can_decompress(CompressionType.GZIP, dependent) is None
+    assert kafka_can_decompress(CompressionType.LZ4, lz4[:4]) is None  # too short to tell: the reader decides
