@@ -165,3 +165,42 @@ def test_small_pieces_in_full(tmp_path: Path):
     assert kafka_can_decompress(CompressionType.LZ4, dependent) == "Dependent block stream is unsupported"
     assert kafka_can_decompress(CompressionType.GZIP, dependent) is None
     assert kafka_can_decompress(CompressionType.LZ4, lz4[:4]) is None  # too short to tell: the reader decides
+
+
+def test_leftover_files_a_load_acts_on(tmp_path: Path):
+    """``LogLoader``'s passes over leftovers, file by file, sorted by name: ``.deleted`` and ``.cleaned`` go, a
+    ``.swap`` at or above the lowest ``.cleaned`` offset goes, another ``.swap`` is completed (the segments change),
+    an index file without its ``.log`` is an orphan; live files are not findings."""
+    from segdex.indexcore.log_dir import PartitionFinding, partition_findings
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    names = ["00000000000000000000.log", "00000000000000000000.index", "00000000000000000010.log.deleted",
+             "00000000000000000020.log.cleaned", "00000000000000000030.log.swap", "00000000000000000005.log.swap",
+             "00000000000000000020.log.swap", "00000000000000000040.timeindex", "00000000000000000050.txnindex",
+             "leader-epoch-checkpoint", "00000000000000000060.snapshot"]
+    for name in names:
+        (part / name).write_bytes(b"")
+    (part / "00000000000000000070.index.deleted").write_bytes(b"")
+
+    def at(name: str) -> str:
+        return str(part / name)
+
+    swap_msg = ("left by an interrupted log cleaning or split: Kafka completes the swap at load (deletes the live "
+                "segments it replaces, renames it without .swap), so this partition's segments will change")
+    split_msg = ("part of an incomplete segment split (at or above the .cleaned offset 20): Kafka deletes it at "
+                 "load")
+    orphan = "no .log with its base offset: Kafka deletes this orphaned index file when it loads the partition"
+    assert partition_findings(part) == [
+        PartitionFinding("swap", at("00000000000000000005.log.swap"), swap_msg, True),
+        PartitionFinding("deleted", at("00000000000000000010.log.deleted"),
+                         "Kafka deletes it when it loads the partition", False),
+        PartitionFinding("cleaned", at("00000000000000000020.log.cleaned"),
+                         "left by an interrupted log cleaning: Kafka deletes it when it loads the partition", False),
+        PartitionFinding("swap", at("00000000000000000020.log.swap"), split_msg, False),
+        PartitionFinding("swap", at("00000000000000000030.log.swap"), split_msg, False),
+        PartitionFinding("orphan_index", at("00000000000000000040.timeindex"), orphan, True),
+        PartitionFinding("orphan_index", at("00000000000000000050.txnindex"), orphan, True),
+        PartitionFinding("deleted", at("00000000000000000070.index.deleted"),
+                         "Kafka deletes it when it loads the partition", False),
+    ]
