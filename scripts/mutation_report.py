@@ -30,12 +30,18 @@ STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault
 
 
 def _tokens(line: str) -> list[tuple[int, str]] | None:
+    """The line's tokens; a line cut from a longer statement (an open bracket) gives the tokens up to its end."""
+    out = []
     try:
-        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline)
-                if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
-                                  tokenize.ENDMARKER, tokenize.COMMENT)]
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+        for t in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER,
+                              tokenize.COMMENT):
+                out.append((t.type, t.string))
+    except tokenize.TokenError:
+        return out or None  # EOF inside an open bracket: every token of the line was read
+    except (IndentationError, SyntaxError):
         return None
+    return out
 
 
 _TEXT = {tokenize.STRING, getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_MIDDLE", -1),

@@ -204,3 +204,34 @@ def test_leftover_files_a_load_acts_on(tmp_path: Path):
         PartitionFinding("deleted", at("00000000000000000070.index.deleted"),
                          "Kafka deletes it when it loads the partition", False),
     ]
+
+
+def test_index_sanity_checks_at_their_edges():
+    """``OffsetIndex.sanityCheck`` / ``TimeIndex.sanityCheck`` (plus ordering) at each boundary, words in full."""
+    from segdex.indexcore import offset_index, time_index
+
+    def off(*entries: tuple[int, int]) -> bytes:
+        return b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries)
+
+    def tim(*entries: tuple[int, int]) -> bytes:
+        return b"".join(struct.pack(">qi", ts, rel) for ts, rel in entries)
+
+    for good in (off((5, 10), (6, 11)), off((-3, 10), (0, 30)), off((-2, 4), (3, 8))):
+        offset_index.sanity_check(good, 100)
+    for bad, why in ((off((5, 10))[:-4] + b"\0" * 8, "Index file has size 12 which is not a multiple of 8"),
+                     (off((5, 10), (-1, 20)), "Corrupt index found, index file has non-zero size but the last offset "
+                                               "is 99 which is less than the base offset 100"),
+                     (off((5, 10), (5, 20)), "Index entries out of order: (105, 10) then (105, 20)"),
+                     (off((5, 10), (6, 10)), "Index entries out of order: (105, 10) then (106, 10)")):
+        with pytest.raises(CorruptIndexException) as e:
+            offset_index.sanity_check(bad, 100)
+        assert str(e.value) == why
+    for good in (tim((1000, 0)), tim((1000, -2), (1001, 3)), tim((1000, 4), (1001, 4))):
+        time_index.sanity_check(good, 100)
+    for bad, why in ((tim((1000, 1)) + b"\0", "Time index file has size 13 which is not a multiple of 12"),
+                     (tim((1000, -1)), "Corrupt time index found, its last offset 99 is below the base offset 100"),
+                     (tim((1000, 4), (1000, 5)), "Time index entries out of order: (1000, 104) then (1000, 105)"),
+                     (tim((1000, 4), (1001, 3)), "Time index entries out of order: (1000, 104) then (1001, 103)")):
+        with pytest.raises(CorruptIndexException) as e:
+            time_index.sanity_check(bad, 100)
+        assert str(e.value) == why

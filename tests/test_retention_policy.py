@@ -74,3 +74,37 @@ def test_no_log_start_offset_entry_reads_as_zero():
     f.log_start_offset = None
     plan = plan_retention(f, LogConfig(retention_ms=-1), NOW)
     assert plan.log_start_offset_before == 0 and plan.deletions == []
+
+
+def test_a_plan_in_full():
+    """Every field of a plan that deletes, with the rule and reason of each deletion, the epochs cut at the new
+    log start offset, and a timestamp exactly now (not blocked)."""
+    from segdex.indexcore.retention_policy import Deletion, RetentionPlan
+
+    f = facts([100, 100, 100], stamps=[NOW - 5000, NOW, NOW])
+    f.leader_epochs = [(0, 0), (1, 15), (2, 25)]
+    plan = plan_retention(f, LogConfig(retention_ms=1000), NOW)
+    assert plan == RetentionPlan(
+        "t", 0, deletions=[Deletion(0, 10, 100, NOW - 5000, "retention.ms",
+                                    f"largest timestamp {NOW - 5000} (time_index) is 5000 ms old > retention.ms=1000")],
+        blocked=[], notes=plan.notes, log_start_offset_before=0, log_start_offset_after=10, log_end_offset=30,
+        high_watermark=30, roll_offset=None, leader_epochs_before=[(0, 0), (1, 15), (2, 25)],
+        leader_epochs_after=[(0, 10), (1, 15), (2, 25)], skipped=None, base_offsets_before=[0, 10, 20])
+    assert plan.bytes_freed == 100 and plan.deleted_count == 1 and plan.remaining_base_offsets == [10, 20]
+    # nothing deleted: the epochs stay as they were, and an unknown high watermark plans nothing
+    kept = plan_retention(f, LogConfig(retention_ms=-1), NOW)
+    assert kept.leader_epochs_after == f.leader_epochs and kept.high_watermark == 30
+    f.high_watermark = None
+    assert plan_retention(f, LogConfig(), NOW).skipped == (
+        "no high watermark known (no entry in replication-offset-checkpoint): Kafka deletes no segment until the "
+        "high watermark is initialized")
+    assert plan_retention(PartitionFacts("t", 0, [], 7, None, 7), LogConfig(), NOW).skipped == "no segments"
+
+
+def test_rolling_when_every_segment_goes_and_compacted_topics():
+    plan = plan_retention(facts([100, 100], stamps=[1, 2]), LogConfig(retention_ms=1000), NOW)
+    assert plan.roll_offset == 20 and plan.remaining_base_offsets == [20] and plan.log_start_offset_after == 20
+    compacted = plan_retention(facts([100, 100], stamps=[1, 2], lso=12), LogConfig(cleanup_policy="compact"), NOW)
+    assert [d.base_offset for d in compacted.deletions] == [0]  # only the log start offset pass
+    assert "cleanup.policy=compact: only the log start offset pass runs" in compacted.notes
+    assert compacted.deletions[0].rule == "log_start_offset"
