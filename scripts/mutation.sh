@@ -20,7 +20,8 @@ work="${SEGDEX_MUTATION_DIR:-/tmp/segdex-mutation}"
 report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
 if [ "${1:-}" = "--recheck" ]; then
   # A second pass after new tests: the same scratch copy with the repository's tests now, stats taken again, and
-  # only the mutants that survived, had no test or timed out run again; killed ones keep their result.
+  # only the mutants that survived, had no test, timed out or were not run yet run (again); killed ones keep
+  # their result.
   shift
   [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
   export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
@@ -29,7 +30,7 @@ if [ "${1:-}" = "--recheck" ]; then
   rm -f "$work/mutants/mutmut-stats.json"
   cd "$work"
   mapfile -t again < <("$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
-    --names "survived,no tests,timeout,suspicious")
+    --names "survived,no tests,timeout,suspicious,not checked,check was interrupted by user")
   started=$(date +%s)
   echo "rechecking ${#again[@]} mutants"
   "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "${again[@]}" > "$work/mutmut-recheck.log" 2>&1 || {
