@@ -16,7 +16,7 @@ source scripts/env.sh
 segdex_venv
 .venv/bin/python -m pip show -q mutmut >/dev/null 2>&1 || .venv/bin/python -m pip install -q "mutmut==3.8.1"
 repo="$PWD"
-work="${SEGDEX_MUTATION_DIR:-/tmp/segdex-mutation}"
+work="${SEGDEX_MUTATION_DIR:-$repo/.mutation}"  # kept between runs: --recheck goes on from it
 report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
 if [ "${1:-}" = "--recheck" ]; then
   # A second pass after new tests: the same scratch copy with the repository's tests now, stats taken again, and
@@ -43,7 +43,7 @@ if [ "${1:-}" = "--recheck" ]; then
 fi
 rm -rf "$work" && mkdir -p "$work"
 tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
-  --exclude=./spark-warehouse --exclude=./mutants -cf - . | tar -xf - -C "$work"
+  --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
 export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
 export PYTHONDONTWRITEBYTECODE=1
 # segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
