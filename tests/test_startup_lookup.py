@@ -69,3 +69,28 @@ def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_p
     # an index whose last entry was lost: the scan goes on from the entry before it
     log.with_suffix(".index").write_bytes(seg.files[".index"][:-8])
     assert read_next_offset(str(log), 500) == 500 + 6000
+
+
+def test_next_offset_reads_only_from_the_last_index_entry(tmp_path: Path):
+    """Kafka reads the next offset from the batch the offset index's last entry points at: a batch broken before
+    that position is never read (it is, by a segment recovery, which is another matter)."""
+    from segdex.indexcore.log_config import LogConfig
+    from segdex.indexcore.log_segments import PartitionRecovery
+    from segdex.indexcore.segment_writer import build_batch
+
+    log = tmp_path / "00000000000000000000.log"
+    batches = [build_batch(i, [(1, b"k", b"v" * 20)]) for i in range(400)]
+    log.write_bytes(b"".join(batches))
+    seg = PartitionRecovery(LogConfig(index_interval_bytes=4096)).recover_segment(str(log), 0)
+    index = seg.files[".index"]
+    log.with_suffix(".index").write_bytes(index)
+    last_position = struct.unpack(">ii", index[-8:])[1]
+    assert last_position > 10 * len(batches[0])
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, len(batches[0]) * 3 + 8, 5)  # batch 3's size: below any batch's
+    log.write_bytes(bytes(data))
+    assert read_next_offset(str(log), 0) == 400
+    log.with_suffix(".index").unlink()  # no index: the read starts at 0 and meets the broken batch
+    from segdex.indexcore.errors import CorruptRecordException
+    with pytest.raises(CorruptRecordException):
+        read_next_offset(str(log), 0)
