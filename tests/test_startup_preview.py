@@ -18,10 +18,12 @@ import shutil
 import struct
 from pathlib import Path
 
+import crc32c
 import pytest
 from test_recover import generated_partition
 
 from segdex.indexcore.checkpoints import format_offset_checkpoint
+from segdex.indexcore.errors import CorruptRecordException
 from segdex.indexcore.file_records import batches
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
@@ -155,15 +157,43 @@ def make_workload(root: Path) -> tuple[dict[tuple[str, str], dict], dict[str, Lo
     return parts, topics
 
 
-def kafka_outcome(answer: dict, before: dict[int, int], after: dict[int, int]) -> dict:
-    """What Kafka's start did to a partition, in the terms of the preview's columns."""
+def _valid_offsets(log: Path) -> list[int]:
+    """The offsets of a segment's valid batches, read up to its first batch that is cut short or whose CRC-32C
+    does not match (where Kafka's recovery stops)."""
+    data, out = log.read_bytes(), []
+    try:
+        for b in batches(data):
+            if b.magic >= 2 and crc32c.crc32c(data[b.position + 21:b.position + b.size_in_bytes]) != b.crc:
+                break  # 21: the attributes' position in a batch, where the CRC's range starts
+            out.extend(range(b.base_offset, b.last_offset + 1))
+    except CorruptRecordException:
+        pass
+    return out
+
+
+def _offsets(part: Path) -> dict[int, list[int]]:
+    return {int(log.name[:20]): _valid_offsets(log) for log in part.glob("*.log")}
+
+
+def kafka_outcome(answer: dict, before: dict[int, int], after: dict[int, int],
+                  offsets_before: dict[int, list[int]] | None = None,
+                  offsets_after: dict[int, list[int]] | None = None) -> dict:
+    """What Kafka's start did to a partition, in the terms of the preview's columns; with each segment's offsets
+    before and after, the first and last offset the start took away: from the first segment it deleted or the
+    end of the first one it cut, to the last offset of a valid batch in a deleted segment (None when the start
+    only cut segments: then everything from the first offset to the cut segment's end went)."""
     if "exception" in answer:
         return {"fails": True}
     deleted = sorted(set(before) - set(after))
     lost = sum(before.values()) - sum(v for b, v in after.items() if b in before)
+    offsets_before, offsets_after = offsets_before or {}, offsets_after or {}
+    cut = [b for b in before if b in after and after[b] < before[b]]
+    firsts = [b for b in deleted] + [max(offsets_after[b], default=b - 1) + 1 for b in cut]
+    gone = [o for b in deleted for o in offsets_before.get(b, [])]  # a cut segment's tail: "to its end"
     return {"fails": False, "log_end_offset": answer["logEndOffset"], "recovered": len(answer["recovered"]),
             "deleted": len(deleted), "lost_bytes": lost,
-            "action": "truncate" if lost else ("recover" if answer["recovered"] else "none")}
+            "action": "truncate" if lost else ("recover" if answer["recovered"] else "none"),
+            "lost_offsets": [min(firsts), max(gone) if gone else None] if lost and firsts else None}
 
 
 def assert_preview_is(row: dict, kafka: dict, what: object) -> None:
@@ -221,10 +251,10 @@ def test_preview_predicts_kafkas_own_start(previewed, oracle, tmp_path):
         row = rows[(log_dir, name)]
         part = tmp_path / log_dir / name
         shutil.copytree(pristine / log_dir / name, part)
-        before = _log_sizes(part)
+        before, offsets_before = _log_sizes(part), _offsets(part)
         answer = oracle.load(part, T0, log_start_offset=facts["lso"] or 0, recovery_point=facts["rp"] or 0,
                              clean=log_dir == "clean", config={"index.interval.bytes": facts["interval"]})
-        kafka = kafka_outcome(answer, before, _log_sizes(part))
+        kafka = kafka_outcome(answer, before, _log_sizes(part), offsets_before, _offsets(part))
         assert_preview_is(row, kafka, (log_dir, name, facts, row, answer))
         outcomes[f"{log_dir}/{name}"] = kafka
     assert sum(not k["fails"] for k in outcomes.values()) >= PER_DIR
