@@ -10,20 +10,12 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, fixture_case_names, load_case
-from test_recover import INDEX_SUFFIXES, TXN_CASE_NOW
+from test_recover import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
 
-from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.log_loader import LogLoader, truncate_epochs_from_end
 from segdex.indexcore.log_segments import segment_logs
 from segdex.indexcore.producer_snapshot import read_snapshot
 from segdex.indexcore.status import SegmentStatus
-
-
-def _config(case: dict) -> LogConfig:
-    over = {k: str(case["topic_config"][k]) for k in ("index.interval.bytes", "segment.index.bytes")}
-    if case["params"].get("topic_message_format_version"):
-        over["message.format.version"] = case["params"]["topic_message_format_version"]
-    return LogConfig().with_overrides(over)
 
 
 def _stage(name: str, tmp_path: Path) -> Path:
@@ -36,7 +28,7 @@ def _stage(name: str, tmp_path: Path) -> Path:
 
 
 def _load(part: Path, case: dict) -> tuple[LogLoader, list]:
-    loader = LogLoader(str(part), _config(case), TXN_CASE_NOW)
+    loader = LogLoader(str(part), case_log_config(case), TXN_CASE_NOW)
     logs, misnamed = segment_logs(part)
     assert not misnamed
     return loader, [loader.recover_segment(path, base) for base, path in logs]

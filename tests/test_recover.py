@@ -51,15 +51,16 @@ def _stage_fixtures(root: Path, fixtures: Path, corrupt: bool) -> dict[str, str]
     return out
 
 
+def case_log_config(case: dict) -> LogConfig:
+    """A fixture case's topic config as the broker that wrote it had it (index settings, message format)."""
+    over = {k: str(case["topic_config"][k]) for k in ("index.interval.bytes", "segment.index.bytes")}
+    if case["params"].get("topic_message_format_version"):
+        over["message.format.version"] = case["params"]["topic_message_format_version"]
+    return LogConfig().with_overrides(over)
+
+
 def _topic_configs(cases: dict[str, str]) -> dict[str, LogConfig]:
-    out = {}
-    for case in cases.values():
-        c = load_case(case)
-        over = {k: str(c["topic_config"][k]) for k in ("index.interval.bytes", "segment.index.bytes")}
-        if c["params"].get("topic_message_format_version"):
-            over["message.format.version"] = c["params"]["topic_message_format_version"]
-        out[_topic(case)] = LogConfig().with_overrides(over)
-    return out
+    return {_topic(case): case_log_config(load_case(case)) for case in cases.values()}
 
 
 def _files(d: Path) -> dict[str, bytes]:
