@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of indexcore/ with mutmut; not in CI (every mutant runs the tests that reach its function).
-#   bash scripts/mutation.sh                          # every module of indexcore/ (about an hour on 2 cores)
+#   bash scripts/mutation.sh                          # every module of indexcore/ (about 2 h on 2 cores)
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
@@ -18,34 +18,43 @@ segdex_venv
 repo="$PWD"
 work="${SEGDEX_MUTATION_DIR:-$repo/.mutation}"  # kept between runs: --recheck goes on from it
 report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
+export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
+export PYTHONDONTWRITEBYTECODE=1
+# once mutmut has timed the tests, each mutant runs the quickest ones first (tests/conftest.py)
+export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
+
+run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then the report over MODULES
+  local log="$1" modules=() started
+  shift
+  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do modules+=("$1"); shift; done
+  shift
+  cd "$work"
+  started=$(date +%s)
+  "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$@" > "$work/$log" 2>&1 || {
+    tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
+  mkdir -p "$(dirname "$report")"
+  "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
+    --out "$report" "${modules[@]}"
+  echo "report: $report"
+}
+
 if [ "${1:-}" = "--recheck" ]; then
   # A second pass after new tests: the same scratch copy with the repository's tests now, stats taken again, and
   # only the mutants that survived, had no test, timed out or were not run yet run (again); killed ones keep
   # their result.
   shift
   [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
-  export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
-  export PYTHONDONTWRITEBYTECODE=1 SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
   rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
   rm -f "$work/mutants/mutmut-stats.json"
-  cd "$work"
-  mapfile -t again < <("$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
+  mapfile -t again < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
     --names "survived,no tests,timeout,suspicious,not checked,check was interrupted by user")
-  started=$(date +%s)
   echo "rechecking ${#again[@]} mutants"
-  "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "${again[@]}" > "$work/mutmut-recheck.log" 2>&1 || {
-    tail -c 4000 "$work/mutmut-recheck.log" | tr '\r' '\n' | tail -30; exit 1; }
-  mkdir -p "$(dirname "$report")"
-  "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
-    --out "$report" "$@"
-  echo "report: $report"
+  run_and_report mutmut-recheck.log "$@" -- "${again[@]}"
   exit 0
 fi
 rm -rf "$work" && mkdir -p "$work"
 tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
   --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
-export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
-export PYTHONDONTWRITEBYTECODE=1
 # segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
 # tests import (segdex.indexcore.X), which is what mutmut's trampolines compare against
 kernel="$(cd indexcore/scan && ls _fastscan*.so)"
@@ -64,15 +73,6 @@ mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"
 ln -s "$repo/.venv" "$work/.venv" && ln -s "$repo/.venv" "$work/mutants/.venv"
 # No PYTHONPATH to the mutants: a test's subprocess started outside mutants/ imports the unmutated package (in
 # mutmut's stats pass it could not find mutmut's configuration); one started in mutants/ runs the active mutant.
-# once mutmut has timed the tests, each mutant runs the quickest ones first (tests/conftest.py)
-export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
 globs=()
 for m in "$@"; do globs+=("segdex.indexcore.${m//\//.}.*"); done
-cd "$work"
-started=$(date +%s)
-"$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "${globs[@]}" > "$work/mutmut-run.log" 2>&1 || {
-  tail -c 4000 "$work/mutmut-run.log" | tr '\r' '\n' | tail -30; exit 1; }
-mkdir -p "$(dirname "$report")"
-"$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
-  --out "$report" "$@"
-echo "report: $report"
+run_and_report mutmut-run.log "$@" -- "${globs[@]}"
