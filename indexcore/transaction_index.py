@@ -58,10 +58,3 @@ def parse_transaction_index(data: bytes) -> list[AbortedTxn]:
         out.append(AbortedTxn(pid, first, last, lso, version))
     return out
 
-
-def sanity_check(data: bytes, start_offset: int) -> None:
-    """Kafka's ``TransactionIndex.sanityCheck``: every entry ends at or after the segment start."""
-    for txn in parse_transaction_index(data):
-        if txn.last_offset < start_offset:
-            raise CorruptIndexException(
-                f"Last offset of aborted transaction {txn} in index is less than start offset {start_offset}")
