@@ -3,6 +3,7 @@
 #   bash scripts/mutation.sh                          # every module of indexcore/ (about 2 h on 2 cores)
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
+#   bash scripts/mutation.sh --names FILE             # only the mutants FILE names (one a line), same tests
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -50,6 +51,15 @@ if [ "${1:-}" = "--recheck" ]; then
     --names "survived,no tests,timeout,suspicious,not checked,check was interrupted by user")
   echo "rechecking ${#again[@]} mutants"
   run_and_report mutmut-recheck.log "$@" -- "${again[@]}"
+  exit 0
+fi
+if [ "${1:-}" = "--names" ]; then
+  # Chosen mutants first (say, the survivors of an earlier report) in the existing scratch copy, with the tests
+  # and timings it has; the others keep their status.
+  [ -d "$work/mutants" ] && [ -f "${2:-}" ] || { echo "usage: --names FILE, after a first run in $work" >&2; exit 2; }
+  mapfile -t chosen < <(grep -v '^[[:space:]]*$' "$2")
+  echo "running ${#chosen[@]} named mutants"
+  run_and_report mutmut-names.log -- "${chosen[@]}"
   exit 0
 fi
 rm -rf "$work" && mkdir -p "$work"
