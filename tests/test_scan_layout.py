@@ -54,3 +54,12 @@ def test_c_kernel_reads_the_header_by_name():
     masks = re.findall(r"\battributes\s*&\s*0x[0-9a-fA-F]+", source)
     assert not masks, f"raw attribute masks in _fastscan.c: {masks}"
     assert "PyRun_String" not in source  # the CRC library is found by native.py, not by Python source in C
+
+
+def test_gen_layout_main_rewrites_the_header(tmp_path, monkeypatch):
+    """``python -m ...gen_layout`` replaces the whole header with the committed text (a longer stale file too)."""
+    target = tmp_path / "_layout.h"
+    target.write_text("stale\n" * 1000)
+    monkeypatch.setattr(gen_layout, "HEADER", str(target))
+    gen_layout.main()
+    assert target.read_text() == (SCAN / "_layout.h").read_text()
