@@ -3,7 +3,9 @@
 #   bash scripts/mutation.sh                          # every module of indexcore/ (about 2 h on 2 cores)
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
-#   bash scripts/mutation.sh --names FILE             # only the mutants FILE names (one a line), same tests
+#   bash scripts/mutation.sh --names FILE             # only the mutants FILE names or globs (one a line)
+#   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --names FILE
+#                                                     # ... counting the mutants that report shows killed
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -34,8 +36,9 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$@" > "$work/$log" 2>&1 || {
     tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
   mkdir -p "$(dirname "$report")"
+  # SEGDEX_MUTATION_EARLIER: an earlier report over the same source, whose killed mutants this run need not redo
   "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
-    --out "$report" "${modules[@]}"
+    ${SEGDEX_MUTATION_EARLIER:+--earlier "$SEGDEX_MUTATION_EARLIER"} --out "$report" "${modules[@]}"
   echo "report: $report"
 }
 
@@ -54,9 +57,14 @@ if [ "${1:-}" = "--recheck" ]; then
   exit 0
 fi
 if [ "${1:-}" = "--names" ]; then
-  # Chosen mutants first (say, the survivors of an earlier report) in the existing scratch copy, with the tests
-  # and timings it has; the others keep their status.
+  # Chosen mutants (names or globs, one a line; say, an earlier report's survivors) in the existing scratch copy;
+  # the others keep their status. The copy takes the repository's tests first when they changed (and mutmut times
+  # them again, to know which tests reach which function).
   [ -d "$work/mutants" ] && [ -f "${2:-}" ] || { echo "usage: --names FILE, after a first run in $work" >&2; exit 2; }
+  if ! diff -rq -x __pycache__ tests "$work/tests" >/dev/null; then
+    rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
+    rm -f "$work/mutants/mutmut-stats.json"
+  fi
   mapfile -t chosen < <(grep -v '^[[:space:]]*$' "$2")
   echo "running ${#chosen[@]} named mutants"
   run_and_report mutmut-names.log -- "${chosen[@]}"

@@ -27,6 +27,35 @@ from mutmut.stats import status_by_exit_code
 from mutmut.utils.file_utils import walk_mutatable_files
 
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
+EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
+
+
+def read_earlier(report: str) -> tuple[dict[str, dict[str, int]], set[str]]:
+    """An earlier report's counts per module and the full names of its survivors. With it, a mutant this run did
+    not check counts as killed when that run checked every mutant of its module, every one ended killed or timed
+    out but the listed survivors, and the mutant is not one of them (the source it mutates is unchanged)."""
+    counts: dict[str, dict[str, int]] = {}
+    survivors: set[str] = set()
+    module = ""
+    for line in Path(report).read_text().splitlines():
+        row = re.match(r"\| (indexcore/\S+) \| ([\d |]+)\|$", line)
+        if row:
+            counts[row[1]] = dict(zip(STATUSES, map(int, row[2].split("|")), strict=True))
+        head = re.match(r"### (indexcore/\S+)$", line)
+        if head:
+            module = head[1]
+        item = re.match(r"- `([^`]+)` (logic|message):", line)
+        if item and module:
+            survivors.add("segdex." + module.replace("/", ".") + "." + item[1])
+    return counts, survivors
+
+
+def _carried(module: str, name: str, earlier: tuple[dict[str, dict[str, int]], set[str]] | None) -> bool:
+    if earlier is None:
+        return False
+    counts, survivors = earlier
+    c = counts.get(module)
+    return bool(c) and c["not checked"] == 0 and c["no tests"] == 0 and name not in survivors
 
 
 def _tokens(line: str) -> list[tuple[int, str]] | None:
@@ -102,18 +131,9 @@ def print_names(wanted: set[str]) -> None:
                 print(name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seconds", type=int, default=0)
-    ap.add_argument("--names", default="", help="print the names of the mutants with these statuses "
-                    "(comma-separated, e.g. 'survived,no tests') instead of writing the report")
-    ap.add_argument("modules", nargs="*")
-    args = ap.parse_args(argv)
-    if args.names:
-        print_names(set(args.names.split(",")))
-        return 0
-
+def collect(earlier: tuple[dict[str, dict[str, int]], set[str]] | None, only_run: bool
+            ) -> tuple[dict[str, Counter], dict[str, list[tuple[str, str, str]]], dict[str, Counter]]:
+    """Counts per module and status, survivors per module (name, category, change), untested functions."""
     counts: dict[str, Counter] = defaultdict(Counter)
     survivors: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     untested: dict[str, Counter] = defaultdict(Counter)
@@ -124,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, code in sorted(data.exit_code_by_key.items(),
                                  key=lambda kv: (kv[0].rsplit("__mutmut_", 1)[0], int(kv[0].rsplit("_", 1)[1]))):
             status = status_by_exit_code[code]
-            if status == "not checked" and args.modules:
+            if status == "not checked" and _carried(module, name, earlier):
+                status = EARLIER
+            if status == "not checked" and only_run:
                 continue
             counts[module][status] += 1
             if status == "survived":
@@ -134,7 +156,26 @@ def main(argv: list[str] | None = None) -> int:
                 survivors[module].append((name.rsplit(".", 1)[1], categorize(diff), change))
             elif status == "no tests":
                 untested[module][_function(name).rsplit(".", 1)[1]] += 1
+    return counts, survivors, untested
 
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=int, default=0)
+    ap.add_argument("--names", default="", help="print the names of the mutants with these statuses "
+                    "(comma-separated, e.g. 'survived,no tests') instead of writing the report")
+    ap.add_argument("--earlier", default="", help="an earlier report over the same source: mutants not run "
+                    "here that it shows killed count as 'killed earlier'")
+    ap.add_argument("modules", nargs="*")
+    args = ap.parse_args(argv)
+    if args.names:
+        print_names(set(args.names.split(",")))
+        return 0
+
+    earlier = read_earlier(args.earlier) if args.earlier else None
+    statuses = STATUSES + ((EARLIER,) if earlier else ())
+    counts, survivors, untested = collect(earlier, bool(args.modules))
     total: Counter = Counter()
     for c in counts.values():
         total.update(c)
@@ -145,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     out.write(f"`bash scripts/mutation.sh` (mutmut 3.8.1) over {scope}: {sum(total.values())} mutants"
               + (f", {args.seconds // 60} min {args.seconds % 60} s on this machine" if args.seconds else "")
               + ".\n\n")
-    out.write("| | " + " | ".join(STATUSES) + " |\n|---|" + "---|" * len(STATUSES) + "\n")
-    out.write("| **all** | " + " | ".join(str(total[s]) for s in STATUSES) + " |\n")
+    if earlier:
+        out.write(f"`{EARLIER}`: not run again here; killed or timed out in the run of "
+                  f"{Path(args.earlier).name}, over the same source.\n\n")
+    out.write("| | " + " | ".join(statuses) + " |\n|---|" + "---|" * len(statuses) + "\n")
+    out.write("| **all** | " + " | ".join(str(total[s]) for s in statuses) + " |\n")
     for module in sorted(counts):
-        out.write(f"| {module} | " + " | ".join(str(counts[module][s]) for s in STATUSES) + " |\n")
+        out.write(f"| {module} | " + " | ".join(str(counts[module][s]) for s in statuses) + " |\n")
     out.write(f"\nSurvivors: {cats['logic']} `logic`, {cats['message']} `message` (wording only). "
               "Why each remains: benchmarks/mutation/explained.md.\n")
     out.write("\n## Survivors\n")
@@ -161,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         funcs = ", ".join(f"{f} ({n})" for f, n in sorted(untested[module].items()))
         out.write(f"- {module}: {funcs}\n")
     Path(args.out).write_text(out.getvalue())
-    print(f"{sum(total.values())} mutants: " + ", ".join(f"{total[s]} {s}" for s in STATUSES if total[s]))
+    print(f"{sum(total.values())} mutants: " + ", ".join(f"{total[s]} {s}" for s in statuses if total[s]))
     return 0
 
 
