@@ -238,7 +238,6 @@ class CoordinatorRecordParser:
     ``Error at offset O, skipping. <reason>`` (the reason in segdex's words).
     """
 
-    topic = ""
     types: dict[int, tuple[str, Message, Message | None]] = {}
     undecoded: dict[int, str] = {}
 
@@ -247,7 +246,7 @@ class CoordinatorRecordParser:
 
     def parse(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
         if key is None:
-            raise MessageFormatException(f"Failed to decode message at offset {offset} using the {self.topic} "
+            raise MessageFormatException(f"Failed to decode message at offset {offset} using the specified "
                                          f"decoder (message had a missing key)")
         try:
             record_type = _version(key, "key")
@@ -272,7 +271,6 @@ class CoordinatorRecordParser:
 class OffsetsMessageParser(CoordinatorRecordParser):
     """``--offsets-decoder``: the group coordinator's records of ``__consumer_offsets``."""
 
-    topic = "offset topic"
     types = GROUP_RECORD_TYPES
     undecoded = UNDECODED_GROUP_RECORD_TYPES
 
@@ -285,7 +283,6 @@ class OffsetsMessageParser(CoordinatorRecordParser):
 class TransactionLogMessageParser(CoordinatorRecordParser):
     """``--transaction-log-decoder``: the transaction coordinator's records of ``__transaction_state``."""
 
-    topic = "transaction log"
     types = TRANSACTION_RECORD_TYPES
 
     def value_json(self, record_type: int, data: dict, version: int) -> dict:

@@ -228,7 +228,7 @@ def read_struct(r: _Reader, schema: Struct) -> dict[str, Any]:
         if f.tag is not None:
             if r.flexible and _within(r.version, f.versions):
                 tagged[f.tag] = f
-                out[f.name] = f.default
+                out[f.name] = default_value(f)
             continue
         if not _within(r.version, f.versions):
             continue
@@ -266,15 +266,24 @@ def uuid_string(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
+def default_value(f: Field) -> Any:
+    """The value a generated message holds for a field it did not read (an absent tagged field): the field's
+    default, where ``None`` is Kafka's empty default (``FieldSpec``: a schema's ``"default": null`` is ``""``,
+    which makes a struct ``new S()`` with its own fields' defaults, an array ``new ArrayList<>(0)``, empty bytes,
+    an empty string, a zero number or the zero UUID)."""
+    if f.default is not None:
+        return f.default
+    if isinstance(f.type, Struct):
+        return {g.name: default_value(g) for g in f.type.fields}
+    if isinstance(f.type, Array):
+        return []
+    return {"string": "", "bytes": b"", "uuid": bytes(16)}.get(f.type, 0)
+
+
 def _is_empty_default(f: Field, value: Any) -> bool:
-    """The generated converter's test for skipping a tagged field."""
-    if f.default is None and (isinstance(f.type, (Struct, Array)) or f.type in ("string", "bytes")):
-        if value is None:
-            return False  # printed as null
-        if isinstance(f.type, Struct):
-            return value == {g.name: g.default for g in f.type.fields}
-        return len(value) == 0
-    return value == f.default
+    """The generated converter's test for skipping a tagged field (``generateNonDefaultValueCheck``): the value
+    equals the default; a null where the default is not null is printed."""
+    return value is not None and value == default_value(f)
 
 
 def _json_value(ftype: Any, value: Any, version: int) -> Any:

@@ -28,6 +28,7 @@ from conftest import FIXTURES
 from kafka_harness import KafkaBroker, KafkaInstall
 from kafka_workload import create_topics, producer
 
+from segdex.indexcore.segment_writer import build_batch
 from segdex.jobs.cli import main as segdex_main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -316,3 +317,25 @@ def test_java_utf8_decoding_matches_java(tmp_path):
     mismatches = [s.hex() for s, j in zip(samples, java, strict=True)
                   if java_utf8(s).encode("utf-16-be").hex() != j]
     assert mismatches == []
+
+
+def test_offsets_decoder_on_records_without_their_tags_matches_kafka(tmp_path):
+    """Records written before a tagged field existed (no classicMemberMetadata, no assignmentEpochs), and one
+    with classicMemberMetadata given as null: Kafka 4.4.0's tool prints the first two without the field (the
+    reader's empty default) and the null as null; segdex prints the same lines."""
+    from test_coordinator_records_units import MEMBER_KEY, TOPIC_ID, i16, i32, member_metadata, s16, uv
+
+    assignment_key = i16(8) + s16("g") + s16("m")
+    assignment = i16(0) + i32(5) + i32(4) + b"\x00" + uv(2) + TOPIC_ID + uv(2) + i32(0) + uv(0) + uv(1) + uv(0)
+    records = [(1_700_000_000_000, MEMBER_KEY, member_metadata(uv(0))),
+               (1_700_000_000_001, assignment_key, assignment),
+               (1_700_000_000_002, MEMBER_KEY, member_metadata(uv(1) + uv(0) + uv(1) + uv(0)))]
+    part = tmp_path / "__consumer_offsets-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(build_batch(0, records))
+    kafka = kafka_dump(KafkaInstall("4.4.0").check(), [str(log)], "--offsets-decoder")
+    ours, status = segdex_dump([str(log)], "--offsets-decoder")
+    assert assert_same(kafka, ours) == 0 and status == 0
+    text = "\n".join(ours[str(log)])
+    assert "classicMemberMetadata" in text and "assignmentEpochs" not in text  # only the explicit null shows
