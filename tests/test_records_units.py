@@ -1,0 +1,169 @@
+"""Deep iteration over legacy (magic 0/1) messages and control batches, on bytes packed here by hand.
+
+Where the expected values come from: every message is packed with ``struct`` from the legacy message format of
+the Kafka protocol guide (offset int64, size int32, crc uint32 = CRC-32 of the bytes from magic on, magic int8,
+attributes int8, [timestamp int64 for magic 1], key and value as int32 length (-1: null) then the bytes), and the
+v2 batch header from its field list (baseOffset, batchLength, partitionLeaderEpoch, magic, crc = CRC-32C from
+attributes on, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence,
+recordsCount). The rules are Kafka's ``LegacyRecord`` / ``AbstractLegacyRecordBatch``: a message is at least
+``RECORD_OVERHEAD_V0`` (14) bytes; an empty key or value is not a null one; a compressed wrapper's inner offsets are
+relative for magic 1 (the wrapper carries the last one's absolute offset) and absolute for magic 0; a magic 1
+LogAppendTime wrapper gives its own timestamp to every inner message.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+
+import crc32c
+import pytest
+
+from segdex.indexcore.errors import CorruptRecordException, RecoveryFailedException
+from segdex.indexcore.file_records import batches
+from segdex.indexcore.records import Record, control_record, end_txn_marker, records
+
+GZIP = 1
+SNAPPY = 2
+LZ4 = 3
+LOG_APPEND_TIME = 0x08  # attributes bit 3 (magic 1)
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+
+
+def field(data: bytes | None) -> bytes:
+    return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + data
+
+
+def body(magic: int, key: bytes | None, value: bytes | None, attributes: int = 0, ts: int = -1) -> bytes:
+    """The bytes of a legacy message after its crc: magic, attributes, [timestamp], key, value."""
+    return struct.pack(">bb", magic, attributes) + (struct.pack(">q", ts) if magic == 1 else b"") + field(key) + \
+        field(value)
+
+
+def message(offset: int, rest: bytes) -> tuple[bytes, int]:
+    """One message: offset, size, crc over ``rest``, then ``rest``; and its crc."""
+    crc = zlib.crc32(rest) & 0xFFFFFFFF
+    return struct.pack(">qiI", offset, len(rest) + 4, crc) + rest, crc
+
+
+def msg(offset: int, rest: bytes) -> bytes:
+    return message(offset, rest)[0]
+
+
+def deep(data: bytes) -> list[Record]:
+    """Every record of every batch in ``data``."""
+    return [r for batch in batches(data) for r in records(data, batch)]
+
+
+def wrapper(offset: int, magic: int, inner: bytes, attributes: int = GZIP, ts: int = -1) -> bytes:
+    return msg(offset, body(magic, None, gzip.compress(inner), attributes, ts))
+
+
+def test_plain_messages_with_null_and_empty_fields():
+    """The smallest message (14 bytes after offset and size: null key, null value) is valid; an empty key reads as
+    b"" and an empty value ends exactly at the message end."""
+    m0, c0 = message(0, body(0, None, None))
+    m1, c1 = message(1, body(0, b"", b"v"))
+    m2, c2 = message(2, body(1, b"k", b"", ts=123))
+    assert len(m0) == 12 + 14
+    assert deep(m0 + m1 + m2) == [Record(0, -1, None, None, crc=c0, valid=True),
+                                  Record(1, -1, b"", b"v", crc=c1, valid=True),
+                                  Record(2, 123, b"k", b"", crc=c2, valid=True)]
+
+
+def test_magic_1_wrapper_offsets_and_timestamps():
+    """Inner offsets 0 and 1 under a wrapper at offset 41 are 40 and 41; CreateTime keeps the inner timestamps,
+    LogAppendTime gives both the wrapper's."""
+    a, ca = message(0, body(1, b"a", b"x", ts=10))
+    b, cb = message(1, body(1, None, b"y", ts=20))
+    assert deep(wrapper(41, 1, a + b, ts=20)) == [Record(40, 10, b"a", b"x", crc=ca, valid=True),
+                                                  Record(41, 20, None, b"y", crc=cb, valid=True)]
+    assert deep(wrapper(41, 1, a + b, GZIP | LOG_APPEND_TIME, ts=999)) == [
+        Record(40, 999, b"a", b"x", crc=ca, valid=True), Record(41, 999, None, b"y", crc=cb, valid=True)]
+
+
+def test_magic_0_wrapper_inner_offsets_are_absolute():
+    """Magic 0 inner messages carry absolute offsets, used as they are whatever the wrapper's offset."""
+    inner = [message(o, body(0, None, bytes([o]))) for o in (5, 6, 7)]
+    assert deep(wrapper(20, 0, b"".join(m for m, _ in inner))) == [
+        Record(o, -1, None, bytes([o]), crc=c, valid=True) for o, (_, c) in zip((5, 6, 7), inner, strict=True)]
+
+
+GOOD = msg(0, body(0, b"k", b"v"))
+
+
+@pytest.mark.parametrize(("inner", "words"), [
+    # magic 1, size 14: the header (with its timestamp) fits, the key length field does not
+    (msg(0, body(1, None, None)[:-8]), "Legacy message too short for its key/value length fields"),
+    # a key length of 100 in a message holding 5 bytes after it
+    (msg(0, struct.pack(">bbi", 0, 0, 100) + b"abcde"), "Legacy message key/value of 100 bytes runs past the message"),
+    # a whole offset+size header (12 bytes) left after the last message, size 0
+    (GOOD + struct.pack(">qi", 1, 0), "Truncated inner message in compressed wrapper"),
+    # a size of 13 (below the 14-byte minimum) followed by more messages
+    (struct.pack(">qi", 0, 13) + bytes(13) + GOOD, "Truncated inner message in compressed wrapper"),
+    (GOOD + b"\0" * 5, "Trailing bytes after the last inner message"),
+])
+def test_malformed_inner_messages(inner, words):
+    with pytest.raises(CorruptRecordException) as e:
+        deep(wrapper(0, 0, inner))
+    assert str(e.value) == words
+
+
+def v2_batch(offset: int, attributes: int, payload: bytes, count: int = 1) -> bytes:
+    """A v2 batch header (from the protocol's field list) over ``payload``, CRC-32C from attributes on."""
+    head = struct.pack(">qiibIhiqqqhii", offset, 49 + len(payload), 0, 2, 0, attributes, count - 1, 1000, 1000, 7,
+                       0, -1, count)
+    data = bytearray(head + payload)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+def record_v2(key: bytes | None, value: bytes | None) -> bytes:
+    """A v2 record with offset and timestamp deltas 0 and no headers (varints zig-zag encoded, all < 64 here)."""
+    def varint(n: int) -> bytes:
+        return bytes([(n << 1) ^ (n >> 63)])
+
+    def nullable(b: bytes | None) -> bytes:
+        return varint(-1) if b is None else varint(len(b)) + b
+
+    rec = b"\0" + varint(0) + varint(0) + nullable(key) + nullable(value) + varint(0)
+    return varint(len(rec)) + rec
+
+
+@pytest.mark.parametrize("key", [None, b"\0\1"])
+def test_control_record_without_a_valid_key(key):
+    data = v2_batch(5, TRANSACTIONAL | CONTROL, record_v2(key, struct.pack(">hi", 0, 1)))
+    [batch] = list(batches(data))
+    with pytest.raises(CorruptRecordException) as e:
+        control_record(data, batch)
+    assert str(e.value) == "Control record has no valid key"
+
+
+def test_lz4_control_batch_of_dependent_blocks_after_another_batch():
+    """Kafka reads the LZ4 frame at the control batch's own payload (its FLG byte's block-independence bit is
+    off): refused, whatever the batch before it holds."""
+    import cramjam
+
+    before = v2_batch(0, 0, record_v2(None, b"\xff" * 80))
+    compressor = cramjam.lz4.Compressor(block_linked=True)
+    compressor.compress(record_v2(struct.pack(">hh", 0, 0), struct.pack(">hi", 0, 9)))
+    frame = bytearray(compressor.finish())
+    frame[4] &= ~0x20
+    data = before + v2_batch(5, LZ4 | TRANSACTIONAL | CONTROL, bytes(frame))
+    control = list(batches(data))[1]
+    with pytest.raises(RecoveryFailedException) as e:
+        end_txn_marker(data, control)
+    assert str(e.value) == "control batch at offset 5: Dependent block stream is unsupported (Kafka: KafkaException)"
+
+
+def test_control_batch_whose_payload_cannot_be_decompressed():
+    """A snappy (xerial framed) payload whose block length runs past the payload: Kafka's SnappyInputStream throws,
+    which escapes recovery as a KafkaException."""
+    payload = b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, 1000) + b"abc"
+    data = v2_batch(5, SNAPPY | TRANSACTIONAL | CONTROL, payload)
+    [batch] = list(batches(data))
+    with pytest.raises(RecoveryFailedException) as e:
+        end_txn_marker(data, batch)
+    assert str(e.value) == "control batch at offset 5: Truncated xerial snappy block (Kafka: KafkaException)"
