@@ -105,6 +105,7 @@ def _load(partition_dir: str, config: LogConfig, log_start_offset: int | None) -
 
 
 def _epoch(value: int) -> int:
+    """MAX_TIMESTAMP's epoch (``Optional.of(partitionLeaderEpoch).filter(_ >= 0)``): a negative one is none."""
     return value if value >= 0 else NO_EPOCH
 
 
@@ -125,7 +126,8 @@ def _search(seg: SegmentRecovery, target: int, starting_offset: int) -> tuple[in
                 continue
             for record in records(buf, batch):
                 if record.timestamp >= target and record.offset >= starting_offset:
-                    return record.timestamp, record.offset, _epoch(batch.partition_leader_epoch)
+                    # FileRecords.maybeLeaderEpoch: only -1 means no epoch; any other value is answered as it is
+                    return record.timestamp, record.offset, batch.partition_leader_epoch
     return None
 
 

@@ -37,7 +37,7 @@ class TransactionIndex:
         return len(self.aborted)
 
     def append(self, txn: AbortedTxn) -> None:
-        if self.aborted and txn.last_offset < self.aborted[-1].last_offset:
+        if self.aborted and txn.last_offset <= self.aborted[-1].last_offset:
             raise InvalidOffsetException(
                 f"The last offset of appended transactions must increase sequentially, but {txn.last_offset} "
                 f"is not greater than current last offset {self.aborted[-1].last_offset} of index")

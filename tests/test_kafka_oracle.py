@@ -124,3 +124,20 @@ def test_known_classes_match_kafka(oracle, tmp_path):
     for i, case in enumerate(cases):
         verdict = judge(case, oracle, tmp_path / f"c{i}")
         assert not verdict.mismatches, (case.kind, verdict.mismatches, verdict.kafka)
+
+
+def test_an_abort_marker_twice_aborts_once(oracle, tmp_path):
+    """The same ABORT marker batch twice (a duplicated batch): the second ends no open transaction, and Kafka
+    completes only non-empty transactions, so its ``.txnindex`` holds one aborted transaction, not a second at
+    the same offset (which ``TransactionIndex.append`` would refuse); segdex writes the same."""
+    data = build_batch(0, [(1_700_000_000_000, b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=0,
+                       is_transactional=True)
+    marker = build_batch(1, [], producer_id=7, producer_epoch=0, control=("ABORT", 0),
+                         control_timestamp=1_700_000_000_001)
+    case = Case({0: data + marker + marker}, 1, 10485760, "abort marker twice")
+    verdict = judge(case, oracle, tmp_path / "case")
+    assert not verdict.mismatches, (verdict.mismatches, verdict.kafka)
+    logs, _ = segment_logs(case.write(tmp_path / "again" / "topic-0"))
+    [seg] = list(PartitionRecovery().recover_all(logs))
+    assert seg.result.error is None and seg.result.valid_bytes == len(data) + 2 * len(marker)
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in seg.result.txn_index.aborted] == [(7, 0, 1)]

@@ -142,6 +142,14 @@ def test_max_timestamp_drops_a_negative_leader_epoch(tmp_path):
     assert answer(list_offset(part, MAX_TIMESTAMP)) == ("odd", 0, 0, 100, -1, None)
 
 
+def test_timestamp_targets_answer_any_epoch_but_minus_one(tmp_path):
+    """``FileRecords.maybeLeaderEpoch`` (Kafka 4.4.0's bytecode: ``epoch == -1 ? empty : of(epoch)``): a timestamp
+    lookup answers a batch's epoch -2 (a value outside the v2 CRC, so a bit flip can leave it) as -2."""
+    part = partition(tmp_path, "odd-0", [[one(0, 100, -2), one(1, 150, -1)]])
+    assert answer(list_offset(part, 50)) == ("odd", 0, 0, 100, -2, None)
+    assert answer(list_offset(part, 120)) == ("odd", 0, 1, 150, -1, None)
+
+
 def test_segments_kafka_cannot_load_fail_the_request(tmp_path):
     """A .log that is a directory, and a segment whose indexes overflow the configured segment.index.bytes (Kafka's
     recovery throws "Attempt to append to a full time index"), fail the whole lookup, naming the segment."""

@@ -299,3 +299,15 @@ def test_transaction_index_refuses_a_last_offset_going_back():
         idx.append(AbortedTxn(4002, 1, 20, 21))
     assert str(e.value) == ("The last offset of appended transactions must increase sequentially, but 20 is not "
                             "greater than current last offset 33 of index")
+
+
+def test_transaction_index_refuses_the_same_last_offset_again():
+    """Kafka's ``TransactionIndex.append`` throws when ``lastOffset >= abortedTxn.lastOffset()``: an equal last
+    offset is refused too."""
+    idx = TransactionIndex(0)
+    idx.append(AbortedTxn(4001, 3, 33, 34))
+    with pytest.raises(InvalidOffsetException) as e:
+        idx.append(AbortedTxn(4002, 30, 33, 34))
+    assert str(e.value) == ("The last offset of appended transactions must increase sequentially, but 33 is not "
+                            "greater than current last offset 33 of index")
+    assert [t.producer_id for t in idx.aborted] == [4001]
