@@ -133,6 +133,18 @@ def locked_message(log_dir: str | os.PathLike, holder: int | None = None) -> str
             f"segdex run?); stop it or work on a copy of the log dir")
 
 
+def _discard_created(fd: int, path: str) -> None:
+    """Remove a ``.lock`` this process just created but could not give the log dir's owner: left behind, it
+    would stop a broker running as that owner (``FileLock`` opens it read-write). Not when another process
+    locked it meanwhile: that process's lock would go with the name."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
 class LogDirLock:
     """The log dir's ``.lock`` held by this process, as Kafka's ``FileLock`` holds it while a broker runs.
 
@@ -160,7 +172,11 @@ class LogDirLock:
                 created = False
             try:
                 if created:
-                    attributes.apply(fd, self.path)
+                    try:
+                        attributes.apply(fd, self.path)
+                    except BaseException:
+                        _discard_created(fd, self.path)
+                        raise
                 try:
                     fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError as e:
