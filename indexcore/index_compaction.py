@@ -17,6 +17,7 @@ from .abstract_index import round_down
 from .atomic_file import remove_temporaries, write_atomic
 from .errors import CorruptIndexException, InvalidLayoutException, SegdexError
 from .file_access import NotRegularFileException, open_regular
+from .file_records import batches, open_log
 from .layout import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
@@ -74,17 +75,31 @@ class IndexFileCheck:
         return self.size_bytes - self.valid_bytes if self.status in (STATUS_OVERLONG, STATUS_TRIMMED) else 0
 
 
-def valid_index_bytes(data: bytes, suffix: str, base_offset: int) -> tuple[int, int]:
+def valid_index_bytes(data: bytes, suffix: str, base_offset: int, zero_first_entry: bool = False
+                      ) -> tuple[int, int]:
     """(entries, valid bytes) of an index file that may carry a zero tail; CorruptIndexException when bytes
-    after the entries are not all zero or the entries fail Kafka's sanity check."""
+    after the entries are not all zero or the entries fail Kafka's sanity check. ``zero_first_entry``: a time
+    index whose first slot may be the real entry (0, 0) (``first_time_entry_may_be_zero``)."""
     entry_size, count, sanity = _KINDS[suffix]
-    entries = count(data)
+    entries = time_entry_count(data, zero_first_entry) if suffix == TIME_INDEX_FILE_SUFFIX else count(data)
     valid = entries * entry_size
     if data.count(0, valid) != len(data) - valid:
         raise CorruptIndexException(
             f"non-zero bytes after the {entries} entries ({valid} bytes): not a zero-padded index")
     sanity(bytes(data[:valid]), base_offset)
     return entries, valid
+
+
+def first_time_entry_may_be_zero(log_path: str, base_offset: int) -> bool:
+    """Whether twelve zero bytes, the entry (timestamp 0, relative offset 0), can open this segment's time index:
+    its first batch is the one offset ``base_offset`` with largest timestamp 0 (Kafka indexes a batch's largest
+    timestamp at the batch's last offset). When the ``.log`` cannot be read it may be, so nothing is trimmed."""
+    try:
+        with open_log(log_path) as buf:
+            first = next(batches(buf, 0, len(buf)), None)
+    except (OSError, SegdexError):
+        return True
+    return first is not None and first.max_timestamp == 0 and first.last_offset == base_offset
 
 
 def check_index_file(path: str, suffix: str, base_offset: int) -> IndexFileCheck:
@@ -104,8 +119,10 @@ def check_index_file(path: str, suffix: str, base_offset: int) -> IndexFileCheck
         return IndexFileCheck(path, base_offset, suffix, 0, 0, 0, STATUS_UNREADABLE, f"{path}: {e.strerror or e}")
     except NotRegularFileException as e:
         return IndexFileCheck(path, base_offset, suffix, 0, 0, 0, STATUS_UNREADABLE, str(e))
+    zero_first = (suffix == TIME_INDEX_FILE_SUFFIX and data[:TIME_ENTRY_SIZE] == bytes(TIME_ENTRY_SIZE)
+                  and first_time_entry_may_be_zero(path[:-len(suffix)] + LOG_FILE_SUFFIX, base_offset))
     try:
-        entries, valid = valid_index_bytes(data, suffix, base_offset)
+        entries, valid = valid_index_bytes(data, suffix, base_offset, zero_first)
     except CorruptIndexException as e:
         return IndexFileCheck(path, base_offset, suffix, size, size, 0, STATUS_CORRUPT,
                               f"{path}: {e}; run `segdex rebuild` on its partition")

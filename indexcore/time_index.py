@@ -59,8 +59,12 @@ def parse_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
     return [(ts, base_offset + rel) for ts, rel in ENTRY.iter_unpack(memoryview(data)[:usable])]
 
 
-def trimmed_entry_count(data: bytes) -> int:
-    """Entries of a possibly preallocated (zero-padded) file."""
+def trimmed_entry_count(data: bytes, first_may_be_zero: bool = False) -> int:
+    """Entries of a possibly preallocated (zero-padded) file. ``first_may_be_zero``: an all-zero first slot is
+    the entry (timestamp 0, relative offset 0), which Kafka writes for a segment whose first batch is one offset
+    with largest timestamp 0 (``maybeAppend`` takes any timestamp above the empty index's -1)."""
+    if first_may_be_zero and len(data) >= ENTRY_SIZE and not any(data[:ENTRY_SIZE]):
+        return 1 + zero_padded_entry_count(data[ENTRY_SIZE:], ENTRY)
     return zero_padded_entry_count(data, ENTRY)
 
 

@@ -29,6 +29,7 @@ from segdex.indexcore.index_compaction import (
     IndexFileCheck,
     check_index_file,
     check_partition,
+    trim,
 )
 
 CASE = "multi_segment_partition_retention"
@@ -238,3 +239,40 @@ def test_partition_checks_every_closed_segment_past_a_misnamed_log(tmp_path, mon
                 for s in kafka_segments()[:-1] for suffix in (".index", ".timeindex")]
     assert len(expected) == 14
     assert checks == expected
+
+
+def _segment_at_time_zero(part: Path, first_ts: int, first_records: int = 1) -> Path:
+    """A closed segment 0 (a segment 9 follows) whose first batch holds ``first_records`` records at ``first_ts``
+    and whose later records are all at time 0; returns its .timeindex path."""
+    from segdex.indexcore.segment_writer import build_batch, segment_name
+
+    part.mkdir(parents=True)
+    data = build_batch(0, [(first_ts, b"k", b"v")] * first_records)
+    data += build_batch(first_records, [(0, b"k", b"w")] * 3)
+    (part / segment_name(0)).write_bytes(data)
+    (part / segment_name(9)).write_bytes(b"")
+    return part / segment_name(0, ".timeindex")
+
+
+def test_a_time_entry_of_timestamp_0_at_the_base_offset_is_an_entry(tmp_path):
+    """The time index Kafka writes when the first batch is one record at time 0 and nothing later is newer:
+    one entry (0, 0), twelve zero bytes (``maybeAppend`` takes 0 over the empty index's -1; Kafka's recovery
+    writes the same, test_kafka_oracle). It is trimmed already, and a preallocated copy trims back to it."""
+    index = _segment_at_time_zero(tmp_path / "t-0", 0)
+    index.write_bytes(bytes(12))
+    check = check_index_file(str(index), ".timeindex", 0)
+    assert (check.status, check.entries, check.valid_bytes) == ("ok", 1, 12)
+    index.write_bytes(bytes(12 * 1000))
+    check = trim(check_index_file(str(index), ".timeindex", 0))
+    assert (check.status, check.entries, check.valid_bytes, index.read_bytes()) == ("trimmed", 1, 12, bytes(12))
+    assert [(c.suffix, c.status, c.entries) for c in check_partition(str(index.parent))] == [(".timeindex", "ok", 1)]
+
+
+@pytest.mark.parametrize(("first_ts", "first_records"), [(5, 1), (0, 2)], ids=["newer-first", "two-offsets"])
+def test_zero_slots_are_padding_when_no_entry_can_be_zero(tmp_path, first_ts, first_records):
+    """A first batch at another time, or of two offsets (its entry would be at relative offset 1): an all-zero
+    first slot cannot be an entry, so the zeros are padding."""
+    index = _segment_at_time_zero(tmp_path / "t-0", first_ts, first_records)
+    index.write_bytes(bytes(12 * 3))
+    check = check_index_file(str(index), ".timeindex", 0)
+    assert (check.status, check.entries, check.valid_bytes) == ("overlong", 0, 0)

@@ -141,3 +141,15 @@ def test_an_abort_marker_twice_aborts_once(oracle, tmp_path):
     [seg] = list(PartitionRecovery().recover_all(logs))
     assert seg.result.error is None and seg.result.valid_bytes == len(data) + 2 * len(marker)
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in seg.result.txn_index.aborted] == [(7, 0, 1)]
+
+
+def test_a_first_time_entry_of_all_zeros_is_what_kafka_writes(oracle, tmp_path):
+    """One record at time 0 first, later ones no newer: Kafka's recovery writes the time index (0, 0), twelve
+    zero bytes, which index compaction must keep (test_index_compaction_units)."""
+    data = build_batch(0, [(0, b"k", b"v")]) + build_batch(1, [(0, b"k", b"w")] * 3)
+    case = Case({0: data}, 4096, 10485760, "time entry (0, 0)")
+    verdict = judge(case, oracle, tmp_path / "case")
+    assert not verdict.mismatches, (verdict.mismatches, verdict.kafka)
+    logs, _ = segment_logs(case.write(tmp_path / "again" / "topic-0"))
+    [seg] = list(PartitionRecovery().recover_all(logs))
+    assert seg.result.time_index.to_bytes() == bytes(12)
