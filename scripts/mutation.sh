@@ -4,8 +4,9 @@
 #   bash scripts/mutation.sh atomic_file log_config   # only these modules
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
 #   bash scripts/mutation.sh --names FILE             # only the mutants FILE names or globs (one a line)
-#   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --names FILE
-#                                                     # ... counting the mutants that report shows killed
+#   bash scripts/mutation.sh --sync                   # after changes to indexcore/ or tests/: what is owed
+#   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --sync
+#       # ... where that report's run (on the source the scratch copy started from) settles the mutants it killed
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -25,6 +26,13 @@ export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/
 export PYTHONDONTWRITEBYTECODE=1
 # once mutmut has timed the tests, each mutant runs the quickest ones first (tests/conftest.py)
 export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
+# SEGDEX_MUTATION_EARLIER: an earlier report; a mutant it shows killed, in a function unchanged since the source
+# this scratch copy started from, keeps that result ("killed earlier") instead of being run again
+earlier=()
+if [ -n "${SEGDEX_MUTATION_EARLIER:-}" ]; then
+  earlier=(--earlier "$(cd "$(dirname "$SEGDEX_MUTATION_EARLIER")" && pwd)/$(basename "$SEGDEX_MUTATION_EARLIER")"
+           --source-hashes "$work/source-hashes.json")
+fi
 
 run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then the report over MODULES
   local log="$1" modules=() started
@@ -36,9 +44,13 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$@" > "$work/$log" 2>&1 || {
     tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
   mkdir -p "$(dirname "$report")"
-  # SEGDEX_MUTATION_EARLIER: an earlier report over the same source, whose killed mutants this run need not redo
+  # the function hashes of the source this scratch copy started from (what SEGDEX_MUTATION_EARLIER ran on)
+  [ -f "$work/source-hashes.json" ] || "$repo/.venv/bin/python" -c 'import glob, json
+print(json.dumps({p[15:-8]: json.load(open(p))["hash_by_function_name"]
+                  for p in glob.glob("mutants/segdex/indexcore/**/*.py.meta", recursive=True)}, sort_keys=True))' \
+    > "$work/source-hashes.json"
   "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
-    ${SEGDEX_MUTATION_EARLIER:+--earlier "$SEGDEX_MUTATION_EARLIER"} --out "$report" "${modules[@]}"
+    "${earlier[@]}" --out "$report" "${modules[@]}"
   echo "report: $report"
 }
 
@@ -68,6 +80,25 @@ if [ "${1:-}" = "--names" ]; then
   mapfile -t chosen < <(grep -v '^[[:space:]]*$' "$2")
   echo "running ${#chosen[@]} named mutants"
   run_and_report mutmut-names.log -- "${chosen[@]}"
+  exit 0
+fi
+if [ "${1:-}" = "--sync" ]; then
+  # After changes to indexcore/ or tests/: the scratch copy takes the repository's source and tests; mutmut
+  # generates the mutants of changed functions again (their results reset) and times the tests again on a first
+  # mutant; then every mutant still owed runs: survived, no tests, or not checked and not settled earlier.
+  [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
+  (cd indexcore && find . -name '*.py') | while read -r f; do
+    cmp -s "indexcore/$f" "$work/indexcore/$f" || cp "indexcore/$f" "$work/indexcore/$f"
+  done
+  rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
+  rm -f "$work/mutants/mutmut-stats.json"
+  first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
+          | sed -n 1p)
+  (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
+  mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
+    --pending "${earlier[@]}")
+  echo "running ${#owed[@]} mutants still owed"
+  run_and_report mutmut-sync.log -- "${owed[@]}"
   exit 0
 fi
 rm -rf "$work" && mkdir -p "$work"

@@ -14,7 +14,9 @@ Spark, Kafka's JVM, or a subprocess, which mutmut's per-test selection does not 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
+import json
 import re
 import sys
 import tokenize
@@ -30,7 +32,10 @@ STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault
 EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
 
 
-def read_earlier(report: str) -> tuple[dict[str, dict[str, int]], set[str]]:
+Earlier = tuple[dict[str, dict[str, int]], set[str]]
+
+
+def read_earlier(report: str) -> Earlier:
     """An earlier report's counts per module and the full names of its survivors. With it, a mutant this run did
     not check counts as killed when that run checked every mutant of its module, every one ended killed or timed
     out but the listed survivors, and the mutant is not one of them (the source it mutates is unchanged)."""
@@ -50,12 +55,26 @@ def read_earlier(report: str) -> tuple[dict[str, dict[str, int]], set[str]]:
     return counts, survivors
 
 
-def _carried(module: str, name: str, earlier: tuple[dict[str, dict[str, int]], set[str]] | None) -> bool:
+def _carried(module: str, name: str, earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> bool:
+    """Whether the earlier run's result stands for this mutant: its module was checked in full there, it was
+    not a survivor, and its function is unchanged since (``source-hashes.json``, the function hashes mutmut
+    took of that run's source; with none, every function counts as unchanged)."""
     if earlier is None:
         return False
     counts, survivors = earlier
     c = counts.get(module)
-    return bool(c) and c["not checked"] == 0 and c["no tests"] == 0 and name not in survivors
+    if not c or c["not checked"] or c["no tests"] or name in survivors:
+        return False
+    function = name.rsplit(".", 1)[1].rsplit("__mutmut_", 1)[0]
+    then = hashes.get(module, {}).get(function) if hashes else None
+    return not hashes or (then is not None and then == _current_hashes(module).get(function))
+
+
+@functools.cache
+def _current_hashes(module: str) -> dict[str, str]:
+    data = SourceFileMutationData(path=Path("segdex") / f"{module}.py")
+    data.load()
+    return data.hash_by_function_name
 
 
 def _tokens(line: str) -> list[tuple[int, str]] | None:
@@ -121,6 +140,21 @@ def _function(mutant: str) -> str:
     return mutant.rsplit("__mutmut_", 1)[0].replace("ǁ", ".").replace(".x_", ".").replace(".x.", ".")
 
 
+def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> None:
+    """The mutants a run still owes: survived, no tests, suspicious or interrupted (new tests may kill them),
+    and not checked unless the earlier run's result stands (``_carried``). Killed, timed out and crashed ones
+    were noticed."""
+    for path in sorted(walk_mutatable_files()):
+        data = SourceFileMutationData(path=path)
+        data.load()
+        module = str(path).removeprefix("segdex/").removesuffix(".py")
+        for name, code in data.exit_code_by_key.items():
+            status = status_by_exit_code[code]
+            if status not in ("killed", "timeout", "segfault", "not checked") or (
+                    status == "not checked" and not _carried(module, name, earlier, hashes)):
+                print(name)
+
+
 def print_names(wanted: set[str]) -> None:
     """The names of the mutants whose status is one of ``wanted``, one per line (for ``mutmut run``)."""
     for path in sorted(walk_mutatable_files()):
@@ -131,7 +165,7 @@ def print_names(wanted: set[str]) -> None:
                 print(name)
 
 
-def collect(earlier: tuple[dict[str, dict[str, int]], set[str]] | None, only_run: bool
+def collect(earlier: Earlier | None, only_run: bool, hashes: dict[str, dict[str, str]] | None = None
             ) -> tuple[dict[str, Counter], dict[str, list[tuple[str, str, str]]], dict[str, Counter]]:
     """Counts per module and status, survivors per module (name, category, change), untested functions."""
     counts: dict[str, Counter] = defaultdict(Counter)
@@ -144,7 +178,7 @@ def collect(earlier: tuple[dict[str, dict[str, int]], set[str]] | None, only_run
         for name, code in sorted(data.exit_code_by_key.items(),
                                  key=lambda kv: (kv[0].rsplit("__mutmut_", 1)[0], int(kv[0].rsplit("_", 1)[1]))):
             status = status_by_exit_code[code]
-            if status == "not checked" and _carried(module, name, earlier):
+            if status == "not checked" and _carried(module, name, earlier, hashes or {}):
                 status = EARLIER
             if status == "not checked" and only_run:
                 continue
@@ -167,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
                     "(comma-separated, e.g. 'survived,no tests') instead of writing the report")
     ap.add_argument("--earlier", default="", help="an earlier report over the same source: mutants not run "
                     "here that it shows killed count as 'killed earlier'")
+    ap.add_argument("--source-hashes", default="", help="mutmut's function hashes of the source the earlier "
+                    "report ran on: a function changed since does not keep its earlier result")
+    ap.add_argument("--pending", action="store_true", help="print the names of the mutants still to run: "
+                    "survived, no tests, suspicious, or not checked and not settled by --earlier")
     ap.add_argument("modules", nargs="*")
     args = ap.parse_args(argv)
     if args.names:
@@ -174,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     earlier = read_earlier(args.earlier) if args.earlier else None
+    hashes = json.loads(Path(args.source_hashes).read_text()) if args.source_hashes else {}
+    if args.pending:
+        print_pending(earlier, hashes)
+        return 0
     statuses = STATUSES + ((EARLIER,) if earlier else ())
-    counts, survivors, untested = collect(earlier, bool(args.modules))
+    counts, survivors, untested = collect(earlier, bool(args.modules), hashes)
     total: Counter = Counter()
     for c in counts.values():
         total.update(c)
