@@ -20,6 +20,7 @@ import re
 import struct
 
 import pytest
+from kafka_bytes import b32, cstr, i16, i32, i64, s16, uv
 
 from segdex.indexcore.coordinator_records import (
     DELETE,
@@ -27,50 +28,6 @@ from segdex.indexcore.coordinator_records import (
     TransactionLogMessageParser,
 )
 from segdex.indexcore.message_format import MessageFormatException
-
-
-def uv(n: int) -> bytes:
-    """Kafka's ``ByteUtils.writeUnsignedVarint``."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def s16(text: str | None) -> bytes:
-    """A non-flexible string: int16 length (-1: null) + UTF-8."""
-    if text is None:
-        return struct.pack(">h", -1)
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def cstr(text: str | None) -> bytes:
-    """A compact string: uvarint length + 1 (0: null) + UTF-8."""
-    if text is None:
-        return uv(0)
-    raw = text.encode()
-    return uv(len(raw) + 1) + raw
-
-
-def b32(raw: bytes | None) -> bytes:
-    """Non-flexible bytes: int32 length (-1: null) + the bytes."""
-    return struct.pack(">i", -1) if raw is None else struct.pack(">i", len(raw)) + raw
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
 
 TOPIC_ID = bytes(range(16))
 TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # Uuid.toString: URL-safe base64 of 00 01 .. 0f, no padding

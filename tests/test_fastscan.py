@@ -30,6 +30,7 @@ from segdex.indexcore.scan.state import (
     S_LEADER_EPOCH,
     S_MAX_TIMESTAMP,
     S_OFFSET_OF_MAX_TIMESTAMP,
+    S_RUN_PRODUCER_ID,
 )
 from segdex.indexcore.segment_writer import build_batch, build_legacy, uniform_batches
 
@@ -44,7 +45,8 @@ def native():
     return scan.kernel(True)
 
 
-def _state(size: int, base: int, interval: int, epoch: int) -> array:
+def scan_state(size: int, base: int, interval: int, epoch: int = 0) -> array:
+    """The state ``LogSegment.recover`` starts a segment with (validBytes 0, lastIndexEntry 0, no timestamp)."""
     state = array("q", [0] * N_SLOTS)
     state[S_END] = size
     state[S_BASE_OFFSET] = base
@@ -53,6 +55,7 @@ def _state(size: int, base: int, interval: int, epoch: int) -> array:
     state[S_OFFSET_OF_MAX_TIMESTAMP] = base
     state[S_LAST_OFFSET] = -1
     state[S_FIRST_OFFSET] = -1
+    state[S_RUN_PRODUCER_ID] = -1
     state[S_LEADER_EPOCH] = epoch
     return state
 
@@ -101,7 +104,7 @@ def _assert_same(buf, base: int, label: str = "", **kwargs) -> dict:
 def _check_kernel(native, buf, base: int, interval: int, max_index_size: int, epochs=(-1, 0)) -> None:
     """Kernel-level diff from position 0 (recover() exercises later start positions), for two leader epochs."""
     for epoch in epochs:
-        state = _state(len(buf), base, interval, epoch)
+        state = scan_state(len(buf), base, interval, epoch)
         n, p = _both(native, buf, state, max_index_size=max_index_size)
         assert n == p
 
@@ -247,7 +250,7 @@ def test_offset_overflow_and_backwards(native):
     wrap = build_batch(2**63 - 2, [(1, b"a", b"b"), (2, b"a", b"b")])
     fixed = bytearray(wrap)
     fixed[23:27] = (10).to_bytes(4, "big")
-    st = _state(len(wrap), 2**63 - 20, 0, 0)
+    st = scan_state(len(wrap), 2**63 - 20, 0, 0)
     native(st, bytes(fixed), bytearray(), 100, bytearray(), 100)
     assert st[0] == 0
 
@@ -255,12 +258,12 @@ def test_offset_overflow_and_backwards(native):
 def test_prefilled_indexes_and_midfile_start(native):
     """The kernel continues an index it did not write and a state Python left mid-file."""
     data = b"".join(uniform_batches(300, value_size=40, start_timestamp=5000))
-    state = _state(len(data), 0, 200, 0)
+    state = scan_state(len(data), 0, 200, 0)
     scan_simple(state, data, od := bytearray(), 1000, td := bytearray(), 1000)
     assert od
     mid = array("q", state)
     # Rewind to the middle: take Python's state after a scan of the first half.
-    half = _state(len(data) // 2, 0, 200, 0)
+    half = scan_state(len(data) // 2, 0, 200, 0)
     od1, td1 = bytearray(), bytearray()
     scan_simple(half, data, od1, 1000, td1, 1000)
     half[S_END] = len(data)
@@ -275,7 +278,7 @@ def test_buffer_types(native, tmp_path: Path, kind: str):
     path.write_bytes(data)
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         buf = {"bytes": data, "bytearray": bytearray(data), "mmap": m, "memoryview": memoryview(data)}[kind]
-        n, p = _both(native, buf, _state(len(data), 0, 100, 0))
+        n, p = _both(native, buf, scan_state(len(data), 0, 100, 0))
         assert n == p and n[0][0] == len(data)
 
 
@@ -284,19 +287,19 @@ def test_argument_checks(native):
     with pytest.raises(TypeError):
         native(array("i", [0] * N_SLOTS), data, bytearray(), 10, bytearray(), 10)
     with pytest.raises(TypeError):
-        native(_state(len(data), 0, 0, 0), data, b"", 10, bytearray(), 10)
+        native(scan_state(len(data), 0, 0, 0), data, b"", 10, bytearray(), 10)
     with pytest.raises(ValueError):
-        native(_state(len(data) + 1, 0, 0, 0), data, bytearray(), 10, bytearray(), 10)
+        native(scan_state(len(data) + 1, 0, 0, 0), data, bytearray(), 10, bytearray(), 10)
 
 
 def test_threads(native):
     """The scan releases the GIL; concurrent scans of different buffers stay independent and correct."""
     datas = [b"".join(uniform_batches(3000, value_size=100, seed=s, timestamp_step=s + 1)) for s in range(4)]
-    expected = [_both(native, d, _state(len(d), 0, 100, 0))[1] for d in datas]
+    expected = [_both(native, d, scan_state(len(d), 0, 100, 0))[1] for d in datas]
     got: list = [None] * 4
 
     def run(i: int) -> None:
-        st, od, td = _state(len(datas[i]), 0, 100, 0), bytearray(), bytearray()
+        st, od, td = scan_state(len(datas[i]), 0, 100, 0), bytearray(), bytearray()
         native(st, datas[i], od, 10**6, td, 10**6)
         got[i] = (list(st), bytes(od), bytes(td))
 
@@ -311,7 +314,7 @@ def test_threads(native):
 def test_large_index_growth(native):
     """Many entries: the kernel grows its bytearrays past the first reservation."""
     data = b"".join(uniform_batches(20000, value_size=10))
-    n, p = _both(native, data, _state(len(data), 0, 0, 0))
+    n, p = _both(native, data, scan_state(len(data), 0, 0, 0))
     assert n == p and len(n[1]) == 8 * 19999
 
 
@@ -383,7 +386,7 @@ def test_helper_thread_corruptions(kernels, big_segment: bytes):
     cases.append(("bad_length", bytes(broken)))
     for label, buf in cases:
         for start in (0, starts[3]):
-            state = _state(len(buf), 0, 4096, 0)
+            state = scan_state(len(buf), 0, 4096, 0)
             state[0] = start
             final = _kernel_diff(kernels, buf, state)
             assert final[0][0] <= len(buf), label
@@ -395,9 +398,9 @@ def test_helper_thread_early_stops(kernels, big_segment: bytes):
     data = big_segment
     # Full index after a few entries: the scan stops long before the end.
     for size in (8, 64, 4096):
-        _kernel_diff(kernels, data, _state(len(data), 0, 0, 0), max_index_size=size)
+        _kernel_diff(kernels, data, scan_state(len(data), 0, 0, 0), max_index_size=size)
     # The accepted epoch differs from every batch: nothing is scanned.
-    _kernel_diff(kernels, data, _state(len(data), 0, 4096, 3))
+    _kernel_diff(kernels, data, scan_state(len(data), 0, 4096, 3))
     # A transactional batch and a new epoch in the middle.
     starts = _batch_starts(data)
     middle = starts[len(starts) // 2]
@@ -407,6 +410,6 @@ def test_helper_thread_early_stops(kernels, big_segment: bytes):
                   dict(partition_leader_epoch=1)):
         rebuilt = build_batch(offset, [(1, b"k", b"v" * (end_of_middle - middle - 80))], **extra)
         buf = data[:middle] + rebuilt + data[end_of_middle:]
-        final = _kernel_diff(kernels, buf, _state(len(buf), 0, 4096, 0))
+        final = _kernel_diff(kernels, buf, scan_state(len(buf), 0, 4096, 0))
         assert final[0][0] == middle
         _assert_same(buf, 0, str(extra))

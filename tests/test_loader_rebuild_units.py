@@ -28,6 +28,7 @@ from pathlib import Path
 import crc32c
 import pytest
 from conftest import FIXTURES, load_case
+from test_rebuild_targets import _partition
 
 from segdex.indexcore import atomic_file, log_segments
 from segdex.indexcore import rebuild as rebuild_module
@@ -243,14 +244,6 @@ def test_the_scan_kernel_asked_for_is_used(tmp_path: Path, monkeypatch: pytest.M
 
 # ------------------------------------------------------------------ rebuild
 
-
-def _partition(root: Path, name: str = "orders-0") -> Path:
-    part = root / "logs" / name
-    part.mkdir(parents=True)
-    for log in (SRC / "broker").glob("*.log"):
-        shutil.copy(log, part)
-        os.chmod(part / log.name, 0o640)
-    return part
 
 
 def _stems(part: Path) -> list[str]:

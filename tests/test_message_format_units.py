@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from kafka_bytes import cstr, i8, i32, i64, s16, uv
 
 from segdex.indexcore.message_format import (
     ANY_VERSION,
@@ -32,44 +33,6 @@ from segdex.indexcore.message_format import (
     read_message,
     struct_json,
 )
-
-
-def uv(n: int) -> bytes:
-    """Kafka's ``ByteUtils.writeUnsignedVarint``: 7 bits a byte, low first, high bit = more."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def s16(text: str | None) -> bytes:
-    """A non-flexible string: int16 length (-1: null) + UTF-8."""
-    if text is None:
-        return struct.pack(">h", -1)
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def cstr(text: str | None) -> bytes:
-    """A flexible (compact) string: uvarint length + 1 (0: null) + UTF-8."""
-    if text is None:
-        return uv(0)
-    raw = text.encode()
-    return uv(len(raw) + 1) + raw
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
 
 
 def flexible(name: str, *fields: Field) -> Message:

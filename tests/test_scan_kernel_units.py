@@ -25,21 +25,18 @@ from pathlib import Path
 
 import crc32c
 import pytest
+from kafka_bytes import uv
+from test_fastscan import scan_state
 
 from segdex.indexcore.file_records import open_log
 from segdex.indexcore.log_segment import recover
 from segdex.indexcore.scan.python_kernel import scan_simple
 from segdex.indexcore.scan.state import (
-    N_SLOTS,
-    S_BASE_OFFSET,
     S_BATCHES,
     S_CODECS,
-    S_END,
     S_FIRST_OFFSET,
-    S_INDEX_INTERVAL,
     S_LAST_INDEX_ENTRY,
     S_LAST_OFFSET,
-    S_LEADER_EPOCH,
     S_MAGICS,
     S_MAX_TIMESTAMP,
     S_OFFSET_OF_MAX_TIMESTAMP,
@@ -64,14 +61,8 @@ OVERHEAD = 61  # RECORD_BATCH_OVERHEAD: the header of a batch without records
 
 
 def _varint(n: int) -> bytes:
-    """Zigzag varint (ByteUtils.writeVarint / writeVarlong)."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    """Zigzag varint (ByteUtils.writeVarint / writeVarlong): the unsigned varint of (n << 1) ^ (n >> 63)."""
+    return uv((n << 1) ^ (n >> 63))
 
 
 def _record(offset_delta: int, ts_delta: int, key: bytes, value: bytes) -> bytes:
@@ -93,24 +84,10 @@ def batch(base_offset: int, count: int = 1, *, ts: int = TS, value_size: int = 1
     return bytes(data)
 
 
-def fresh_state(size: int, base: int, interval: int, epoch: int = 0) -> array:
-    """The state ``LogSegment.recover`` starts a segment with (validBytes 0, lastIndexEntry 0, no timestamp)."""
-    state = array("q", [0] * N_SLOTS)
-    state[S_END] = size
-    state[S_BASE_OFFSET] = base
-    state[S_INDEX_INTERVAL] = interval
-    state[S_MAX_TIMESTAMP] = -1
-    state[S_OFFSET_OF_MAX_TIMESTAMP] = base
-    state[S_LAST_OFFSET] = -1
-    state[S_FIRST_OFFSET] = -1
-    state[S_RUN_PRODUCER_ID] = -1
-    state[S_LEADER_EPOCH] = epoch
-    return state
-
 
 def run_kernel(buf: bytes, base: int, interval: int = 4096, epoch: int = 0, offset_max: int = 1 << 17,
                time_max: int = 1 << 17) -> tuple[array, bytes, bytes]:
-    state = fresh_state(len(buf), base, interval, epoch)
+    state = scan_state(len(buf), base, interval, epoch)
     offset_data, time_data = bytearray(), bytearray()
     scan_simple(state, buf, offset_data, offset_max, time_data, time_max)
     return state, bytes(offset_data), bytes(time_data)

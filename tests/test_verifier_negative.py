@@ -22,16 +22,21 @@ START = 1_700_000_000_000
 BATCHES = 20
 
 
-@pytest.fixture
-def segment(tmp_path) -> tuple[Path, list[int]]:
-    """One segment of 20 one-record batches with rising timestamps; the batch start positions as written."""
-    batches = [build_batch(i, [(START + 10 * i, b"k", b"v" * (50 + 7 * i))]) for i in range(BATCHES)]
+def write_segment(tmp_path: Path, batches: list[bytes]) -> tuple[Path, list[int]]:
+    """Write one segment of ``batches`` at offset 0; return its .log path and each batch's start position."""
     write_partition(tmp_path, "t", 0, batches)
     positions, at = [], 0
     for b in batches:
         positions.append(at)
         at += len(b)
     return tmp_path / "t-0" / "00000000000000000000.log", positions
+
+
+@pytest.fixture
+def segment(tmp_path) -> tuple[Path, list[int]]:
+    """One segment of 20 one-record batches with rising timestamps; the batch start positions as written."""
+    return write_segment(tmp_path, [build_batch(i, [(START + 10 * i, b"k", b"v" * (50 + 7 * i))])
+                                    for i in range(BATCHES)])
 
 
 def offset_index(entries: list[tuple[int, int]]) -> bytes:

@@ -16,6 +16,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from test_verifier_negative import write_segment
 
 from segdex.indexcore.errors import (
     CorruptIndexException,
@@ -30,7 +31,7 @@ from segdex.indexcore.log_segment import recover
 from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery
 from segdex.indexcore.offset_index import OffsetIndex, parse_offset_index
 from segdex.indexcore.offset_index import sanity_check as offset_sanity
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.segment_writer import build_batch
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.time_index import parse_time_index
 from segdex.indexcore.transaction_index import AbortedTxn, TransactionIndex
@@ -45,16 +46,6 @@ def offset_index(entries: list[tuple[int, int]], base: int = 0) -> bytes:
 
 def time_index(entries: list[tuple[int, int]], base: int = 0) -> bytes:
     return b"".join(struct.pack(">qi", t, o - base) for t, o in entries)
-
-
-def write_segment(tmp_path: Path, batches: list[bytes]) -> tuple[Path, list[int]]:
-    """Write one segment of ``batches`` at offset 0; return its .log path and each batch's start position."""
-    write_partition(tmp_path, "t", 0, batches)
-    positions, at = [], 0
-    for b in batches:
-        positions.append(at)
-        at += len(b)
-    return tmp_path / "t-0" / "00000000000000000000.log", positions
 
 
 @pytest.fixture
