@@ -276,3 +276,30 @@ def test_zero_slots_are_padding_when_no_entry_can_be_zero(tmp_path, first_ts, fi
     index.write_bytes(bytes(12 * 3))
     check = check_index_file(str(index), ".timeindex", 0)
     assert (check.status, check.entries, check.valid_bytes) == ("overlong", 0, 0)
+
+
+def test_a_zero_first_entry_followed_by_entries_and_padding(tmp_path):
+    """(0, 0), then (5, 3) as Kafka appends a newer timestamp later, then preallocated zeros: two entries."""
+    index = _segment_at_time_zero(tmp_path / "t-0", 0)
+    entries = bytes(12) + TIME_ENTRY.pack(5, 3)
+    index.write_bytes(entries + bytes(12 * 10))
+    check = check_index_file(str(index), ".timeindex", 0)
+    assert (check.status, check.entries, check.valid_bytes) == ("overlong", 2, 24)
+
+
+def test_an_empty_log_has_no_time_entry_to_keep(tmp_path):
+    """An empty .log has no first batch: twelve zero bytes in its time index are padding."""
+    index = _segment_at_time_zero(tmp_path / "t-0", 0)
+    (tmp_path / "t-0" / "00000000000000000000.log").write_bytes(b"")
+    index.write_bytes(bytes(12))
+    check = check_index_file(str(index), ".timeindex", 0)
+    assert (check.status, check.entries, check.valid_bytes) == ("overlong", 0, 0)
+
+
+def test_without_a_readable_log_a_zero_first_slot_is_kept(tmp_path):
+    """When the .log cannot be read, whether the zero slot is Kafka's entry (0, 0) cannot be told: it is kept."""
+    index = _segment_at_time_zero(tmp_path / "t-0", 0)
+    (tmp_path / "t-0" / "00000000000000000000.log").unlink()
+    index.write_bytes(bytes(12 * 4))
+    check = check_index_file(str(index), ".timeindex", 0)
+    assert (check.status, check.entries, check.valid_bytes) == ("overlong", 1, 12)
