@@ -259,3 +259,19 @@ def test_uuid_and_bytes_rendering():
 def test_java_utf8_code_point_bounds(data: bytes, text: str):
     """``new String(bytes, UTF_8)`` on text that also holds a malformed byte (0xFF is never valid)."""
     assert java_utf8(data) == text
+
+
+def test_a_tagged_struct_equal_to_its_empty_default_is_not_printed():
+    """``FieldSpec``: a struct's empty default is ``new S()``, each field at its own default (0, the zero UUID,
+    "", empty bytes); the converter skips a tagged struct equal to it, present or not, and prints any other."""
+    inner = Struct((Field("a", "int32"), Field("u", "uuid"), Field("s", "string"), Field("b", "bytes")))
+    msg = flexible("M", Field("x", "int32"), Field("t", inner, tag=0))
+
+    def body(a: int) -> bytes:
+        t = i32(a) + bytes(16) + cstr("") + uv(1) + uv(0)  # a, u, s, b (compact: length + 1), no tags
+        return i32(7) + uv(1) + uv(0) + uv(len(t)) + t
+
+    assert struct_json(msg.struct, read_message(msg, body(0), 0), 0) == {"x": 7}
+    assert struct_json(msg.struct, read_message(msg, i32(7) + uv(0), 0), 0) == {"x": 7}
+    assert struct_json(msg.struct, read_message(msg, body(1), 0), 0) == {
+        "x": 7, "t": {"a": 1, "u": "AAAAAAAAAAAAAAAAAAAAAA", "s": "", "b": ""}}
