@@ -42,3 +42,27 @@ def test_recovery_counts_what_kafka_lists(case: str, native: bool):
         assert got == want, (case, log.name)
         if batches:
             assert result.max_timestamp == max(b["maxTimestamp"] for b in batches), (case, log.name)
+
+
+def _txn(offset: int) -> bytes:
+    """A transactional batch: recovery takes it on the slow path (producer state), not in the kernel."""
+    from segdex.indexcore.segment_writer import build_batch
+
+    return build_batch(offset, [(1_700_000_000_000, b"k", b"v")], producer_id=5, producer_epoch=0,
+                       base_sequence=offset % 1000, is_transactional=True)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_relative_offsets_up_to_int32_max_on_the_slow_path(native: bool):
+    """``AbstractIndex.relativeOffset``: offset - base must lie in [0, Integer.MAX_VALUE]. A batch at exactly
+    base + Integer.MAX_VALUE is recovered; one past it stops recovery (Kafka splits such a segment on load)."""
+    int32_max = 2**31 - 1
+    fits = _txn(10) + _txn(10 + int32_max)
+    result = recover(fits, 10, native=native)
+    assert (result.error, result.valid_bytes, result.last_offset) == (None, len(fits), 10 + int32_max)
+    past = _txn(10) + _txn(11 + int32_max)
+    result = recover(past, 10, native=native)
+    assert result.valid_bytes == len(_txn(10)) and result.error == (
+        f"IndexOffsetOverflowException at position {len(_txn(10))}: offset {11 + int32_max} at position "
+        f"{len(_txn(10))} does not fit the segment's relative offset range (base offset 10); Kafka would split "
+        f"this segment on load")
