@@ -319,6 +319,15 @@ def test_a_topic_name_of_249_characters_is_legal():
     assert str(e.value) == repr("a" * 250 + "-7") + " does not name a legal Kafka topic"
 
 
+@pytest.mark.parametrize("topic", [".", ".."])
+def test_dot_topics_are_not_legal(topic: str):
+    """``Topic.validate``: "." and ".." are refused although their characters are legal; "..." is a topic."""
+    with pytest.raises(InvalidLayoutException) as e:
+        parse_partition_dir_name(f"{topic}-0")
+    assert str(e.value) == f"'{topic}-0' does not name a legal Kafka topic"
+    assert parse_partition_dir_name("...-0") == TopicPartition("...", 0, "")
+
+
 def test_a_name_without_a_partition_number():
     with pytest.raises(InvalidLayoutException) as e:
         parse_partition_dir_name("orders")
