@@ -35,6 +35,9 @@ def test_disabled_by_the_environment_for_the_whole_process(unloaded, monkeypatch
     with pytest.raises(RuntimeError) as e:
         kernel(True)
     assert str(e.value) == "native scan kernel unavailable: disabled by SEGDEX_NO_NATIVE"
+    with pytest.raises(RuntimeError):  # asked for by name, the native kernel is not replaced by the Python one
+        recover(_segment(), 0, native=True)
+    assert recover(_segment(), 0).valid_bytes == len(_segment())  # not asked for: the Python kernel
     monkeypatch.delenv("SEGDEX_NO_NATIVE")
     assert native.load() is None  # the first answer stands for the process
 

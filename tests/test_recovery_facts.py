@@ -66,3 +66,56 @@ def test_relative_offsets_up_to_int32_max_on_the_slow_path(native: bool):
         f"IndexOffsetOverflowException at position {len(_txn(10))}: offset {11 + int32_max} at position "
         f"{len(_txn(10))} does not fit the segment's relative offset range (base offset 10); Kafka would split "
         f"this segment on load")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_full_tiny_index_stops_where_kafkas_did(native: bool):
+    """``segment.index.bytes`` 64 (5 time entries, 8 offset entries): every segment's indexes are the bytes
+    Kafka's recovery wrote with that limit (``recovered/``), none longer."""
+    case = FIXTURES / "index_full_tiny_segment_index_bytes"
+    config = json.loads((case / "case.json").read_text())["topic_config"]
+    logs = sorted((case / "broker").glob("*.log"))
+    assert len(logs) == 21
+    for log in logs:
+        result = recover(log.read_bytes(), int(log.name[:20]), config["index.interval.bytes"],
+                         max_index_size=config["segment.index.bytes"], native=native)
+        stem = case / "recovered" / log.name[:20]
+        assert result.offset_index.to_bytes() == stem.with_suffix(".index").read_bytes(), log.name
+        assert result.time_index.to_bytes() == stem.with_suffix(".timeindex").read_bytes(), log.name
+
+
+def _kafka_epochs(batches: list[dict]) -> list[tuple[int, int]]:
+    """``LeaderEpochFileCache.assign`` as recovery calls it: a v2 batch whose partitionLeaderEpoch is above the
+    latest one starts a new epoch at its base offset."""
+    out: list[tuple[int, int]] = []
+    for b in batches:
+        epoch = b["partitionLeaderEpoch"]
+        if b["magic"] >= 2 and epoch >= 0 and (not out or epoch > out[-1][0]):
+            out.append((epoch, b["baseOffset"]))
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_leader_epochs_recovery_finds(case: str):
+    for listing in sorted((FIXTURES / case / "broker").glob("*.batches.json")):
+        log = listing.with_name(listing.name.replace(".batches.json", ".log"))
+        result = recover(log.read_bytes(), int(log.name[:20]))
+        assert result.leader_epochs == _kafka_epochs(json.loads(listing.read_text())), (case, log.name)
+
+
+def full_offset_index_segment() -> bytes:
+    """20 one-record batches at one timestamp: with index.interval.bytes 0 every batch after the first is indexed,
+    and the time index keeps one entry, so a 64-byte offset index (8 entries) fills first."""
+    from segdex.indexcore.segment_writer import build_batch
+
+    return b"".join(build_batch(i, [(1_700_000_000_000, b"k", b"v")]) for i in range(20))
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_recovery_stops_at_a_full_offset_index(native: bool):
+    """``OffsetIndex.append`` on a full index throws (``IllegalArgumentException``, escaping recovery): the ninth
+    entry cannot be written. Kafka's recovery of the same segment does the same (test_kafka_oracle)."""
+    buf = full_offset_index_segment()
+    result = recover(buf, 0, 0, max_index_size=64, native=native)
+    assert result.error == "IndexFullException at position 630: Attempt to append to a full index (size = 8)"
+    assert len(result.offset_index.to_bytes()) == 64 and result.valid_bytes == 630
