@@ -46,6 +46,7 @@ def test_loaded_once_and_scans_as_the_python_kernel(unloaded):
     k = native.load()
     assert k is not None and native.error() is None
     assert native.load() is k and kernel(None) is k
+    assert repr(k).endswith(f"crc32c_extend from {native.find_crc32c()[2]!r}>")  # where its CRC comes from
     buf = _segment()
     ours, python = recover(buf, 0, index_interval_bytes=256, native=True), recover(buf, 0, index_interval_bytes=256,
                                                                                      native=False)
