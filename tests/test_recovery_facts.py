@@ -8,6 +8,8 @@ control batches take the slow path (``_recover_batch``), the rest the kernel's."
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 
 import pytest
 from conftest import FIXTURES, fixture_case_names
@@ -119,3 +121,36 @@ def test_recovery_stops_at_a_full_offset_index(native: bool):
     result = recover(buf, 0, 0, max_index_size=64, native=native)
     assert result.error == "IndexFullException at position 630: Attempt to append to a full index (size = 8)"
     assert len(result.offset_index.to_bytes()) == 64 and result.valid_bytes == 630
+
+
+def _one() -> bytes:
+    from segdex.indexcore.segment_writer import build_batch
+
+    return build_batch(0, [(1_700_000_000_000, b"k", b"v")])
+
+
+@pytest.mark.parametrize("magic", [0x80, 0xFF])
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_magic_byte_above_0x7f_is_a_legacy_message_to_kafka(magic: int, native: bool):
+    """Kafka reads the magic as a Java byte: 0x80..0xFF are negative, below v2, so the batch is checked as a
+    legacy message: its CRC-32 from the magic byte on against the int at bytes 12..16 (here the v2 leader
+    epoch, 0). Kafka's recovery of the same bytes agrees (test_kafka_oracle)."""
+    good = _one()
+    bad = bytearray(good)
+    bad[16] = magic
+    result = recover(good + bytes(bad), 0, native=native)
+    crc = zlib.crc32(bytes(bad[16:]))
+    assert result.stop_reason == (f"CorruptRecordException at position {len(good)}: Record is corrupt (stored crc = 0, "
+                                  f"computed crc = {crc})")
+    assert result.valid_bytes == len(good)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_v2_batch_shorter_than_its_header_at_the_end_of_the_file(native: bool):
+    """The last 60 bytes claim a v2 batch (length 48): too short for the 61-byte header, which
+    ``DefaultRecordBatch.ensureValid`` refuses by its size before reading anything else."""
+    good = _one()
+    short = struct.pack(">qiib", 1, 48, 0, 2) + bytes(60 - 17)
+    result = recover(good + short, 0, native=native)
+    assert result.stop_reason == (f"CorruptRecordException at position {len(good)}: Record batch is corrupt (the "
+                                  f"size 60 is smaller than the minimum allowed overhead 61)")
