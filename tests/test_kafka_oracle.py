@@ -165,10 +165,11 @@ def test_a_full_offset_index_fails_recovery_as_in_kafka(oracle, tmp_path):
 
 
 def test_magic_bytes_above_0x7f_and_a_short_v2_tail_recover_as_in_kafka(oracle, tmp_path):
-    """The segments of test_recovery_facts: a magic byte of 0x80 or 0xFF, and a 60-byte v2 batch ending the file."""
+    """The segments of test_recovery_facts: a magic byte of 0x80 or 0xFF, a 60-byte v2 batch ending the file, and
+    a whole 61-byte batch (no records) ending it."""
     good = build_batch(0, [(1_700_000_000_000, b"k", b"v")])
     for i, tail in enumerate([bytes([*good[:16], 0x80, *good[17:]]), bytes([*good[:16], 0xFF, *good[17:]]),
-                              struct.pack(">qiib", 1, 48, 0, 2) + bytes(60 - 17)]):
+                              struct.pack(">qiib", 1, 48, 0, 2) + bytes(60 - 17), build_batch(1, [])]):
         case = Case({0: good + tail}, 4096, 10485760, f"tail {i}")
         verdict = judge(case, oracle, tmp_path / f"c{i}")
         assert not verdict.mismatches, (case.kind, verdict.mismatches, verdict.kafka)

@@ -154,3 +154,14 @@ def test_a_v2_batch_shorter_than_its_header_at_the_end_of_the_file(native: bool)
     result = recover(good + short, 0, native=native)
     assert result.stop_reason == (f"CorruptRecordException at position {len(good)}: Record batch is corrupt (the "
                                   f"size 60 is smaller than the minimum allowed overhead 61)")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_whole_61_byte_batch_ending_the_file_is_kept(native: bool):
+    """A v2 batch of no records is exactly its 61-byte header; ending the file, it is read and kept whole
+    (Kafka's recovery keeps it too: test_kafka_oracle)."""
+    from segdex.indexcore.segment_writer import build_batch
+
+    buf = _one() + build_batch(1, [])
+    result = recover(buf, 0, native=native)
+    assert (result.valid_bytes, result.batch_count, result.stop_reason, result.error) == (len(buf), 2, None, None)
