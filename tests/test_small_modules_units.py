@@ -44,7 +44,12 @@ from segdex.indexcore.errors import (
 )
 from segdex.indexcore.file_access import _kind
 from segdex.indexcore.java_hash_map import hash_map_order
-from segdex.indexcore.layout import TopicPartition, parse_partition_dir_name
+from segdex.indexcore.layout import (
+    TopicPartition,
+    filename_prefix_from_offset,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
 from segdex.indexcore.log_config import ConfigException, TopicConfigResolver, parse_topic_config_args
 from segdex.indexcore.producer_snapshot import CorruptSnapshotException, read_snapshot
 from segdex.indexcore.producer_state import (
@@ -326,6 +331,19 @@ def test_dot_topics_are_not_legal(topic: str):
         parse_partition_dir_name(f"{topic}-0")
     assert str(e.value) == f"'{topic}-0' does not name a legal Kafka topic"
     assert parse_partition_dir_name("...-0") == TopicPartition("...", 0, "")
+
+
+def test_segment_names_refused_with_their_reason():
+    """``LogFileUtils.filenamePrefixFromOffset`` zero-pads a non-negative offset to 20 digits; anything else is
+    refused, as are names that are not <20 digits><suffix>."""
+    assert filename_prefix_from_offset(42) == "00000000000000000042"
+    with pytest.raises(InvalidLayoutException) as e:
+        filename_prefix_from_offset(-1)
+    assert str(e.value) == "Segment base offset must be non-negative, got -1"
+    with pytest.raises(InvalidLayoutException) as e:
+        parse_segment_file_name("42.log")
+    assert str(e.value) == ("'42.log' is not a Kafka segment file name (20-digit base offset, then "
+                            ".log/.index/.timeindex/...)")
 
 
 def test_a_name_without_a_partition_number():
