@@ -28,11 +28,21 @@ export PYTHONDONTWRITEBYTECODE=1
 export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
 # SEGDEX_MUTATION_EARLIER: an earlier report; a mutant it shows killed, in a function unchanged since the source
 # this scratch copy started from, keeps that result ("killed earlier") instead of being run again
+# (the function hashes of the source that report ran on: REPORT.hashes.json beside it, written with every report;
+# else the scratch copy's own first hashes)
 earlier=()
 if [ -n "${SEGDEX_MUTATION_EARLIER:-}" ]; then
-  earlier=(--earlier "$(cd "$(dirname "$SEGDEX_MUTATION_EARLIER")" && pwd)/$(basename "$SEGDEX_MUTATION_EARLIER")"
-           --source-hashes "$work/source-hashes.json")
+  earlier_report="$(cd "$(dirname "$SEGDEX_MUTATION_EARLIER")" && pwd)/$(basename "$SEGDEX_MUTATION_EARLIER")"
+  earlier_hashes="${earlier_report%.md}.hashes.json"
+  [ -f "$earlier_hashes" ] || earlier_hashes="$work/source-hashes.json"
+  earlier=(--earlier "$earlier_report" --source-hashes "$earlier_hashes")
 fi
+
+hashes() {  # mutmut's function hashes of the scratch copy's source, by module
+  (cd "$work" && "$repo/.venv/bin/python" -c 'import glob, json
+print(json.dumps({p[15:-8]: json.load(open(p))["hash_by_function_name"]
+                  for p in glob.glob("mutants/segdex/indexcore/**/*.py.meta", recursive=True)}, sort_keys=True))')
+}
 
 run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then the report over MODULES
   local log="$1" modules=() started
@@ -45,12 +55,10 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
     tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
   mkdir -p "$(dirname "$report")"
   # the function hashes of the source this scratch copy started from (what SEGDEX_MUTATION_EARLIER ran on)
-  [ -f "$work/source-hashes.json" ] || "$repo/.venv/bin/python" -c 'import glob, json
-print(json.dumps({p[15:-8]: json.load(open(p))["hash_by_function_name"]
-                  for p in glob.glob("mutants/segdex/indexcore/**/*.py.meta", recursive=True)}, sort_keys=True))' \
-    > "$work/source-hashes.json"
+  [ -f "$work/source-hashes.json" ] || hashes > "$work/source-hashes.json"
   "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --seconds $(( $(date +%s) - started )) \
     "${earlier[@]}" --out "$report" "${modules[@]}"
+  hashes > "${report%.md}.hashes.json"  # what the report's results hold for (the next run's earlier hashes)
   echo "report: $report"
 }
 

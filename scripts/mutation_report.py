@@ -42,10 +42,13 @@ def read_earlier(report: str) -> Earlier:
     counts: dict[str, dict[str, int]] = {}
     survivors: set[str] = set()
     module = ""
+    columns = list(STATUSES)
     for line in Path(report).read_text().splitlines():
+        if line.startswith("| | "):  # the header row: the statuses, "killed earlier" among them when carried
+            columns = [c.strip() for c in line.strip("| ").split("|")]
         row = re.match(r"\| (indexcore/\S+) \| ([\d |]+)\|$", line)
         if row:
-            counts[row[1]] = dict(zip(STATUSES, map(int, row[2].split("|")), strict=True))
+            counts[row[1]] = dict(zip(columns, map(int, row[2].split("|")), strict=True))
         head = re.match(r"### (indexcore/\S+)$", line)
         if head:
             module = head[1]
