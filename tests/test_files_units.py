@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,32 @@ def test_transaction_index_carries_its_segments_base_offset():
     assert TransactionIndex(100).start_offset == 100
     r = recover(build_batch(100, [(1000, b"k", b"v")]), 100)
     assert r.txn_index.start_offset == 100 and len(r.txn_index) == 0
+
+
+def _v1_message(offset: int, attributes: int, timestamp: int, key: bytes, value: bytes) -> bytes:
+    """A magic 1 message from the protocol guide: offset, size, CRC-32 (from magic on), magic, attributes,
+    timestamp, key, value (int32 length + bytes)."""
+    body = struct.pack(">bbq", 1, attributes, timestamp) + struct.pack(">i", len(key)) + key
+    body += struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+def test_legacy_messages_stamped_with_log_append_time():
+    """A v1 message set written with LogAppendTime: attribute bit 3 set and the append time as each message's
+    timestamp, whether the type or only the time is given."""
+    from segdex.indexcore.segment_writer import LOG_APPEND_TIME, build_batch
+
+    want = _v1_message(5, 0x08, 99, b"k", b"v") + _v1_message(6, 0x08, 99, b"k", b"w")
+    records = [(1, b"k", b"v"), (2, b"k", b"w")]
+    assert build_batch(5, records, magic=1, log_append_time=99) == want
+    assert build_batch(5, records, magic=1, timestamp_type=LOG_APPEND_TIME) == (
+        _v1_message(5, 0x08, 1, b"k", b"v") + _v1_message(6, 0x08, 2, b"k", b"w"))
+
+
+def test_an_end_marker_without_a_time_is_at_time_zero():
+    """``control=`` without ``control_timestamp``: the marker's record and the batch's timestamps are 0."""
+    from segdex.indexcore.segment_writer import build_batch
+
+    batch = build_batch(3, [], control=("COMMIT", 2), producer_id=7, producer_epoch=0)
+    base_ts, max_ts = struct.unpack_from(">qq", batch, 27)
+    assert (base_ts, max_ts) == (0, 0)
