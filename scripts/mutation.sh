@@ -6,7 +6,8 @@
 #   bash scripts/mutation.sh --names FILE             # only the mutants FILE names or globs (one a line)
 #   bash scripts/mutation.sh --sync                   # after changes to indexcore/ or tests/: what is owed
 #   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --sync
-#       # ... where that report's run (on the source the scratch copy started from) settles the mutants it killed
+#       # ... where that report's run settles the mutants it killed in functions unchanged since (its .hashes.json);
+#       # in a new checkout this makes the scratch copy first
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -62,6 +63,30 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   echo "report: $report"
 }
 
+make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
+  rm -rf "$work" && mkdir -p "$work"
+  tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
+    --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
+  # segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
+  # tests import (segdex.indexcore.X), which is what mutmut's trampolines compare against
+  kernel="$(cd indexcore/scan && ls _fastscan*.so)"
+  cat >> "$work/pyproject.toml" <<TOML
+
+[tool.mutmut]
+source_paths = ["segdex/indexcore"]
+also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
+             "README.md", "segdex/indexcore/scan/$kernel", "segdex/indexcore/scan/_fastscan.c",
+             "segdex/indexcore/scan/_layout.h"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
+pytest_add_cli_args_test_selection = ["tests"]
+TOML
+  mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"
+  # Kafka's jars (.venv/kafka), for the tests that compare with Kafka's own tools
+  ln -s "$repo/.venv" "$work/.venv" && ln -s "$repo/.venv" "$work/mutants/.venv"
+  # No PYTHONPATH to the mutants: a test's subprocess started outside mutants/ imports the unmutated package (in
+  # mutmut's stats pass it could not find mutmut's configuration); one started in mutants/ runs the active mutant.
+}
+
 if [ "${1:-}" = "--recheck" ]; then
   # A second pass after new tests: the same scratch copy with the repository's tests now, stats taken again, and
   # only the mutants that survived, had no test, timed out or were not run yet run (again); killed ones keep
@@ -94,7 +119,7 @@ if [ "${1:-}" = "--sync" ]; then
   # After changes to indexcore/ or tests/: the scratch copy takes the repository's source and tests; mutmut
   # generates the mutants of changed functions again (their results reset) and times the tests again on a first
   # mutant; then every mutant still owed runs: survived, no tests, or not checked and not settled earlier.
-  [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
+  [ -d "$work/mutants" ] || make_scratch  # a new checkout: SEGDEX_MUTATION_EARLIER's results carry over
   (cd indexcore && find . -name '*.py') | while read -r f; do
     cmp -s "indexcore/$f" "$work/indexcore/$f" || cp "indexcore/$f" "$work/indexcore/$f"
   done
@@ -102,6 +127,7 @@ if [ "${1:-}" = "--sync" ]; then
   rm -f "$work/mutants/mutmut-stats.json"
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
+  first="${first:-segdex.indexcore.status.*}"  # none generated yet: a small module's
   (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
   mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
     --pending "${earlier[@]}")
@@ -109,27 +135,7 @@ if [ "${1:-}" = "--sync" ]; then
   run_and_report mutmut-sync.log -- "${owed[@]}"
   exit 0
 fi
-rm -rf "$work" && mkdir -p "$work"
-tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
-  --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
-# segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
-# tests import (segdex.indexcore.X), which is what mutmut's trampolines compare against
-kernel="$(cd indexcore/scan && ls _fastscan*.so)"
-cat >> "$work/pyproject.toml" <<TOML
-
-[tool.mutmut]
-source_paths = ["segdex/indexcore"]
-also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
-             "README.md", "segdex/indexcore/scan/$kernel", "segdex/indexcore/scan/_fastscan.c",
-             "segdex/indexcore/scan/_layout.h"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
-pytest_add_cli_args_test_selection = ["tests"]
-TOML
-mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"
-# Kafka's jars (.venv/kafka), for the tests that compare with Kafka's own tools
-ln -s "$repo/.venv" "$work/.venv" && ln -s "$repo/.venv" "$work/mutants/.venv"
-# No PYTHONPATH to the mutants: a test's subprocess started outside mutants/ imports the unmutated package (in
-# mutmut's stats pass it could not find mutmut's configuration); one started in mutants/ runs the active mutant.
+make_scratch
 globs=()
 for m in "$@"; do globs+=("segdex.indexcore.${m//\//.}.*"); done
 run_and_report mutmut-run.log "$@" -- "${globs[@]}"

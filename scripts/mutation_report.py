@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
               + ".\n\n")
     if earlier:
         out.write(f"`{EARLIER}`: not run again here; killed or timed out in the run of "
-                  f"{Path(args.earlier).name}, over the same source.\n\n")
+                  f"{Path(args.earlier).name}, in functions unchanged since.\n\n")
     out.write("| | " + " | ".join(statuses) + " |\n|---|" + "---|" * len(statuses) + "\n")
     out.write("| **all** | " + " | ".join(str(total[s]) for s in statuses) + " |\n")
     for module in sorted(counts):
