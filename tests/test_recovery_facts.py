@@ -165,3 +165,17 @@ def test_a_whole_61_byte_batch_ending_the_file_is_kept(native: bool):
     buf = _one() + build_batch(1, [])
     result = recover(buf, 0, native=native)
     assert (result.valid_bytes, result.batch_count, result.stop_reason, result.error) == (len(buf), 2, None, None)
+
+
+def test_a_whole_61_byte_batch_ending_the_file_is_read_whole():
+    """``FileLogInputStream``: a batch of exactly the 61-byte header ending the file is a whole v2 batch; its
+    header fields are read (the CRC stored at byte 17, its attributes), not those of a batch too short to hold
+    them."""
+    from segdex.indexcore.file_records import batches
+    from segdex.indexcore.segment_writer import build_batch
+
+    empty = build_batch(1, [], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
+    buf = _one() + empty
+    last = list(batches(buf))[-1]
+    assert (last.position, last.size_in_bytes, last.crc) == (len(_one()), 61, struct.unpack_from(">I", empty, 17)[0])
+    assert last.producer_id == 9
