@@ -63,6 +63,11 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   echo "report: $report"
 }
 
+take_tests() {  # the repository's tests into the scratch copy; mutmut times them again (which test reaches what)
+  rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
+  rm -f "$work/mutants/mutmut-stats.json"
+}
+
 make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
   rm -rf "$work" && mkdir -p "$work"
   tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
@@ -93,8 +98,7 @@ if [ "${1:-}" = "--recheck" ]; then
   # their result.
   shift
   [ -d "$work/mutants" ] || { echo "no earlier run in $work" >&2; exit 2; }
-  rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
-  rm -f "$work/mutants/mutmut-stats.json"
+  take_tests
   mapfile -t again < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
     --names "survived,no tests,timeout,suspicious,not checked,check was interrupted by user")
   echo "rechecking ${#again[@]} mutants"
@@ -107,8 +111,7 @@ if [ "${1:-}" = "--names" ]; then
   # them again, to know which tests reach which function).
   [ -d "$work/mutants" ] && [ -f "${2:-}" ] || { echo "usage: --names FILE, after a first run in $work" >&2; exit 2; }
   if ! diff -rq -x __pycache__ tests "$work/tests" >/dev/null; then
-    rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
-    rm -f "$work/mutants/mutmut-stats.json"
+    take_tests
   fi
   mapfile -t chosen < <(grep -v '^[[:space:]]*$' "$2")
   echo "running ${#chosen[@]} named mutants"
@@ -123,8 +126,7 @@ if [ "${1:-}" = "--sync" ]; then
   (cd indexcore && find . -name '*.py') | while read -r f; do
     cmp -s "indexcore/$f" "$work/indexcore/$f" || cp "indexcore/$f" "$work/indexcore/$f"
   done
-  rm -rf "$work/tests" && cp -r tests "$work/tests" && rm -rf "$work/mutants/tests"
-  rm -f "$work/mutants/mutmut-stats.json"
+  take_tests
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
   first="${first:-segdex.indexcore.status.*}"  # none generated yet: a small module's

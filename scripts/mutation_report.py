@@ -21,6 +21,7 @@ import re
 import sys
 import tokenize
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from mutmut.mutation.data import SourceFileMutationData
@@ -143,29 +144,33 @@ def _function(mutant: str) -> str:
     return mutant.rsplit("__mutmut_", 1)[0].replace("ǁ", ".").replace(".x_", ".").replace(".x.", ".")
 
 
-def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> None:
-    """The mutants a run still owes: survived, no tests, suspicious or interrupted (new tests may kill them),
-    and not checked unless the earlier run's result stands (``_carried``). Killed, timed out and crashed ones
-    were noticed."""
+def _mutants() -> Iterator[tuple[Path, str, str, str]]:
+    """Every mutant of the scratch copy as (source path, module, name, status), module by module, each module's
+    in function order and then by number."""
     for path in sorted(walk_mutatable_files()):
         data = SourceFileMutationData(path=path)
         data.load()
         module = str(path).removeprefix("segdex/").removesuffix(".py")
-        for name, code in data.exit_code_by_key.items():
-            status = status_by_exit_code[code]
-            if status not in ("killed", "timeout", "segfault", "not checked") or (
-                    status == "not checked" and not _carried(module, name, earlier, hashes)):
-                print(name)
+        for name, code in sorted(data.exit_code_by_key.items(),
+                                 key=lambda kv: (kv[0].rsplit("__mutmut_", 1)[0], int(kv[0].rsplit("_", 1)[1]))):
+            yield path, module, name, status_by_exit_code[code]
+
+
+def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> None:
+    """The mutants a run still owes: survived, no tests, suspicious or interrupted (new tests may kill them),
+    and not checked unless the earlier run's result stands (``_carried``). Killed, timed out and crashed ones
+    were noticed."""
+    for _, module, name, status in _mutants():
+        if status not in ("killed", "timeout", "segfault", "not checked") or (
+                status == "not checked" and not _carried(module, name, earlier, hashes)):
+            print(name)
 
 
 def print_names(wanted: set[str]) -> None:
     """The names of the mutants whose status is one of ``wanted``, one per line (for ``mutmut run``)."""
-    for path in sorted(walk_mutatable_files()):
-        data = SourceFileMutationData(path=path)
-        data.load()
-        for name, code in data.exit_code_by_key.items():
-            if status_by_exit_code[code] in wanted:
-                print(name)
+    for _, _, name, status in _mutants():
+        if status in wanted:
+            print(name)
 
 
 def collect(earlier: Earlier | None, only_run: bool, hashes: dict[str, dict[str, str]] | None = None
@@ -174,25 +179,19 @@ def collect(earlier: Earlier | None, only_run: bool, hashes: dict[str, dict[str,
     counts: dict[str, Counter] = defaultdict(Counter)
     survivors: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     untested: dict[str, Counter] = defaultdict(Counter)
-    for path in sorted(walk_mutatable_files()):
-        data = SourceFileMutationData(path=path)
-        data.load()
-        module = str(path).removeprefix("segdex/").removesuffix(".py")
-        for name, code in sorted(data.exit_code_by_key.items(),
-                                 key=lambda kv: (kv[0].rsplit("__mutmut_", 1)[0], int(kv[0].rsplit("_", 1)[1]))):
-            status = status_by_exit_code[code]
-            if status == "not checked" and _carried(module, name, earlier, hashes or {}):
-                status = EARLIER
-            if status == "not checked" and only_run:
-                continue
-            counts[module][status] += 1
-            if status == "survived":
-                diff = get_diff_for_mutant(name, path=path)
-                old, new = _changed(diff)
-                change = " / ".join(x.strip() for x in old) + "  ->  " + " / ".join(x.strip() for x in new)
-                survivors[module].append((name.rsplit(".", 1)[1], categorize(diff), change))
-            elif status == "no tests":
-                untested[module][_function(name).rsplit(".", 1)[1]] += 1
+    for path, module, name, status in _mutants():
+        if status == "not checked" and _carried(module, name, earlier, hashes or {}):
+            status = EARLIER
+        if status == "not checked" and only_run:
+            continue
+        counts[module][status] += 1
+        if status == "survived":
+            diff = get_diff_for_mutant(name, path=path)
+            old, new = _changed(diff)
+            change = " / ".join(x.strip() for x in old) + "  ->  " + " / ".join(x.strip() for x in new)
+            survivors[module].append((name.rsplit(".", 1)[1], categorize(diff), change))
+        elif status == "no tests":
+            untested[module][_function(name).rsplit(".", 1)[1]] += 1
     return counts, survivors, untested
 
 
