@@ -10,16 +10,13 @@ segdex documents for an operator.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, load_case
+from test_log_dir_units import other_holder
 
 from segdex.indexcore import index_compaction
 from segdex.indexcore.index_compaction import (
@@ -94,18 +91,6 @@ def assert_kafkas_files(part: Path) -> None:
             p = index_path(part, s["baseOffset"], suffix)
             assert p.read_bytes() == index_path(FIXTURES / CASE / "broker", s["baseOffset"], suffix).read_bytes()
             assert p.stat().st_mtime_ns == OLD_MTIME_NS
-
-
-@contextmanager
-def lock_held_elsewhere(log_dir: Path) -> Iterator[None]:
-    """Hold ``<log_dir>/.lock`` with an open-file-description lock, which conflicts with the POSIX lock a broker
-    (or segdex) takes as another process's would, while staying in the test process."""
-    fd = os.open(log_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0).ljust(32, b"\0"))
-        yield
-    finally:
-        os.close(fd)
 
 
 def test_report_mode_is_the_default_and_writes_nothing(tmp_path):
@@ -183,7 +168,7 @@ def test_report_mode_warns_when_a_broker_holds_the_lock(tmp_path):
     says that apply would be refused."""
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "t-0")
-    with lock_held_elsewhere(log_dir):
+    with other_holder(log_dir / ".lock"):
         outcome = compact_log_dir(str(log_dir))
     assert outcome.error == (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                              f"--apply would be refused")

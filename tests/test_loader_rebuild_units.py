@@ -28,6 +28,7 @@ from pathlib import Path
 import crc32c
 import pytest
 from conftest import FIXTURES, load_case
+from test_producer_snapshot import _reference as _snapshot  # ProducerSnapshot v1 from Kafka's schema
 from test_rebuild_targets import _partition
 
 from segdex.indexcore import atomic_file, log_segments
@@ -44,13 +45,6 @@ T = 1_700_000_000_000
 SRC = FIXTURES / "multi_segment_partition_retention"
 CONFIG = LogConfig().with_overrides({k: str(v) for k, v in load_case(SRC.name)["topic_config"].items()
                                      if k in ("index.interval.bytes", "segment.index.bytes")})
-
-
-def _snapshot(entries: list[tuple[int, int, int, int, int, int, int, int]]) -> bytes:
-    """A producer snapshot file: (producerId, epoch, lastSequence, lastOffset, offsetDelta, timestamp,
-    coordinatorEpoch, currentTxnFirstOffset) per entry."""
-    body = struct.pack(">i", len(entries)) + b"".join(struct.pack(">qhiqiqiq", *e) for e in entries)
-    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
 
 
 EMPTY_SNAPSHOT = _snapshot([])

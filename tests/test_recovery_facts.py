@@ -13,6 +13,7 @@ import zlib
 
 import pytest
 from conftest import FIXTURES, fixture_case_names
+from test_recover_units import _one
 
 from segdex.indexcore.log_segment import recover
 
@@ -123,19 +124,13 @@ def test_recovery_stops_at_a_full_offset_index(native: bool):
     assert len(result.offset_index.to_bytes()) == 64 and result.valid_bytes == 630
 
 
-def _one() -> bytes:
-    from segdex.indexcore.segment_writer import build_batch
-
-    return build_batch(0, [(1_700_000_000_000, b"k", b"v")])
-
-
 @pytest.mark.parametrize("magic", [0x80, 0xFF])
 @pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 def test_a_magic_byte_above_0x7f_is_a_legacy_message_to_kafka(magic: int, native: bool):
     """Kafka reads the magic as a Java byte: 0x80..0xFF are negative, below v2, so the batch is checked as a
     legacy message: its CRC-32 from the magic byte on against the int at bytes 12..16 (here the v2 leader
     epoch, 0). Kafka's recovery of the same bytes agrees (test_kafka_oracle)."""
-    good = _one()
+    good = _one(0)
     bad = bytearray(good)
     bad[16] = magic
     result = recover(good + bytes(bad), 0, native=native)
@@ -149,7 +144,7 @@ def test_a_magic_byte_above_0x7f_is_a_legacy_message_to_kafka(magic: int, native
 def test_a_v2_batch_shorter_than_its_header_at_the_end_of_the_file(native: bool):
     """The last 60 bytes claim a v2 batch (length 48): too short for the 61-byte header, which
     ``DefaultRecordBatch.ensureValid`` refuses by its size before reading anything else."""
-    good = _one()
+    good = _one(0)
     short = struct.pack(">qiib", 1, 48, 0, 2) + bytes(60 - 17)
     result = recover(good + short, 0, native=native)
     assert result.stop_reason == (f"CorruptRecordException at position {len(good)}: Record batch is corrupt (the "
@@ -162,7 +157,7 @@ def test_a_whole_61_byte_batch_ending_the_file_is_kept(native: bool):
     (Kafka's recovery keeps it too: test_kafka_oracle)."""
     from segdex.indexcore.segment_writer import build_batch
 
-    buf = _one() + build_batch(1, [])
+    buf = _one(0) + build_batch(1, [])
     result = recover(buf, 0, native=native)
     assert (result.valid_bytes, result.batch_count, result.stop_reason, result.error) == (len(buf), 2, None, None)
 
@@ -175,7 +170,7 @@ def test_a_whole_61_byte_batch_ending_the_file_is_read_whole():
     from segdex.indexcore.segment_writer import build_batch
 
     empty = build_batch(1, [], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
-    buf = _one() + empty
+    buf = _one(0) + empty
     last = list(batches(buf))[-1]
-    assert (last.position, last.size_in_bytes, last.crc) == (len(_one()), 61, struct.unpack_from(">I", empty, 17)[0])
+    assert (last.position, last.size_in_bytes, last.crc) == (len(_one(0)), 61, struct.unpack_from(">I", empty, 17)[0])
     assert last.producer_id == 9

@@ -22,11 +22,7 @@ from segdex.indexcore import retention_apply as ra
 from segdex.indexcore.log_dir import LogDirCheckpoints
 from segdex.indexcore.retention import PartitionRetention
 from segdex.indexcore.retention_policy import Deletion, RetentionPlan
-
-
-def name(base: int, suffix: str) -> str:
-    """Kafka's segment file name: the base offset as 20 digits, then the suffix."""
-    return f"{base:020d}{suffix}"
+from segdex.indexcore.segment_writer import segment_name as name  # <base as 20 digits><suffix>
 
 
 def touch(directory: Path, *names: str, mode: int = 0o644) -> None:

@@ -21,13 +21,10 @@ from types import SimpleNamespace
 from segdex.indexcore import retention as ret
 from segdex.indexcore.log_config import LogConfig
 from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.segment_writer import segment_name as name  # <base as 20 digits><suffix>
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
-
-
-def name(base: int, suffix: str) -> str:
-    return f"{base:020d}{suffix}"
 
 
 def one_record_batches(count: int, base: int = 0) -> list[bytes]:

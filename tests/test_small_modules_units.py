@@ -25,8 +25,8 @@ import zlib
 from pathlib import Path
 
 import cramjam
-import crc32c
 import pytest
+from test_producer_snapshot import _reference as _snapshot  # ProducerSnapshot v1 from Kafka's schema
 
 from segdex.indexcore.broker_config import load_properties, read_broker_config
 from segdex.indexcore.checkpoints import (
@@ -105,12 +105,6 @@ def test_a_plain_write_inside_an_open_transaction_is_refused():
 
 
 # ---------------------------------------------------------------- producer_snapshot
-
-
-def _snapshot(entries: list[tuple[int, int, int, int, int, int, int, int]]) -> bytes:
-    """Version 1 snapshot: version, CRC-32C of the rest, count, 46-byte entries."""
-    covered = struct.pack(">i", len(entries)) + b"".join(struct.pack(">qhiqiqiq", *e) for e in entries)
-    return struct.pack(">hI", 1, crc32c.crc32c(covered)) + covered
 
 
 def test_a_transaction_opened_at_offset_0_is_read_as_open():
