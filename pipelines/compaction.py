@@ -63,19 +63,37 @@ def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE
             "vacuumed": len(vacuumed), "version": dt.version()}
 
 
+# Delta Lake 4.x on Spark ignores a VACUUM retention other than 0 hours and takes the table's
+# delta.deletedFileRetentionDuration instead (7 days by default) while this is on: --vacuum-hours 720 would delete
+# files younger than the 30 days asked for. segdex's retention is the one the operator gave.
+RETENTION_WINDOW_IGNORE = "spark.databricks.delta.vacuum.retentionWindowIgnore.enabled"
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
 def _maintain_spark(spark: Any, uri: str, name: str, retention_hours: int, allow_unsafe: bool) -> dict[str, Any]:
-    """OPTIMIZE and VACUUM through Delta Lake on Spark's Python API (the table's path is never pasted into SQL).
-    A dry run goes through delta-rs, which reports the files a vacuum would remove without removing them."""
+    """OPTIMIZE and VACUUM through Delta Lake on Spark's Python API (the table's path is never pasted into SQL),
+    vacuuming with ``retention_hours`` itself. The files vacuumed and the version come from the commit's history
+    (``VACUUM END``'s ``numDeletedFiles``)."""
     from delta.tables import DeltaTable as SparkDeltaTable
 
     table = SparkDeltaTable.forPath(spark, uri)
     before = table.detail().collect()[0]["numFiles"]
     table.optimize().executeCompaction()
-    if allow_unsafe:
-        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-    table.vacuum(float(retention_hours))
-    after = SparkDeltaTable.forPath(spark, uri).detail().collect()[0]["numFiles"]
-    return {"table": name, "files_before": before, "files_after": after, "vacuumed": None, "version": None}
+    settings = {RETENTION_WINDOW_IGNORE: "false", **({RETENTION_CHECK: "false"} if allow_unsafe else {})}
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        table.vacuum(float(retention_hours))
+    finally:
+        for key, value in saved.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+    table = SparkDeltaTable.forPath(spark, uri)
+    after = table.detail().collect()[0]["numFiles"]
+    last = table.history(1).collect()[0]
+    vacuumed = (last["operationMetrics"] or {}).get("numDeletedFiles") if last["operation"] == "VACUUM END" else None
+    return {"table": name, "files_before": before, "files_after": after,
+            "vacuumed": None if vacuumed is None else int(vacuumed), "version": last["version"]}
 
 
 def maintain_tables(spark: Any, path: str, retention_hours: int = SAFE_RETENTION_HOURS, allow_unsafe: bool = False,

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,20 +82,30 @@ def test_sql_time_travel_through_spark_delta_reader(spark_written):
 
 def test_compact_optimizes_and_vacuums_through_spark_when_it_is_the_writer(spark_written, spark):
     """``segdex compact --metadata`` with Spark as the writer: OPTIMIZE and VACUUM run in Delta Lake on Spark (the
-    commit says so: Spark's engineInfo), and both readers see the same facts after it."""
+    commit says so: Spark's engineInfo), and both readers see the same facts after it. The vacuum keeps the
+    retention asked for (Delta 4 on Spark would otherwise take the table's 7 days): with ``--vacuum-hours 200`` a
+    file no version references, last written 180 h ago, stays; one of 300 h goes, and the count says so."""
     from deltalake import DeltaTable
 
     log_dir, meta = spark_written
     before = facts(spark, meta, "segments").collect()
+    now = time.time()
+    aged = {}
+    for hours in (180, 300):  # left by a writer that died before its commit: no version references them
+        aged[hours] = meta / "runs" / f"part-00000-stray-{hours}h.snappy.parquet"
+        aged[hours].write_bytes(b"PAR1 not referenced PAR1")
+        os.utime(aged[hours], (now - hours * 3600, now - hours * 3600))
     env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
     proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--metadata", str(meta),
-                           str(log_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+                           "--vacuum-hours", "200", str(log_dir)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f"{meta}/runs: files 2 -> 1" in proc.stdout
+    assert f"{meta}/runs: files 2 -> 1, vacuumed 1 (retention 200 h)" in proc.stdout
+    assert aged[180].exists() and not aged[300].exists()
     runs_files = len(DeltaTable(str(meta / "runs")).file_uris())
     history = DeltaTable(str(meta / "runs")).history()  # appended by each run: one small file per run
     operations = [h["operation"] for h in history]
-    assert "OPTIMIZE" in operations and "VACUUM START" in operations
+    assert "OPTIMIZE" in operations and "VACUUM START" in operations and "VACUUM END" in operations
     assert all("Apache-Spark" in h.get("engineInfo", "") for h in history
                if h["operation"].startswith(("OPTIMIZE", "VACUUM")))
     assert runs_files == 1 and len(ms.MetadataStore(str(meta)).read("runs")) == 2
