@@ -212,7 +212,9 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
     Executors of a non-local master get the package as a zip (pure-Python scan) unless ``SEGDEX_SHIP_PACKAGE=0``
     (segdex installed on the executors, which also gives them the native scan kernel). An embedded session's JVM
     writes its log lines to ``spark_log_path()`` unless verbose (``-v``, ``SEGDEX_VERBOSE=1``). ``remote`` (or
-    ``SPARK_REMOTE``, when no master is given) gives a Spark Connect session instead.
+    ``SPARK_REMOTE``, when no master is given) gives a Spark Connect session instead. segdex's defaults (shuffle
+    partitions, UTC session time zone, ...) give way to what spark-submit was given (``--conf``, its
+    spark-defaults.conf); ``conf`` wins over both.
     """
     remote = remote or (None if master else os.environ.get(REMOTE_ENV))
     if remote:
@@ -240,8 +242,12 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         defaults["spark.driver.extraJavaOptions"] = f"{FAST_START_JVM} {class_archive_options(DRIVER_ARCHIVE)}"
         # spark-class's launcher JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", f"{FAST_START_JVM} {class_archive_options(LAUNCHER_ARCHIVE)}")
-    from pyspark import SparkContext
+    from pyspark import SparkConf, SparkContext
 
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its --conf and spark-defaults.conf win
+        SparkContext._ensure_initialized()  # the JVM spark-submit started: SparkConf() reads its properties
+        launched = SparkConf()
+        defaults = {key: value for key, value in defaults.items() if not launched.contains(key)}
     embedded_start = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._active_spark_context is None
     # Delta's jars load only with a new JVM: a running one (spark-submit, a test session) keeps its own classpath
     for key, value in {**defaults, **(_delta_conf(delta) if embedded_start else {}), **(conf or {})}.items():
