@@ -1,10 +1,12 @@
-"""Decompression of batch payloads with cramjam, including Kafka's xerial snappy framing."""
+"""Decompression of batch payloads with cramjam, including Kafka's xerial snappy framing; compression as the
+sample-data writer needs it (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
 
 from __future__ import annotations
 
 import struct
 
 import cramjam
+import lz4.frame
 
 from .errors import CorruptRecordException, DecompressionException
 from .record_batch import CompressionType, compression_name
@@ -76,10 +78,10 @@ def compress(codec: int, data: bytes) -> bytes:
         block = bytes(cramjam.snappy.compress_raw(data))
         return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + INT32.pack(len(block)) + block
     if codec == CompressionType.LZ4:
-        # Independent blocks, as KafkaLZ4BlockOutputStream writes them (Kafka cannot read linked ones).
-        compressor = cramjam.lz4.Compressor(block_linked=False)
-        compressor.compress(data)
-        return bytes(compressor.finish())
+        # The frame KafkaLZ4BlockOutputStream writes: FLG 0x60 (version 1, independent blocks, no block or
+        # content checksum, no content size), BD 0x40 (64 KiB blocks). python-lz4 gives its bytes exactly.
+        return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                  block_checksum=False, content_checksum=False, store_size=False)
     if codec == CompressionType.ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"Unknown compression codec id {codec}")
