@@ -45,6 +45,19 @@ print(json.dumps({p[15:-8]: json.load(open(p))["hash_by_function_name"]
                   for p in glob.glob("mutants/segdex/indexcore/**/*.py.meta", recursive=True)}, sort_keys=True))')
 }
 
+watchdog() {  # mutmut's limit counts CPU seconds: a mutant blocked in open() (a FIFO opened without O_NONBLOCK)
+  # never reaches it. After 4 minutes of wall time with under 5 s of CPU, a mutant's process gets SIGXCPU, the
+  # signal mutmut's limit sends (so it counts as a timeout); each such kill is logged in $work/watchdog.log.
+  while sleep 20; do
+    ps -eo pid=,etimes=,times=,args= | while read -r pid wall cpu tag name _; do
+      if [ "$tag" = "mutmut:" ] && [ "$wall" -gt 240 ] && [ "$cpu" -lt 5 ]; then
+        echo "$(date +%FT%T) SIGXCPU $name after ${wall} s, ${cpu} s of CPU" >> "$work/watchdog.log"
+        kill -XCPU "$pid" 2>/dev/null || true
+      fi
+    done
+  done
+}
+
 run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then the report over MODULES
   local log="$1" modules=() started
   shift
@@ -52,8 +65,10 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   shift
   cd "$work"
   started=$(date +%s)
+  watchdog & local dog=$!
   "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$@" > "$work/$log" 2>&1 || {
-    tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
+    kill "$dog"; tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
+  kill "$dog"
   mkdir -p "$(dirname "$report")"
   # the function hashes of the source this scratch copy started from (what SEGDEX_MUTATION_EARLIER ran on)
   [ -f "$work/source-hashes.json" ] || hashes > "$work/source-hashes.json"
