@@ -47,6 +47,15 @@ def test_lz4_frames_are_the_bytes_kafkas_producer_wrote():
         assert compress(LZ4, decompress(LZ4, payload)) == payload
 
 
+def test_lz4_blocks_stay_independent_past_one_block():
+    """A payload of several 64 KiB blocks (the fixtures' batches fit in one, where the LZ4 library makes blocks
+    independent anyway): still FLG 0x60, BD 0x40, which KafkaLZ4BlockInputStream requires."""
+    data = bytes((i * 7919) % 251 for i in range(300_000))
+    frame = compress(LZ4, data)
+    assert frame[:6] == b"\x04\x22\x4d\x18\x60\x40"
+    assert decompress(LZ4, frame) == data
+
+
 def test_snappy_has_the_xerial_header_kafka_writes():
     """snappy-java's SnappyOutputStream header (magic, version 1, compatible version 1), then int32-length
     chunks: as in every batch of the v2_snappy fixture."""
