@@ -1,10 +1,18 @@
 """Kafka's protocol primitives written out from the protocol guide, for tests that build message bytes by hand
 (expected values must not come from segdex's own readers): big-endian integers, unsigned varints, non-flexible
-strings and bytes (int16/int32 length, -1 for null) and compact strings (uvarint length + 1, 0 for null)."""
+strings and bytes (int16/int32 length, -1 for null) and compact strings (uvarint length + 1, 0 for null); the v2
+record batch header and magic 0/1 messages of the message format."""
 
 from __future__ import annotations
 
 import struct
+import zlib
+
+# The v2 record batch header (DefaultRecordBatch, RECORD_BATCH_OVERHEAD = 61 bytes): baseOffset int64,
+# batchLength int32, partitionLeaderEpoch int32, magic int8, crc uint32 (CRC-32C from attributes on), attributes
+# int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64, producerId int64, producerEpoch int16,
+# baseSequence int32, records count int32
+RECORD_BATCH_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 
 
 def uv(n: int) -> bytes:
@@ -15,6 +23,21 @@ def uv(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def varint(n: int) -> bytes:
+    """Kafka's ``ByteUtils.writeVarint``/``writeVarlong``: the unsigned varint of the zigzag (n << 1) ^ (n >> 63)."""
+    return uv((n << 1) ^ (n >> 63))
+
+
+def legacy_message(offset: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None,
+                   magic: int = 1) -> bytes:
+    """A magic 0/1 message: offset int64, size int32, crc uint32 (CRC-32 from magic to the end), magic int8,
+    attributes int8, timestamp int64 (magic 1 only), key and value (int32 length, -1 for null, + bytes)."""
+    body = struct.pack(">bb", magic, attributes) + (struct.pack(">q", timestamp) if magic else b"")
+    for field in (key, value):
+        body += b32(field)
+    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
 
 
 def s16(text: str | None) -> bytes:

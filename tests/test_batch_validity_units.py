@@ -28,26 +28,11 @@ from segdex.indexcore.errors import CorruptRecordException, DecompressionExcepti
 from segdex.indexcore.log_segment import recover
 from segdex.indexcore.record_batch import RecordBatch, ensure_valid
 from segdex.indexcore.records import Record, v2_records
+from tests.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER  # 61 bytes: RECORD_BATCH_OVERHEAD
+from tests.kafka_bytes import varint as zz
 
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes: DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 CRC_FROM = 21  # attributes offset: the CRC-32C covers attributes .. end of batch
 LOG_OVERHEAD = 12
-
-
-def uvarint(n: int) -> bytes:
-    """Unsigned base-128 varint, low group first."""
-    out = bytearray()
-    while True:
-        if n < 0x80:
-            out.append(n)
-            return bytes(out)
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-
-
-def zz(n: int) -> bytes:
-    """Zig-zag varint/varlong of a signed 64-bit value."""
-    return uvarint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def vbytes(data: bytes | None) -> bytes:

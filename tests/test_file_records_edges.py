@@ -6,18 +6,16 @@ from the message formats; ``open_regular`` decodes text with the encoding it is 
 from __future__ import annotations
 
 import struct
-import zlib
 
 from segdex.indexcore.file_access import open_regular
 from segdex.indexcore.file_records import batches
 from segdex.indexcore.record_batch import read_batch_header
+from tests.kafka_bytes import legacy_message
 
 
 def legacy_v1(offset: int, timestamp: int) -> bytes:
-    """A magic-1 message with null key and value: offset int64, size int32 (22), crc uint32 (CRC-32 from magic on),
-    magic int8, attributes int8, timestamp int64, key length -1, value length -1."""
-    body = struct.pack(">bbqii", 1, 0, timestamp, -1, -1)
-    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+    """A magic-1 message with null key and value: size 22, the least a magic-1 message can have."""
+    return legacy_message(offset, 0, timestamp, None, None)
 
 
 def test_a_17_byte_tail_is_not_read_even_with_a_bad_size():

@@ -19,7 +19,6 @@ import os
 import re
 import stat
 import struct
-import zlib
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from segdex.indexcore.checkpoints import mode_template, write_offset_checkpoint
 from segdex.indexcore.log_segment import recover
 from segdex.indexcore.segment_writer import SegmentWriter, build_batch, build_legacy, write_partition
 from segdex.indexcore.transaction_index import TransactionIndex
+from tests.kafka_bytes import legacy_message
 
 LOG_0 = "00000000000000000000.log"
 LOG_100 = "00000000000000000100.log"
@@ -183,12 +183,7 @@ def test_transaction_index_carries_its_segments_base_offset():
     assert r.txn_index.start_offset == 100 and len(r.txn_index) == 0
 
 
-def _v1_message(offset: int, attributes: int, timestamp: int, key: bytes, value: bytes) -> bytes:
-    """A magic 1 message from the protocol guide: offset, size, CRC-32 (from magic on), magic, attributes,
-    timestamp, key, value (int32 length + bytes)."""
-    body = struct.pack(">bbq", 1, attributes, timestamp) + struct.pack(">i", len(key)) + key
-    body += struct.pack(">i", len(value)) + value
-    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+_v1_message = legacy_message  # a magic 1 message laid out from the message format
 
 
 def test_legacy_messages_stamped_with_log_append_time():

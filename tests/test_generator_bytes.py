@@ -12,19 +12,11 @@ import pytest
 from segdex.indexcore.compression import compress, decompress
 from segdex.indexcore.segment_writer import build_batch
 from tests.conftest import FIXTURES
-from tests.kafka_bytes import uv
+from tests.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER
+from tests.kafka_bytes import varint as zz
 
-# The v2 batch header of the protocol guide: baseOffset int64, batchLength int32, partitionLeaderEpoch int32,
-# magic int8, crc uint32, attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
-# producerId int64, producerEpoch int16, baseSequence int32, records count int32
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 GZIP, SNAPPY, LZ4 = 1, 2, 3
 LOG_APPEND_TIME_FLAG = 0x08  # attributes bit 3; bits 0-2 the codec
-
-
-def zz(n: int) -> bytes:
-    """A signed varint: zigzag, then unsigned (``ByteUtils.writeVarint``)."""
-    return uv((n << 1) ^ (n >> 63))
 
 
 def fixture_payloads(case: str) -> Iterator[bytes]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from kafka_bytes import uv
+from kafka_bytes import varint as _varint
 from test_fastscan import scan_state
 
 from segdex.indexcore.file_records import open_log
@@ -52,17 +52,9 @@ from segdex.indexcore.scan.state import (
 
 INT32_MAX = 2**31 - 1
 TS = 1_700_000_000_000
-# DefaultRecordBatch header after the length field: partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-HEADER = struct.Struct(">qiibIhiqqqhii")
 CRC_AT = 17  # baseOffset (8) + batchLength (4) + partitionLeaderEpoch (4) + magic (1)
 ATTRIBUTES_AT = 21
 OVERHEAD = 61  # RECORD_BATCH_OVERHEAD: the header of a batch without records
-
-
-def _varint(n: int) -> bytes:
-    """Zigzag varint (ByteUtils.writeVarint / writeVarlong): the unsigned varint of (n << 1) ^ (n >> 63)."""
-    return uv((n << 1) ^ (n >> 63))
 
 
 def _record(offset_delta: int, ts_delta: int, key: bytes, value: bytes) -> bytes:

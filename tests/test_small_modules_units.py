@@ -26,6 +26,7 @@ from pathlib import Path
 
 import cramjam
 import pytest
+from kafka_bytes import legacy_message as _v1  # a magic 0/1 message laid out from the message format
 from test_producer_snapshot import _reference as _snapshot  # ProducerSnapshot v1 from Kafka's schema
 
 from segdex.indexcore.broker_config import load_properties, read_broker_config
@@ -409,14 +410,6 @@ def test_whole_files_moved_away_are_recorded_whole(tmp_path: Path):
 
 
 # ---------------------------------------------------------------- segment_writer: legacy messages
-
-
-def _v1(offset: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None, magic: int = 1) -> bytes:
-    """A magic 0/1 message: offset, size, CRC-32 (magic to the end), magic, attributes, [timestamp], key, value."""
-    body = struct.pack(">bb", magic, attributes) + (struct.pack(">q", timestamp) if magic else b"")
-    for field in (key, value):
-        body += struct.pack(">i", -1) if field is None else struct.pack(">i", len(field)) + field
-    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
 
 
 def test_a_legacy_message_is_magic_1_unless_told():
