@@ -235,6 +235,8 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         "spark.sql.shuffle.partitions": "4",
         "spark.python.worker.reuse": "true",
     }
+    from pyspark import SparkConf, SparkContext
+
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: embedded defaults
         defaults["spark.ui.enabled"] = os.environ.get("SEGDEX_SPARK_UI", "false")
         defaults.update(SMALL_TABLE_CONF)
@@ -242,9 +244,7 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         defaults["spark.driver.extraJavaOptions"] = f"{FAST_START_JVM} {class_archive_options(DRIVER_ARCHIVE)}"
         # spark-class's launcher JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", f"{FAST_START_JVM} {class_archive_options(LAUNCHER_ARCHIVE)}")
-    from pyspark import SparkConf, SparkContext
-
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its --conf and spark-defaults.conf win
+    else:  # under spark-submit: its --conf and spark-defaults.conf win
         SparkContext._ensure_initialized()  # the JVM spark-submit started: SparkConf() reads its properties
         launched = SparkConf()
         defaults = {key: value for key, value in defaults.items() if not launched.contains(key)}
