@@ -9,9 +9,9 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "segdex.indexcore.scan._fastscan",
-            sources=["indexcore/scan/_fastscan.c"],
-            depends=["indexcore/scan/_layout.h"],
+            "segdex.indexcore.log.scan._fastscan",
+            sources=["indexcore/log/scan/_fastscan.c"],
+            depends=["indexcore/log/scan/_layout.h"],
             extra_compile_args=["-O3", "-std=gnu11", "-pthread"],
             extra_link_args=["-pthread"],
             optional=True,

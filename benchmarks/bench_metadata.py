@@ -4,7 +4,7 @@
 sample and on a 20,000-segment log dir, first run (tables created) and a re-run (MERGE into existing tables).
 Also the whole command's wall time and its Spark start, as the summary line reports them.
 
-    .venv/bin/python benchmarks/bench_metadata.py [--data DIR] [--runs 3] [--segments 20000]
+    .venv/bin/python -m benchmarks.bench_metadata [--data DIR] [--runs 3] [--segments 20000]
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from segdex.pipelines.sample_logdir import generate_sample, generate_uniform
 
-from segdex.pipelines.sample_logdir import generate_sample, generate_uniform  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SUMMARY = re.compile(r" in (\d+\.\d)s \(spark start (\d+\.\d)s, discover (\d+\.\d)s, scan (\d+\.\d)s, "
                      r"metadata (\d+\.\d)s\)")

@@ -11,8 +11,8 @@ Kafka is timed in the same run on the same files: its own ``LogSegment.recover``
 calls, then the median of ``--runs`` calls. Each Kafka figure is the recover call alone (no JVM start);
 segdex's rebuild figure is a whole process, so the ratio is conservative for segdex.
 
-    .venv/bin/python benchmarks/bench_rebuild.py            # 1 GiB segments
-    .venv/bin/python benchmarks/bench_rebuild.py --quick    # 64 MiB, for a smoke run
+    .venv/bin/python -m benchmarks.bench_rebuild            # 1 GiB segments
+    .venv/bin/python -m benchmarks.bench_rebuild --quick    # 64 MiB, for a smoke run
 """
 
 from __future__ import annotations
@@ -31,11 +31,9 @@ from pathlib import Path
 
 import crc32c
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
+from segdex.indexcore.tools.segment_writer import segment_name, uniform_segment
 
-from segdex.indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 GIB = 1 << 30
 KAFKA_WARMUP = 2
@@ -123,7 +121,7 @@ def time_read_crc_process(log: Path) -> float:
 
 def time_recover_in_process(log: Path) -> float:
     """``recover_file`` alone (no process start, no index writes): the scan itself."""
-    from segdex.indexcore.log_segment import recover_file
+    from segdex.indexcore.log.log_segment import recover_file
 
     t0 = time.perf_counter()
     recover_file(log, 0)
@@ -159,8 +157,8 @@ def run(args, oracle, version: str) -> int:
     size = (args.size_mib or (64 if args.quick else 1024)) << 20
     args.dir.mkdir(parents=True, exist_ok=True)
 
-    from segdex.indexcore import scan
-    from segdex.indexcore.scan import native
+    from segdex.indexcore.log import scan
+    from segdex.indexcore.log.scan import native
 
     print(f"segdex rebuild benchmark: {size >> 20} MiB segments, median of {args.runs} after a warm-up, "
           f"{os.cpu_count()} CPUs, native kernel: {scan.native_available()}"

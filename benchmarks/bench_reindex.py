@@ -1,7 +1,7 @@
 """Benchmark ``segdex reindex`` (not a timed test): scaling from one to two cores, per-segment overhead, and the
 time to get a migrated log dir's indexes back against Kafka's own startup recovery.
 
-    .venv/bin/python benchmarks/bench_reindex.py [--data DIR] [--segments 1000] [--segment-kib 4096] [--skip-kafka]
+    .venv/bin/python -m benchmarks.bench_reindex [--data DIR] [--segments 1000] [--segment-kib 4096] [--skip-kafka]
 
 1. A generated log dir of ``--segments`` segments (``--segment-kib`` each, 4 segments per partition, half the
    topics 1 x 120 B records per batch, half 16 x 1000 B). Index files are deleted before every run, so each run
@@ -26,13 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.tools.rebuild import write_index_files
+from segdex.pipelines.sample_logdir import generate_uniform
 
-from segdex.indexcore.log_config import LogConfig  # noqa: E402
-from segdex.indexcore.log_segments import PartitionRecovery, segment_logs  # noqa: E402
-from segdex.indexcore.rebuild import write_index_files  # noqa: E402
-from segdex.pipelines.sample_logdir import generate_uniform  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 KAFKA_ONE_THREAD_S = 43.0
 KAFKA_TWO_THREADS_S = 22.0

@@ -15,8 +15,8 @@ tool. Each run starts from a fresh copy of it (page cache warm for every contend
 Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the jars come from
 ``bash scripts/test.sh``.
 
-    .venv/bin/python benchmarks/bench_startup.py                 # 8 partitions x 4 x 16 MiB (512 MiB)
-    .venv/bin/python benchmarks/bench_startup.py --partitions 64 # the 4.3 GB dir of issue 12's table
+    .venv/bin/python -m benchmarks.bench_startup                 # 8 partitions x 4 x 16 MiB (512 MiB)
+    .venv/bin/python -m benchmarks.bench_startup --partitions 64 # the 4.3 GB dir of issue 12's table
 """
 
 from __future__ import annotations
@@ -32,13 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from segdex.indexcore.tools.segment_writer import segment_name, uniform_segment
+from tests.kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-
-from kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall  # noqa: E402
-
-from segdex.indexcore.segment_writer import segment_name, uniform_segment  # noqa: E402
 
 MiB = 1 << 20
 SHAPES = {

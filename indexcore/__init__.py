@@ -1,11 +1,13 @@
-"""Kafka's on-disk log formats and rules, in pure Python (no Spark).
+"""Kafka's on-disk log formats and rules, in pure Python (plus a C scan kernel), no Spark.
 
-One concept per module, named as in Kafka's storage module so that a Kafka
-engineer finds their way: ``record_batch`` (RecordBatch / FileLogInputStream),
-``offset_index`` (OffsetIndex), ``time_index`` (TimeIndex),
-``transaction_index`` (TransactionIndex), ``producer_state``
-(ProducerStateManager), ``log_segment`` (LogSegment.recover),
-``log_segments`` (a partition's segments in offset order), ``checkpoints``
-(OffsetCheckpointFile, LeaderEpochCheckpointFile) and ``layout`` (LogFileUtils
-file naming and log-dir structure).
+The rooms follow Kafka's own packages, from the bottom up (``lint-imports`` keeps each above only what it uses):
+
+- ``errors``, ``status``: the exceptions (Kafka's names) and segdex's status vocabulary;
+- ``fs``: atomic replacement and regular-file access;
+- ``config``: ``LogConfig`` and where topic configs come from;
+- ``record``: ``common.record``, the bytes of a ``.log``;
+- ``index``: the offset, time and transaction indexes;
+- ``log``: segments, the loader, producer state, checkpoints, log dirs, the scan kernels;
+- ``retention``, ``coordinator``: retention offline; the internal topics' records;
+- ``tools``: dump, offsets, rebuild, verification, trimming, the segment writer.
 """

@@ -30,7 +30,7 @@ def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def topic_of_path(path: str) -> str | None:
     """The topic of a partition directory or of a ``.log`` file's directory (None when the name is not one)."""
-    from segdex.indexcore.layout import parse_partition_dir_name
+    from segdex.indexcore.log.layout import parse_partition_dir_name
 
     d = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
     try:
@@ -41,7 +41,7 @@ def topic_of_path(path: str) -> str | None:
 
 def topics_on_disk(paths: list[str]) -> list[str]:
     """The topics of the partition directories under the given log dirs, or of the given partition dirs."""
-    from segdex.indexcore.log_dir import list_log_dir
+    from segdex.indexcore.log.log_dir import list_log_dir
 
     topics: set[str] = set()
     for path in paths:
@@ -59,8 +59,8 @@ def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
     """(topic -> configs, topic -> their sources) from ``--topic-configs`` and, live, ``--bootstrap-server`` (for
     the topics under ``paths``; live values win); empty without either. ConfigException when a file is bad or the
     cluster cannot be asked."""
-    from segdex.indexcore.log_config import ConfigException
-    from segdex.indexcore.topic_configs_file import read_topic_configs
+    from segdex.indexcore.config.log_config import ConfigException
+    from segdex.indexcore.config.topic_configs_file import read_topic_configs
 
     described = {}
     path = getattr(args, "topic_configs", None)
@@ -71,7 +71,7 @@ def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
     if command_config and not bootstrap:
         raise ConfigException("--command-config is for --bootstrap-server: give both")
     if bootstrap:
-        from segdex.indexcore.topic_configs_live import describe_topics, read_command_config
+        from segdex.indexcore.config.topic_configs_live import describe_topics, read_command_config
 
         properties = read_command_config(command_config) if command_config else {}
         described.update(describe_topics(bootstrap, topics_on_disk(paths or []), properties))
@@ -81,8 +81,8 @@ def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
 def config_layers(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, dict[str, str]]]:
     """(BrokerConfig or None, --config, --topic-config) with broker names turned into topic config names;
     ConfigException (a SegdexError) when any is bad."""
-    from segdex.indexcore.broker_config import read_broker_config, topic_names
-    from segdex.indexcore.log_config import parse_config_args, parse_topic_config_args
+    from segdex.indexcore.config.broker_config import read_broker_config, topic_names
+    from segdex.indexcore.config.log_config import parse_config_args, parse_topic_config_args
 
     path = getattr(args, "broker_config", None)
     broker = read_broker_config(path) if path else None
@@ -117,7 +117,7 @@ def report_missing_log_dirs(command: str, log_dirs: list[str]) -> bool:
 def check_log_dirs(command: str, log_dirs: list[str]) -> bool:
     """Print a line for each LOGDIR that is missing or is a partition directory rather than a log dir; True when
     any is (a usage error: exit 2)."""
-    from segdex.indexcore.log_dir import describe_dir
+    from segdex.indexcore.log.log_dir import describe_dir
 
     if report_missing_log_dirs(command, log_dirs):
         return True

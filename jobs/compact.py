@@ -12,12 +12,8 @@ import os
 import sys
 
 from segdex.indexcore.status import ExitStatus
-
-if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/compact.py
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master  # noqa: E402
-from segdex.jobs.report import human_bytes  # noqa: E402
+from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master
+from segdex.jobs.report import human_bytes
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
@@ -50,7 +46,7 @@ def _usage_error(args: argparse.Namespace, safe_hours: int) -> str | None:
 
 def print_outcome(o, apply: bool, verbose: bool) -> None:
     """One log dir's index files: problems on stderr, trimmed or trimmable files with -v, then a summary."""
-    from segdex.indexcore.index_compaction import IndexFileState
+    from segdex.indexcore.tools.index_trim import IndexFileState
 
     print_log_dir_outcome(o, apply)
     counts: dict[str, int] = {}

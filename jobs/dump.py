@@ -8,15 +8,15 @@ import os
 import sys
 from collections.abc import Iterator
 
-from segdex.indexcore.coordinator_records import (
+from segdex.indexcore.coordinator.records import (
     OffsetsMessageParser,
     StringMessageParser,
     TransactionLogMessageParser,
 )
-from segdex.indexcore.dump_log import dump, kafka_batch_line, kafka_record_line
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.layout import LOG_FILE_SUFFIX, parse_segment_file_name
+from segdex.indexcore.log.layout import LOG_FILE_SUFFIX, parse_segment_file_name
 from segdex.indexcore.status import ExitStatus
+from segdex.indexcore.tools.dump_log import dump, kafka_batch_line, kafka_record_line
 
 HELP = "print batches, records and index entries of segment files (JSON lines with --json) and verify indexes"
 

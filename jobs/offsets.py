@@ -7,12 +7,12 @@ import json
 import os
 import sys
 
-from segdex.indexcore.checkpoints import CorruptCheckpointException
 from segdex.indexcore.errors import SegdexError, UsageException
-from segdex.indexcore.layout import parse_partition_dir_name
-from segdex.indexcore.list_offsets import log_start_offsets, parse_target
-from segdex.indexcore.log_dir import describe_dir, list_log_dir
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException
+from segdex.indexcore.log.layout import parse_partition_dir_name
+from segdex.indexcore.log.log_dir import describe_dir, list_log_dir
 from segdex.indexcore.status import ExitStatus
+from segdex.indexcore.tools.list_offsets import log_start_offsets, parse_target
 from segdex.jobs.common import spark_if_master
 from segdex.pipelines.offsets import list_offsets
 

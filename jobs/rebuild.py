@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from segdex.indexcore.config.log_config import TopicConfigResolver
 from segdex.indexcore.errors import SegdexError, UsageException
-from segdex.indexcore.log_config import TopicConfigResolver
-from segdex.indexcore.log_dir import LogDirLockedException
-from segdex.indexcore.rebuild import RebuildOutcome, rebuild
+from segdex.indexcore.log.log_dir import LogDirLockedException
 from segdex.indexcore.status import ExitStatus, SegmentStatus
+from segdex.indexcore.tools.rebuild import RebuildOutcome, rebuild
 from segdex.jobs.common import (
     add_broker_config_argument,
     broker_defaults,

@@ -7,16 +7,12 @@ Also ``spark-submit jobs/recover.py [options] LOGDIR...`` (see the README).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/recover.py: make the package importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from segdex.indexcore.errors import SegdexError  # noqa: E402
-from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import check_log_dirs, with_command_time  # noqa: E402
-from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs  # noqa: E402
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.status import ExitStatus
+from segdex.jobs.common import check_log_dirs, with_command_time
+from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("recover whole Kafka log dirs offline as the broker's start would (index files, producer snapshots, "

@@ -6,18 +6,14 @@ Also ``spark-submit jobs/reindex.py [options] LOGDIR...`` (see the README).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
-if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/reindex.py: make the package importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from segdex.indexcore.errors import SegdexError  # noqa: E402
-from segdex.indexcore.log_config import LogConfig, TopicConfigResolver  # noqa: E402
-from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import (  # noqa: E402
+from segdex.indexcore.config.log_config import LogConfig, TopicConfigResolver
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.status import ExitStatus
+from segdex.jobs.common import (
     add_broker_config_argument,
     broker_defaults,
     check_log_dirs,

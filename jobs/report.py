@@ -76,7 +76,7 @@ def print_on_defaults(summary: Any, err: TextIO) -> None:
     topics = getattr(summary, "on_defaults", None) or []
     if not topics:
         return
-    from segdex.indexcore.log_config import INDEX_CONFIGS, LogConfig
+    from segdex.indexcore.config.log_config import INDEX_CONFIGS, LogConfig
 
     shown = ", ".join(topics[:10]) + (f" and {len(topics) - 10} more" if len(topics) > 10 else "")
     print(f"config: {len(topics)} topic{'s' if len(topics) != 1 else ''} ran on Kafka's defaults only "

@@ -13,17 +13,14 @@ import sys
 import time
 from datetime import UTC, datetime
 
-if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/retention.py
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from segdex.indexcore.errors import SegdexError  # noqa: E402
-from segdex.indexcore.layout import filename_prefix_from_offset  # noqa: E402
-from segdex.indexcore.log_config import (  # noqa: E402
+from segdex.indexcore.config.log_config import (
     LogConfig,
     TopicConfigResolver,
 )
-from segdex.indexcore.status import ExitStatus  # noqa: E402
-from segdex.jobs.common import (  # noqa: E402
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log.layout import filename_prefix_from_offset
+from segdex.indexcore.status import ExitStatus
+from segdex.jobs.common import (
     add_broker_config_argument,
     broker_defaults,
     check_log_dirs,
@@ -32,7 +29,7 @@ from segdex.jobs.common import (  # noqa: E402
     print_log_dir_outcome,
     spark_if_master,
 )
-from segdex.jobs.report import human_bytes  # noqa: E402
+from segdex.jobs.report import human_bytes
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("plan (or --apply) Kafka's retention offline: log start offset, retention.bytes, retention.ms passes; "

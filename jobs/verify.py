@@ -6,15 +6,11 @@ Also ``spark-submit jobs/verify.py [options] LOGDIR...`` (see the README). Exit 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-if __name__ == "__main__" and __package__ in (None, ""):  # spark-submit jobs/verify.py
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 from segdex.jobs.reindex import (
-    add_common_arguments,  # noqa: E402
-    run_command,  # noqa: E402
+    add_common_arguments,
+    run_command,
 )
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines

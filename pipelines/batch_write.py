@@ -14,7 +14,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from segdex.indexcore.atomic_file import FileAttributes, create_temporary, same_content
+from segdex.indexcore.fs.atomic_file import FileAttributes, create_temporary, same_content
 
 FLUSH_THREADS = 16
 

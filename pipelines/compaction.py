@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from segdex.indexcore.index_compaction import CompactOutcome, compact_log_dir
+from segdex.indexcore.tools.index_trim import CompactOutcome, compact_log_dir
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.spark_tasks import run_tasks
 

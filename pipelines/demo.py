@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.config.log_config import LogConfig
 
 from . import reindex, sql
 from .sample_logdir import generate_sample

@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.layout import parse_partition_dir_name
-from segdex.indexcore.list_offsets import OffsetAnswer, list_offset
+from segdex.indexcore.log.layout import parse_partition_dir_name
+from segdex.indexcore.tools.list_offsets import OffsetAnswer, list_offset
 from segdex.pipelines.spark_tasks import run_tasks
 
 

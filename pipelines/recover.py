@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from segdex.indexcore.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
-from segdex.indexcore.log_dir import read_checkpoints
-from segdex.indexcore.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
-from segdex.indexcore.quarantine import check_quarantine_dir
+from segdex.indexcore.config.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
+from segdex.indexcore.log.log_dir import read_checkpoints
+from segdex.indexcore.log.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
+from segdex.indexcore.log.quarantine import check_quarantine_dir
 
 from . import reindex
 from .reindex import Discovery, ProgressSnapshot, RunSummary

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from segdex.indexcore.atomic_file import remove_temporaries
-from segdex.indexcore.checkpoints import CorruptCheckpointException
+from segdex.indexcore.config.log_config import INDEX_CONFIGS, LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.layout import CLEAN_SHUTDOWN_FILE
-from segdex.indexcore.log_config import INDEX_CONFIGS, LogConfig, TopicConfigResolver, is_cluster_metadata
-from segdex.indexcore.log_dir import (
+from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException
+from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE
+from segdex.indexcore.log.log_dir import (
     LogDirLock,
     LogDirLockedException,
     ensure_not_locked,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from segdex.indexcore.layout import filename_prefix_from_offset
-from segdex.indexcore.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
-from segdex.indexcore.retention import (
+from segdex.indexcore.config.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
+from segdex.indexcore.log.layout import filename_prefix_from_offset
+from segdex.indexcore.retention.log_dirs import (
     ACTION_BLOCKED,
     ACTION_DELETE,
     ACTION_SKIPPED,

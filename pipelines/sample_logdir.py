@@ -9,14 +9,14 @@ import os
 import random
 from pathlib import Path
 
-from segdex.indexcore.checkpoints import write_offset_checkpoint
-from segdex.indexcore.layout import (
+from segdex.indexcore.log.checkpoints import write_offset_checkpoint
+from segdex.indexcore.log.layout import (
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
-from segdex.indexcore.segment_writer import SegmentWriter, build_batch, segment_name, uniform_segment
+from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch, segment_name, uniform_segment
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 START_MS = 1_700_000_000_000

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from segdex.indexcore.atomic_file import is_temporary, remove_temporaries
-from segdex.indexcore.checkpoints import CorruptCheckpointException
-from segdex.indexcore.index_verifier import verify_segment
-from segdex.indexcore.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_dir import held_by, partition_findings
-from segdex.indexcore.log_loader import LogLoader, snapshot_files_in
-from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
-from segdex.indexcore.quarantine import truncate_with_quarantine
-from segdex.indexcore.startup_preview import SegmentOnDisk, StartupPreview, preview_start
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.fs.atomic_file import is_temporary, remove_temporaries
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException
+from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
+from segdex.indexcore.log.log_dir import held_by, partition_findings
+from segdex.indexcore.log.log_loader import LogLoader, snapshot_files_in
+from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from segdex.indexcore.log.quarantine import truncate_with_quarantine
+from segdex.indexcore.log.startup_preview import SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.tools.index_verifier import verify_segment
 
 from . import spark_tasks
 from .batch_write import PendingWrites

@@ -1,6 +1,6 @@
 """Differential run: N generated (and damaged) partitions, each recovered by Kafka's own code and by segdex.
 
-    .venv/bin/python scripts/differential.py [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
+    .venv/bin/python -m scripts.differential [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
@@ -18,10 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle  # noqa: E402
-from segment_cases import Draw, generate, judge  # noqa: E402
+from tests.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
+from tests.segment_cases import Draw, generate, judge
 
 
 def main() -> int:

@@ -1,11 +1,10 @@
 # Sourced by the scripts: a Python 3.11+ virtualenv in .venv with segdex installed (editable, dev extras).
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$PWD/.venv/bin/python}"
-# An editable install whose .pth is a plain path entry ("compat" mode): no import-hook finder, ~50 ms less
-# start-up for every `segdex` process. Falls back to the default mode if setuptools has dropped "compat".
+# An editable install: setuptools' import finder maps segdex.indexcore, segdex.pipelines and segdex.jobs to the
+# top-level folders (package-dir in pyproject.toml); no symlink and no sys.path entry is needed.
 segdex_pip_install_editable() {
-  .venv/bin/python -m pip install -q -e "$1" --config-settings editable_mode=compat 2>/dev/null \
-    || .venv/bin/python -m pip install -q -e "$1"
+  .venv/bin/python -m pip install -q -e "$1"
 }
 
 # Delta Lake's Spark jars (scripts/delta/pom.xml) in .venv/delta-jars, fetched with Maven once per pom change;

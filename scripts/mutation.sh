@@ -95,8 +95,8 @@ make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
 [tool.mutmut]
 source_paths = ["segdex/indexcore"]
 also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
-             "README.md", "segdex/indexcore/scan/$kernel", "segdex/indexcore/scan/_fastscan.c",
-             "segdex/indexcore/scan/_layout.h"]
+             "README.md", "segdex/indexcore/log/scan/$kernel", "segdex/indexcore/log/scan/_fastscan.c",
+             "segdex/indexcore/log/scan/_layout.h"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
 pytest_add_cli_args_test_selection = ["tests"]
 TOML

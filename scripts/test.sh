@@ -15,5 +15,5 @@ fi
 segdex_kafka
 .venv/bin/ruff check .
 # layers enforced: jobs -> pipelines -> indexcore, indexcore without Spark/Delta, no import cycles
-.venv/bin/lint-imports
+bash scripts/lint_imports.sh
 exec .venv/bin/python -m pytest "$@"

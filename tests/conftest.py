@@ -61,7 +61,7 @@ def log_start_offset(log_dir: str | os.PathLike, topic: str, partition: int = 0)
     """A partition's log start offset as a broker loads it: the larger of its ``log-start-offset-checkpoint``
     entry and its first segment's base offset. Kafka checkpoints an entry only while the log start offset
     lies above the first segment's base (``LogManager.checkpointLogStartOffsetsInDir``)."""
-    from segdex.indexcore.checkpoints import read_offset_checkpoint
+    from segdex.indexcore.log.checkpoints import read_offset_checkpoint
     path = Path(log_dir) / "log-start-offset-checkpoint"
     entry = read_offset_checkpoint(path).get((topic, partition)) if path.exists() else None
     bases = sorted(int(p.name[:20]) for p in (Path(log_dir) / f"{topic}-{partition}").glob("*.log"))

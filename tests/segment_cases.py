@@ -22,11 +22,11 @@ from pathlib import Path
 
 import crc32c
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
-from segdex.indexcore.records import Record
-from segdex.indexcore.segment_writer import build_batch, segment_name
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.record.records import Record
 from segdex.indexcore.status import SegmentStatus
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 # v2 record batch header: (name, offset, size)
 V2_FIELDS = [("baseOffset", 0, 8), ("batchLength", 8, 4), ("partitionLeaderEpoch", 12, 4), ("magic", 16, 1),

@@ -194,8 +194,8 @@ def test_submit_command_ships_the_package_to_a_cluster_master(dag, nightly, tmp_
     assert _opt(cmd, "--master") == ["spark://master.example:7077"]  # the param overrides the connection
     (zip_path,) = _opt(cmd, "--py-files")
     names = set(zipfile.ZipFile(zip_path).namelist())
-    assert {"segdex/__init__.py", "segdex/indexcore/__init__.py", "segdex/indexcore/log_segment.py",
-            "segdex/indexcore/scan/python_kernel.py", "segdex/pipelines/reindex.py", "segdex/jobs/cli.py",
+    assert {"segdex/__init__.py", "segdex/indexcore/__init__.py", "segdex/indexcore/log/log_segment.py",
+            "segdex/indexcore/log/scan/python_kernel.py", "segdex/pipelines/reindex.py", "segdex/jobs/cli.py",
             "segdex/jobs/compact.py"} <= names
     i = cmd.index(nightly.RUN_SEGDEX_APP)
     assert cmd[i + 1:] == ["--attention-ok", "compact", "--metadata", "/meta", "--apply", "--master",
@@ -322,8 +322,8 @@ def test_reindex_task_on_a_standalone_cluster(dag, spark_cluster, tmp_path):
     """The DAG's verify_and_reindex task, pointed at a spark:// master by the ``spark_master`` param, runs its
     spark-submit on the cluster (the package zipped and shipped with --py-files) and leaves the index files
     Kafka's recovery writes (``segdex rebuild``, no Spark, on a copy) and a row per segment."""
-    from segdex.indexcore.log_config import LogConfig
-    from segdex.indexcore.rebuild import rebuild
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.tools.rebuild import rebuild
 
     log_dir = _sample(tmp_path)
     logs = sorted(log_dir.glob("*-*/*.log"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.atomic_file import (
+from segdex.indexcore.fs.atomic_file import (
     FileAttributes,
     create_empty,
     is_temporary,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import broker_lock
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import recover_partition
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import recover_partition
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def partition(tmp_path) -> Path:
 
 
 def batch_starts(log: Path) -> list[int]:
-    from segdex.indexcore.file_records import batches, open_log
+    from segdex.indexcore.record.file_records import batches, open_log
 
     with open_log(log) as buf:
         return [b.position for b in batches(buf)]

@@ -23,11 +23,11 @@ import zlib
 import crc32c
 import pytest
 
-from segdex.indexcore.compression import decompress
 from segdex.indexcore.errors import CorruptRecordException, DecompressionException, InvalidRecordException
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.record_batch import RecordBatch, ensure_valid
-from segdex.indexcore.records import Record, v2_records
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.record.compression import decompress
+from segdex.indexcore.record.record_batch import RecordBatch, ensure_valid
+from segdex.indexcore.record.records import Record, v2_records
 from tests.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER  # 61 bytes: RECORD_BATCH_OVERHEAD
 from tests.kafka_bytes import varint as zz
 

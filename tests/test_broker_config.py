@@ -8,8 +8,8 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO_ROOT
 
-from segdex.indexcore.broker_config import read_broker_config, topic_names
-from segdex.indexcore.log_config import ConfigException, TopicConfigResolver
+from segdex.indexcore.config.broker_config import read_broker_config, topic_names
+from segdex.indexcore.config.log_config import ConfigException, TopicConfigResolver
 
 
 def props(tmp_path, text: str):
@@ -111,8 +111,8 @@ def test_log_dirs_come_from_the_broker_config(tmp_path):
 def test_read_broker_config_whole(tmp_path):
     """Every field of what segdex takes from a server.properties, in the test process: ``log.dir`` when there
     is no ``log.dirs``, each default with the broker property it came from, retention by Kafka's precedence."""
-    from segdex.indexcore.broker_config import BrokerConfig, read_broker_config
-    from segdex.indexcore.log_config import ConfigException
+    from segdex.indexcore.config.broker_config import BrokerConfig, read_broker_config
+    from segdex.indexcore.config.log_config import ConfigException
 
     props = tmp_path / "server.properties"
     props.write_text("log.dir = /data/a , /data/b ,\nlog.index.interval.bytes= 2048 \nlog.retention.minutes=3\n"

@@ -15,7 +15,7 @@ import pytest
 from chispa import assert_df_equality
 from conftest import FIXTURES, broker_lock, load_case
 
-from segdex.indexcore.index_compaction import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
+from segdex.indexcore.tools.index_trim import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
 from segdex.jobs.cli import main
 from segdex.jobs.report import human_bytes
 from segdex.pipelines import compaction

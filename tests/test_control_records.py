@@ -10,10 +10,10 @@ import crc32c
 import pytest
 
 from segdex.indexcore.errors import InvalidRecordException, RecoveryFailedException
-from segdex.indexcore.file_records import batches
-from segdex.indexcore.records import control_record, end_txn_marker
-from segdex.indexcore.scan.batch_header import ATTRIBUTES_OFFSET, CRC_OFFSET, RECORD_BATCH_OVERHEAD
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.record.batch_header import ATTRIBUTES_OFFSET, CRC_OFFSET, RECORD_BATCH_OVERHEAD
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.records import control_record, end_txn_marker
+from segdex.indexcore.tools.segment_writer import build_batch
 
 CONTROL_FLAG = 0x20  # attributes bit 5
 

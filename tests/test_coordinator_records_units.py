@@ -22,12 +22,12 @@ import struct
 import pytest
 from kafka_bytes import b32, cstr, i16, i32, i64, s16, uv
 
-from segdex.indexcore.coordinator_records import (
+from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.coordinator.records import (
     DELETE,
     OffsetsMessageParser,
     TransactionLogMessageParser,
 )
-from segdex.indexcore.message_format import MessageFormatException
 
 TOPIC_ID = bytes(range(16))
 TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # Uuid.toString: URL-safe base64 of 00 01 .. 0f, no padding

@@ -20,7 +20,7 @@ import pytest
 from conftest import FIXTURES, load_case
 from test_retention import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
 
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 REPO = Path(__file__).resolve().parent.parent
 STRACE = shutil.which("strace")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.pipelines import metadata_store as ms
 
 REPO = Path(__file__).resolve().parent.parent

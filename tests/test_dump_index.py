@@ -11,7 +11,7 @@ from conftest import FIXTURES
 from kafka_harness import KafkaInstall
 from test_dump_data_log import kafka_dump
 
-from segdex.indexcore.dump_log import dump
+from segdex.indexcore.tools.dump_log import dump
 
 SUFFIXES = (".index", ".timeindex", ".txnindex")
 

@@ -26,13 +26,13 @@ import pytest
 from segment_cases import V2_FIELDS
 from test_control_records import control_batch
 
-from segdex.indexcore.coordinator_records import OffsetsMessageParser
-from segdex.indexcore.dump_log import dump, dump_index, dump_log, increment_sequence, record_view
+from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.coordinator.records import OffsetsMessageParser
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.file_records import batches
-from segdex.indexcore.message_format import MessageFormatException
-from segdex.indexcore.records import records
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.records import records
+from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, increment_sequence, record_view
+from segdex.indexcore.tools.segment_writer import build_batch
 from segdex.jobs.cli import main as segdex_main
 
 INT32_MAX = 2**31 - 1

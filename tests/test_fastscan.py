@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore import scan
-from segdex.indexcore.abstract_index import DEFAULT_MAX_INDEX_SIZE
-from segdex.indexcore.file_records import open_log
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.producer_state import ProducerStateManager
-from segdex.indexcore.record_batch import CompressionType
-from segdex.indexcore.scan import native as native_loader
-from segdex.indexcore.scan.python_kernel import scan_simple
-from segdex.indexcore.scan.state import (
+from segdex.indexcore.index.abstract_index import DEFAULT_MAX_INDEX_SIZE
+from segdex.indexcore.log import scan
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.producer_state import ProducerStateManager
+from segdex.indexcore.log.scan import native as native_loader
+from segdex.indexcore.log.scan.python_kernel import scan_simple
+from segdex.indexcore.log.scan.state import (
     N_SLOTS,
     S_BASE_OFFSET,
     S_END,
@@ -32,7 +30,9 @@ from segdex.indexcore.scan.state import (
     S_OFFSET_OF_MAX_TIMESTAMP,
     S_RUN_PRODUCER_ID,
 )
-from segdex.indexcore.segment_writer import build_batch, build_legacy, uniform_batches
+from segdex.indexcore.record.file_records import open_log
+from segdex.indexcore.record.record_batch import CompressionType
+from segdex.indexcore.tools.segment_writer import build_batch, build_legacy, uniform_batches
 
 INTERVALS = [0, 1, 100, 4096]
 INDEX_SIZES = [DEFAULT_MAX_INDEX_SIZE, 64, 24, 8]
@@ -325,7 +325,7 @@ HELPER_BLOCK = 256 << 10
 
 @pytest.fixture(scope="module")
 def kernels(native):
-    from segdex.indexcore.scan import _fastscan
+    from segdex.indexcore.log.scan import _fastscan
 
     lib, address, path = native_loader.find_crc32c()
     return {1: _fastscan.make_kernel(address, lib, path, threads=1),

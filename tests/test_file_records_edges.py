@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import struct
 
-from segdex.indexcore.file_access import open_regular
-from segdex.indexcore.file_records import batches
-from segdex.indexcore.record_batch import read_batch_header
+from segdex.indexcore.fs.file_access import open_regular
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.record_batch import read_batch_header
 from tests.kafka_bytes import legacy_message
 
 

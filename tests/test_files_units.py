@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.atomic_file import FileAttributes, create_temporary, fsync_dir, is_temporary, temporary_path
-from segdex.indexcore.checkpoints import mode_template, write_offset_checkpoint
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.segment_writer import SegmentWriter, build_batch, build_legacy, write_partition
-from segdex.indexcore.transaction_index import TransactionIndex
+from segdex.indexcore.fs.atomic_file import FileAttributes, create_temporary, fsync_dir, is_temporary, temporary_path
+from segdex.indexcore.index.transaction_index import TransactionIndex
+from segdex.indexcore.log.checkpoints import mode_template, write_offset_checkpoint
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch, build_legacy, write_partition
 from tests.kafka_bytes import legacy_message
 
 LOG_0 = "00000000000000000000.log"
@@ -189,7 +189,7 @@ _v1_message = legacy_message  # a magic 1 message laid out from the message form
 def test_legacy_messages_stamped_with_log_append_time():
     """A v1 message set written with LogAppendTime: attribute bit 3 set and the append time as each message's
     timestamp, whether the type or only the time is given."""
-    from segdex.indexcore.segment_writer import LOG_APPEND_TIME, build_batch
+    from segdex.indexcore.tools.segment_writer import LOG_APPEND_TIME, build_batch
 
     want = _v1_message(5, 0x08, 99, b"k", b"v") + _v1_message(6, 0x08, 99, b"k", b"w")
     records = [(1, b"k", b"v"), (2, b"k", b"w")]
@@ -200,7 +200,7 @@ def test_legacy_messages_stamped_with_log_append_time():
 
 def test_an_end_marker_without_a_time_is_at_time_zero():
     """``control=`` without ``control_timestamp``: the marker's record and the batch's timestamps are 0."""
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     batch = build_batch(3, [], control=("COMMIT", 2), producer_id=7, producer_epoch=0)
     base_ts, max_ts = struct.unpack_from(">qq", batch, 27)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from segdex.indexcore.compression import compress, decompress
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.record.compression import compress, decompress
+from segdex.indexcore.tools.segment_writer import build_batch
 from tests.conftest import FIXTURES
 from tests.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER
 from tests.kafka_bytes import varint as zz

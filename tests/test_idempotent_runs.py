@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.producer_state import BatchMetadata, ProducerStateManager
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateManager
+from segdex.indexcore.tools.segment_writer import build_batch
 
 T0 = 1_700_000_000_000
 

@@ -18,15 +18,15 @@ import pytest
 from conftest import FIXTURES, load_case
 from test_log_dir_units import other_holder
 
-from segdex.indexcore import index_compaction
-from segdex.indexcore.index_compaction import (
+from segdex.indexcore.log.log_dir import LogDirListing
+from segdex.indexcore.tools import index_trim as index_compaction
+from segdex.indexcore.tools.index_trim import (
     STATUS_OVERLONG,
     STATUS_TRIMMED,
     STATUS_UNREADABLE,
     IndexFileCheck,
     compact_log_dir,
 )
-from segdex.indexcore.log_dir import LogDirListing
 
 CASE = "multi_segment_partition_retention"
 PAD = {".index": 4096, ".timeindex": 4092}  # whole entries of 8 and 12 bytes

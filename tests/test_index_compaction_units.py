@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_case
 
-from segdex.indexcore import index_compaction
-from segdex.indexcore.index_compaction import (
+from segdex.indexcore.tools import index_trim as index_compaction
+from segdex.indexcore.tools.index_trim import (
     STATUS_CORRUPT,
     STATUS_OK,
     STATUS_OVERLONG,
@@ -244,7 +244,7 @@ def test_partition_checks_every_closed_segment_past_a_misnamed_log(tmp_path, mon
 def _segment_at_time_zero(part: Path, first_ts: int, first_records: int = 1) -> Path:
     """A closed segment 0 (a segment 9 follows) whose first batch holds ``first_records`` records at ``first_ts``
     and whose later records are all at time 0; returns its .timeindex path."""
-    from segdex.indexcore.segment_writer import build_batch, segment_name
+    from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
     part.mkdir(parents=True)
     data = build_batch(0, [(first_ts, b"k", b"v")] * first_records)

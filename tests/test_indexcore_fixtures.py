@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_case
 
-from segdex.indexcore.dump_log import batch_view
-from segdex.indexcore.file_records import batches, open_log
-from segdex.indexcore.index_verifier import verify_segment
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.tools.dump_log import batch_view
+from segdex.indexcore.tools.index_verifier import verify_segment
 from segdex.jobs.cli import main as segdex_main
 
 SUFFIXES = (".index", ".timeindex", ".txnindex")

@@ -11,9 +11,9 @@ import pytest
 from conftest import broker_lock
 
 from segdex.indexcore.errors import CorruptIndexException, UsageException
-from segdex.indexcore.list_offsets import parse_target
-from segdex.indexcore.log_dir import LogDirLockedException, ensure_not_locked
-from segdex.indexcore.transaction_index import AbortedTxn, parse_transaction_index
+from segdex.indexcore.index.transaction_index import AbortedTxn, parse_transaction_index
+from segdex.indexcore.log.log_dir import LogDirLockedException, ensure_not_locked
+from segdex.indexcore.tools.list_offsets import parse_target
 
 TXN = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 
@@ -55,7 +55,7 @@ def test_a_held_log_dir_is_refused_by_name(tmp_path: Path):
 
 
 def test_time_retention_notes_a_future_timestamp_only_in_the_future():
-    from segdex.indexcore.retention_policy import RetentionMsBreached, SegmentFacts
+    from segdex.indexcore.retention.policy import RetentionMsBreached, SegmentFacts
 
     rule = RetentionMsBreached(retention_ms=100, now_ms=1_000)
     assert rule.note is None
@@ -69,7 +69,7 @@ def test_time_retention_notes_a_future_timestamp_only_in_the_future():
 
 
 def test_internal_topic_settings_are_named_as_such():
-    from segdex.indexcore.log_config import TopicConfigResolver
+    from segdex.indexcore.config.log_config import TopicConfigResolver
 
     resolver = TopicConfigResolver(config={"segment.bytes": "2097152"},
                                    topic_configs={"__transaction_state": {"segment.bytes": "3145728"}})
@@ -86,7 +86,7 @@ def test_internal_topic_settings_are_named_as_such():
 def test_a_new_leader_epoch_checkpoint_takes_its_neighbours_mode(tmp_path: Path):
     import os
 
-    from segdex.indexcore.checkpoints import write_leader_epoch_checkpoint
+    from segdex.indexcore.log.checkpoints import write_leader_epoch_checkpoint
 
     (tmp_path / "00000000000000000000.log").write_bytes(b"")
     os.chmod(tmp_path / "00000000000000000000.log", 0o640)
@@ -103,7 +103,7 @@ def test_what_is_not_a_regular_file_is_named_by_kind(tmp_path: Path):
     import os
     import socket
 
-    from segdex.indexcore.file_access import (
+    from segdex.indexcore.fs.file_access import (
         NotRegularFileException,
         check_regular,
         is_regular,
@@ -143,10 +143,10 @@ def test_what_is_not_a_regular_file_is_named_by_kind(tmp_path: Path):
 def test_small_pieces_in_full(tmp_path: Path):
     """The odds and ends a row or a line is made of: a Reason's text and notes, a ListOffsets answer's row, a log
     dir's log start offsets, a segment file's base offset, the LZ4 frames Kafka cannot read."""
-    from segdex.indexcore.compression import CompressionType, kafka_can_decompress
-    from segdex.indexcore.layout import base_offset_of
-    from segdex.indexcore.list_offsets import OffsetAnswer, log_start_offsets
+    from segdex.indexcore.log.layout import base_offset_of
+    from segdex.indexcore.record.compression import CompressionType, kafka_can_decompress
     from segdex.indexcore.status import Reason
+    from segdex.indexcore.tools.list_offsets import OffsetAnswer, log_start_offsets
 
     assert str(Reason("bad", "/d/x.log")) == "/d/x.log: bad" and str(Reason("bad")) == "bad"
     assert Reason("bad", "/d/x.log", 7).joined("kept") == Reason("bad; kept", "/d/x.log", 7)
@@ -171,7 +171,7 @@ def test_leftover_files_a_load_acts_on(tmp_path: Path):
     """``LogLoader``'s passes over leftovers, file by file, sorted by name: ``.deleted`` and ``.cleaned`` go, a
     ``.swap`` at or above the lowest ``.cleaned`` offset goes, another ``.swap`` is completed (the segments change),
     an index file without its ``.log`` is an orphan; live files are not findings."""
-    from segdex.indexcore.log_dir import PartitionFinding, partition_findings
+    from segdex.indexcore.log.log_dir import PartitionFinding, partition_findings
 
     part = tmp_path / "t-0"
     part.mkdir()
@@ -208,7 +208,7 @@ def test_leftover_files_a_load_acts_on(tmp_path: Path):
 
 def test_index_sanity_checks_at_their_edges():
     """``OffsetIndex.sanityCheck`` / ``TimeIndex.sanityCheck`` (plus ordering) at each boundary, words in full."""
-    from segdex.indexcore import offset_index, time_index
+    from segdex.indexcore.index import offset_index, time_index
 
     def off(*entries: tuple[int, int]) -> bytes:
         return b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries)

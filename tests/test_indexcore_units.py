@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from segdex.indexcore.checkpoints import (
-    CorruptCheckpointException,
-    format_offset_checkpoint,
-    read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
-    write_leader_epoch_checkpoint,
-    write_offset_checkpoint,
-)
 from segdex.indexcore.errors import (
     CorruptIndexException,
     IndexFullException,
@@ -19,12 +11,20 @@ from segdex.indexcore.errors import (
     InvalidLayoutException,
     InvalidOffsetException,
 )
-from segdex.indexcore.layout import parse_partition_dir_name, parse_segment_file_name, segment_file_name
-from segdex.indexcore.offset_index import OffsetIndex, trimmed_entry_count
-from segdex.indexcore.offset_index import sanity_check as offset_sanity
-from segdex.indexcore.time_index import TimeIndex
-from segdex.indexcore.time_index import sanity_check as time_sanity
-from segdex.indexcore.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
+from segdex.indexcore.index.offset_index import OffsetIndex, trimmed_entry_count
+from segdex.indexcore.index.offset_index import sanity_check as offset_sanity
+from segdex.indexcore.index.time_index import TimeIndex
+from segdex.indexcore.index.time_index import sanity_check as time_sanity
+from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
+from segdex.indexcore.log.checkpoints import (
+    CorruptCheckpointException,
+    format_offset_checkpoint,
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+    write_leader_epoch_checkpoint,
+    write_offset_checkpoint,
+)
+from segdex.indexcore.log.layout import parse_partition_dir_name, parse_segment_file_name, segment_file_name
 
 
 def test_offset_index_rules_and_lookup():

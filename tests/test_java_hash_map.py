@@ -9,7 +9,7 @@ import random
 import subprocess
 from pathlib import Path
 
-from segdex.indexcore.java_hash_map import hash_map_order, java_long_hash
+from segdex.indexcore.log.java_hash_map import hash_map_order, java_long_hash
 
 JAVA = """
 import java.io.*;

@@ -42,10 +42,10 @@ from kafka_workload import (
     topic_config_args,
 )
 
-from segdex.indexcore.checkpoints import read_offset_checkpoint
-from segdex.indexcore.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, list_offset
-from segdex.indexcore.topic_configs_file import read_topic_configs
-from segdex.indexcore.topic_configs_live import describe_topics
+from segdex.indexcore.config.topic_configs_file import read_topic_configs
+from segdex.indexcore.config.topic_configs_live import describe_topics
+from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+from segdex.indexcore.tools.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, list_offset
 from segdex.jobs.cli import main as cli
 from segdex.pipelines.metadata_store import MetadataStore
 

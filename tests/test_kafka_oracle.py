@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from segment_cases import Case, Draw, _repair_crc, batch_spans, generate, judge, v2_batches
 
-from segdex.indexcore.log_segments import PartitionRecovery, segment_logs
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
+from segdex.indexcore.tools.segment_writer import build_batch
 
 pytestmark = pytest.mark.kafka_broker
 

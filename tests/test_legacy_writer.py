@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from segdex.indexcore.compression import decompress
-from segdex.indexcore.file_records import batches, open_log
-from segdex.indexcore.records import records
-from segdex.indexcore.segment_writer import build_legacy
+from segdex.indexcore.record.compression import decompress
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.records import records
+from segdex.indexcore.tools.segment_writer import build_legacy
 
 HEADER = 8 + 4 + 4  # offset, size, crc
 

@@ -11,15 +11,15 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO_ROOT, load_case
 
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import UsageException
-from segdex.indexcore.list_offsets import (
+from segdex.indexcore.tools.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     list_offset,
     parse_target,
 )
-from segdex.indexcore.log_config import LogConfig
 
 SPECIALS = {"EARLIEST_TIMESTAMP": EARLIEST_TIMESTAMP, "LATEST_TIMESTAMP": LATEST_TIMESTAMP,
             "MAX_TIMESTAMP": MAX_TIMESTAMP}

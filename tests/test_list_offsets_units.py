@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.list_offsets import (
+from segdex.indexcore.tools.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
@@ -31,8 +32,7 @@ from segdex.indexcore.list_offsets import (
     list_offset,
     log_start_offsets,
 )
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.tools.segment_writer import build_batch
 
 
 def partition(root: Path, name: str, segments: list[list[bytes]]) -> Path:

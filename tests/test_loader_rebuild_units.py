@@ -31,15 +31,16 @@ from conftest import FIXTURES, load_case
 from test_producer_snapshot import _reference as _snapshot  # ProducerSnapshot v1 from Kafka's schema
 from test_rebuild_targets import _partition
 
-from segdex.indexcore import atomic_file, log_segments
-from segdex.indexcore import rebuild as rebuild_module
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_dir import read_checkpoints
-from segdex.indexcore.log_loader import LoadedPartition, LogLoader, PartitionState, finish_log_dir
-from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, index_files, recover_partition
-from segdex.indexcore.rebuild import RebuildOutcome, rebuild, write_index_files
-from segdex.indexcore.segment_writer import build_batch, segment_name
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.fs import atomic_file
+from segdex.indexcore.log import log_segments
+from segdex.indexcore.log.log_dir import read_checkpoints
+from segdex.indexcore.log.log_loader import LoadedPartition, LogLoader, PartitionState, finish_log_dir
+from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, index_files, recover_partition
 from segdex.indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.tools import rebuild as rebuild_module
+from segdex.indexcore.tools.rebuild import RebuildOutcome, rebuild, write_index_files
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
 SRC = FIXTURES / "multi_segment_partition_retention"

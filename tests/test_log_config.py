@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from segdex.indexcore.log_config import ConfigException, LogConfig, parse_value
+from segdex.indexcore.config.log_config import ConfigException, LogConfig, parse_value
 
 INT_MAX, LONG_MAX = 2**31 - 1, 2**63 - 1
 
@@ -69,7 +69,7 @@ def test_overrides_and_validation():
 def test_every_layer_with_its_source_and_origin():
     """Kafka's precedence, lowest first: server.properties, the described topic configs, --config, the internal
     topics' own settings, --topic-config; each value with where it came from (and the property it was read as)."""
-    from segdex.indexcore.log_config import TopicConfigResolver
+    from segdex.indexcore.config.log_config import TopicConfigResolver
 
     resolver = TopicConfigResolver(
         config={"retention.ms": "1000", "cleanup.policy": "compact"},
@@ -103,7 +103,7 @@ def test_every_layer_with_its_source_and_origin():
 
 
 def test_config_arguments():
-    from segdex.indexcore.log_config import parse_config_args, parse_topic_config_args
+    from segdex.indexcore.config.log_config import parse_config_args, parse_topic_config_args
 
     assert parse_config_args([" a = 1 ", "b==2", "c="]) == {"a": "1", "b": "=2", "c": ""}
     assert parse_topic_config_args(["t:a=1", "t:b=2", "u:a=3"]) == {"t": {"a": "1", "b": "2"}, "u": {"a": "3"}}

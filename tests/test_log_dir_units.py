@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from segdex.indexcore.layout import TopicPartition
-from segdex.indexcore.log_dir import (
+from segdex.indexcore.log.layout import TopicPartition
+from segdex.indexcore.log.log_dir import (
     LogDirListing,
     LogDirLock,
     LogDirLockedException,
@@ -309,7 +309,7 @@ def test_a_held_lock_refuses_the_writer_and_names_the_holder(tmp_path: Path):
 
 def test_a_holder_the_kernel_cannot_name_still_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """When asking for the holder's pid fails, the refusal stands, without a pid."""
-    import segdex.indexcore.log_dir as log_dir_module
+    import segdex.indexcore.log.log_dir as log_dir_module
 
     def no_answer(fd: int) -> int | None:
         raise OSError(5, "Input/output error")

@@ -12,9 +12,10 @@ import pytest
 from conftest import FIXTURES, fixture_case_names, load_case
 from test_recover import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
 
-from segdex.indexcore.log_loader import LogLoader, truncate_epochs_from_end
-from segdex.indexcore.log_segments import segment_logs
-from segdex.indexcore.producer_snapshot import read_snapshot
+from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end
+from segdex.indexcore.log.log_loader import LogLoader
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.indexcore.status import SegmentStatus
 
 
@@ -126,8 +127,8 @@ def test_finish_log_dir_writes_what_a_clean_stop_leaves(tmp_path: Path):
     keeps its old entries and no marker is written; partitions gone from the dir lose theirs."""
     import os
 
-    from segdex.indexcore.log_dir import read_checkpoints
-    from segdex.indexcore.log_loader import (
+    from segdex.indexcore.log.log_dir import read_checkpoints
+    from segdex.indexcore.log.log_loader import (
         PartitionState,
         finish_log_dir,
         log_dir_checkpoints,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery, recover_partition
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, recover_partition
 from segdex.indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.tools.segment_writer import build_batch
 
 T = 1_700_000_000_000
 

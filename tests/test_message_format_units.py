@@ -21,7 +21,7 @@ import struct
 import pytest
 from kafka_bytes import cstr, i8, i32, i64, s16, uv
 
-from segdex.indexcore.message_format import (
+from segdex.indexcore.coordinator.message_format import (
     ANY_VERSION,
     Array,
     Field,

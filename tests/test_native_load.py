@@ -10,9 +10,9 @@ import ctypes
 
 import pytest
 
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.scan import kernel, native
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.scan import kernel, native
+from segdex.indexcore.tools.segment_writer import build_batch
 
 CHECK = 0xE3069283  # CRC-32C("123456789")
 

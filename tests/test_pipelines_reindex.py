@@ -12,7 +12,7 @@ import pytest
 from chispa import assert_df_equality
 from conftest import FIXTURES, broker_lock, fixture_case_names, load_case
 
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.jobs.cli import main as cli
 from segdex.pipelines import metadata_store, reindex, schemas
 

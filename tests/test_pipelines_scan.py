@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines.sample_logdir import generate_sample
 from segdex.pipelines.scan import MODE_REINDEX, MODE_VERIFY, PartitionTask, partition_size, scan_partition
 

@@ -14,8 +14,8 @@ import crc32c
 import pytest
 from conftest import FIXTURES
 
-from segdex.indexcore.producer_snapshot import CorruptSnapshotException, read_snapshot, snapshot_bytes
-from segdex.indexcore.producer_state import BatchMetadata, ProducerStateEntry
+from segdex.indexcore.log.producer_snapshot import CorruptSnapshotException, read_snapshot, snapshot_bytes
+from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
 
 TXN = FIXTURES / "v2_txn_two_producers" / "broker"
 
@@ -111,8 +111,8 @@ def test_a_load_drops_expired_producers_and_keeps_open_transactions():
     """``ProducerStateManager.loadFromSnapshot`` with ``isProducerExpired``: a producer is dropped when it has no
     open transaction and ``now - lastTimestamp >= producer.id.expiration.ms``; entries keep every field, in the
     snapshot's (HashMap) order, and open transactions are registered again."""
-    from segdex.indexcore.java_hash_map import hash_map_order
-    from segdex.indexcore.producer_state import ProducerStateManager
+    from segdex.indexcore.log.java_hash_map import hash_map_order
+    from segdex.indexcore.log.producer_state import ProducerStateManager
 
     now, exp = 10_000, 1_000
     batch = BatchMetadata(4, 40, 2, 8_999)

@@ -15,7 +15,12 @@ import pytest
 from conftest import FIXTURES
 
 from segdex.indexcore.errors import UsageException
-from segdex.indexcore.quarantine import MANIFEST, check_quarantine_dir, partition_quarantine, truncate_with_quarantine
+from segdex.indexcore.log.quarantine import (
+    MANIFEST,
+    check_quarantine_dir,
+    partition_quarantine,
+    truncate_with_quarantine,
+)
 
 SEG0 = "00000000000000000000"
 

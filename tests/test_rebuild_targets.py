@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_case
 
-from segdex.indexcore.atomic_file import TEMP_PREFIX, TEMP_SUFFIX
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import InvalidLayoutException, UsageException
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.rebuild import RebuildNotice, RebuildOutcome, rebuild
+from segdex.indexcore.fs.atomic_file import TEMP_PREFIX, TEMP_SUFFIX
+from segdex.indexcore.tools.rebuild import RebuildNotice, RebuildOutcome, rebuild
 
 SRC = FIXTURES / "multi_segment_partition_retention"
 CONFIG = LogConfig().with_overrides({k: str(v) for k, v in load_case(SRC.name)["topic_config"].items()

@@ -21,8 +21,8 @@ import crc32c
 import pytest
 
 from segdex.indexcore.errors import CorruptRecordException, RecoveryFailedException
-from segdex.indexcore.file_records import batches
-from segdex.indexcore.records import Record, control_record, end_txn_marker, records
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.records import Record, control_record, end_txn_marker, records
 
 GZIP = 1
 SNAPPY = 2

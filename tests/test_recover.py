@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from conftest import fixture_case_names, load_case
 
-from segdex.indexcore.checkpoints import read_offset_checkpoint
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.producer_snapshot import read_snapshot
-from segdex.indexcore.segment_writer import Record, build_batch, segment_name
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+from segdex.indexcore.log.producer_snapshot import read_snapshot
+from segdex.indexcore.tools.segment_writer import Record, build_batch, segment_name
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import recover
 

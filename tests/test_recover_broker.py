@@ -34,8 +34,8 @@ from kafka_workload import (
     topic_config_args,
 )
 
-from segdex.indexcore.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
-from segdex.indexcore.producer_snapshot import read_snapshot
+from segdex.indexcore.log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.jobs.cli import main as cli
 
 pytestmark = pytest.mark.kafka_broker

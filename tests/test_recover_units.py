@@ -20,11 +20,11 @@ import pytest
 from conftest import FIXTURES, fixture_case_names
 
 from segdex.indexcore.errors import InvalidOffsetException
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.scan import kernel
-from segdex.indexcore.scan.python_kernel import scan_simple
-from segdex.indexcore.segment_writer import build_batch
-from segdex.indexcore.time_index import TimeIndex
+from segdex.indexcore.index.time_index import TimeIndex
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.scan import kernel
+from segdex.indexcore.log.scan.python_kernel import scan_simple
+from segdex.indexcore.tools.segment_writer import build_batch
 
 TS = 1_700_000_000_000
 NATIVE = pytest.mark.parametrize("native", [True, False], ids=["native", "python"])

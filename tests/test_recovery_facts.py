@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, fixture_case_names
 from test_recover_units import _one
 
-from segdex.indexcore.log_segment import recover
+from segdex.indexcore.log.log_segment import recover
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # Kafka's CompressionType ids
 CASES = [c for c in fixture_case_names() if not c.startswith("corrupt_")]
@@ -49,7 +49,7 @@ def test_recovery_counts_what_kafka_lists(case: str, native: bool):
 
 def _txn(offset: int) -> bytes:
     """A transactional batch: recovery takes it on the slow path (producer state), not in the kernel."""
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     return build_batch(offset, [(1_700_000_000_000, b"k", b"v")], producer_id=5, producer_epoch=0,
                        base_sequence=offset % 1000, is_transactional=True)
@@ -109,7 +109,7 @@ def test_leader_epochs_recovery_finds(case: str):
 def full_offset_index_segment() -> bytes:
     """20 one-record batches at one timestamp: with index.interval.bytes 0 every batch after the first is indexed,
     and the time index keeps one entry, so a 64-byte offset index (8 entries) fills first."""
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     return b"".join(build_batch(i, [(1_700_000_000_000, b"k", b"v")]) for i in range(20))
 
@@ -155,7 +155,7 @@ def test_a_v2_batch_shorter_than_its_header_at_the_end_of_the_file(native: bool)
 def test_a_whole_61_byte_batch_ending_the_file_is_kept(native: bool):
     """A v2 batch of no records is exactly its 61-byte header; ending the file, it is read and kept whole
     (Kafka's recovery keeps it too: test_kafka_oracle)."""
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     buf = _one(0) + build_batch(1, [])
     result = recover(buf, 0, native=native)
@@ -166,8 +166,8 @@ def test_a_whole_61_byte_batch_ending_the_file_is_read_whole():
     """``FileLogInputStream``: a batch of exactly the 61-byte header ending the file is a whole v2 batch; its
     header fields are read (the CRC stored at byte 17, its attributes), not those of a batch too short to hold
     them."""
-    from segdex.indexcore.file_records import batches
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     empty = build_batch(1, [], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
     buf = _one(0) + empty

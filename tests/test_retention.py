@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, broker_lock, load_case, log_start_offset
 
-from segdex.indexcore import retention as ret
-from segdex.indexcore.checkpoints import (
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.checkpoints import (
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
+from segdex.indexcore.retention import log_dirs as ret
 from segdex.jobs.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -137,12 +138,12 @@ def test_plan_pure_function_matches_segments_before():
 
 def test_truncate_epochs_from_start():
     entries = [(0, 0), (1, 381), (2, 761), (3, 1146)]
-    assert ret.truncate_epochs_from_start(entries, 0) == entries
-    assert ret.truncate_epochs_from_start(entries, 381) == [(1, 381), (2, 761), (3, 1146)]
-    assert ret.truncate_epochs_from_start(entries, 831) == [(2, 831), (3, 1146)]
-    assert ret.truncate_epochs_from_start(entries, 5000) == [(3, 5000)]
-    assert ret.truncate_epochs_from_start([(4, 100)], 50) == [(4, 100)]
-    assert ret.truncate_epochs_from_start([], 50) == []
+    assert truncate_epochs_from_start(entries, 0) == entries
+    assert truncate_epochs_from_start(entries, 381) == [(1, 381), (2, 761), (3, 1146)]
+    assert truncate_epochs_from_start(entries, 831) == [(2, 831), (3, 1146)]
+    assert truncate_epochs_from_start(entries, 5000) == [(3, 5000)]
+    assert truncate_epochs_from_start([(4, 100)], 50) == [(4, 100)]
+    assert truncate_epochs_from_start([], 50) == []
 
 
 def seg(base: int, size: int = 100, ts: int = 1000) -> ret.SegmentFacts:

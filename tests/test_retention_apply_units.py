@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore import retention_apply as ra
-from segdex.indexcore.log_dir import LogDirCheckpoints
-from segdex.indexcore.retention import PartitionRetention
-from segdex.indexcore.retention_policy import Deletion, RetentionPlan
-from segdex.indexcore.segment_writer import segment_name as name  # <base as 20 digits><suffix>
+from segdex.indexcore.log.log_dir import LogDirCheckpoints
+from segdex.indexcore.retention import apply as ra
+from segdex.indexcore.retention.log_dirs import PartitionRetention
+from segdex.indexcore.retention.policy import Deletion, RetentionPlan
+from segdex.indexcore.tools.segment_writer import segment_name as name  # <base as 20 digits><suffix>
 
 
 def touch(directory: Path, *names: str, mode: int = 0o644) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, fixture_case_names
 
-from segdex.indexcore.record_batch import NO_TIMESTAMP
-from segdex.indexcore.retention import largest_timestamp, next_offset, read_segment_facts
-from segdex.indexcore.retention_policy import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
+from segdex.indexcore.record.record_batch import NO_TIMESTAMP
+from segdex.indexcore.retention.log_dirs import largest_timestamp, next_offset, read_segment_facts
+from segdex.indexcore.retention.policy import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
 
 CASES = [n for n in fixture_case_names() if not n.startswith("corrupt")]
 

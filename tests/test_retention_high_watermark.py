@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import log_start_offset
 
-from segdex.indexcore.checkpoints import write_offset_checkpoint
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.retention import run_log_dir
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.checkpoints import write_offset_checkpoint
+from segdex.indexcore.retention.log_dirs import run_log_dir
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 OLD = 1_600_000_000_000
 NOW = 1_800_000_000_000

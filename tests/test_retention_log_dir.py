@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import FIXTURES, broker_lock
 
-from segdex.indexcore.atomic_file import TEMP_PREFIX, TEMP_SUFFIX
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.retention import as_resolver, config_for, run_log_dir
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.fs.atomic_file import TEMP_PREFIX, TEMP_SUFFIX
+from segdex.indexcore.retention.log_dirs import as_resolver, config_for, run_log_dir
 
 NOW = 1_700_000_000_000 + 10 * 86_400_000
 RETENTION = FIXTURES / "multi_segment_partition_retention" / "broker"

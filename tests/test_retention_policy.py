@@ -5,8 +5,8 @@ reasons a plan carries. Expected values follow Kafka's rules (``deleteRetentionS
 
 from __future__ import annotations
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.retention_policy import PartitionFacts, SegmentFacts, plan_retention
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.retention.policy import PartitionFacts, SegmentFacts, plan_retention
 
 NOW = 10_000_000
 
@@ -79,7 +79,7 @@ def test_no_log_start_offset_entry_reads_as_zero():
 def test_a_plan_in_full():
     """Every field of a plan that deletes, with the rule and reason of each deletion, the epochs cut at the new
     log start offset, and a timestamp exactly now (not blocked)."""
-    from segdex.indexcore.retention_policy import Deletion, RetentionPlan
+    from segdex.indexcore.retention.policy import Deletion, RetentionPlan
 
     f = facts([100, 100, 100], stamps=[NOW - 5000, NOW, NOW])
     f.leader_epochs = [(0, 0), (1, 15), (2, 25)]

@@ -12,8 +12,8 @@ and deletes a segment while ``diff - segment.size >= 0``; ``deleteRetentionMsBre
 
 from __future__ import annotations
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.retention_policy import (
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.retention.policy import (
     Deletion,
     LogStartOffsetBreached,
     PartitionFacts,

@@ -12,7 +12,7 @@ from chispa import assert_df_equality
 from conftest import FIXTURES, load_case
 from test_retention import CASE, TOPIC, check_kafka_state, stage
 
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.jobs.cli import main
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import retention as pr

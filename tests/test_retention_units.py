@@ -18,10 +18,10 @@ import struct
 from pathlib import Path
 from types import SimpleNamespace
 
-from segdex.indexcore import retention as ret
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.segment_writer import build_batch, write_partition
-from segdex.indexcore.segment_writer import segment_name as name  # <base as 20 digits><suffix>
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.retention import log_dirs as ret
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from segdex.indexcore.tools.segment_writer import segment_name as name  # <base as 20 digits><suffix>
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")

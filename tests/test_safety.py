@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, broker_lock, fixture_case_names, load_case, log_start_offset
 
-from segdex.indexcore.checkpoints import write_offset_checkpoint
-from segdex.indexcore.log_dir import LogDirLock, lock_holder
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.log.checkpoints import write_offset_checkpoint
+from segdex.indexcore.log.log_dir import LogDirLock, lock_holder
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.jobs import report
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import reindex
@@ -207,7 +207,7 @@ def test_non_root_cannot_take_a_file_from_its_owner(tmp_path):
         pytest.skip("needs root to create a file owned by another user")
     import tempfile
 
-    from segdex.indexcore.atomic_file import write_atomic
+    from segdex.indexcore.fs.atomic_file import write_atomic
 
     shared = Path(tempfile.mkdtemp(prefix="segdex-owner-"))
     try:
@@ -742,7 +742,7 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
 def test_topic_config_resolution_follows_kafka():
     """Precedence and internal-topic configs as Kafka 4.1.1 has them; messages as its ConfigDef words them
     (both read from the 4.1.1 jars: ShareCoordinatorService.shareGroupStateTopicConfigs, LogConfig.validate)."""
-    from segdex.indexcore.log_config import ConfigException, TopicConfigResolver
+    from segdex.indexcore.config.log_config import ConfigException, TopicConfigResolver
 
     r = TopicConfigResolver({"retention.ms": "1000", "cleanup.policy": "delete"},
                             {"orders": {"retention.bytes": "10"}, "__transaction_state": {"retention.ms": "5"}})

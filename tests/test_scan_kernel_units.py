@@ -28,10 +28,9 @@ import pytest
 from kafka_bytes import varint as _varint
 from test_fastscan import scan_state
 
-from segdex.indexcore.file_records import open_log
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.scan.python_kernel import scan_simple
-from segdex.indexcore.scan.state import (
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.scan.python_kernel import scan_simple
+from segdex.indexcore.log.scan.state import (
     S_BATCHES,
     S_CODECS,
     S_FIRST_OFFSET,
@@ -49,6 +48,7 @@ from segdex.indexcore.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
+from segdex.indexcore.record.file_records import open_log
 
 INT32_MAX = 2**31 - 1
 TS = 1_700_000_000_000
@@ -205,7 +205,7 @@ def test_producer_id_0_is_kept_in_producer_state_by_python_recovery():
     """Recovery's producer state (what a snapshot would hold) has producer 0's last batch."""
     buf = batch(0, 2, producer_id=0, producer_epoch=1, base_sequence=0, ts=TS) + batch(
         2, 2, producer_id=0, producer_epoch=1, base_sequence=2, ts=TS + 4)
-    from segdex.indexcore.producer_state import BatchMetadata, ProducerStateManager
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateManager
 
     ps = ProducerStateManager()
     result = recover(buf, 0, producer_state=ps, native=False)

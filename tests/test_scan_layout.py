@@ -7,15 +7,16 @@ import re
 import struct
 from pathlib import Path
 
-from segdex.indexcore import record_batch
-from segdex.indexcore.scan import batch_header, gen_layout, state
+from segdex.indexcore.index import offset_index, time_index
+from segdex.indexcore.log.scan import gen_layout, state
+from segdex.indexcore.record import batch_header, record_batch
 
 SCAN = Path(gen_layout.__file__).parent
 
 
 def test_generated_header_is_current():
     assert (SCAN / "_layout.h").read_text() == gen_layout.render(), \
-        "indexcore/scan/_layout.h is stale: run `python -m segdex.indexcore.scan.gen_layout`"
+        "indexcore/log/scan/_layout.h is stale: run `python -m segdex.indexcore.log.scan.gen_layout`"
 
 
 def test_offsets_chain_as_kafka_defines_them():
@@ -36,6 +37,15 @@ def test_offsets_chain_as_kafka_defines_them():
                  "NO_TIMESTAMP"):
         assert getattr(record_batch, name) == getattr(batch_header, name), name
     assert "COMPRESSION_CODEC_MASK =" not in Path(record_batch.__file__).read_text()  # imported, not redefined
+
+
+def test_index_entries_are_laid_out_by_their_index_modules():
+    """Each index file's entry layout lives in the module of that file, and reaches C from there."""
+    assert offset_index.ENTRY.format == ">ii" and offset_index.ENTRY_SIZE == 8
+    assert time_index.ENTRY.format == ">qi" and time_index.ENTRY_SIZE == 12
+    header = (SCAN / "_layout.h").read_text()
+    assert "#define OFFSET_INDEX_ENTRY_SIZE 8\n" in header and "#define TIME_INDEX_ENTRY_SIZE 12\n" in header
+    assert not hasattr(batch_header, "OFFSET_INDEX_ENTRY") and not hasattr(batch_header, "TIME_INDEX_ENTRY")
 
 
 def test_slots_are_defined_once():

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.file_records import batches, open_log
-from segdex.indexcore.log_segment import recover, recover_file
-from segdex.indexcore.record_batch import RECORD_BATCH_V2, CompressionType, ensure_valid
-from segdex.indexcore.records import Record, control_record, records
-from segdex.indexcore.segment_writer import (
+from segdex.indexcore.log.log_segment import recover, recover_file
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.record_batch import RECORD_BATCH_V2, CompressionType, ensure_valid
+from segdex.indexcore.record.records import Record, control_record, records
+from segdex.indexcore.tools.segment_writer import (
     LOG_APPEND_TIME,
     SegmentWriter,
     build_batch,

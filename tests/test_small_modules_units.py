@@ -29,13 +29,8 @@ import pytest
 from kafka_bytes import legacy_message as _v1  # a magic 0/1 message laid out from the message format
 from test_producer_snapshot import _reference as _snapshot  # ProducerSnapshot v1 from Kafka's schema
 
-from segdex.indexcore.broker_config import load_properties, read_broker_config
-from segdex.indexcore.checkpoints import (
-    CorruptCheckpointException,
-    read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
-)
-from segdex.indexcore.compression import _xerial_snappy, decompress
+from segdex.indexcore.config.broker_config import load_properties, read_broker_config
+from segdex.indexcore.config.log_config import ConfigException, TopicConfigResolver, parse_topic_config_args
 from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
@@ -43,25 +38,30 @@ from segdex.indexcore.errors import (
     InvalidTxnStateException,
     UsageException,
 )
-from segdex.indexcore.file_access import _kind
-from segdex.indexcore.java_hash_map import hash_map_order
-from segdex.indexcore.layout import (
+from segdex.indexcore.fs.file_access import _kind
+from segdex.indexcore.log.checkpoints import (
+    CorruptCheckpointException,
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+)
+from segdex.indexcore.log.java_hash_map import hash_map_order
+from segdex.indexcore.log.layout import (
     TopicPartition,
     filename_prefix_from_offset,
     parse_partition_dir_name,
     parse_segment_file_name,
 )
-from segdex.indexcore.log_config import ConfigException, TopicConfigResolver, parse_topic_config_args
-from segdex.indexcore.producer_snapshot import CorruptSnapshotException, read_snapshot
-from segdex.indexcore.producer_state import (
+from segdex.indexcore.log.producer_snapshot import CorruptSnapshotException, read_snapshot
+from segdex.indexcore.log.producer_state import (
     BatchMetadata,
     ProducerStateEntry,
     ProducerStateManager,
     increment_sequence,
 )
-from segdex.indexcore.quarantine import check_quarantine_dir, truncate_with_quarantine
-from segdex.indexcore.segment_writer import build_legacy, control_record, legacy_message
+from segdex.indexcore.log.quarantine import check_quarantine_dir, truncate_with_quarantine
+from segdex.indexcore.record.compression import _xerial_snappy, decompress
 from segdex.indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.tools.segment_writer import build_legacy, control_record, legacy_message
 
 INT32_MAX = 2**31 - 1
 TS = 1_700_000_000_000

@@ -50,8 +50,8 @@ class Damage:
 def damaged_sample(log_dir: Path) -> Damage:
     """A generated log dir (4 topics, 7 partitions: plain, zstd, transactional, v1 gzip) that lost most of its
     index files; one partition keeps valid ones, one of which is then damaged; one ``.log`` gets a bad byte."""
-    from segdex.indexcore.log_config import LogConfig
-    from segdex.indexcore.rebuild import rebuild
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.tools.rebuild import rebuild
     from segdex.pipelines.sample_logdir import generate_sample
 
     generate_sample(log_dir, batches_per_partition=240, segment_bytes=48 * 1024)

@@ -16,8 +16,7 @@ from tests.spark_cluster import HOST, spark_submit
 REPO = Path(__file__).resolve().parent.parent
 
 PROBE = """
-import json, sys
-sys.path.insert(0, {repo!r})
+import json
 from segdex.pipelines.spark_session import get_spark
 spark = get_spark(None, "segdex-conf-probe")
 print("CONF " + json.dumps({{k: spark.conf.get(k) for k in

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, fixture_case_names
 
-from segdex.indexcore.startup_preview import WARM_INDEX_BYTES, _largest_lower_bound_slot, read_next_offset
+from segdex.indexcore.log.startup_preview import WARM_INDEX_BYTES, _largest_lower_bound_slot, read_next_offset
 
 WARM_ENTRIES = WARM_INDEX_BYTES // 8
 
@@ -56,9 +56,9 @@ def test_next_offset_is_kafkas(name: str, tmp_path: Path):
 
 def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_path: Path):
     """3,000 one-record batches indexed at interval 1: the last entry lies far past the warm section's start."""
-    from segdex.indexcore.log_config import LogConfig
-    from segdex.indexcore.log_segments import PartitionRecovery
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_segments import PartitionRecovery
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     log = tmp_path / "00000000000000000500.log"
     log.write_bytes(b"".join(build_batch(500 + 2 * i, [(1, b"k", b"v"), (2, b"k", b"w")]) for i in range(3000)))
@@ -74,9 +74,9 @@ def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_p
 def test_next_offset_reads_only_from_the_last_index_entry(tmp_path: Path):
     """Kafka reads the next offset from the batch the offset index's last entry points at: a batch broken before
     that position is never read (it is, by a segment recovery, which is another matter)."""
-    from segdex.indexcore.log_config import LogConfig
-    from segdex.indexcore.log_segments import PartitionRecovery
-    from segdex.indexcore.segment_writer import build_batch
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_segments import PartitionRecovery
+    from segdex.indexcore.tools.segment_writer import build_batch
 
     log = tmp_path / "00000000000000000000.log"
     batches = [build_batch(i, [(1, b"k", b"v" * 20)]) for i in range(400)]

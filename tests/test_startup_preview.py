@@ -22,13 +22,13 @@ import crc32c
 import pytest
 from test_recover import generated_partition
 
-from segdex.indexcore.checkpoints import format_offset_checkpoint
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import CorruptRecordException
-from segdex.indexcore.file_records import batches
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
-from segdex.indexcore.rebuild import rebuild
-from segdex.indexcore.segment_writer import segment_name
+from segdex.indexcore.log.checkpoints import format_offset_checkpoint
+from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.tools.rebuild import rebuild
+from segdex.indexcore.tools.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import reindex
 from segdex.pipelines.scan import MODE_VERIFY

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from test_startup_preview import GOLDEN, PER_DIR, assert_preview_is, make_workload
 
-from segdex.indexcore.log_config import LogConfig
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines import reindex
 from segdex.pipelines.scan import MODE_VERIFY, scan_group
 

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import crc32c
 
-from segdex.indexcore.layout import index_paths
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import PartitionRecovery
-from segdex.indexcore.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
-from segdex.indexcore.segment_writer import build_batch, segment_name
-from segdex.indexcore.startup_preview import (
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.layout import index_paths
+from segdex.indexcore.log.log_segments import PartitionRecovery
+from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+from segdex.indexcore.log.startup_preview import (
     SegmentOnDisk,
     StartupPreview,
     _largest_lower_bound_slot,
@@ -40,6 +39,7 @@ from segdex.indexcore.startup_preview import (
     read_next_offset,
     transaction_index_at_load,
 )
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
 ZEROS = b"\0" * 20  # a zero-filled tail: a size field of 0, below the 14-byte minimum

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.log_config import ConfigException, TopicConfigResolver
-from segdex.indexcore.topic_configs_file import parse_topic_configs
+from segdex.indexcore.config.log_config import ConfigException, TopicConfigResolver
+from segdex.indexcore.config.topic_configs_file import parse_topic_configs
 from segdex.jobs.cli import main as segdex_main
 
 ALL = """All configs for topic orders are:
@@ -94,7 +94,7 @@ def test_live_configs_bad_input_is_a_usage_error(tmp_path: Path, capsys, monkeyp
 
 
 def test_command_config_maps_java_client_properties():
-    from segdex.indexcore.topic_configs_live import client_config
+    from segdex.indexcore.config.topic_configs_live import client_config
 
     conf = client_config({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                           "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
@@ -111,7 +111,7 @@ def test_rebuild_takes_a_topics_described_config(kafka_fixtures: Path, tmp_path:
     the same bytes as giving that value with --config."""
     import shutil
 
-    from segdex.indexcore.segment_writer import segment_name
+    from segdex.indexcore.tools.segment_writer import segment_name
 
     described = tmp_path / "described.txt"
     described.write_text("Dynamic configs for topic orders are:\n  index.interval.bytes=100 sensitive=false "
@@ -131,7 +131,7 @@ def test_parse_every_line_kind_in_the_test_process(tmp_path):
     """Each kind of line of ``kafka-configs --describe``: a dynamic form's entry without synonyms is a topic
     override, an --all form's source is its first synonym's, Kafka's defaults, sensitive values and configs segdex
     does not use are left out; a blank line is skipped, not the end."""
-    from segdex.indexcore.topic_configs_file import DescribedTopic, parse_topic_configs, read_topic_configs
+    from segdex.indexcore.config.topic_configs_file import DescribedTopic, parse_topic_configs, read_topic_configs
 
     text = ("Dynamic configs for topic a are:\n"
             "  retention.ms=1000 sensitive=false synonyms={}\n"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import ConfigSource
 
-from segdex.indexcore.log_config import ConfigException
-from segdex.indexcore.topic_configs_live import _source_name, client_config, read_command_config
+from segdex.indexcore.config.log_config import ConfigException
+from segdex.indexcore.config.topic_configs_live import _source_name, client_config, read_command_config
 
 
 def test_source_given_as_the_enum():

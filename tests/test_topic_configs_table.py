@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chispa import assert_df_equality
 
-from segdex.indexcore.segment_writer import segment_name
+from segdex.indexcore.tools.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines.metadata_store import MetadataStore
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.segment_writer import SegmentWriter, build_batch
-from segdex.indexcore.transaction_index import AbortedTxn, parse_transaction_index
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.index.transaction_index import AbortedTxn, parse_transaction_index
+from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch
 from segdex.pipelines import reindex
 
 T0 = 1_700_000_000_000
@@ -73,7 +73,7 @@ def test_an_empty_control_batch_leaves_the_transaction_open():
 
     import crc32c
 
-    from segdex.indexcore.log_segment import recover
+    from segdex.indexcore.log.log_segment import recover
 
     empty = bytearray(build_batch(3, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0),
                                   control_timestamp=1_700_000_000_003))

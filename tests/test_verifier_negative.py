@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.index_verifier import Verdict, verify_segment
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segments import PartitionRecovery
-from segdex.indexcore.segment_writer import build_batch, write_partition
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.status import Reason, SegmentStatus
+from segdex.indexcore.tools.index_verifier import Verdict, verify_segment
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 START = 1_700_000_000_000
 BATCHES = 20

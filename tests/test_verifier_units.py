@@ -18,23 +18,23 @@ from pathlib import Path
 import pytest
 from test_verifier_negative import write_segment
 
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
     CorruptIndexException,
     IndexFullException,
     IndexOffsetOverflowException,
     InvalidOffsetException,
 )
-from segdex.indexcore.file_records import open_log
-from segdex.indexcore.index_verifier import Verdict, check_offset_entries, check_time_entries, verify_segment
-from segdex.indexcore.log_config import LogConfig
-from segdex.indexcore.log_segment import recover
-from segdex.indexcore.log_segments import PartitionRecovery, SegmentRecovery
-from segdex.indexcore.offset_index import OffsetIndex, parse_offset_index
-from segdex.indexcore.offset_index import sanity_check as offset_sanity
-from segdex.indexcore.segment_writer import build_batch
+from segdex.indexcore.index.offset_index import OffsetIndex, parse_offset_index
+from segdex.indexcore.index.offset_index import sanity_check as offset_sanity
+from segdex.indexcore.index.time_index import parse_time_index
+from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
+from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery
+from segdex.indexcore.record.file_records import open_log
 from segdex.indexcore.status import Reason, SegmentStatus
-from segdex.indexcore.time_index import parse_time_index
-from segdex.indexcore.transaction_index import AbortedTxn, TransactionIndex
+from segdex.indexcore.tools.index_verifier import Verdict, check_offset_entries, check_time_entries, verify_segment
+from segdex.indexcore.tools.segment_writer import build_batch
 
 START = 1_700_000_000_000
 BATCHES = 20

@@ -1,0 +1,249 @@
+"""The topic configs segdex understands (``LogConfig``), with Kafka's defaults, types and validators, and the
+configs Kafka gives its internal topics when it creates them.
+
+Validation follows Kafka's ``LogConfig`` definitions (``ConfigDef`` types INT/LONG/LIST and their ranges), with
+Kafka's message text: ``Invalid value 3000000000 for configuration index.interval.bytes: Not a number of type
+INT``.
+
+Where a topic's value comes from, highest first (``TopicConfigResolver``):
+
+1. ``--topic-config TOPIC:KEY=VALUE`` (a topic override, as ``kafka-configs --alter`` sets);
+2. the configs Kafka sets when it creates an internal topic (``__consumer_offsets`` and ``__transaction_state``
+   are ``cleanup.policy=compact``; ``__share_group_state`` is ``delete`` with ``retention.ms=-1``, its
+   coordinator moves the log start offset itself): a topic-level override in Kafka too, so a ``--config``
+   default for every topic does not reach them;
+3. ``--config KEY=VALUE`` (a default for every topic; topic or broker names);
+4. what the cluster reports (``--topic-configs``, the saved ``kafka-configs --describe`` output,
+   ``indexcore.topic_configs_file``): the topic's overrides, and with ``--all`` the brokers' settings too;
+5. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
+6. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
+
+``__cluster_metadata`` is the KRaft metadata log: it follows ``metadata.*`` settings and its own snapshots,
+never topic configs; no writing command touches it (``is_cluster_metadata``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+
+from segdex.indexcore.errors import SegdexError
+
+DAY_MS = 24 * 60 * 60 * 1000
+INT_MAX = 2**31 - 1
+INT_MIN = -(2**31)
+LONG_MAX = 2**63 - 1
+LONG_MIN = -(2**63)
+MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' lower bound in Kafka 4.x's LogConfig (14 bytes in 3.x)
+
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+SOURCE_TOPIC_CONFIG = "--topic-config"
+SOURCE_INTERNAL_TOPIC = "internal topic"
+SOURCE_CONFIG = "--config"
+SOURCE_DEFAULT = "Kafka default"
+SOURCE_BROKER = "server.properties"
+SOURCE_DESCRIBED = "--topic-configs"
+
+# What Kafka sets when it creates its internal topics, with the brokers' default segment sizes; read from the
+# Kafka 4.1.1 jars (GroupCoordinatorService.groupMetadataTopicConfigs, TransactionStateManager
+# .transactionTopicConfigs, ShareCoordinatorService.shareGroupStateTopicConfigs,
+# TopicBasedRemoteLogMetadataManagerConfig).
+INTERNAL_TOPIC_CONFIGS: dict[str, dict[str, str]] = {
+    "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+    "__share_group_state": {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": str(100 * 1024 * 1024)},
+    "__remote_log_metadata": {"cleanup.policy": "delete", "retention.ms": "-1"},
+}
+
+
+class ConfigException(SegdexError):
+    """An unknown config name or a value Kafka would reject (Kafka's ``ConfigException``)."""
+
+
+def is_cluster_metadata(topic: str) -> bool:
+    """Whether ``topic`` is the KRaft metadata log, which no segdex writing command touches."""
+    return topic == CLUSTER_METADATA_TOPIC
+
+
+@dataclass(frozen=True)
+class _Def:
+    """One config definition: Kafka's type and the smallest value its validator allows."""
+
+    type: str  # INT, LONG, LIST, STRING
+    at_least: int | None = None
+
+
+_DEFS: dict[str, _Def] = {
+    "index.interval.bytes": _Def("INT", 0),
+    "segment.index.bytes": _Def("INT", 4),
+    "segment.bytes": _Def("INT", MIN_SEGMENT_BYTES),
+    "retention.ms": _Def("LONG", -1),
+    "retention.bytes": _Def("LONG"),
+    "cleanup.policy": _Def("LIST"),
+    "file.delete.delay.ms": _Def("LONG", 0),
+    # 3.x only (gone in 4.0): below 0.11 a topic keeps old record formats and no leader-epoch-checkpoint
+    "message.format.version": _Def("STRING"),
+    # a broker setting (ProducerStateManagerConfig): producers idle this long are dropped when a log loads
+    "producer.id.expiration.ms": _Def("INT", 1),
+}
+_CLEANUP_POLICIES = ("compact", "delete")
+CONFIG_NAMES = frozenset(_DEFS)  # the configs segdex uses
+INDEX_CONFIGS = ("index.interval.bytes", "segment.index.bytes")  # what decides the bytes of the index files
+
+
+def _invalid(key: str, value: str, why: str) -> ConfigException:
+    return ConfigException(f"Invalid value {value} for configuration {key}: {why}")
+
+
+def parse_value(key: str, value: str) -> int | str:
+    """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise."""
+    d = _DEFS.get(key)
+    if d is None:
+        raise ConfigException(f"unknown config {key!r} (known: {', '.join(sorted(_DEFS))})")
+    text = value.strip()
+    if d.type == "STRING":
+        return text
+    if d.type == "LIST":  # an empty list is allowed (Kafka 4.x): neither compaction nor deletion
+        items = [p.strip() for p in text.split(",") if p.strip()]
+        if any(p not in _CLEANUP_POLICIES for p in items):
+            raise _invalid(key, text, f"String must be one of: {', '.join(_CLEANUP_POLICIES)}")
+        return ",".join(items)
+    low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)
+    try:
+        number = int(text)
+    except ValueError:
+        raise _invalid(key, text, f"Not a number of type {d.type}") from None
+    if not low <= number <= high:
+        raise _invalid(key, text, f"Not a number of type {d.type}")
+    if d.at_least is not None and number < d.at_least:
+        raise _invalid(key, text, f"Value must be at least {d.at_least}")
+    return number
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    index_interval_bytes: int = 4096
+    segment_index_bytes: int = 10 * 1024 * 1024
+    segment_bytes: int = 1024 * 1024 * 1024
+    retention_ms: int = 7 * DAY_MS
+    retention_bytes: int = -1
+    cleanup_policy: str = "delete"
+    file_delete_delay_ms: int = 60000
+    message_format_version: str = "3.0-IV1"
+    producer_id_expiration_ms: int = 86_400_000
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
+        """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad."""
+        changes = {key.replace(".", "_"): parse_value(key, str(value)) for key, value in overrides.items()}
+        return replace(self, **changes)
+
+    def validate(self) -> None:
+        """Check every value as Kafka's LogConfig would (for configs built field by field)."""
+        for f in fields(self):
+            parse_value(f.name.replace("_", "."), str(getattr(self, f.name)))
+
+    @property
+    def delete(self) -> bool:
+        """``LogConfig.delete``: the cleanup policy includes ``delete`` (also ``compact,delete``)."""
+        return "delete" in [p.strip() for p in self.cleanup_policy.split(",")]
+
+    @property
+    def legacy_record_version(self) -> bool:
+        """``LogConfig.recordVersion`` below V2: a 3.x topic pinned to ``message.format.version`` 0.8-0.10, whose
+        log keeps no leader-epoch cache (``UnifiedLog.maybeCreateLeaderEpochCache`` deletes the file)."""
+        return self.message_format_version.startswith(("0.8", "0.9", "0.10"))
+
+    def describe(self, keys: list[str] | None = None) -> str:
+        return ", ".join(f"{k}={getattr(self, k.replace('.', '_'))}" for k in (keys or list(_DEFS)))
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """A topic's effective config and where each value came from (key -> one of the ``SOURCE_*`` names)."""
+
+    topic: str
+    config: LogConfig
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def assumed(self, keys: list[str] | tuple[str, ...]) -> list[str]:
+        """The keys among ``keys`` that nobody gave: Kafka's defaults, assumed."""
+        return [k for k in keys if self.sources.get(k, SOURCE_DEFAULT) == SOURCE_DEFAULT]
+
+    def rows(self) -> list[dict[str, str]]:
+        """One ``{"topic", "config", "value", "source"}`` per config segdex uses: the effective value and where it
+        came from (``Kafka default`` when nobody gave it)."""
+        return [{"topic": self.topic, "config": key, "value": str(getattr(self.config, key.replace(".", "_"))),
+                 "source": self.sources.get(key, SOURCE_DEFAULT)} for key in sorted(CONFIG_NAMES)]
+
+    def from_internal_topic(self) -> dict[str, str]:
+        return {k: str(getattr(self.config, k.replace(".", "_")))
+                for k, s in self.sources.items() if s == SOURCE_INTERNAL_TOPIC}
+
+
+class TopicConfigResolver:
+    """Each topic's effective ``LogConfig`` from ``--config``, ``--topic-config`` and Kafka's internal-topic and
+    default configs (precedence in the module docstring). Values are validated when the resolver is built."""
+
+    def __init__(self, config: Mapping[str, str] | None = None,
+                 topic_configs: Mapping[str, Mapping[str, str]] | None = None,
+                 broker: Mapping[str, str] | None = None, broker_origins: Mapping[str, str] | None = None,
+                 described: Mapping[str, Mapping[str, str]] | None = None,
+                 described_sources: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        self.described = {t: dict(kv) for t, kv in (described or {}).items()}
+        self.described_sources = {t: dict(kv) for t, kv in (described_sources or {}).items()}
+        self.broker = dict(broker or {})
+        self.broker_origins = dict(broker_origins or {})
+        self.config = dict(config or {})
+        self.topic_configs = {t: dict(kv) for t, kv in (topic_configs or {}).items()}
+        for topic in self.topic_configs:
+            if not topic:
+                raise ConfigException("empty topic name in --topic-config")
+        self._cache: dict[str, ResolvedConfig] = {}
+        self.default = LogConfig().with_overrides({**self.broker, **self.config})
+        for topic in self.topic_configs:
+            self.resolve(topic)
+
+    def resolve(self, topic: str) -> ResolvedConfig:
+        cached = self._cache.get(topic)
+        if cached is not None:
+            return cached
+        values: dict[str, str] = {}
+        sources: dict[str, str] = {}
+        origins = {SOURCE_BROKER: self.broker_origins, SOURCE_DESCRIBED: self.described_sources.get(topic, {})}
+        for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_DESCRIBED, self.described.get(topic)),
+                              (SOURCE_CONFIG, self.config),
+                              (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
+                              (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
+            for key, value in (layer or {}).items():
+                values[key] = value
+                origin = origins.get(source, {}).get(key)
+                sources[key] = f"{source} ({origin})" if origin else source
+        resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources)
+        self._cache[topic] = resolved
+        return resolved
+
+    def __call__(self, topic: str) -> LogConfig:
+        return self.resolve(topic).config
+
+
+def parse_config_args(items: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{k: v}``; ConfigException for an item without ``=``."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigException(f"expected KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_topic_config_args(items: list[str] | None) -> dict[str, dict[str, str]]:
+    """``["orders:index.interval.bytes=1024", ...]`` -> ``{"orders": {"index.interval.bytes": "1024"}}``."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        topic, sep, rest = item.partition(":")
+        if not sep or not topic:
+            raise ConfigException(f"expected TOPIC:KEY=VALUE, got {item!r}")
+        out.setdefault(topic, {}).update(parse_config_args([rest]))
+    return out

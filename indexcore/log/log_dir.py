@@ -1,0 +1,377 @@
+"""A broker log directory: its partition directories, checkpoint files and the broker's ``.lock``."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+
+from segdex.indexcore.errors import InvalidLayoutException, SegdexError
+from segdex.indexcore.fs.atomic_file import FileAttributes
+from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+from segdex.indexcore.log.layout import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_SUFFIXES,
+    LOCK_FILE,
+    LOG_FILE_SUFFIX,
+    LOG_START_OFFSET_CHECKPOINT,
+    META_PROPERTIES,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    SWAP_FILE_SUFFIX,
+    TopicPartition,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+)
+
+
+class LogDirLockedException(SegdexError):
+    """The log dir's ``.lock`` is held by another process: a broker is running on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    log_dir: str
+    path: str
+    topic_partition: TopicPartition
+
+    @property
+    def topic(self) -> str:
+        return self.topic_partition.topic
+
+    @property
+    def partition(self) -> int:
+        return self.topic_partition.partition
+
+    @property
+    def kind(self) -> str:
+        return self.topic_partition.kind
+
+
+@dataclass
+class LogDirListing:
+    log_dir: str
+    partitions: list[PartitionDir]  # live and -future partition directories
+    skipped: list[tuple[str, str]]  # (path, why): -delete/-stray directories, Kafka finishes or ignores them
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses this log dir
+
+
+# The .lock files this process holds: real path -> [descriptor, hold count, pid]. A POSIX record lock is lost
+# when its process closes *any* descriptor of the file, so while one is held here no code of this process may
+# open that .lock again: ``is_locked`` and ``lock_holder`` answer from this table instead. A forked child
+# inherits the table but not the lock: entries of another pid are ignored.
+_HELD: dict[str, list[int]] = {}
+_HELD_GUARD = threading.Lock()
+# struct flock on Linux (x86_64 and aarch64): short l_type, short l_whence, off_t l_start, off_t l_len,
+# pid_t l_pid, padded to 32 bytes.
+_FLOCK = struct.Struct("@hhqqi")
+_FLOCK_SIZE = 32
+
+
+def lock_path(log_dir: str | os.PathLike) -> str:
+    return os.path.join(os.path.realpath(os.fspath(log_dir)), LOCK_FILE)
+
+
+def _held_here(path: str) -> bool:
+    held = _HELD.get(path)
+    return held is not None and held[2] == os.getpid()
+
+
+def _probe_fd(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def lock_holder(log_dir: str | os.PathLike) -> int | None:
+    """The pid of the process holding the log dir's ``.lock`` (this process's own pid when it holds it), or
+    None when nobody does. Asks the kernel (``F_GETLK``) without taking the lock. Over a network filesystem the
+    pid may belong to another host."""
+    path = lock_path(log_dir)
+    with _HELD_GUARD:
+        if _held_here(path):
+            return os.getpid()
+    fd = _probe_fd(path)
+    if fd is None:
+        return None
+    try:
+        return _conflicting_pid(fd)
+    finally:
+        os.close(fd)
+
+
+def _conflicting_pid(fd: int) -> int | None:
+    """``F_GETLK`` for a write lock over the whole file: the pid of a process whose lock conflicts, else None."""
+    query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0).ljust(_FLOCK_SIZE, b"\0")
+    l_type, _, _, _, pid = _FLOCK.unpack(fcntl.fcntl(fd, fcntl.F_GETLK, query)[: _FLOCK.size])
+    return None if l_type == fcntl.F_UNLCK else pid
+
+
+def is_locked(log_dir: str | os.PathLike) -> bool:
+    """Whether *another* process holds ``.lock`` (Kafka takes it with a POSIX lock, ``FileChannel.tryLock``)."""
+    holder = lock_holder(log_dir)
+    return holder is not None and holder != os.getpid()
+
+
+def ensure_not_locked(log_dir: str | os.PathLike) -> None:
+    if is_locked(log_dir):
+        raise LogDirLockedException(locked_message(log_dir))
+
+
+def locked_message(log_dir: str | os.PathLike, holder: int | None = None) -> str:
+    who = f" (pid {holder})" if holder else ""
+    return (f"{os.fspath(log_dir)}: its .lock is held by another process{who} (a running Kafka broker, or another "
+            f"segdex run?); stop it or work on a copy of the log dir")
+
+
+def _discard_created(fd: int, path: str) -> None:
+    """Remove a ``.lock`` this process just created but could not give the log dir's owner: left behind, it
+    would stop a broker running as that owner (``FileLock`` opens it read-write). Not when another process
+    locked it meanwhile: that process's lock would go with the name."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+class LogDirLock:
+    """The log dir's ``.lock`` held by this process, as Kafka's ``FileLock`` holds it while a broker runs.
+
+    Taken before the first write into a log dir and released after the last write is durable, so neither a
+    broker nor a second segdex writer starts meanwhile. A missing ``.lock`` is created with the log dir's owner
+    and group (a broker running as its own user must be able to open it read-write). Holding it twice from one
+    process is counted, not re-opened (re-opening would drop the POSIX lock on close).
+    """
+
+    def __init__(self, log_dir: str | os.PathLike) -> None:
+        self.log_dir = os.fspath(log_dir)
+        self.path = lock_path(log_dir)
+
+    def acquire(self) -> LogDirLock:
+        with _HELD_GUARD:
+            if _held_here(self.path):
+                _HELD[self.path][1] += 1
+                return self
+            attributes = FileAttributes.for_target(self.path)
+            try:  # a new .lock gets the log dir's owner and group, so that the broker can open it read-write
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                created = True
+            except FileExistsError:
+                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+                created = False
+            try:
+                if created:
+                    try:
+                        attributes.apply(fd, self.path)
+                    except BaseException:
+                        _discard_created(fd, self.path)
+                        raise
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    if e.errno in (errno.EACCES, errno.EAGAIN):
+                        holder = None
+                        with contextlib.suppress(OSError):
+                            holder = _conflicting_pid(fd)
+                        raise LogDirLockedException(locked_message(self.log_dir, holder)) from None
+                    raise
+            except BaseException:
+                os.close(fd)
+                raise
+            _HELD[self.path] = [fd, 1, os.getpid()]
+        return self
+
+    def release(self) -> None:
+        with _HELD_GUARD:
+            if not _held_here(self.path):
+                return
+            held = _HELD[self.path]
+            held[1] -= 1
+            if held[1] > 0:
+                return
+            del _HELD[self.path]
+            with contextlib.suppress(OSError):
+                fcntl.lockf(held[0], fcntl.LOCK_UN)
+            os.close(held[0])
+
+    @property
+    def held(self) -> bool:
+        with _HELD_GUARD:
+            return _held_here(self.path)
+
+    def __enter__(self) -> LogDirLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def hold_lock(log_dir: str | os.PathLike) -> LogDirLock:
+    """``with hold_lock(log_dir): ...`` writes under the log dir's ``.lock``; LogDirLockedException if another
+    process holds it."""
+    return LogDirLock(log_dir)
+
+
+def held_by(log_dir: str | os.PathLike, owner: tuple[str, int] | None) -> str | None:
+    """Check, from an executor, that the driver ``owner`` = (host name, pid) still holds the log dir's ``.lock``;
+    returns why not, or None when it does. On the driver's host the holder's pid must be the driver's; on another
+    host (a shared filesystem) the pid is not comparable, so the lock must be held by some process."""
+    if owner is None:
+        return None
+    host, pid = owner
+    holder = lock_holder(log_dir)
+    if holder is None:
+        return (f"{log_dir}: its .lock is no longer held by the segdex driver (pid {pid} on {host}): "
+                f"a broker could start on it; not written")
+    if socket.gethostname() == host and holder != pid:
+        return (f"{log_dir}: its .lock is now held by another process (pid {holder}), not the segdex driver "
+                f"(pid {pid}): not written")
+    return None
+
+
+def list_log_dir(log_dir: str | os.PathLike) -> LogDirListing:
+    """Partition directories of a log dir; ``-delete`` and ``-stray`` ones are reported as skipped.
+
+    A directory whose name is not ``<topic>-<partition>`` (``lost+found``, a backup folder) is listed in
+    ``stray``: Kafka's ``LogManager.loadLogs`` fails on it (``UnifiedLog.parseTopicPartitionName``) and the broker
+    takes the whole log dir offline, so it needs the operator's attention before any broker starts.
+    """
+    log_dir = os.fspath(log_dir)
+    if not os.path.isdir(log_dir):
+        raise InvalidLayoutException(f"{log_dir}: not a directory")
+    partitions, skipped, stray = [], [], []
+    for name in sorted(os.listdir(log_dir)):
+        path = os.path.join(log_dir, name)
+        if not os.path.isdir(path):
+            continue
+        try:
+            tp = parse_partition_dir_name(name)
+        except InvalidLayoutException:
+            stray.append((path, f"not a partition directory (<topic>-<partition>): Kafka refuses to load a log dir "
+                                f"holding it (\"Found directory {path}, '{name}' is not in the form of "
+                                f"topic-partition\") and takes the log dir offline; move it out of the log dir"))
+            continue
+        if tp.kind in ("delete", "stray"):
+            skipped.append((path, f"partition directory marked -{tp.kind}: not scanned"))
+            continue
+        partitions.append(PartitionDir(log_dir, path, tp))
+    return LogDirListing(log_dir, partitions, skipped, stray)
+
+
+PARTITION_FILE_MARKERS = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+def describe_dir(path: str | os.PathLike) -> str:
+    """``log_dir``, ``partition_dir`` or ``unknown``: what a directory given on the command line looks like.
+
+    A partition directory holds segment files or ``leader-epoch-checkpoint``/``partition.metadata`` and is
+    named ``<topic>-<partition>``; a log dir holds ``meta.properties``, checkpoint files or partition
+    directories."""
+    path = os.fspath(path)
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return "unknown"
+    if any(n in (META_PROPERTIES, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+                 REPLICATION_OFFSET_CHECKPOINT) for n in names):
+        return "log_dir"
+    has_segments = any(n.endswith(PARTITION_FILE_MARKERS) for n in names) or any(
+        n in ("leader-epoch-checkpoint", "partition.metadata") for n in names)
+    if has_segments:
+        return "partition_dir"
+    for n in names:
+        try:
+            parse_partition_dir_name(n)
+        except InvalidLayoutException:
+            continue
+        if os.path.isdir(os.path.join(path, n)):
+            return "log_dir"
+    return "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFinding:
+    """A file in a partition directory that Kafka's ``LogLoader`` changes when it loads the partition."""
+
+    kind: str  # orphan_index, swap, cleaned, deleted
+    path: str
+    message: str
+    attention: bool
+
+
+def partition_findings(partition_dir: str | os.PathLike) -> list[PartitionFinding]:
+    """What Kafka's ``LogLoader.load`` will do to leftover files of a partition directory
+    (``removeTempFilesAndCollectSwapFiles``, the swap passes, ``loadSegmentFiles``):
+
+    * ``*.deleted``: deleted at load (segments retention or cleaning already dropped);
+    * ``*.cleaned``: deleted at load (an interrupted log-cleaner pass);
+    * ``*.swap`` at or above the lowest ``.cleaned`` offset: deleted (part of an incomplete split);
+    * other ``*.swap``: the interrupted swap is completed: live segment files in the swapped range are deleted
+      and the ``.swap`` files renamed to their live names, so the partition's segments change (attention);
+    * ``.index``/``.timeindex``/``.txnindex`` without their ``.log``: deleted as orphans ("Found an orphaned
+      index file ... with no corresponding log file"): a ``.log`` that vanished is worth a look (attention).
+    """
+    partition_dir = os.fspath(partition_dir)
+    names = os.listdir(partition_dir)
+    parsed = []
+    for name in names:
+        try:
+            parsed.append((name, parse_segment_file_name(name)))
+        except InvalidLayoutException:
+            continue
+    live_logs = {p.base_offset for _, p in parsed if p.suffix == LOG_FILE_SUFFIX and not p.state_suffix}
+    min_cleaned = min((p.base_offset for _, p in parsed if p.state_suffix == CLEANED_FILE_SUFFIX), default=None)
+    found = []
+    for name, p in sorted(parsed, key=lambda item: item[0]):
+        path = os.path.join(partition_dir, name)
+        if p.state_suffix == DELETED_FILE_SUFFIX:
+            found.append(PartitionFinding("deleted", path, "Kafka deletes it when it loads the partition", False))
+        elif p.state_suffix == CLEANED_FILE_SUFFIX:
+            found.append(PartitionFinding("cleaned", path, "left by an interrupted log cleaning: Kafka deletes it "
+                                                           "when it loads the partition", False))
+        elif p.state_suffix == SWAP_FILE_SUFFIX:
+            if min_cleaned is not None and p.base_offset >= min_cleaned:
+                found.append(PartitionFinding("swap", path, f"part of an incomplete segment split (at or above the "
+                                                            f".cleaned offset {min_cleaned}): Kafka deletes it at "
+                                                            f"load", False))
+            else:
+                found.append(PartitionFinding("swap", path, "left by an interrupted log cleaning or split: Kafka "
+                                                            "completes the swap at load (deletes the live segments "
+                                                            "it replaces, renames it without .swap), so this "
+                                                            "partition's segments will change", True))
+        elif p.suffix in INDEX_SUFFIXES and p.base_offset not in live_logs:
+            found.append(PartitionFinding("orphan_index", path, "no .log with its base offset: Kafka deletes this "
+                                                                "orphaned index file when it loads the partition",
+                                          True))
+    return found
+
+
+def log_dir_of(partition_dir: str | os.PathLike) -> str:
+    return os.path.dirname(os.path.abspath(os.fspath(partition_dir)))
+
+
+@dataclass(frozen=True)
+class LogDirCheckpoints:
+    recovery_points: dict[tuple[str, int], int]
+    log_start_offsets: dict[tuple[str, int], int]
+    high_watermarks: dict[tuple[str, int], int]
+
+
+def read_checkpoints(log_dir: str | os.PathLike) -> LogDirCheckpoints:
+    log_dir = os.fspath(log_dir)
+    return LogDirCheckpoints(
+        read_offset_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)),
+        read_offset_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)),
+        read_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT)),
+    )

@@ -1,0 +1,246 @@
+"""``LogSegment.recover``: rebuild a segment's indexes from its ``.log`` bytes, as Kafka does.
+
+The loop keeps its state in the scan package's flat int64 array (``indexcore.scan.state``) so that a scan
+kernel (``indexcore.scan``: native when built, else its Python twin) can run the common case: a run of valid,
+non-transactional magic-2 batches of one leader epoch. Every other batch (legacy formats, transactions,
+control batches, a new leader epoch, anything that fails a check) goes through ``_recover_batch``, the
+reference logic, one batch at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+from dataclasses import dataclass, field
+
+from segdex.indexcore.errors import (
+    CorruptRecordException,
+    IndexOffsetOverflowException,
+    InvalidRecordException,
+    SegdexError,
+)
+from segdex.indexcore.index.abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
+from segdex.indexcore.index.offset_index import OffsetIndex
+from segdex.indexcore.index.time_index import TimeIndex
+from segdex.indexcore.index.transaction_index import TransactionIndex
+from segdex.indexcore.log import scan
+from segdex.indexcore.log.producer_state import ProducerStateManager
+from segdex.indexcore.log.scan.state import (
+    N_SLOTS,
+    S_BASE_OFFSET,
+    S_BATCHES,
+    S_CODECS,
+    S_END,
+    S_FIRST_OFFSET,
+    S_INDEX_INTERVAL,
+    S_LAST_INDEX_ENTRY,
+    S_LAST_OFFSET,
+    S_LEADER_EPOCH,
+    S_MAGICS,
+    S_MAX_TIMESTAMP,
+    S_OFFSET_OF_MAX_TIMESTAMP,
+    S_POSITION,
+    S_RECORDS,
+    S_RUN_BASE_OFFSET,
+    S_RUN_BASE_SEQUENCE,
+    S_RUN_LAST_OFFSET,
+    S_RUN_MAX_TIMESTAMP,
+    S_RUN_PRODUCER_EPOCH,
+    S_RUN_PRODUCER_ID,
+)
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.record_batch import (
+    NO_TIMESTAMP,
+    RecordBatch,
+    compression_name,
+    ensure_valid,
+)
+from segdex.indexcore.record.records import records
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+# A magic byte above 2 (a bit flip: the v2 CRC does not cover it) is read as a v2 batch by Kafka
+# (FileLogInputStream.nextBatch: anything not below MAGIC_VALUE_V2); ``magics`` reports such batches as 3.
+MAGIC_ABOVE_V2 = 3
+
+@dataclass
+class RecoveryResult:
+    """What recovery of one segment found and built."""
+
+    base_offset: int
+    size_bytes: int
+    valid_bytes: int
+    offset_index: OffsetIndex
+    time_index: TimeIndex
+    txn_index: TransactionIndex
+    batch_count: int = 0
+    record_count: int = 0
+    first_offset: int = -1
+    last_offset: int = -1
+    max_timestamp: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+    magics: list[int] = field(default_factory=list)
+    codecs: list[str] = field(default_factory=list)
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    stop_reason: str | None = None  # why iteration stopped before the end of the file (corrupt tail)
+    error: str | None = None  # a failure Kafka would not recover from by truncation
+
+    @property
+    def truncated_bytes(self) -> int:
+        """What ``LogSegment.recover`` returns: bytes past the last valid batch."""
+        return self.size_bytes - self.valid_bytes
+
+    @property
+    def next_offset(self) -> int:
+        """The segment's log end offset: last valid offset + 1, or the base offset when empty."""
+        return self.last_offset + 1 if self.last_offset >= 0 else self.base_offset
+
+
+def _bit_list(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def _recover_batch(state: array, buf, batch: RecordBatch, offset_index: OffsetIndex, time_index: TimeIndex,
+                   txn_index: TransactionIndex, producer_state: ProducerStateManager,
+                   leader_epochs: list[tuple[int, int]]) -> None:
+    """One iteration of ``LogSegment.recover``'s loop body, for any batch."""
+    ensure_valid(buf, batch)
+    base = state[S_BASE_OFFSET]
+    if not 0 <= batch.last_offset - base <= INT32_MAX:
+        raise IndexOffsetOverflowException(
+            f"offset {batch.last_offset} at position {batch.position} does not fit the segment's relative offset "
+            f"range (base offset {base}); Kafka would split this segment on load")
+    if batch.max_timestamp > state[S_MAX_TIMESTAMP]:
+        state[S_MAX_TIMESTAMP] = batch.max_timestamp
+        state[S_OFFSET_OF_MAX_TIMESTAMP] = batch.last_offset
+    valid_bytes = state[S_POSITION]
+    if valid_bytes - state[S_LAST_INDEX_ENTRY] > state[S_INDEX_INTERVAL]:
+        offset_index.append(batch.last_offset, valid_bytes)
+        time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP])
+        state[S_LAST_INDEX_ENTRY] = valid_bytes
+    if batch.magic >= 2:
+        count = batch.records_count
+        epoch = batch.partition_leader_epoch
+        if epoch >= 0 and (not leader_epochs or epoch > leader_epochs[-1][0]):
+            leader_epochs.append((epoch, batch.base_offset))
+        try:
+            aborted = producer_state.update(buf, batch)
+        except (CorruptRecordException, InvalidRecordException):
+            # Kafka has already counted this batch (validBytes, index entries, leader epoch) when
+            # updateProducerState throws: recovery truncates after it, not before.
+            _account(state, batch, batch.base_offset, count, valid_bytes)
+            raise
+        if aborted is not None:
+            txn_index.append(aborted)
+    elif batch.compression_type == 0:
+        count = 1
+    else:
+        # Kafka's recovery never opens a legacy wrapper (ensureValid checks the outer CRC only): inner messages
+        # are read for the record count and first offset, and a wrapper that cannot be read is still kept.
+        try:
+            inner = list(records(buf, batch))
+        except SegdexError:
+            inner = []
+        count = len(inner)
+    first = batch.base_offset if batch.magic >= 2 or batch.compression_type == 0 else (
+        inner[0].offset if count else batch.last_offset)
+    _account(state, batch, first, count, valid_bytes)
+
+
+def _account(state: array, batch: RecordBatch, first: int, count: int, valid_bytes: int) -> None:
+    """Count a batch recovery keeps: offsets, totals, and the position after it (Kafka's validBytes)."""
+    if state[S_FIRST_OFFSET] < 0:
+        state[S_FIRST_OFFSET] = first
+    state[S_LAST_OFFSET] = batch.last_offset
+    state[S_BATCHES] += 1
+    state[S_RECORDS] += count
+    state[S_CODECS] |= 1 << batch.compression_type
+    state[S_MAGICS] |= 1 << min(batch.magic, MAGIC_ABOVE_V2)
+    state[S_POSITION] = valid_bytes + batch.size_in_bytes
+
+
+def _fold_run(state: array, producer_state: ProducerStateManager) -> None:
+    """Apply the last batch of a kernel run of one idempotent producer to producer state. Within a run only the
+    last batch shows in the entry (``ProducerStateEntry.addBatch``: epoch, last batch and timestamp are the
+    latest batch's; no transaction can be open, as the kernel runs only when none is)."""
+    producer_state.append_data_batch(state[S_RUN_PRODUCER_ID], state[S_RUN_PRODUCER_EPOCH],
+                                     state[S_RUN_BASE_SEQUENCE], state[S_RUN_BASE_OFFSET], state[S_RUN_LAST_OFFSET],
+                                     state[S_RUN_MAX_TIMESTAMP], False)
+    state[S_RUN_PRODUCER_ID] = -1
+
+
+def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+            producer_state: ProducerStateManager | None = None, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+            leader_epochs: list[tuple[int, int]] | None = None, native: bool | None = None) -> RecoveryResult:
+    """Rebuild the indexes of one segment whose ``.log`` bytes are ``buf`` (never modified).
+
+    ``producer_state`` and ``leader_epochs`` carry over from the partition's earlier segments.
+    ``native`` forces (True) or forbids (False) the extension; None uses it when available.
+    """
+    producer_state = producer_state if producer_state is not None else ProducerStateManager()
+    leader_epochs = leader_epochs if leader_epochs is not None else []
+    offset_index = OffsetIndex(base_offset, max_index_size)
+    time_index = TimeIndex(base_offset, max_index_size)
+    txn_index = TransactionIndex(base_offset)
+    size = len(buf)
+    state = array("q", [0] * N_SLOTS)
+    state[S_END] = size
+    state[S_BASE_OFFSET] = base_offset
+    state[S_INDEX_INTERVAL] = index_interval_bytes
+    state[S_MAX_TIMESTAMP] = NO_TIMESTAMP
+    state[S_OFFSET_OF_MAX_TIMESTAMP] = base_offset
+    state[S_LAST_OFFSET] = -1
+    state[S_FIRST_OFFSET] = -1
+    state[S_RUN_PRODUCER_ID] = -1
+    kernel = scan.kernel(native)
+    result = RecoveryResult(base_offset, size, 0, offset_index, time_index, txn_index, leader_epochs=leader_epochs)
+    try:
+        while True:
+            if not producer_state.has_ongoing_txns:
+                state[S_LEADER_EPOCH] = leader_epochs[-1][0] if leader_epochs else -1
+                start = state[S_POSITION]
+                kernel(state, buf, offset_index.data, offset_index.max_entries, time_index.data,
+                       time_index.max_entries)
+                if state[S_RUN_PRODUCER_ID] > -1:
+                    _fold_run(state, producer_state)
+                    if state[S_POSITION] > start:
+                        continue  # stopped at another producer's batch: a new run starts there
+            batch = next(batches(buf, state[S_POSITION], size), None)
+            if batch is None:
+                break
+            _recover_batch(state, buf, batch, offset_index, time_index, txn_index, producer_state, leader_epochs)
+    except (CorruptRecordException, InvalidRecordException) as e:
+        result.stop_reason = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
+    except SegdexError as e:
+        result.error = f"{type(e).__name__} at position {state[S_POSITION]}: {e}"
+    except (OverflowError, struct.error) as e:
+        # Offsets past int64 or positions past 2 GiB: beyond what a Kafka segment can hold.
+        result.error = (f"{type(e).__name__} at position {state[S_POSITION]}: {e} "
+                        f"(offsets or file positions beyond what a Kafka segment can hold)")
+    if result.stop_reason is None and result.error is None and state[S_POSITION] < size:
+        result.stop_reason = (f"partial batch at position {state[S_POSITION]}: "
+                              f"{size - state[S_POSITION]} trailing bytes do not hold a whole batch")
+    # A normally closed segment always ends its time index with the largest timestamp seen.
+    if result.error is None:
+        try:
+            time_index.maybe_append(state[S_MAX_TIMESTAMP], state[S_OFFSET_OF_MAX_TIMESTAMP],
+                                    skip_full_check=True)
+        except SegdexError as e:
+            # Kafka's final maybeAppend throws too (offsets that went backwards): recovery fails, no truncation.
+            result.error = f"{type(e).__name__} at the end of the segment: {e}"
+    result.valid_bytes = state[S_POSITION]
+    result.batch_count = state[S_BATCHES]
+    result.record_count = state[S_RECORDS]
+    result.first_offset = state[S_FIRST_OFFSET]
+    result.last_offset = state[S_LAST_OFFSET]
+    result.max_timestamp = state[S_MAX_TIMESTAMP]
+    result.offset_of_max_timestamp = state[S_OFFSET_OF_MAX_TIMESTAMP] if state[S_BATCHES] else -1
+    result.magics = _bit_list(state[S_MAGICS])
+    result.codecs = [compression_name(c) for c in _bit_list(state[S_CODECS])]
+    return result
+
+
+def recover_file(path: str | os.PathLike, base_offset: int, **kwargs) -> RecoveryResult:
+    """``recover`` over a ``.log`` file mapped read-only."""
+    with open_log(path) as buf:
+        return recover(buf, base_offset, **kwargs)

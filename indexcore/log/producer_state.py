@@ -1,0 +1,196 @@
+"""Kafka's ``ProducerStateManager`` as log recovery drives it: per-producer entries, open transactions, and the
+``.txnindex`` entries completed transactions make.
+
+Recovery replays a partition's batches in offset order with ``AppendOrigin.REPLICATION`` (so no sequence or
+epoch check refuses a batch: a lower epoch is only logged), carrying this state from one segment to the next, so
+a transaction may start in one segment and be aborted in a later one. What a snapshot records of a producer
+(``ProducerStateEntry``): its epoch, the last batch it wrote (last sequence, last offset, offset delta), the
+timestamp of its last write, the coordinator epoch of its last transaction marker, and the first offset of its
+open transaction. Kafka keeps up to five batches per producer for duplicate detection; a snapshot writes only
+the last, so only the last is kept here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from segdex.indexcore.errors import InvalidTxnStateException
+from segdex.indexcore.index.transaction_index import AbortedTxn
+from segdex.indexcore.record.record_batch import NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch
+from segdex.indexcore.record.records import end_txn_marker
+
+NO_PRODUCER_EPOCH = -1
+INT32_MAX = 2**31 - 1
+# ProducerStateManagerConfig: producer.id.expiration.ms, a broker setting (default one day).
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap from Integer.MAX_VALUE to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """``DefaultRecordBatch.lastSequence``."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return increment_sequence(base_sequence, last_offset_delta)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """The last batch a producer wrote (Kafka's ``BatchMetadata``)."""
+
+    last_seq: int
+    last_offset: int
+    offset_delta: int  # lastOffset - baseOffset of that batch
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """One producer's state, as a snapshot stores it (``ProducerStateEntry``)."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    last_batch: BatchMetadata | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.last_batch.last_seq if self.last_batch else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.last_batch.last_offset if self.last_batch else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.last_batch.offset_delta if self.last_batch else 0
+
+    def maybe_update_producer_epoch(self, producer_epoch: int) -> None:
+        """A new epoch drops the batches kept for the old one."""
+        if self.producer_epoch != producer_epoch:
+            self.last_batch = None
+            self.producer_epoch = producer_epoch
+
+    def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int,
+                  timestamp: int) -> None:
+        """``ProducerStateEntry.addBatch``."""
+        self.maybe_update_producer_epoch(producer_epoch)
+        self.last_batch = BatchMetadata(last_seq, last_offset, offset_delta, timestamp)
+        self.last_timestamp = timestamp
+
+    def is_expired(self, now_ms: int, expiration_ms: int) -> bool:
+        """``ProducerStateManager.isProducerExpired``: idle that long and no open transaction."""
+        return self.current_txn_first_offset is None and now_ms - self.last_timestamp >= expiration_ms
+
+
+@dataclass
+class ProducerStateManager:
+    """Producer entries by id, in the order they were put (which fixes a snapshot's entry order), and the open
+    transactions by first offset (Kafka's ``ongoingTxns``, a TreeMap)."""
+
+    producers: dict[int, ProducerStateEntry] = field(default_factory=dict)
+    ongoing_txns: dict[int, int] = field(default_factory=dict)  # firstOffset -> producerId
+
+    @property
+    def has_ongoing_txns(self) -> bool:
+        return bool(self.ongoing_txns)
+
+    @property
+    def current_txn_first_offset(self) -> dict[int, int]:
+        """producerId -> first offset of its open transaction."""
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                if e.current_txn_first_offset is not None}
+
+    def _entry(self, producer_id: int) -> ProducerStateEntry:
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
+        return entry
+
+    def update(self, buf, batch: RecordBatch) -> AbortedTxn | None:
+        """Apply one magic-2 batch (``LogSegment.updateProducerState``); return the txn index entry it makes.
+
+        Raises what ``ProducerAppendInfo.append`` raises, before changing anything, as Kafka discards the append.
+        """
+        if not batch.has_producer_id:
+            return None
+        pid = batch.producer_id
+        if batch.is_control:
+            marker = end_txn_marker(buf, batch)
+            entry = self._entry(pid)
+            if marker is None:
+                return None  # an empty control batch: its transaction was cleaned from the log
+            control_type, coordinator_epoch, timestamp = marker
+            first = entry.current_txn_first_offset
+            # ProducerAppendInfo.appendEndTxnMarker then ProducerStateEntry.update(epoch, coordinatorEpoch, ts)
+            entry.maybe_update_producer_epoch(batch.producer_epoch)
+            entry.coordinator_epoch = coordinator_epoch
+            entry.current_txn_first_offset = None
+            entry.last_timestamp = timestamp
+            if first is None:
+                return None
+            completed = CompletedTxn(pid, first, batch.base_offset, control_type == "ABORT")
+            lso = self.last_stable_offset(completed)
+            self.ongoing_txns.pop(first, None)  # completeTxn
+            return AbortedTxn(pid, first, completed.last_offset, lso) if completed.is_aborted else None
+        self.append_data_batch(pid, batch.producer_epoch, batch.base_sequence, batch.base_offset,
+                               batch.last_offset, batch.max_timestamp, batch.is_transactional)
+        return None
+
+    def append_data_batch(self, producer_id: int, producer_epoch: int, base_sequence: int, base_offset: int,
+                          last_offset: int, max_timestamp: int, is_transactional: bool) -> None:
+        """``ProducerAppendInfo.appendDataBatch`` then ``ProducerStateManager.update``."""
+        entry = self.producers.get(producer_id)
+        open_first = entry.current_txn_first_offset if entry is not None else None
+        if open_first is not None and not is_transactional:
+            raise InvalidTxnStateException(
+                f"Expected transactional write from producer {producer_id} at offset {base_offset}")
+        entry = entry if entry is not None else self._entry(producer_id)
+        delta = last_offset - base_offset
+        entry.add_batch(producer_epoch, last_sequence(base_sequence, delta), last_offset, delta, max_timestamp)
+        if open_first is None and is_transactional:
+            entry.current_txn_first_offset = base_offset
+            self.ongoing_txns[base_offset] = producer_id
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """First offset of the earliest other open transaction, else the marker's offset + 1."""
+        for first in sorted(self.ongoing_txns):
+            if self.ongoing_txns[first] != completed.producer_id:
+                return first
+        return completed.last_offset + 1
+
+    def reloaded(self, now_ms: int | None, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+                 ) -> ProducerStateManager:
+        """The state a new manager loads from a snapshot of this one (``loadFromSnapshot``): same entry order,
+        producers expired at ``now_ms`` dropped (none when ``now_ms`` is None), open transactions kept."""
+        from segdex.indexcore.log.java_hash_map import hash_map_order
+
+        fresh = ProducerStateManager()
+        for pid in hash_map_order(self.producers):  # the snapshot's entry order is the load's put order
+            e = self.producers[pid]
+            if now_ms is not None and e.is_expired(now_ms, expiration_ms):
+                continue
+            fresh.producers[pid] = ProducerStateEntry(pid, e.producer_epoch, e.coordinator_epoch, e.last_timestamp,
+                                                      e.current_txn_first_offset, e.last_batch)
+            if e.current_txn_first_offset is not None:
+                fresh.ongoing_txns[e.current_txn_first_offset] = pid
+        return fresh
+
+
+__all__ = ["NO_PRODUCER_ID", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager", "BatchMetadata",
+           "last_sequence", "increment_sequence"]

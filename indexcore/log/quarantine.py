@@ -1,0 +1,132 @@
+"""What ``segdex recover --truncate`` removes from a partition, kept whole under a quarantine directory.
+
+Kafka's recovery cuts a segment at its first invalid batch and deletes every later segment of the partition
+(``LogLoader.recoverLog``: ``truncate`` then ``removeAndDeleteSegmentsAsync``). segdex does the same cut, but
+first copies the cut bytes and moves the later segments under ``<quarantine>/<log dir name>-<hash>/<partition>/``
+(a broker refuses a log dir holding a directory that is not a partition, so the quarantine lives outside every
+log dir), each piece made durable before the partition changes, with a ``manifest.json`` naming where each piece
+came from, its SHA-256, and the shell command that puts it back. The manifest is rewritten (atomically) after
+each piece, so an interrupted run still says where everything went.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+
+from segdex.indexcore.errors import UsageException
+from segdex.indexcore.fs.atomic_file import fsync_dir, write_atomic
+from segdex.indexcore.log.layout import index_paths
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class QuarantinedPiece:
+    kind: str  # "tail": bytes cut from the end of a .log; "file": a whole file moved away
+    source: str  # absolute path it came from
+    quarantined: str  # absolute path it is kept at
+    size: int
+    sha256: str
+    offset_in_source: int = 0  # tail: where in the .log the cut bytes started
+    restore: str = ""  # a shell command that puts it back (after stopping the broker)
+
+
+@dataclass
+class QuarantineManifest:
+    partition_dir: str
+    run_id: str
+    reason: str
+    pieces: list[QuarantinedPiece] = field(default_factory=list)
+
+
+def check_quarantine_dir(quarantine: str, log_dirs: list[str]) -> str:
+    """The quarantine's real path, created if missing; UsageException when it lies inside a log dir (the broker
+    would refuse that log dir) or cannot be written."""
+    path = os.path.realpath(quarantine)
+    for d in log_dirs:
+        real = os.path.realpath(d)
+        if path == real or path.startswith(real + os.sep):
+            raise UsageException(f"--quarantine {quarantine}: inside the log dir {d}; a broker refuses a log dir "
+                                 f"holding a directory that is not a partition: choose a path outside every log dir")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise UsageException(f"--quarantine {quarantine}: cannot create it: {e.strerror or e}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageException(f"--quarantine {quarantine}: not writable")
+    return path
+
+
+def partition_quarantine(quarantine: str, partition_dir: str) -> str:
+    """Where one partition's pieces go: the log dir's name and a hash of its path (two log dirs may share a
+    name), then the partition directory's name."""
+    log_dir = os.path.dirname(os.path.realpath(partition_dir))
+    tag = hashlib.sha256(log_dir.encode()).hexdigest()[:8]
+    return os.path.join(quarantine, f"{os.path.basename(log_dir)}-{tag}", os.path.basename(partition_dir))
+
+
+def _sha256_of(path: str, start: int = 0) -> tuple[int, str]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            n += len(chunk)
+    return n, h.hexdigest()
+
+
+def _copy_durably(src: str, dst: str, start: int = 0) -> None:
+    with open(src, "rb") as fi, open(dst, "xb") as fo:
+        fi.seek(start)
+        shutil.copyfileobj(fi, fo, 1 << 20)
+        fo.flush()
+        os.fsync(fo.fileno())
+    fsync_dir(os.path.dirname(dst))
+
+
+def _write_manifest(where: str, manifest: QuarantineManifest) -> None:
+    data = json.dumps({**asdict(manifest), "pieces": [asdict(p) for p in manifest.pieces]}, indent=2) + "\n"
+    write_atomic(os.path.join(where, MANIFEST), data.encode())
+
+
+def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int, later_logs: list[str],
+                             quarantine: str, run_id: str, reason: str) -> QuarantineManifest:
+    """Cut ``log_path`` to ``valid_bytes`` and move ``later_logs`` (and their index files) away, as Kafka's
+    recovery does, keeping every removed byte under ``quarantine``. Each piece is durable there before the
+    partition changes; the caller holds the log dir's ``.lock``."""
+    where = partition_quarantine(quarantine, partition_dir)
+    os.makedirs(where, exist_ok=True)
+    manifest = QuarantineManifest(os.path.realpath(partition_dir), run_id, reason)
+    name = os.path.basename(log_path)
+    tail = os.path.join(where, f"{name}.tail-at-{valid_bytes}")
+    if os.path.exists(tail):  # an earlier interrupted run kept it: keep that one, name this one apart
+        tail = os.path.join(where, f"{name}.tail-at-{valid_bytes}.{run_id}")
+    _copy_durably(log_path, tail, valid_bytes)
+    size, digest = _sha256_of(tail)
+    manifest.pieces.append(QuarantinedPiece(
+        "tail", os.path.realpath(log_path), tail, size, digest, valid_bytes,
+        f"truncate -s {valid_bytes} '{os.path.realpath(log_path)}' && cat '{tail}' >> '{os.path.realpath(log_path)}'"))
+    _write_manifest(where, manifest)
+    moved = [p for later in later_logs for p in (later, *index_paths(later).values()) if os.path.exists(p)]
+    for path in moved:
+        dst = os.path.join(where, os.path.basename(path))
+        if os.path.exists(dst):
+            dst = f"{dst}.{run_id}"
+        size, digest = _sha256_of(path)
+        _copy_durably(path, dst)
+        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
+                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
+        _write_manifest(where, manifest)
+    # everything is kept: now change the partition as Kafka's recovery would
+    with open(log_path, "r+b") as f:
+        f.truncate(valid_bytes)
+        os.fsync(f.fileno())
+    for path in moved:
+        os.unlink(path)
+    fsync_dir(partition_dir)
+    return manifest

@@ -1,0 +1,87 @@
+"""Decompression of batch payloads with cramjam, including Kafka's xerial snappy framing; compression as the
+sample-data writer needs it (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
+
+from __future__ import annotations
+
+import struct
+
+import cramjam
+import lz4.frame
+
+from segdex.indexcore.errors import CorruptRecordException, DecompressionException
+from segdex.indexcore.record.record_batch import CompressionType, compression_name
+
+# Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER_SIZE = 16
+INT32 = struct.Struct(">i")
+
+
+def _xerial_snappy(data: bytes) -> bytes:
+    if not data.startswith(XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()
+    pos = XERIAL_HEADER_SIZE
+    while pos < len(data):
+        (length,) = INT32.unpack_from(data, pos)
+        pos += 4
+        if length < 0 or pos + length > len(data):
+            raise CorruptRecordException("Truncated xerial snappy block")
+        out += cramjam.snappy.decompress_raw(data[pos:pos + length])
+        pos += length
+    return bytes(out)
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    """Decompress a batch payload; any codec failure becomes CorruptRecordException."""
+    try:
+        if codec == CompressionType.NONE:
+            return bytes(data)
+        if codec == CompressionType.GZIP:
+            return bytes(cramjam.gzip.decompress(data))
+        if codec == CompressionType.SNAPPY:
+            return _xerial_snappy(bytes(data))
+        if codec == CompressionType.LZ4:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == CompressionType.ZSTD:
+            return bytes(cramjam.zstd.decompress(data))
+    except CorruptRecordException as e:
+        raise DecompressionException(str(e)) from e
+    except Exception as e:  # cramjam raises its own DecompressionError and ValueError
+        raise DecompressionException(f"Cannot decompress {compression_name(codec)} payload: {e}") from e
+    raise DecompressionException(f"Unknown compression codec id {codec}")
+
+
+# LZ4 frame descriptor (FLG byte after the 4-byte magic): bit 5 says blocks are independent. Kafka's
+# KafkaLZ4BlockInputStream refuses frames without it ("Dependent block stream is unsupported").
+LZ4_FLG_OFFSET = 4
+LZ4_BLOCK_INDEPENDENCE = 0x20
+
+
+def kafka_can_decompress(codec: int, data: bytes) -> str | None:
+    """Why Kafka's own decompressing reader would refuse a payload segdex's codecs accept, or None.
+
+    Only LZ4 differs: Kafka reads only frames of independent blocks (as its producers write them)."""
+    if codec == CompressionType.LZ4 and len(data) > LZ4_FLG_OFFSET and not (
+            data[LZ4_FLG_OFFSET] & LZ4_BLOCK_INDEPENDENCE):
+        return "Dependent block stream is unsupported"
+    return None
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """Compress a payload as Kafka's producers do (xerial framing for snappy, LZ4 frames)."""
+    if codec == CompressionType.NONE:
+        return bytes(data)
+    if codec == CompressionType.GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == CompressionType.SNAPPY:
+        block = bytes(cramjam.snappy.compress_raw(data))
+        return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + INT32.pack(len(block)) + block
+    if codec == CompressionType.LZ4:
+        # The frame KafkaLZ4BlockOutputStream writes: FLG 0x60 (version 1, independent blocks, no block or
+        # content checksum, no content size), BD 0x40 (64 KiB blocks). python-lz4 gives its bytes exactly.
+        return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                  block_checksum=False, content_checksum=False, store_size=False)
+    if codec == CompressionType.ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    raise ValueError(f"Unknown compression codec id {codec}")

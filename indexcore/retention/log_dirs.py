@@ -1,0 +1,248 @@
+"""Retention of whole log dirs, offline: read each partition's facts from disk, plan it with Kafka's rules
+(``retention_policy``), and with ``apply`` carry the plans out under the log dir's ``.lock``
+(``retention_apply``). Bad input never raises: it becomes an ``error`` or ``skipped`` in the outcome.
+
+The names of ``retention_policy`` are re-exported here for the callers that plan from other facts (the
+``--from-metadata`` what-if).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from segdex.indexcore.config.log_config import LogConfig, ResolvedConfig, TopicConfigResolver, is_cluster_metadata
+from segdex.indexcore.errors import CorruptRecordException, InvalidLayoutException, SegdexError
+from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.fs.file_access import open_regular
+from segdex.indexcore.index.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
+from segdex.indexcore.index.offset_index import parse_offset_index
+from segdex.indexcore.index.offset_index import trimmed_entry_count as offset_entry_count
+from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
+from segdex.indexcore.index.time_index import parse_time_index
+from segdex.indexcore.index.time_index import trimmed_entry_count as time_entry_count
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_leader_epoch_checkpoint
+from segdex.indexcore.log.layout import (
+    INDEX_FILE_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+)
+from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir, read_checkpoints
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.retention.apply import SEGMENT_FILE_SUFFIXES, apply_plans
+from segdex.indexcore.retention.policy import (  # noqa: F401 - re-exported
+    ACTION_BLOCKED,
+    ACTION_DELETE,
+    ACTION_SKIPPED,
+    RULE_LOG_START_OFFSET,
+    RULE_SIZE,
+    RULE_TIME,
+    TIMESTAMP_FROM_MTIME,
+    TIMESTAMP_FROM_TIME_INDEX,
+    Deletion,
+    LogStartOffsetBreached,
+    PartitionFacts,
+    RetentionException,
+    RetentionMsBreached,
+    RetentionPlan,
+    RetentionSizeBreached,
+    SegmentFacts,
+    deletable_segments,
+    plan_retention,
+)
+
+__all__ = ["SEGMENT_FILE_SUFFIXES", "run_log_dir", "plan_partition", "read_segment_facts", "PartitionRetention",
+           "LogDirOutcome", "as_resolver", "config_for"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Facts from disk
+
+
+def _read_prefix(path: str, limit: int | None = None) -> bytes | None:
+    try:
+        with open_regular(path) as f:
+            return f.read() if limit is None else f.read(limit)
+    except FileNotFoundError:
+        return None
+
+
+def largest_timestamp(log_path: str) -> tuple[int, str]:
+    """``LogSegment.largestTimestamp``: the time index's last entry if its timestamp is >= 0, else the ``.log``
+    mtime in ms. A zero-padded (preallocated) time index counts only its entries before the first zero slot."""
+    stem = log_path[: -len(LOG_FILE_SUFFIX)]
+    data = _read_prefix(stem + TIME_INDEX_FILE_SUFFIX)
+    if data:
+        n = time_entry_count(data)
+        if n:
+            ts, _ = parse_time_index(data[(n - 1) * TIME_ENTRY_SIZE: n * TIME_ENTRY_SIZE], 0)[0]
+            if ts >= 0:
+                return ts, TIMESTAMP_FROM_TIME_INDEX
+    return os.stat(log_path).st_mtime_ns // 1_000_000, TIMESTAMP_FROM_MTIME
+
+
+def next_offset(log_path: str, base_offset: int) -> int:
+    """``LogSegment.readNextOffset``: last batch's lastOffset + 1, scanning from the offset index's last entry;
+    the base offset for an empty segment. Stops quietly at a corrupt or partial tail."""
+    stem = log_path[: -len(LOG_FILE_SUFFIX)]
+    data = _read_prefix(stem + INDEX_FILE_SUFFIX) or b""
+    n = offset_entry_count(data)
+    start = parse_offset_index(data[(n - 1) * OFFSET_ENTRY_SIZE: n * OFFSET_ENTRY_SIZE], base_offset)[0][1] if n else 0
+    with open_log(log_path) as buf:
+        for begin in ((start, 0) if start else (0,)):
+            last = -1
+            try:
+                for batch in batches(buf, begin):
+                    last = batch.last_offset
+            except (CorruptRecordException, ValueError, IndexError):
+                pass
+            if last >= 0:
+                return last + 1
+    return base_offset
+
+
+def read_segment_facts(partition_dir: str) -> tuple[list[SegmentFacts], int]:
+    """Live segments of a partition directory and its log end offset (raises OSError on unreadable files)."""
+    found, _misnamed = segment_logs(partition_dir)
+    segments = []
+    for base, path in found:
+        ts, source = largest_timestamp(path)
+        segments.append(SegmentFacts(base, os.stat(path).st_size, ts, source))
+    leo = next_offset(found[-1][1], found[-1][0]) if found else 0
+    return segments, leo
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Log dirs: plan and apply
+
+
+@dataclass
+class PartitionRetention:
+    """A partition's plan and, with apply, what was done."""
+
+    log_dir: str
+    partition_dir: str
+    plan: RetentionPlan
+    applied: bool = False
+    renamed: list[str] = field(default_factory=list)  # file names renamed to *.deleted
+    error: str | None = None
+
+
+@dataclass
+class LogDirOutcome:
+    log_dir: str
+    partitions: list[PartitionRetention] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses to load the dir
+    error: str | None = None  # the whole log dir was refused
+    configs: dict[str, ResolvedConfig] = field(default_factory=dict)  # topic -> its effective config and sources
+    removed_temporaries: list[str] = field(default_factory=list)  # left by a killed run, removed under the lock
+
+    @property
+    def needs_attention(self) -> bool:
+        return bool(self.error) or bool(self.stray) or any(
+            p.error or p.plan.skipped or p.plan.blocked for p in self.partitions)
+
+
+def as_resolver(config: LogConfig | TopicConfigResolver | None,
+                topic_overrides: dict[str, dict[str, str]] | None = None) -> TopicConfigResolver:
+    """A ``TopicConfigResolver`` from one, or from a base ``LogConfig`` (its values that differ from Kafka's
+    defaults count as given with ``--config``) plus per-topic overrides."""
+    if isinstance(config, TopicConfigResolver):
+        return config
+    given: dict[str, str] = {}
+    if config is not None:
+        kafka = LogConfig()
+        for name in config.__dataclass_fields__:
+            if getattr(config, name) != getattr(kafka, name):
+                given[name.replace("_", ".")] = str(getattr(config, name))
+    return TopicConfigResolver(given, topic_overrides)
+
+
+def config_for(topic: str, base: LogConfig, topic_overrides: dict[str, dict[str, str]] | None) -> LogConfig:
+    """The effective config of a topic: ``base`` (as ``--config``), Kafka's internal-topic configs, then that
+    topic's overrides."""
+    return as_resolver(base, topic_overrides)(topic)
+
+
+def plan_partition(log_dir: str, partition_dir: str, topic: str, partition: int, config: LogConfig, now_ms: int,
+                   log_start_offsets: dict, high_watermarks: dict) -> PartitionRetention:
+    """Read one partition's facts from disk and plan it; unreadable files give an outcome with ``error``."""
+    key = (topic, partition)
+    try:
+        segments, leo = read_segment_facts(partition_dir)
+        epochs_path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
+        epochs = read_leader_epoch_checkpoint(epochs_path) if os.path.exists(epochs_path) else None
+    except (OSError, SegdexError) as e:
+        msg = f"{partition_dir}: {getattr(e, 'strerror', None) or e}" if isinstance(e, OSError) else str(e)
+        plan = RetentionPlan(topic, partition, skipped=f"cannot read: {msg}")
+        return PartitionRetention(log_dir, partition_dir, plan, error=f"cannot read: {msg}")
+    facts = PartitionFacts(topic, partition, segments, leo, log_start_offsets.get(key), high_watermarks.get(key),
+                           epochs)
+    return PartitionRetention(log_dir, partition_dir, plan_retention(facts, config, now_ms))
+
+
+def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> tuple[LogDirOutcome, object]:
+    outcome = LogDirOutcome(log_dir)
+    listing = list_log_dir(log_dir)
+    checkpoints = read_checkpoints(log_dir)
+    outcome.skipped.extend(listing.skipped)
+    outcome.stray.extend(listing.stray)
+    for p in listing.partitions:
+        if p.kind == "future":
+            outcome.skipped.append((p.path, "-future directory (a replica being moved): retention does not run on it"))
+            continue
+        if is_cluster_metadata(p.topic):
+            outcome.skipped.append((p.path, "the KRaft metadata log follows metadata.* settings and its own "
+                                            "snapshots, never topic retention: not touched"))
+            continue
+        resolved = resolver.resolve(p.topic)
+        outcome.configs[p.topic] = resolved
+        outcome.partitions.append(plan_partition(log_dir, p.path, p.topic, p.partition, resolved.config, now_ms,
+                                                 checkpoints.log_start_offsets, checkpoints.high_watermarks))
+    return outcome, checkpoints
+
+
+def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = None, now_ms: int | None = None,
+                topic_overrides: dict[str, dict[str, str]] | None = None, apply: bool = False) -> LogDirOutcome:
+    """Plan retention for every partition of a log dir; with ``apply``, carry the plan out under the dir's lock.
+
+    ``config``: a ``TopicConfigResolver``, or a base ``LogConfig`` with ``topic_overrides``. Bad input never
+    raises: a missing or locked dir, corrupt checkpoint files or unreadable segments become ``error``/``skipped``
+    in the outcome.
+    """
+    resolver = as_resolver(config, topic_overrides)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    log_dir = os.fspath(log_dir)
+    try:
+        if not apply:
+            outcome, _ = _plan_log_dir(log_dir, resolver, now_ms)
+            if is_locked(log_dir):
+                outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
+                                 f"this plan is informational, --apply would be refused")
+            return outcome
+        if not os.path.isdir(log_dir):
+            raise InvalidLayoutException(f"{log_dir}: not a directory")
+        with hold_lock(log_dir):
+            outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms)
+            outcome.removed_temporaries = _remove_temporaries(log_dir, outcome)
+            apply_plans(log_dir, outcome.partitions, checkpoints)
+            return outcome
+    except CorruptCheckpointException as e:
+        return LogDirOutcome(log_dir, error=f"corrupt checkpoint: {e}")
+    except (SegdexError, OSError) as e:
+        msg = f"{log_dir}: {e.strerror}" if isinstance(e, OSError) and e.strerror else str(e)
+        return LogDirOutcome(log_dir, error=msg)
+
+
+def _remove_temporaries(log_dir: str, outcome: LogDirOutcome) -> list[str]:
+    """segdex's temporary files left by a killed run, in the log dir and the partitions retention writes to."""
+    removed = remove_temporaries(log_dir)
+    for p in outcome.partitions:
+        removed += remove_temporaries(p.partition_dir)
+    return removed
+
+
