@@ -15,19 +15,16 @@ import pyarrow as pa
 
 from segdex.indexcore.config.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
 from segdex.indexcore.log.layout import filename_prefix_from_offset
-from segdex.indexcore.retention.log_dirs import (
+from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
+from segdex.indexcore.retention.log_dirs import LogDirOutcome, as_resolver, run_log_dir
+from segdex.indexcore.retention.policy import (
     ACTION_BLOCKED,
     ACTION_DELETE,
     ACTION_SKIPPED,
-    TIMESTAMP_FROM_MTIME,
-    TIMESTAMP_FROM_TIME_INDEX,
-    LogDirOutcome,
     PartitionFacts,
     RetentionPlan,
     SegmentFacts,
-    as_resolver,
     plan_retention,
-    run_log_dir,
 )
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import runs

@@ -30,8 +30,9 @@ from segdex.indexcore.coordinator.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import OffsetsMessageParser
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.record_batch import increment_sequence
 from segdex.indexcore.record.records import records
-from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, increment_sequence, record_view
+from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, record_view
 from segdex.indexcore.tools.segment_writer import build_batch
 from segdex.jobs.cli import main as segdex_main
 

@@ -33,7 +33,7 @@ from test_rebuild_targets import _partition
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.fs import atomic_file
-from segdex.indexcore.log import log_segments
+from segdex.indexcore.log import log_segment
 from segdex.indexcore.log.log_dir import read_checkpoints
 from segdex.indexcore.log.log_loader import LoadedPartition, LogLoader, PartitionState, finish_log_dir
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, index_files, recover_partition
@@ -222,13 +222,13 @@ def test_the_scan_kernel_asked_for_is_used(tmp_path: Path, monkeypatch: pytest.M
     """``native=False`` (the Python kernel) reaches every segment's scan: through ``recover_partition``,
     ``LogLoader``, and ``rebuild`` in place and into an out dir."""
     asked: list[object] = []
-    real = log_segments.recover_file
+    real = log_segment.recover_file
 
     def spy(path: str, base: int, **kwargs: object):
         asked.append(kwargs["native"])
         return real(path, base, **kwargs)
 
-    monkeypatch.setattr(log_segments, "recover_file", spy)
+    monkeypatch.setattr(log_segment, "recover_file", spy)
     part = _part(tmp_path / "logs", {0: build_batch(0, [(T, b"k", b"v")]), 1: build_batch(1, [(T, b"k", b"w")])})
     recover_partition(part, native=False)
     LogLoader(str(part)).recover_segment(str(part / segment_name(0)), 0, native=False)

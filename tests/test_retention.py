@@ -21,6 +21,7 @@ from segdex.indexcore.log.checkpoints import (
 )
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
 from segdex.indexcore.retention import log_dirs as ret
+from segdex.indexcore.retention import policy
 from segdex.jobs.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,12 +124,12 @@ def test_plan_pure_function_matches_segments_before():
     if not (FIXTURES / CASE).is_dir():
         pytest.skip(f"Kafka fixtures not found at {FIXTURES}")
     r = load_case(CASE)["retention"]
-    segs = [ret.SegmentFacts(s["baseOffset"], s["sizeInBytes"], s["largestTimestamp"]) for s in r["segments_before"]]
+    segs = [policy.SegmentFacts(s["baseOffset"], s["sizeInBytes"], s["largestTimestamp"]) for s in r["segments_before"]]
     for e in r["experiments"]:
         tc = e["topic_config"]
-        facts = ret.PartitionFacts(TOPIC, 0, segs, r["logEndOffset"], e.get("new_log_start_offset", 0),
+        facts = policy.PartitionFacts(TOPIC, 0, segs, r["logEndOffset"], e.get("new_log_start_offset", 0),
                                    e["high_watermark"], [(0, 0), (1, 381), (2, 761), (3, 1146)])
-        plan = ret.plan_retention(facts, LogConfig(retention_ms=tc["retention.ms"],
+        plan = policy.plan_retention(facts, LogConfig(retention_ms=tc["retention.ms"],
                                                    retention_bytes=tc["retention.bytes"]), e["now_ms"])
         assert plan.deleted_count == e["deleteOldSegments_return"]
         assert plan.remaining_base_offsets == e["remaining_segment_base_offsets"]
@@ -146,27 +147,27 @@ def test_truncate_epochs_from_start():
     assert truncate_epochs_from_start([], 50) == []
 
 
-def seg(base: int, size: int = 100, ts: int = 1000) -> ret.SegmentFacts:
-    return ret.SegmentFacts(base, size, ts)
+def seg(base: int, size: int = 100, ts: int = 1000) -> policy.SegmentFacts:
+    return policy.SegmentFacts(base, size, ts)
 
 
 def test_rules_high_watermark_empty_last_and_policy():
-    facts = ret.PartitionFacts("t", 0, [seg(0), seg(10), seg(20), seg(30, 0)], 30, 0, 20)
-    plan = ret.plan_retention(facts, LogConfig(retention_ms=0), now_ms=5000)
+    facts = policy.PartitionFacts("t", 0, [seg(0), seg(10), seg(20), seg(30, 0)], 30, 0, 20)
+    plan = policy.plan_retention(facts, LogConfig(retention_ms=0), now_ms=5000)
     assert [d.base_offset for d in plan.deletions] == [0, 10]  # 20's upper bound 30 > hw 20
     assert any("above the high watermark 20" in n for n in plan.notes)
     facts.high_watermark = 30
-    plan = ret.plan_retention(facts, LogConfig(retention_ms=0), now_ms=5000)
+    plan = policy.plan_retention(facts, LogConfig(retention_ms=0), now_ms=5000)
     assert [d.base_offset for d in plan.deletions] == [0, 10, 20]  # the empty last segment stays
     assert plan.roll_offset is None and plan.log_start_offset_after == 30
-    plan = ret.plan_retention(facts, LogConfig(retention_ms=0, cleanup_policy="compact"), now_ms=5000)
+    plan = policy.plan_retention(facts, LogConfig(retention_ms=0, cleanup_policy="compact"), now_ms=5000)
     assert plan.deletions == []
     # time pass is strict: age == retention.ms keeps the segment
-    plan = ret.plan_retention(ret.PartitionFacts("t", 0, [seg(0, ts=1000), seg(10)], 20, 0, 20),
+    plan = policy.plan_retention(policy.PartitionFacts("t", 0, [seg(0, ts=1000), seg(10)], 20, 0, 20),
                               LogConfig(retention_ms=4000), now_ms=5000)
     assert plan.deletions == []
     # -1 disables both passes; retention.bytes == size deletes nothing (diff 0 < first size)
-    plan = ret.plan_retention(ret.PartitionFacts("t", 0, [seg(0), seg(10)], 20, 0, 20),
+    plan = policy.plan_retention(policy.PartitionFacts("t", 0, [seg(0), seg(10)], 20, 0, 20),
                               LogConfig(retention_ms=-1, retention_bytes=200), now_ms=5000)
     assert plan.deletions == []
 

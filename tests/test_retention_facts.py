@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, fixture_case_names
 
+from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX, LogSegment
 from segdex.indexcore.record.record_batch import NO_TIMESTAMP
-from segdex.indexcore.retention.log_dirs import largest_timestamp, next_offset, read_segment_facts
-from segdex.indexcore.retention.policy import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
+from segdex.indexcore.retention.log_dirs import read_segment_facts
 
 CASES = [n for n in fixture_case_names() if not n.startswith("corrupt")]
 
@@ -51,15 +51,15 @@ def test_next_offset_without_an_index_and_past_a_corrupt_tail(tmp_path: Path):
     log = tmp_path / "00000000000000001240.log"
     shutil.copy(src / log.name, log)
     want = _kafka_batches(src / log.name)[-1]["lastOffset"] + 1
-    assert next_offset(str(log), 1240) == want  # no .index: a scan from the start
+    assert LogSegment(str(log), 1240).read_next_offset(tolerate_damage=True) == want  # no .index: a scan from the start
     shutil.copy(src / "00000000000000001240.index", tmp_path)
-    assert next_offset(str(log), 1240) == want  # from the index's last entry
+    assert LogSegment(str(log), 1240).read_next_offset(tolerate_damage=True) == want  # from the index's last entry
     with open(log, "ab") as f:
         f.write(b"\7" * 40)  # a torn tail: the last whole batch still ends the log
-    assert next_offset(str(log), 1240) == want
+    assert LogSegment(str(log), 1240).read_next_offset(tolerate_damage=True) == want
     empty = tmp_path / "00000000000000005000.log"
     empty.write_bytes(b"")
-    assert next_offset(str(empty), 5000) == 5000
+    assert LogSegment(str(empty), 5000).read_next_offset(tolerate_damage=True) == 5000
 
 
 def test_largest_timestamp_of_a_preallocated_time_index(tmp_path: Path):
@@ -70,7 +70,7 @@ def test_largest_timestamp_of_a_preallocated_time_index(tmp_path: Path):
     data = (src / "00000000000000000208.timeindex").read_bytes()
     want = max(b["maxTimestamp"] for b in _kafka_batches(src / log.name))
     (tmp_path / "00000000000000000208.timeindex").write_bytes(data + bytes(12 * 50))
-    assert largest_timestamp(str(log)) == (want, TIMESTAMP_FROM_TIME_INDEX)
+    assert LogSegment(str(log), 0).largest_timestamp() == (want, TIMESTAMP_FROM_TIME_INDEX)
     (tmp_path / "00000000000000000208.timeindex").write_bytes(bytes(12 * 50))
     os.utime(log, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
-    assert largest_timestamp(str(log)) == (1_600_000_000_123, TIMESTAMP_FROM_MTIME)
+    assert LogSegment(str(log), 0).largest_timestamp() == (1_600_000_000_123, TIMESTAMP_FROM_MTIME)

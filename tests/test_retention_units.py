@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_TIME_INDEX, LogSegment
 from segdex.indexcore.retention import log_dirs as ret
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.indexcore.tools.segment_writer import segment_name as name  # <base as 20 digits><suffix>
@@ -47,7 +48,7 @@ def test_next_offset_of_a_single_batch_at_offset_zero(tmp_path: Path):
     """One record at offset 0: the next offset is 1, not the base offset."""
     log = tmp_path / name(0, ".log")
     log.write_bytes(build_batch(0, [(1_700_000_000_000, b"k", b"v")]))
-    assert ret.next_offset(str(log), 0) == 1
+    assert LogSegment(str(log), 0).read_next_offset(tolerate_damage=True) == 1
 
 
 def test_next_offset_reads_from_the_offset_index_last_entry(tmp_path: Path):
@@ -60,7 +61,7 @@ def test_next_offset_reads_from_the_offset_index_last_entry(tmp_path: Path):
     log = tmp_path / name(100, ".log")
     log.write_bytes(bytes(data))
     (tmp_path / name(100, ".index")).write_bytes(OFFSET_ENTRY.pack(1, pos[1]) + OFFSET_ENTRY.pack(4, pos[4]))
-    assert ret.next_offset(str(log), 100) == 106
+    assert LogSegment(str(log), 100).read_next_offset(tolerate_damage=True) == 106
 
 
 def test_next_offset_with_a_stale_index_entry_past_the_end(tmp_path: Path):
@@ -70,7 +71,7 @@ def test_next_offset_with_a_stale_index_entry_past_the_end(tmp_path: Path):
     log = tmp_path / name(0, ".log")
     log.write_bytes(b"".join(batches))
     (tmp_path / name(0, ".index")).write_bytes(OFFSET_ENTRY.pack(3, sum(map(len, batches)) + 100))
-    assert ret.next_offset(str(log), 0) == 4
+    assert LogSegment(str(log), 0).read_next_offset(tolerate_damage=True) == 4
 
 
 def test_next_offset_without_an_index_scans_from_byte_zero(tmp_path: Path):
@@ -78,7 +79,7 @@ def test_next_offset_without_an_index_scans_from_byte_zero(tmp_path: Path):
     byte could parse a bogus batch: the last of the 400 batches ends it."""
     log = tmp_path / name(0, ".log")
     log.write_bytes(b"".join(one_record_batches(400)))
-    assert ret.next_offset(str(log), 0) == 400
+    assert LogSegment(str(log), 0).read_next_offset(tolerate_damage=True) == 400
 
 
 def test_an_empty_partition_has_no_segments_and_ends_at_zero(tmp_path: Path):
@@ -96,7 +97,7 @@ def test_a_zero_timestamp_in_the_time_index_is_a_timestamp(tmp_path: Path):
     log.write_bytes(b"")
     os.utime(log, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
     (tmp_path / name(50, ".timeindex")).write_bytes(TIME_ENTRY.pack(0, 5))
-    assert ret.largest_timestamp(str(log)) == (0, ret.TIMESTAMP_FROM_TIME_INDEX)
+    assert LogSegment(str(log), 50).largest_timestamp() == (0, TIMESTAMP_FROM_TIME_INDEX)
 
 
 # ---------------------------------------------------------------------------------------------------------------

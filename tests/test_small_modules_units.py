@@ -56,10 +56,10 @@ from segdex.indexcore.log.producer_state import (
     BatchMetadata,
     ProducerStateEntry,
     ProducerStateManager,
-    increment_sequence,
 )
 from segdex.indexcore.log.quarantine import check_quarantine_dir, truncate_with_quarantine
 from segdex.indexcore.record.compression import _xerial_snappy, decompress
+from segdex.indexcore.record.record_batch import increment_sequence
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools.segment_writer import build_legacy, control_record, legacy_message
 

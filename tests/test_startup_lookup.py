@@ -13,9 +13,19 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, fixture_case_names
 
-from segdex.indexcore.log.startup_preview import WARM_INDEX_BYTES, _largest_lower_bound_slot, read_next_offset
+from segdex.indexcore.index.abstract_index import WARM_INDEX_BYTES
+from segdex.indexcore.index.offset_index import OffsetIndex
+from segdex.indexcore.log.log_segment import LogSegment
 
 WARM_ENTRIES = WARM_INDEX_BYTES // 8
+
+
+
+def _slot(idx: bytes, entries: int, target: int) -> int:
+    """``AbstractIndex.largestLowerBoundSlotFor`` over an offset index file's bytes (base offset 0)."""
+    index = OffsetIndex.from_bytes(idx, 0)
+    assert len(index) == entries
+    return index.largest_lower_bound_slot(target)
 
 
 def _definition(keys: list[int], target: int) -> int:
@@ -33,7 +43,7 @@ def test_lookup_is_the_largest_lower_bound(entries: int):
     probes = {0, keys[0] - 1 if keys else 5, 10 * entries + 20} | set(keys) | {k + 1 for k in keys[::7]} \
         | {k - 1 for k in keys[::5]} | {rng.randrange(0, 10 * entries + 20) for _ in range(200)}
     for target in sorted(probes):
-        assert _largest_lower_bound_slot(idx, entries, target) == _definition(keys, target), (entries, target)
+        assert _slot(idx, entries, target) == _definition(keys, target), (entries, target)
 
 
 CASES = [n for n in fixture_case_names() if not n.startswith("corrupt")]
@@ -49,9 +59,9 @@ def test_next_offset_is_kafkas(name: str, tmp_path: Path):
         index = log.with_suffix(".index")
         if index.exists():
             shutil.copy(index, tmp_path / index.name)
-        assert read_next_offset(str(tmp_path / log.name), base) == want, log
+        assert LogSegment(str(tmp_path / log.name), base).read_next_offset() == want, log
         (tmp_path / index.name).unlink(missing_ok=True)  # no index: a scan from the first batch
-        assert read_next_offset(str(tmp_path / log.name), base) == want, log
+        assert LogSegment(str(tmp_path / log.name), base).read_next_offset() == want, log
 
 
 def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_path: Path):
@@ -65,10 +75,10 @@ def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_p
     seg = PartitionRecovery(LogConfig(index_interval_bytes=1)).recover_segment(str(log), 500)
     log.with_suffix(".index").write_bytes(seg.files[".index"])
     assert len(seg.files[".index"]) // 8 > 2 * WARM_ENTRIES
-    assert read_next_offset(str(log), 500) == 500 + 6000
+    assert LogSegment(str(log), 500).read_next_offset() == 500 + 6000
     # an index whose last entry was lost: the scan goes on from the entry before it
     log.with_suffix(".index").write_bytes(seg.files[".index"][:-8])
-    assert read_next_offset(str(log), 500) == 500 + 6000
+    assert LogSegment(str(log), 500).read_next_offset() == 500 + 6000
 
 
 def test_next_offset_reads_only_from_the_last_index_entry(tmp_path: Path):
@@ -89,8 +99,8 @@ def test_next_offset_reads_only_from_the_last_index_entry(tmp_path: Path):
     data = bytearray(log.read_bytes())
     struct.pack_into(">i", data, len(batches[0]) * 3 + 8, 5)  # batch 3's size: below any batch's
     log.write_bytes(bytes(data))
-    assert read_next_offset(str(log), 0) == 400
+    assert LogSegment(str(log), 0).read_next_offset() == 400
     log.with_suffix(".index").unlink()  # no index: the read starts at 0 and meets the broken batch
     from segdex.indexcore.errors import CorruptRecordException
     with pytest.raises(CorruptRecordException):
-        read_next_offset(str(log), 0)
+        LogSegment(str(log), 0).read_next_offset()

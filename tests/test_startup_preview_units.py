@@ -28,15 +28,15 @@ from pathlib import Path
 import crc32c
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.log.layout import index_paths
+from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
 from segdex.indexcore.log.startup_preview import (
     SegmentOnDisk,
     StartupPreview,
-    _largest_lower_bound_slot,
     preview_start,
-    read_next_offset,
     transaction_index_at_load,
 )
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
@@ -45,6 +45,14 @@ T = 1_700_000_000_000
 ZEROS = b"\0" * 20  # a zero-filled tail: a size field of 0, below the 14-byte minimum
 FAILS = "the broker's load fails: {}; it takes the whole log dir offline"
 SIZE_ZERO = "Found record size 0 smaller than minimum record overhead (14)"
+
+
+
+def _slot(idx: bytes, entries: int, target: int) -> int:
+    """``AbstractIndex.largestLowerBoundSlotFor`` over an offset index file's bytes (base offset 0)."""
+    index = OffsetIndex.from_bytes(idx, 0)
+    assert len(index) == entries
+    return index.largest_lower_bound_slot(target)
 
 
 def _batch(offset: int) -> bytes:
@@ -109,14 +117,14 @@ def _keys_index(keys: list[int]) -> bytes:
 def test_lookup_on_entries_out_of_order_takes_kafkas_midpoints():
     """``binarySearch``'s midpoint is ``(lo + hi + 1) >>> 1``: over [0, 10, 5] for 7, Kafka probes slot 1 (10 > 7,
     hi = 0) and answers slot 0; a search probing slot 2 first would answer 2."""
-    assert _largest_lower_bound_slot(_keys_index([0, 10, 5]), 3, 7) == 0
+    assert _slot(_keys_index([0, 10, 5]), 3, 7) == 0
 
 
 def test_lookup_returns_the_first_equal_key_it_probes():
     """A key equal to the target ends the search at once: over [0, 5, 5, 5] for 5 Kafka probes slot 2 and returns
     it; over [5, 5, 5] the first entry is not below the target, so the search runs over slots 0..0 only."""
-    assert _largest_lower_bound_slot(_keys_index([0, 5, 5, 5]), 4, 5) == 2
-    assert _largest_lower_bound_slot(_keys_index([5, 5, 5]), 3, 5) == 0
+    assert _slot(_keys_index([0, 5, 5, 5]), 4, 5) == 2
+    assert _slot(_keys_index([5, 5, 5]), 3, 5) == 0
 
 
 def test_lookup_warm_section_starts_1024_entries_before_the_last():
@@ -125,9 +133,9 @@ def test_lookup_warm_section_starts_1024_entries_before_the_last():
     56, 52, 50). 1,026 entries: it is slot 1; with slot 0 holding 2000 and slot 1 holding 0, the warm search over
     slots 1..1025 finds 50, where a look at slot 0 (2000 > 50) would answer -1."""
     keys = [0, 100] + list(range(2, 1024))
-    assert _largest_lower_bound_slot(_keys_index(keys), 1024, 50) == 50
+    assert _slot(_keys_index(keys), 1024, 50) == 50
     keys = [2000, 0] + list(range(2, 1026))
-    assert _largest_lower_bound_slot(_keys_index(keys), 1026, 50) == 50
+    assert _slot(_keys_index(keys), 1026, 50) == 50
 
 
 # ------------------------------------------------------------------ LogSegment.readNextOffset
@@ -142,7 +150,7 @@ def test_next_offset_reads_from_the_last_entrys_own_position(tmp_path: Path):
     size = len(_batch(0))
     Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(2, 2 * size), (5, 5 * size), (9, 9 * size)]))
     _zero_size_field(log, 7 * size)
-    assert read_next_offset(str(log), 0) == 12
+    assert LogSegment(str(log), 0).read_next_offset() == 12
 
 
 def test_next_offset_from_a_single_entry_uses_its_position(tmp_path: Path):
@@ -153,7 +161,7 @@ def test_next_offset_from_a_single_entry_uses_its_position(tmp_path: Path):
     size = len(_batch(0))
     Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(3, 3 * size)]))
     _zero_size_field(log, size)
-    assert read_next_offset(str(log), 0) == 6
+    assert LogSegment(str(log), 0).read_next_offset() == 6
 
 
 def test_next_offset_is_the_base_offset_when_no_batch_reaches_the_indexed_offset(tmp_path: Path):
@@ -162,7 +170,7 @@ def test_next_offset_is_the_base_offset_when_no_batch_reaches_the_indexed_offset
     part = tmp_path / "t-0"
     log = _put(part, 100, _batches(100, 5), index=False)
     Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(50, 0)]))
-    assert read_next_offset(str(log), 100) == 100
+    assert LogSegment(str(log), 100).read_next_offset() == 100
 
 
 # ------------------------------------------------------------------ TransactionIndex.sanityCheck

@@ -9,6 +9,9 @@ from segdex.indexcore.errors import IndexOffsetOverflowException
 INT32_MAX = 2**31 - 1
 # Kafka's default segment.index.bytes.
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
+# AbstractIndex.warmEntries: lookups search the entries of the last 8 KiB first (the pages an appender's readers
+# keep in memory), then the rest.
+WARM_INDEX_BYTES = 8192
 
 
 def relative_offset(base_offset: int, offset: int) -> int:
@@ -44,6 +47,8 @@ class AbstractIndex:
 
     Subclasses set ``ENTRY`` (the entry layout) and define ``entry(n)`` as a tuple whose first item is the
     lookup key (offset or timestamp) and ``empty_floor`` as the answer of a lookup below every entry.
+    The entry count is the byte length over the entry size, as Kafka counts a mapped index file: zero-filled
+    (preallocated) slots read from disk are entries too.
     """
 
     ENTRY: struct.Struct
@@ -53,6 +58,13 @@ class AbstractIndex:
         self.max_index_size = max_index_size
         self.max_entries = max_index_size // self.ENTRY.size
         self.data = bytearray()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE):
+        """The index as a broker opens its file: every whole slot is an entry, sorted or not."""
+        index = cls(base_offset, max_index_size)
+        index.data = bytearray(data[:round_down(len(data), cls.ENTRY.size)])
+        return index
 
     def __len__(self) -> int:
         return len(self.data) // self.ENTRY.size
@@ -64,16 +76,39 @@ class AbstractIndex:
     def empty_floor(self) -> tuple[int, int]:
         raise NotImplementedError
 
+    def largest_lower_bound_slot(self, target: int) -> int:
+        """``AbstractIndex.largestLowerBoundSlotFor`` (a key search): the slot of the largest key <= ``target``,
+        -1 below the first entry. Kafka's search, probe for probe, so that entries read from a damaged file (out of
+        order, repeated) give Kafka's answer: the warm section first (``indexSlotRangeFor``), then ``binarySearch``
+        with midpoint ``(lo + hi + 1) >>> 1``, ending at the first key equal to the target it probes."""
+        entries = len(self)
+        if entries == 0:
+            return -1
+
+        def search(lo: int, hi: int) -> int:
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                found = self.entry(mid)[0]
+                if found > target:
+                    hi = mid - 1
+                elif found < target:
+                    lo = mid
+                else:
+                    return mid
+            return lo
+
+        first_hot = max(0, entries - 1 - WARM_INDEX_BYTES // self.ENTRY.size)
+        if self.entry(first_hot)[0] < target:
+            return search(first_hot, entries - 1)
+        if self.entry(0)[0] > target:
+            return -1
+        return search(0, first_hot)
+
     def lookup(self, target: int) -> tuple[int, int]:
-        """The floor entry: the last one whose key is <= target (``AbstractIndex.largestLowerBoundSlotFor``)."""
-        lo, hi = 0, len(self)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.entry(mid)[0] <= target:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.entry(lo - 1) if lo else self.empty_floor
+        """The floor entry of ``target`` (``OffsetIndex.lookup``, ``TimeIndex.lookup``): the entry at
+        ``largest_lower_bound_slot``, or ``empty_floor`` below every entry."""
+        slot = self.largest_lower_bound_slot(target)
+        return self.entry(slot) if slot >= 0 else self.empty_floor
 
     def entries(self) -> list[tuple[int, int]]:
         return [self.entry(n) for n in range(len(self))]

@@ -39,7 +39,13 @@ from segdex.indexcore.log.layout import (
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
 from segdex.indexcore.log.log_dir import LogDirCheckpoints
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery
-from segdex.indexcore.log.producer_snapshot import manager_snapshot_bytes, producer_snapshot_file_name, snapshot_offset
+from segdex.indexcore.log.producer_snapshot import (
+    manager_snapshot_bytes,
+    producer_snapshot_file_name,
+    remove_stray_snapshots,
+    snapshot_offset,
+    snapshot_to_load,
+)
 from segdex.indexcore.log.producer_state import ProducerStateManager
 
 CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
@@ -90,7 +96,7 @@ class LogLoader:
         dropped), and when it lies below ``offset`` the map end moves there and a snapshot is taken (the batches
         in between were replayed into this state already)."""
         self.snapshots = {o: d for o, d in self.snapshots.items() if o > log_start_offset}
-        latest = max((o for o in self.snapshots if o <= offset), default=None)
+        latest = snapshot_to_load(self.snapshots, log_start_offset, offset)
         if latest is None:  # nothing to load: an empty manager starting at the log start offset
             self.recovery.producer_state = ProducerStateManager()
             self.last_snap_offset = log_start_offset
@@ -125,7 +131,8 @@ class LogLoader:
         """The files after the last segment (call only when every segment was recovered clean)."""
         lso = max(self.checkpoint_lso, self.bases[0]) if self.bases else self.checkpoint_lso
         leo = self.log_end_offset if self.log_end_offset is not None else lso
-        self.snapshots = {o: d for o, d in _without_strays(self.snapshots, self.bases).items() if o <= leo}
+        staying = remove_stray_snapshots(self.snapshots, self.bases)
+        self.snapshots = {o: d for o, d in self.snapshots.items() if o in staying and o <= leo}
         self._reload(leo, lso)  # the log's own manager: LogLoader.load's last rebuildProducerState
         kept = dict(self.snapshots)
         # LogLoader.load cuts the cache at the checkpointed log start offset, not at the first base offset
@@ -147,17 +154,6 @@ class LogLoader:
         else:
             lec = b""
         return LoadedPartition(lso, leo, kept, lec)
-
-
-def _without_strays(snapshots: dict[int, bytes], bases: list[int]) -> dict[int, bytes]:
-    """``ProducerStateManager.removeStraySnapshots``: keep the snapshots at base offsets, and the highest other
-    one only when it lies above every base offset."""
-    base_set = set(bases)
-    kept = {o: d for o, d in snapshots.items() if o in base_set}
-    strays = sorted(o for o in snapshots if o not in base_set)
-    if strays and (not bases or strays[-1] >= max(bases)):
-        kept[strays[-1]] = snapshots[strays[-1]]
-    return kept
 
 
 def snapshot_files_in(partition_dir: str) -> list[str]:

@@ -1,6 +1,10 @@
-"""``LogSegment.recover``: rebuild a segment's indexes from its ``.log`` bytes, as Kafka does.
+"""Kafka's ``LogSegment``: one segment on disk, ``<base offset>.log`` with its ``.index``, ``.timeindex`` and
+``.txnindex`` beside it (named by ``layout``), read-only.
 
-The loop keeps its state in the scan package's flat int64 array (``indexcore.scan.state``) so that a scan
+``LogSegment`` owns what Kafka's class owns and segdex needs: ``recover`` (rebuild the indexes from the ``.log``
+bytes), ``read_next_offset`` and ``largest_timestamp`` (what a broker reads of a segment it does not recover).
+
+``recover``'s loop keeps its state in the scan package's flat int64 array (``indexcore.scan.state``) so that a scan
 kernel (``indexcore.scan``: native when built, else its Python twin) can run the common case: a run of valid,
 non-transactional magic-2 batches of one leader epoch. Every other batch (legacy formats, transactions,
 control batches, a new leader epoch, anything that fails a check) goes through ``_recover_batch``, the
@@ -20,11 +24,14 @@ from segdex.indexcore.errors import (
     InvalidRecordException,
     SegdexError,
 )
+from segdex.indexcore.fs.file_access import open_regular
+from segdex.indexcore.index import offset_index, time_index
 from segdex.indexcore.index.abstract_index import DEFAULT_MAX_INDEX_SIZE, INT32_MAX
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import TimeIndex
 from segdex.indexcore.index.transaction_index import TransactionIndex
 from segdex.indexcore.log import scan
+from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.scan.state import (
     N_SLOTS,
@@ -62,6 +69,9 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096
 # A magic byte above 2 (a bit flip: the v2 CRC does not cover it) is read as a v2 batch by Kafka
 # (FileLogInputStream.nextBatch: anything not below MAGIC_VALUE_V2); ``magics`` reports such batches as 3.
 MAGIC_ABOVE_V2 = 3
+# Where LogSegment.largestTimestamp's answer came from: the time index's last entry, or the .log's mtime.
+TIMESTAMP_FROM_TIME_INDEX = "time_index"
+TIMESTAMP_FROM_MTIME = "mtime"
 
 @dataclass
 class RecoveryResult:
@@ -244,3 +254,91 @@ def recover_file(path: str | os.PathLike, base_offset: int, **kwargs) -> Recover
     """``recover`` over a ``.log`` file mapped read-only."""
     with open_log(path) as buf:
         return recover(buf, base_offset, **kwargs)
+
+
+def _index_bytes(path: str) -> bytes:
+    """An index file's bytes, empty when there is none (a regular file only: ``open_regular``)."""
+    try:
+        with open_regular(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+def _last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:
+    """The last whole batch from ``start`` to the end (``FileRecords.batches``' last); ``quiet``: a corrupt tail
+    ends the read at the batch before it instead of raising."""
+    last = None
+    try:
+        for batch in batches(buf, start):
+            last = batch
+    except (CorruptRecordException, ValueError, IndexError):
+        if not quiet:
+            raise
+    return last
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    """A segment on disk (Kafka's ``LogSegment``), never written here.
+
+    ``log_path`` is ``<base offset as 20 digits>.log``; its index files sit beside it with the same stem. A closed
+    segment's index files hold exactly their entries; the active segment's may be preallocated with zero-filled
+    slots, which Kafka counts as entries (``AbstractIndex``: entries = file length / entry size).
+    """
+
+    log_path: str
+    base_offset: int
+
+    def index_path(self, suffix: str) -> str:
+        return index_paths(self.log_path)[suffix]
+
+    def recover(self, **kwargs) -> RecoveryResult:
+        """``LogSegment.recover``: ``recover`` over the ``.log`` mapped read-only (keywords as ``recover``'s)."""
+        return recover_file(self.log_path, self.base_offset, **kwargs)
+
+    def read_next_offset(self, tolerate_damage: bool = False) -> int:
+        """``LogSegment.readNextOffset``: the offset after the segment's last batch, the base offset when it has
+        none. Kafka looks the offset index's last entry up (``OffsetIndex.lookup``), finds the batch holding that
+        offset from the position found (``FileRecords.searchForOffsetFromPosition``) and reads on to the last
+        batch.
+
+        As a broker reads it (``tolerate_damage=False``: the startup preview): every slot of the index file is an
+        entry, zero-filled ones too; a size field below the smallest batch raises ``CorruptRecordException`` as
+        Kafka's read throws. ``tolerate_damage=True`` (retention's facts, read from dirs that may be damaged): the
+        index's zero-filled slots are not entries, the read starts at the last entry's position, a corrupt or
+        partial tail ends it quietly at the last whole batch, and an index pointing past every batch falls back
+        to a read from the start."""
+        data = _index_bytes(self.index_path(INDEX_FILE_SUFFIX))
+        if tolerate_damage:
+            data = data[:offset_index.trimmed_entry_count(data) * offset_index.ENTRY_SIZE]
+        index = OffsetIndex.from_bytes(data, self.base_offset)
+        with open_log(self.log_path) as buf:
+            if tolerate_damage:
+                position = index.entry(len(index) - 1)[1] if len(index) else 0
+                for start in ((position, 0) if position else (0,)):
+                    last = _last_batch(buf, start, quiet=True)
+                    if last is not None:
+                        return last.next_offset
+                return self.base_offset
+            target = index.last_offset
+            _, position = index.lookup(target)
+            start = next((b.position for b in batches(buf, max(position, 0)) if b.last_offset >= target), None)
+            last = _last_batch(buf, start, quiet=False) if start is not None else None
+            return last.next_offset if last is not None else self.base_offset
+
+    def largest_timestamp(self, index: TimeIndex | None = None) -> tuple[int, str]:
+        """``LogSegment.largestTimestamp``: the time index's last timestamp when it is >= 0, else the ``.log``'s
+        modification time in ms (``File.lastModified``); with where the answer came from
+        (``TIMESTAMP_FROM_TIME_INDEX`` or ``TIMESTAMP_FROM_MTIME``).
+
+        ``index``: the time index as recovery rebuilt it; None reads the ``.timeindex`` on disk, whose zero-filled
+        (preallocated) slots are not entries."""
+        if index is None:
+            data = _index_bytes(self.index_path(TIME_INDEX_FILE_SUFFIX))
+            index = TimeIndex.from_bytes(data[:time_index.trimmed_entry_count(data) * time_index.ENTRY_SIZE],
+                                         self.base_offset)
+        timestamp, _ = index.last_entry()
+        if timestamp >= 0:
+            return timestamp, TIMESTAMP_FROM_TIME_INDEX
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000, TIMESTAMP_FROM_MTIME

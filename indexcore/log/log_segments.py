@@ -21,7 +21,7 @@ from segdex.indexcore.log.layout import (
     index_paths,
     parse_segment_file_name,
 )
-from segdex.indexcore.log.log_segment import RecoveryResult, recover_file
+from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.status import Reason, SegmentStatus
 
@@ -36,6 +36,10 @@ class SegmentRecovery:
     reason: Reason | None = None
     result: RecoveryResult | None = None
     files: dict[str, bytes | None] = field(default_factory=dict)  # suffix -> bytes; None: no such file
+
+    @property
+    def segment(self) -> LogSegment:
+        return LogSegment(self.log_path, self.base_offset)
 
 
 def segment_logs(partition_dir: str | os.PathLike) -> tuple[list[tuple[int, str]], list[str]]:
@@ -77,9 +81,9 @@ class PartitionRecovery:
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
         try:
-            result = recover_file(log_path, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-                                  producer_state=self.producer_state, leader_epochs=self.leader_epochs,
-                                  max_index_size=self.config.segment_index_bytes, native=native)
+            result = LogSegment(log_path, base_offset).recover(
+                index_interval_bytes=self.config.index_interval_bytes, producer_state=self.producer_state,
+                leader_epochs=self.leader_epochs, max_index_size=self.config.segment_index_bytes, native=native)
         except OSError as e:
             return SegmentRecovery(log_path, base_offset, SegmentStatus.UNREADABLE,
                                    Reason(f"cannot read: {e.strerror or e}", log_path))

@@ -122,5 +122,24 @@ def read_snapshot(data: bytes, name: str = "snapshot") -> list[ProducerStateEntr
 
 
 def manager_snapshot_bytes(manager: ProducerStateManager) -> bytes:
-    """``ProducerStateManager.takeSnapshot``'s bytes for this manager's producers."""
+    """The bytes ``ProducerStateManager.writeSnapshot`` writes for this manager's producers (in its HashMap's
+    order)."""
     return snapshot_bytes(manager.producers[pid] for pid in hash_map_order(manager.producers))
+
+
+def remove_stray_snapshots(snapshot_offsets: Iterable[int], segment_base_offsets: Iterable[int]) -> set[int]:
+    """``ProducerStateManager.removeStraySnapshots``: the snapshot offsets that stay. Those at a segment's base
+    offset stay; of the others (strays) only the latest, and only when no segment starts above it."""
+    bases = set(segment_base_offsets)
+    kept = {o for o in snapshot_offsets if o in bases}
+    strays = sorted(o for o in snapshot_offsets if o not in bases)
+    if strays and (not bases or strays[-1] >= max(bases)):
+        kept.add(strays[-1])
+    return kept
+
+
+def snapshot_to_load(snapshot_offsets: Iterable[int], log_start_offset: int, upto: int) -> int | None:
+    """The snapshot ``ProducerStateManager.truncateAndReload`` loads when the log is rebuilt up to ``upto``: the
+    latest one above the log start offset (those at or below it are deleted) and at or below ``upto``; None when
+    there is none and the state starts empty at the log start offset."""
+    return max((o for o in snapshot_offsets if log_start_offset < o <= upto), default=None)

@@ -16,27 +16,12 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import InvalidTxnStateException
 from segdex.indexcore.index.transaction_index import AbortedTxn
-from segdex.indexcore.record.record_batch import NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch
+from segdex.indexcore.record.record_batch import NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch, last_sequence
 from segdex.indexcore.record.records import end_txn_marker
 
 NO_PRODUCER_EPOCH = -1
-INT32_MAX = 2**31 - 1
 # ProducerStateManagerConfig: producer.id.expiration.ms, a broker setting (default one day).
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """``DefaultRecordBatch.incrementSequence``: sequences wrap from Integer.MAX_VALUE to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
-
-
-def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
-    """``DefaultRecordBatch.lastSequence``."""
-    if base_sequence == NO_SEQUENCE:
-        return NO_SEQUENCE
-    return increment_sequence(base_sequence, last_offset_delta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,5 +177,4 @@ class ProducerStateManager:
         return fresh
 
 
-__all__ = ["NO_PRODUCER_ID", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager", "BatchMetadata",
-           "last_sequence", "increment_sequence"]
+__all__ = ["NO_PRODUCER_ID", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager", "BatchMetadata"]

@@ -35,12 +35,11 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import CorruptRecordException
-from segdex.indexcore.index.offset_index import ENTRY as OFFSET_INDEX_ENTRY
 from segdex.indexcore.index.transaction_index import ABORTED_TXN, CURRENT_VERSION
-from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, index_paths
+from segdex.indexcore.log.layout import TXN_INDEX_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.log_loader import snapshot_files_in
-from segdex.indexcore.log.log_segment import RecoveryResult
-from segdex.indexcore.log.producer_snapshot import snapshot_offset
+from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
+from segdex.indexcore.log.producer_snapshot import remove_stray_snapshots, snapshot_offset, snapshot_to_load
 from segdex.indexcore.record.file_records import batches, open_log
 
 ACTION_NONE = "none"  # nothing re-read: the broker serves the files as they are
@@ -48,10 +47,6 @@ ACTION_RECOVER = "recover"  # segments re-read, nothing lost
 ACTION_TRUNCATE = "truncate"  # bytes cut or segments deleted
 ACTION_FAIL = "fail"  # the load throws: the broker takes the whole log dir offline
 ACTIONS = (ACTION_NONE, ACTION_RECOVER, ACTION_TRUNCATE, ACTION_FAIL)
-
-# AbstractIndex.warmEntries: the last 8 KiB of an index are searched first (indexSlotRangeFor)
-WARM_INDEX_BYTES = 8192
-
 
 @dataclass(frozen=True)
 class SegmentOnDisk:
@@ -101,61 +96,6 @@ def transaction_index_at_load(path: str, base_offset: int) -> tuple[str, str] | 
     return None
 
 
-def _largest_lower_bound_slot(idx: bytes, entries: int, target_relative: int) -> int:
-    """``AbstractIndex.largestLowerBoundSlotFor`` by key, on the entries as they are (sorted or not)."""
-    def key(n: int) -> int:
-        return OFFSET_INDEX_ENTRY.unpack_from(idx, n * OFFSET_INDEX_ENTRY.size)[0]
-
-    def search(lo: int, hi: int) -> int:
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            found = key(mid)
-            if found > target_relative:
-                hi = mid - 1
-            elif found < target_relative:
-                lo = mid
-            else:
-                return mid
-        return lo
-
-    if entries == 0:
-        return -1
-    first_hot = max(0, entries - 1 - WARM_INDEX_BYTES // OFFSET_INDEX_ENTRY.size)
-    if key(first_hot) < target_relative:
-        return search(first_hot, entries - 1)
-    if key(0) > target_relative:
-        return -1
-    return search(0, first_hot)
-
-
-def read_next_offset(log_path: str, base_offset: int) -> int:
-    """``LogSegment.readNextOffset`` on a segment that was not recovered: the offset index's last entry,
-    looked up, then batches by size from there (``searchForOffsetFromPosition``, ``lastBatch``). Raises
-    ``CorruptRecordException`` where Kafka's read throws (a size field below the smallest batch)."""
-    try:
-        with open(index_paths(log_path)[INDEX_FILE_SUFFIX], "rb") as f:
-            idx = f.read()
-    except FileNotFoundError:
-        idx = b""
-    entries = len(idx) // OFFSET_INDEX_ENTRY.size
-    last_relative = OFFSET_INDEX_ENTRY.unpack_from(idx, (entries - 1) * OFFSET_INDEX_ENTRY.size)[0] if entries else 0
-    target = base_offset + last_relative
-    slot = _largest_lower_bound_slot(idx, entries, last_relative)
-    position = OFFSET_INDEX_ENTRY.unpack_from(idx, slot * OFFSET_INDEX_ENTRY.size)[1] if slot >= 0 else 0
-    with open_log(log_path) as buf:
-        start = None
-        for batch in batches(buf, max(position, 0)):
-            if batch.last_offset >= target:
-                start = batch.position
-                break
-        if start is None:
-            return base_offset
-        last = None
-        for batch in batches(buf, start):
-            last = batch
-        return last.next_offset if last is not None else base_offset
-
-
 def _floor_index(bases: list[int], offset: int) -> int:
     """Index of the segment ``LogSegments.values(offset, ...)`` starts at: the floor segment, else the first."""
     return max(bisect.bisect_right(bases, offset) - 1, 0)
@@ -197,11 +137,12 @@ class _Load:
             raise LoadFailed(self.readable[seg.base_offset])
 
     def rebuild_producer_state(self, upto: int, loaded: list[SegmentOnDisk]) -> None:
-        """``UnifiedLog.rebuildProducerState`` up to ``upto`` over the segments ``loaded`` so far: the segments
-        from the latest snapshot at or below ``upto`` (else the log start offset) are replayed."""
+        """The segments ``UnifiedLog.rebuildProducerState`` re-reads up to ``upto`` over those ``loaded`` so far:
+        from the snapshot it loads (``snapshot_to_load``; else the log start offset) on."""
         if not self.producer_state:
             return
-        start = max((o for o in self.snapshots if self.log_start_offset <= o <= upto), default=self.log_start_offset)
+        start = snapshot_to_load(self.snapshots, self.log_start_offset, upto)
+        start = self.log_start_offset if start is None else start
         if upto <= start:
             return
         for i, seg in enumerate(loaded):
@@ -268,7 +209,7 @@ class _Load:
         last = self.remaining[-1]
         if last.base_offset not in self.out.recovered:
             try:
-                return read_next_offset(last.log_path, last.base_offset)
+                return LogSegment(last.log_path, last.base_offset).read_next_offset()
             except (CorruptRecordException, OSError) as e:
                 raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}") from None
         return last.base_offset if self.size[last.base_offset] == 0 else last.result.next_offset
@@ -284,12 +225,7 @@ class _Load:
         return log_start_offset
 
     def remove_stray_snapshots(self) -> None:
-        """``ProducerStateManager.removeStraySnapshots``: only those at a segment's base offset, and the
-        highest one when it lies above every base, remain."""
-        bases = {s.base_offset for s in self.remaining}
-        highest = max(self.snapshots, default=None)
-        self.snapshots = {o for o in self.snapshots if o in bases
-                          or (o == highest and bases and o > max(bases))}
+        self.snapshots = remove_stray_snapshots(self.snapshots, [s.base_offset for s in self.remaining])
 
     def outcome(self) -> StartupPreview:
         out = self.out

@@ -71,6 +71,7 @@ COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40  # baseTimestamp holds the delete horizon (a cleaned batch with tombstones)
 NO_TIMESTAMP = -1
 # Exported to C, in this order.
 C_CONSTANTS = (

@@ -46,6 +46,7 @@ LEGACY_CRC_FROM = LOG_OVERHEAD + 4  # CRC32 covers magic .. end of the message
 NO_PRODUCER_ID = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_SEQUENCE = -1
+INT32_MAX = 2**31 - 1  # sequences are int32
 
 
 class CompressionType(IntEnum):
@@ -115,6 +116,20 @@ class RecordBatch:
     @property
     def next_offset(self) -> int:
         return self.last_offset + 1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap from Integer.MAX_VALUE back to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """``DefaultRecordBatch.lastSequence``: the sequence of the batch's last record (none without a base)."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return increment_sequence(base_sequence, last_offset_delta)
 
 
 def read_batch_header(buf, position: int) -> RecordBatch:

@@ -2,8 +2,6 @@
 (``retention_policy``), and with ``apply`` carry the plans out under the log dir's ``.lock``
 (``retention_apply``). Bad input never raises: it becomes an ``error`` or ``skipped`` in the outcome.
 
-The names of ``retention_policy`` are re-exported here for the callers that plan from other facts (the
-``--from-metadata`` what-if).
 """
 
 from __future__ import annotations
@@ -13,44 +11,20 @@ import time
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig, ResolvedConfig, TopicConfigResolver, is_cluster_metadata
-from segdex.indexcore.errors import CorruptRecordException, InvalidLayoutException, SegdexError
+from segdex.indexcore.errors import InvalidLayoutException, SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
-from segdex.indexcore.fs.file_access import open_regular
-from segdex.indexcore.index.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
-from segdex.indexcore.index.offset_index import parse_offset_index
-from segdex.indexcore.index.offset_index import trimmed_entry_count as offset_entry_count
-from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
-from segdex.indexcore.index.time_index import parse_time_index
-from segdex.indexcore.index.time_index import trimmed_entry_count as time_entry_count
 from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_leader_epoch_checkpoint
 from segdex.indexcore.log.layout import (
-    INDEX_FILE_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
-    LOG_FILE_SUFFIX,
-    TIME_INDEX_FILE_SUFFIX,
 )
 from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir, read_checkpoints
+from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
-from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.retention.apply import SEGMENT_FILE_SUFFIXES, apply_plans
-from segdex.indexcore.retention.policy import (  # noqa: F401 - re-exported
-    ACTION_BLOCKED,
-    ACTION_DELETE,
-    ACTION_SKIPPED,
-    RULE_LOG_START_OFFSET,
-    RULE_SIZE,
-    RULE_TIME,
-    TIMESTAMP_FROM_MTIME,
-    TIMESTAMP_FROM_TIME_INDEX,
-    Deletion,
-    LogStartOffsetBreached,
+from segdex.indexcore.retention.policy import (
     PartitionFacts,
-    RetentionException,
-    RetentionMsBreached,
     RetentionPlan,
-    RetentionSizeBreached,
     SegmentFacts,
-    deletable_segments,
     plan_retention,
 )
 
@@ -62,56 +36,14 @@ __all__ = ["SEGMENT_FILE_SUFFIXES", "run_log_dir", "plan_partition", "read_segme
 # Facts from disk
 
 
-def _read_prefix(path: str, limit: int | None = None) -> bytes | None:
-    try:
-        with open_regular(path) as f:
-            return f.read() if limit is None else f.read(limit)
-    except FileNotFoundError:
-        return None
-
-
-def largest_timestamp(log_path: str) -> tuple[int, str]:
-    """``LogSegment.largestTimestamp``: the time index's last entry if its timestamp is >= 0, else the ``.log``
-    mtime in ms. A zero-padded (preallocated) time index counts only its entries before the first zero slot."""
-    stem = log_path[: -len(LOG_FILE_SUFFIX)]
-    data = _read_prefix(stem + TIME_INDEX_FILE_SUFFIX)
-    if data:
-        n = time_entry_count(data)
-        if n:
-            ts, _ = parse_time_index(data[(n - 1) * TIME_ENTRY_SIZE: n * TIME_ENTRY_SIZE], 0)[0]
-            if ts >= 0:
-                return ts, TIMESTAMP_FROM_TIME_INDEX
-    return os.stat(log_path).st_mtime_ns // 1_000_000, TIMESTAMP_FROM_MTIME
-
-
-def next_offset(log_path: str, base_offset: int) -> int:
-    """``LogSegment.readNextOffset``: last batch's lastOffset + 1, scanning from the offset index's last entry;
-    the base offset for an empty segment. Stops quietly at a corrupt or partial tail."""
-    stem = log_path[: -len(LOG_FILE_SUFFIX)]
-    data = _read_prefix(stem + INDEX_FILE_SUFFIX) or b""
-    n = offset_entry_count(data)
-    start = parse_offset_index(data[(n - 1) * OFFSET_ENTRY_SIZE: n * OFFSET_ENTRY_SIZE], base_offset)[0][1] if n else 0
-    with open_log(log_path) as buf:
-        for begin in ((start, 0) if start else (0,)):
-            last = -1
-            try:
-                for batch in batches(buf, begin):
-                    last = batch.last_offset
-            except (CorruptRecordException, ValueError, IndexError):
-                pass
-            if last >= 0:
-                return last + 1
-    return base_offset
-
-
 def read_segment_facts(partition_dir: str) -> tuple[list[SegmentFacts], int]:
     """Live segments of a partition directory and its log end offset (raises OSError on unreadable files)."""
     found, _misnamed = segment_logs(partition_dir)
     segments = []
     for base, path in found:
-        ts, source = largest_timestamp(path)
+        ts, source = LogSegment(path, base).largest_timestamp()
         segments.append(SegmentFacts(base, os.stat(path).st_size, ts, source))
-    leo = next_offset(found[-1][1], found[-1][0]) if found else 0
+    leo = LogSegment(found[-1][1], found[-1][0]).read_next_offset(tolerate_damage=True) if found else 0
     return segments, leo
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
+from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
 
 RULE_LOG_START_OFFSET = "log_start_offset"
 RULE_SIZE = "retention.bytes"
@@ -34,8 +35,6 @@ ACTION_DELETE = "delete"
 ACTION_BLOCKED = "blocked"  # a segment the time pass cannot delete because its largest timestamp is in the future
 ACTION_SKIPPED = "skipped"  # a partition that cannot be planned (no high watermark, unreadable files, ...)
 
-TIMESTAMP_FROM_TIME_INDEX = "time_index"
-TIMESTAMP_FROM_MTIME = "mtime"
 
 class RetentionException(SegdexError):
     """A partition or log dir that retention cannot plan or apply."""

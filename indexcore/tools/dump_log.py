@@ -21,8 +21,9 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.record.batch_header import DELETE_HORIZON_FLAG_MASK
 from segdex.indexcore.record.file_records import batches, open_log
-from segdex.indexcore.record.record_batch import NO_SEQUENCE, RECORD_BATCH_V2, RecordBatch, compute_checksum
+from segdex.indexcore.record.record_batch import RECORD_BATCH_V2, RecordBatch, compute_checksum, last_sequence
 from segdex.indexcore.record.records import CONTROL_KEY, END_TXN_MARKER_VALUE, Record, control_record, records
 from segdex.indexcore.tools.index_verifier import check_offset_entries, check_time_entries
 
@@ -57,27 +58,17 @@ def batch_view(buf, batch: RecordBatch) -> dict:
 # ControlRecordType ids (the key's int16 type) and the names Kafka prints for them
 CONTROL_RECORD_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                         5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
-DELETE_HORIZON_FLAG_MASK = 0x40  # attributes bit 6: baseTimestamp holds the delete horizon (compacted tombstones)
-INT32_MAX = 2**31 - 1
-
-
-def increment_sequence(sequence: int, increment: int) -> int:
-    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap at Integer.MAX_VALUE back to 0."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
 
 
 def batch_extras(buf, batch: RecordBatch) -> dict:
     """What kafka-dump-log prints beside the batch facts: count, lastSequence and deleteHorizonMs (v2 only)."""
     if batch.magic < 2:
         return {}
-    last_sequence = (NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE
-                     else increment_sequence(batch.base_sequence, batch.last_offset - batch.base_offset))
+    last_seq = last_sequence(batch.base_sequence, batch.last_offset - batch.base_offset)
     horizon = None
     if batch.attributes & DELETE_HORIZON_FLAG_MASK:
         horizon = RECORD_BATCH_V2.unpack_from(buf, batch.position)[7]
-    return {"count": batch.records_count, "lastSequence": last_sequence, "deleteHorizonMs": horizon}
+    return {"count": batch.records_count, "lastSequence": last_seq, "deleteHorizonMs": horizon}
 
 
 def _control_view(record: Record) -> dict:
@@ -100,8 +91,7 @@ def record_view(batch: RecordBatch, record: Record, parser=None) -> dict:
            "valueSize": -1 if record.value is None else len(record.value),
            "headerKeys": [k for k, _ in record.headers]}
     if batch.magic >= 2:
-        row["sequence"] = (NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE
-                           else increment_sequence(batch.base_sequence, record.offset - batch.base_offset))
+        row["sequence"] = last_sequence(batch.base_sequence, record.offset - batch.base_offset)
     else:
         row["isValid"], row["crc"] = record.valid, record.crc
     if batch.is_control:

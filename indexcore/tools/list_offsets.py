@@ -109,12 +109,6 @@ def _epoch(value: int) -> int:
     return value if value >= 0 else NO_EPOCH
 
 
-def _largest_timestamp(seg: SegmentRecovery) -> int:
-    """``LogSegment.largestTimestamp``: the time index's last timestamp, else the file's modification time."""
-    ts, _ = seg.result.time_index.last_entry()
-    return ts if ts >= 0 else int(os.stat(seg.log_path).st_mtime * 1000)
-
-
 def _search(seg: SegmentRecovery, target: int, starting_offset: int) -> tuple[int, int, int] | None:
     """``LogSegment.findOffsetByTimestamp`` then ``FileRecords.searchForTimestamp``: (timestamp, offset, epoch)."""
     result = seg.result
@@ -176,7 +170,7 @@ def list_offset(partition_dir: str | os.PathLike, target: int, config: LogConfig
     if target == MAX_TIMESTAMP:
         found = _max_timestamp(part)
     else:
-        seg = next((s for s in part.segments if _largest_timestamp(s) >= target), None)
+        seg = next((s for s in part.segments if s.segment.largest_timestamp(s.result.time_index)[0] >= target), None)
         found = _search(seg, target, part.log_start_offset) if seg is not None else None
     if found is None:
         return answer
