@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kafka", default=None, help="Kafka version whose LogSegment.recover is timed "
                                                         "(default: the newest the project fetches)")
     args = parser.parse_args(argv)
-    from kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
+    from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
     version = args.kafka or KAFKA_VERSIONS[0]
     oracle = KafkaOracle(KafkaInstall(version), Path(tempfile.mkdtemp(prefix="segdex-bench-kafka-")))
     try:

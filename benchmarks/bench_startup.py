@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from segdex.indexcore.tools.segment_writer import segment_name, uniform_segment
-from tests.kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall
+from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaBroker, KafkaInstall
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
-from tests.segment_cases import Draw, generate, judge
+from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
+from tests.support.segment_cases import Draw, generate, judge
 
 
 def main() -> int:

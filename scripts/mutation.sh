@@ -87,9 +87,11 @@ make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
   rm -rf "$work" && mkdir -p "$work"
   tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
     --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
-  # segdex/indexcore is the symlink to indexcore/: mutating it by that path names the mutants after the modules the
-  # tests import (segdex.indexcore.X), which is what mutmut's trampolines compare against
-  kernel="$(cd indexcore/scan && ls _fastscan*.so)"
+  # segdex/ laid out as a wheel installs it (copies of indexcore/, pipelines/, jobs/, the built kernel included):
+  # mutating segdex/indexcore names the mutants after the modules the tests import (segdex.indexcore.X), which is
+  # what mutmut's trampolines compare against
+  rm -rf "$work/segdex" && .venv/bin/python scripts/import_tree.py --native "$work"
+  kernel="$(cd indexcore/log/scan && ls _fastscan*.so)"
   cat >> "$work/pyproject.toml" <<TOML
 
 [tool.mutmut]

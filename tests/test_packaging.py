@@ -13,9 +13,10 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.fixtures import REPO_ROOT
+
+REPO = REPO_ROOT
 BARE = re.compile(r"^\s*(from|import)\s+(indexcore|pipelines|jobs)\b", re.M)
 SOURCE_FOLDERS = ("indexcore", "pipelines", "jobs", "airflow_dags", "benchmarks", "tests", "segdex", "scripts")
 MAPPED = {"indexcore": "segdex.indexcore", "pipelines": "segdex.pipelines", "jobs": "segdex.jobs"}

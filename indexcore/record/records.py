@@ -45,7 +45,7 @@ class Record:
     valid: bool | None = None  # legacy messages only: that CRC matches (``LegacyRecord.isValid``)
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """Zig-zag varint/varlong as in the Kafka protocol guide."""
     shift = 0
     raw = 0
@@ -64,7 +64,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _varint(buf, pos)
+    length, pos = _read_varint(buf, pos)
     if length < 0:
         return None, pos
     if pos + length > len(buf):
@@ -85,16 +85,16 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
         raise InvalidRecordException(f"Found invalid record count {count} in magic v{batch.magic} batch")
     pos = 0
     for i in range(count):
-        length, pos = _varint(payload, pos)
+        length, pos = _read_varint(payload, pos)
         end = pos + length
         if length < 0 or end > len(payload):
             raise CorruptRecordException("Record length runs past the end of the batch")
         pos += 1  # attributes: unused
-        ts_delta, pos = _varint(payload, pos)
-        offset_delta, pos = _varint(payload, pos)
+        ts_delta, pos = _read_varint(payload, pos)
+        offset_delta, pos = _read_varint(payload, pos)
         key, pos = _bytes_field(payload, pos)
         value, pos = _bytes_field(payload, pos)
-        n_headers, pos = _varint(payload, pos)
+        n_headers, pos = _read_varint(payload, pos)
         headers = []
         for _h in range(max(n_headers, 0)):
             hkey, pos = _bytes_field(payload, pos)

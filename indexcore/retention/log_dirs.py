@@ -160,7 +160,7 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
             raise InvalidLayoutException(f"{log_dir}: not a directory")
         with hold_lock(log_dir):
             outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms)
-            outcome.removed_temporaries = _remove_temporaries(log_dir, outcome)
+            outcome.removed_temporaries = _remove_partition_temporaries(log_dir, outcome)
             apply_plans(log_dir, outcome.partitions, checkpoints)
             return outcome
     except CorruptCheckpointException as e:
@@ -170,7 +170,7 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
         return LogDirOutcome(log_dir, error=msg)
 
 
-def _remove_temporaries(log_dir: str, outcome: LogDirOutcome) -> list[str]:
+def _remove_partition_temporaries(log_dir: str, outcome: LogDirOutcome) -> list[str]:
     """segdex's temporary files left by a killed run, in the log dir and the partitions retention writes to."""
     removed = remove_temporaries(log_dir)
     for p in outcome.partitions:

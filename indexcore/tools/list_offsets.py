@@ -86,7 +86,7 @@ class _Partition:
     epochs: list[tuple[int, int]]
 
 
-def _load(partition_dir: str, config: LogConfig, log_start_offset: int | None) -> _Partition:
+def _load_partition(partition_dir: str, config: LogConfig, log_start_offset: int | None) -> _Partition:
     logs, _ = segment_logs(partition_dir)
     recovery = PartitionRecovery(config)
     segments = []
@@ -154,7 +154,7 @@ def list_offset(partition_dir: str | os.PathLike, target: int, config: LogConfig
     """
     partition_dir = os.fspath(partition_dir)
     name = parse_partition_dir_name(os.path.basename(partition_dir.rstrip(os.sep)))
-    part = _load(partition_dir, config or LogConfig(), log_start_offset)
+    part = _load_partition(partition_dir, config or LogConfig(), log_start_offset)
     answer = OffsetAnswer(name.topic, name.partition)
     if target == EARLIEST_TIMESTAMP:
         first = part.epochs[0] if part.epochs else None

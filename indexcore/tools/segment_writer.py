@@ -96,7 +96,7 @@ def _normalise(base_offset: int, records: Iterable[RecordLike]) -> list[Record]:
     return out
 
 
-def control_record(control: tuple[str | int, int], timestamp: int, offset: int) -> Record:
+def build_control_record(control: tuple[str | int, int], timestamp: int, offset: int) -> Record:
     """The record of an end-transaction marker: key (version 0, type), value (version 0, coordinatorEpoch)."""
     ctype, coordinator_epoch = control
     type_id = CONTROL_TYPE_IDS[ctype] if isinstance(ctype, str) else ctype
@@ -124,7 +124,7 @@ def build_batch(base_offset: int, records: Iterable[RecordLike], *, magic: int =
                             timestamp_type=timestamp_type, log_append_time=log_append_time)
     if control is not None:
         ts = control_timestamp if control_timestamp is not None else 0
-        recs = [control_record(control, ts, base_offset)]
+        recs = [build_control_record(control, ts, base_offset)]
         is_transactional = True
     else:
         recs = _normalise(base_offset, records)
@@ -326,7 +326,7 @@ __all__ = [
     "SegmentWriter",
     "build_batch",
     "build_legacy",
-    "control_record",
+    "build_control_record",
     "encode_record",
     "legacy_message",
     "segment_name",

@@ -1,0 +1,121 @@
+"""``java_hash_map.hash_map_order`` against Java 17's own ``HashMap<Long, V>``: the order Kafka's producer
+snapshots list producers in (``ProducerStateManager.writeSnapshot`` iterates that map). Seeded key sets of every
+size up to 300 over the whole long range, and sets crowded into one bucket so that the table doubles early
+(``treeifyBin`` below capacity 64)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+from segdex.indexcore.log.java_hash_map import hash_map_order, java_long_hash
+
+JAVA = """
+import java.io.*;
+import java.util.*;
+
+public class HashOrder {
+  public static void main(String[] args) throws IOException {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+    StringBuilder out = new StringBuilder();
+    for (String line; (line = in.readLine()) != null; ) {
+      HashMap<Long, Integer> map = new HashMap<>();
+      for (String k : line.trim().split(" ")) if (!k.isEmpty()) map.put(Long.parseLong(k), 0);
+      StringJoiner j = new StringJoiner(" ");
+      for (Long k : map.keySet()) j.add(Long.toString(k));
+      out.append(j).append('\\n');
+    }
+    System.out.print(out);
+  }
+}
+"""
+
+_JAVA_ORDERS: dict[tuple[tuple[int, ...], ...], list[list[int]]] = {}
+
+
+def java_orders(key_sets: list[list[int]], tmp_path: Path) -> list[list[int]]:
+    """Java's iteration order of each key set (kept per process: a mutation run asks it once)."""
+    key = tuple(tuple(s) for s in key_sets)
+    if key not in _JAVA_ORDERS:
+        (tmp_path / "HashOrder.java").write_text(JAVA)
+        subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "HashOrder.java")], check=True, timeout=120)
+        proc = subprocess.run(["java", "-cp", str(tmp_path), "HashOrder"], check=True, timeout=120, text=True,
+                              capture_output=True, input="".join(" ".join(map(str, s)) + "\n" for s in key_sets))
+        _JAVA_ORDERS[key] = [[int(k) for k in line.split()] for line in proc.stdout.split("\n")[:len(key_sets)]]
+    return _JAVA_ORDERS[key]
+
+
+def _key_sets() -> list[list[int]]:
+    rng = random.Random(15)
+    sets = [[]]
+    for size in list(range(1, 40)) + [rng.randint(40, 300) for _ in range(60)]:
+        pool = rng.choice([(0, 2**16), (0, 2**40), (-2**63, 2**63 - 1)])
+        sets.append(rng.sample(range(*pool), size) if pool[1] - pool[0] < 2**20 else
+                    list(dict.fromkeys(rng.randint(*pool) for _ in range(size))))
+    # crowded: up to 32 keys sharing their bucket at capacity 16, at most 8 per bucket at 64 (beyond that Java
+    # makes a tree, whose order hash_map_order does not model)
+    candidates = [rng.randint(0, 2**62) for _ in range(40_000)]
+    for low in (3, 11):
+        quarters = [[k for k in candidates if java_long_hash(k) & 63 == low + 16 * q][:8] for q in range(4)]
+        for take in (9, 10, 17, 25, 32):
+            crowded = [quarters[i % 4][i // 4] for i in range(take)]
+            rng.shuffle(crowded)
+            sets.append(list(dict.fromkeys(crowded + rng.sample(candidates, rng.randint(0, 12)))))
+    return sets
+
+
+def test_order_is_javas_hash_map_order(tmp_path: Path):
+    sets = _key_sets()
+    assert len(sets) >= 100 and max(map(len, sets)) >= 200
+    java = java_orders(sets, tmp_path)
+    assert [hash_map_order(s) for s in sets] == java
+    assert sum(j != s for j, s in zip(java, sets, strict=True)) >= 90  # Java's order is not the put order
+
+
+def test_java_long_hash():
+    """``Long.hashCode`` spread as ``HashMap.hash`` does, on values whose words cancel or carry a sign."""
+    assert java_long_hash(0) == 0
+    assert java_long_hash(1) == 1
+    assert java_long_hash(1 << 32) == 1  # high word 1, low word 0
+    assert java_long_hash((1 << 32) | 1) == 0  # the words cancel
+    assert java_long_hash(-1) == 0  # 0xFFFFFFFF ^ 0xFFFFFFFF
+    assert java_long_hash(0x1_0000) == 0x1_0001  # h ^ (h >>> 16)
+    assert java_long_hash(-2) == 1  # 0xFFFFFFFE ^ 0xFFFFFFFF = 1
+    assert java_long_hash(2**63 - 1) == 0x8000_8000  # 0x7FFFFFFF ^ 0xFFFFFFFF = 0x80000000, spread
+
+
+# ------------------------------------------------------------------ from test_small_modules_units.py
+
+
+# The 9th key of bucket 5 (at 16) is 117, bucket 21 at 32: the table doubles to 32 with 5 keys in bucket 5 and
+# 4 in bucket 21; four more keys of bucket 21 make 8 there (no resize), a fifth makes 9 (capacity 64).
+_TREEIFY_KEYS = [5, 37, 69, 101, 133, 21, 53, 85, 117, 149, 181, 213, 245]
+
+
+def test_eight_keys_in_one_bucket_do_not_resize_the_table():
+    """A bin is treeified (at capacity < 64: the table doubled) only when a 9th node joins it."""
+    keys = [5, 21, 37, 53, 69, 85, 101, 117]  # all in bucket 5 of 16
+    assert hash_map_order(keys) == keys
+
+
+def test_a_ninth_key_in_a_bucket_doubles_a_small_table():
+    keys = [5, 21, 37, 53, 69, 85, 101, 117, 133]
+    # capacity 32: bucket 5 holds 5, 37, 69, 101, 133; bucket 21 holds 21, 53, 85, 117
+    assert hash_map_order(keys) == [5, 37, 69, 101, 133, 21, 53, 85, 117]
+
+
+def test_bucket_counts_after_a_load_factor_resize():
+    """At 13 keys the table goes from 16 to 32; bucket 5 then holds 7 keys, and an 8th keeps capacity 32."""
+    keys = [0, 1, 2, 3, 4, 6, 5, 37, 69, 101, 133, 165, 197, 229]
+    assert hash_map_order(keys) == [0, 1, 2, 3, 4, 5, 37, 69, 101, 133, 165, 197, 229, 6]
+
+
+def test_bucket_counts_after_a_treeify_resize():
+    assert hash_map_order(_TREEIFY_KEYS) == [5, 37, 69, 101, 133, 21, 53, 85, 117, 149, 181, 213, 245]
+
+
+def test_a_ninth_key_after_a_treeify_resize_doubles_again():
+    # capacity 64: bucket 5: 5, 69, 133; 21: 21, 85, 149, 213, 277; 37: 37, 101; 53: 53, 117, 181, 245
+    assert hash_map_order(_TREEIFY_KEYS + [277]) == [5, 69, 133, 21, 85, 149, 213, 277, 37, 101, 53, 117, 181,
+                                                     245]

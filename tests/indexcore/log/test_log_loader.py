@@ -1,0 +1,166 @@
+"""indexcore's LogLoader in this process, on every Kafka fixture: the index files, producer snapshots,
+leader-epoch-checkpoint and offsets Kafka's own load left (the fixtures' ``recovered/`` and ``broker/`` files,
+written by Kafka). tests/jobs/test_recover.py checks the same through ``segdex recover`` on Spark; this one reaches the
+loader without Spark, so a mutation run (scripts/mutation.sh) sees it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end
+from segdex.indexcore.log.log_loader import LogLoader
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.producer_snapshot import read_snapshot
+from segdex.indexcore.status import SegmentStatus
+from tests.jobs.test_recover import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
+from tests.support.fixtures import FIXTURES, fixture_case_names, load_case
+
+
+def _stage(name: str, tmp_path: Path) -> Path:
+    src = FIXTURES / name / ("input" if (FIXTURES / name / "input").is_dir() else "broker")
+    part = tmp_path / "p-0"
+    part.mkdir()
+    for log in src.glob("*.log"):
+        shutil.copy(log, part)
+    return part
+
+
+def _load(part: Path, case: dict) -> tuple[LogLoader, list]:
+    loader = LogLoader(str(part), case_log_config(case), TXN_CASE_NOW)
+    logs, misnamed = segment_logs(part)
+    assert not misnamed
+    return loader, [loader.recover_segment(path, base) for base, path in logs]
+
+
+@pytest.mark.parametrize("name", [n for n in fixture_case_names() if not n.startswith("corrupt")])
+def test_load_leaves_what_kafka_leaves(name: str, tmp_path: Path):
+    case = load_case(name)
+    fx = FIXTURES / name
+    part = _stage(name, tmp_path)
+    loader, segments = _load(part, case)
+    assert [s.status for s in segments] == [SegmentStatus.OK] * len(segments)
+    # every index file as Kafka's recovery wrote it (recovered/), and no other
+    mine = {Path(s.log_path).name[:20] + suffix: data for s in segments for suffix, data in s.files.items()
+            if data is not None}
+    want = {p.name: p.read_bytes() for p in (fx / "recovered").iterdir() if p.suffix in INDEX_SUFFIXES}
+    assert mine == want
+    loaded = loader.finish()
+    assert loaded.log_end_offset == case["loader_check"]["logEndOffset"]
+    assert loaded.log_start_offset == case["loader_check"]["logStartOffset"]
+    # producer snapshots as the broker left them, except one at the log start offset (Kafka's load deletes it)
+    lso = case["loader_check"]["logStartOffset"]
+    broker_snaps = {p.name: p.read_bytes() for p in (fx / "broker").glob("*.snapshot") if int(p.name[:20]) > lso}
+    files = loaded.snapshot_files()
+    assert sorted(files) == sorted(broker_snaps)
+    for snap, data in files.items():
+        assert read_snapshot(data) == read_snapshot(broker_snaps[snap]), snap
+        assert data == broker_snaps[snap], snap
+    lec = fx / "broker" / "leader-epoch-checkpoint"
+    if lec.exists():
+        assert loaded.leader_epoch_checkpoint == lec.read_bytes()
+    else:  # message.format.version 0.x: Kafka keeps no leader-epoch-checkpoint
+        assert loaded.leader_epoch_checkpoint is None
+
+
+def test_fixtures_cover_what_the_load_test_needs():
+    """The load test above is only as good as its cases: several segments, snapshots, transactions, legacy."""
+    names = [n for n in fixture_case_names() if not n.startswith("corrupt")]
+    assert len(names) >= 22
+    assert sum(len(list((FIXTURES / n / "broker").glob("*.log"))) > 1 for n in names) >= 1
+    assert sum(len(list((FIXTURES / n / "broker").glob("*.snapshot"))) for n in names) >= 40
+    assert any((FIXTURES / n / "recovered" / "00000000000000000000.txnindex").exists() for n in names)
+    assert any(not (FIXTURES / n / "broker" / "leader-epoch-checkpoint").exists() for n in names)
+
+
+@pytest.mark.parametrize("name", [n for n in fixture_case_names() if n.startswith("corrupt")])
+def test_a_corrupt_segment_stops_where_kafka_truncates(name: str, tmp_path: Path):
+    """Kafka's recovery of the corrupt input kept recovered/'s ``.log``: the loader finds the same valid bytes
+    and, for that prefix, the same index files."""
+    case = load_case(name)
+    fx = FIXTURES / name
+    part = _stage(name, tmp_path)
+    _, segments = _load(part, case)
+    [seg] = segments
+    assert seg.status == SegmentStatus.CORRUPT_LOG_TAIL
+    kept = (fx / "recovered" / "00000000000000000000.log").read_bytes()
+    assert seg.result.valid_bytes == len(kept)
+    assert seg.result.size_bytes == (part / "00000000000000000000.log").stat().st_size > len(kept)
+    assert seg.result.stop_reason
+    for suffix in (".index", ".timeindex"):
+        assert seg.files[suffix] == (fx / "recovered" / ("00000000000000000000" + suffix)).read_bytes(), suffix
+
+
+def test_truncate_epochs_from_end():
+    """``LeaderEpochFileCache.truncateFromEnd``: entries with a start offset at or past the end are removed."""
+    entries = [(0, 0), (1, 10), (2, 20)]
+    assert truncate_epochs_from_end(entries, 20) == [(0, 0), (1, 10)]
+    assert truncate_epochs_from_end(entries, 21) == entries
+    assert truncate_epochs_from_end(entries, 10) == [(0, 0)]
+    assert truncate_epochs_from_end(entries, 0) == []
+
+
+@pytest.mark.parametrize("name", [n for n in fixture_case_names()
+                                  if (FIXTURES / n / "broker" / "leader-epoch-checkpoint").exists()
+                                  and not n.startswith("corrupt")])
+def test_the_brokers_leader_epoch_checkpoint_is_left_as_kafka_wrote_it(name: str, tmp_path: Path):
+    """After a clean stop the broker's own leader-epoch-checkpoint is in place: a load that assigns no new epoch
+    leaves Kafka's bytes (the file is rewritten only when the cache changes)."""
+    case = load_case(name)
+    part = _stage(name, tmp_path)
+    lec = (FIXTURES / name / "broker" / "leader-epoch-checkpoint").read_bytes()
+    (part / "leader-epoch-checkpoint").write_bytes(lec)
+    loader, segments = _load(part, case)
+    assert all(s.status == SegmentStatus.OK for s in segments)
+    loaded = loader.finish()
+    assert loaded.leader_epoch_checkpoint == lec
+    assert loader.partition_dir == str(part) and loader.epoch_file_existed
+    assert (loaded.log_start_offset, loaded.log_end_offset) == (case["loader_check"]["logStartOffset"],
+                                                                case["loader_check"]["logEndOffset"])
+
+
+def test_finish_log_dir_writes_what_a_clean_stop_leaves(tmp_path: Path):
+    """``LogManager``'s clean stop, after the loads: recovery points at each log end offset, a log start offset
+    entry only above the first base, the ``.kafka_cleanshutdown`` marker last; a partition that is not clean
+    keeps its old entries and no marker is written; partitions gone from the dir lose theirs."""
+    import os
+
+    from segdex.indexcore.log.log_dir import read_checkpoints
+    from segdex.indexcore.log.log_loader import (
+        PartitionState,
+        finish_log_dir,
+        log_dir_checkpoints,
+        marker_path,
+        remove_clean_shutdown_marker,
+    )
+
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n3\nb 0 5\ngone 0 9\nc 0 7\n")
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\nc 0 3\n")
+    states = [PartitionState("b", 0, True, 1000, 1537, 1000), PartitionState("a", 0, True, 40, 955, 0),
+              PartitionState("c", 0, True, 0, 0, 0)]
+    assert finish_log_dir(str(log_dir), states, read_checkpoints(log_dir), marker=True)
+    assert (log_dir / "recovery-point-offset-checkpoint").read_text() == "0\n3\na 0 955\nb 0 1537\nc 0 0\n"
+    assert (log_dir / "log-start-offset-checkpoint").read_text() == "0\n1\na 0 40\n"
+    assert (log_dir / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+    assert marker_path(str(log_dir)) == str(log_dir / ".kafka_cleanshutdown")
+    # a second finish changes no file
+    mtimes = {p.name: p.stat().st_mtime_ns for p in log_dir.iterdir()}
+    os.utime(log_dir / "recovery-point-offset-checkpoint", ns=(1, 1))
+    finish_log_dir(str(log_dir), states, read_checkpoints(log_dir), marker=True)
+    assert (log_dir / "recovery-point-offset-checkpoint").stat().st_mtime_ns == 1
+    assert (log_dir / "log-start-offset-checkpoint").stat().st_mtime_ns == mtimes["log-start-offset-checkpoint"]
+    # a partition left to the broker: its entries stay, and no marker
+    assert remove_clean_shutdown_marker(str(log_dir)) and not remove_clean_shutdown_marker(str(log_dir))
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n2\nb 0 5\nd 0 77\n")
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\nd 0 12\n")
+    states = [PartitionState("b", 0, True, 1000, 1537, 1000), PartitionState("d", 0, False)]
+    assert log_dir_checkpoints(states, read_checkpoints(log_dir)) == ({("b", 0): 1537, ("d", 0): 77}, {("d", 0): 12})
+    assert not finish_log_dir(str(log_dir), states, read_checkpoints(log_dir), marker=True)
+    assert not (log_dir / ".kafka_cleanshutdown").exists()
+    assert (log_dir / "recovery-point-offset-checkpoint").read_text() == "0\n2\nb 0 1537\nd 0 77\n"
+    assert not finish_log_dir(str(log_dir), states[:1], read_checkpoints(log_dir), marker=False)
+    assert not (log_dir / ".kafka_cleanshutdown").exists()

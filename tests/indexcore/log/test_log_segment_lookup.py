@@ -1,0 +1,147 @@
+"""``LogSegment.readNextOffset`` and ``LogSegment.largestTimestamp`` on segments as they lie on disk: as a broker
+reads them (the startup preview) against Kafka's batch listing of every fixture, and in the tolerant mode
+retention's facts use, where the two differ on purpose."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.index.abstract_index import WARM_INDEX_BYTES
+from segdex.indexcore.log.log_segment import LogSegment
+from tests.support.fixtures import FIXTURES, fixture_case_names
+
+WARM_ENTRIES = WARM_INDEX_BYTES // 8  # index entries in the warm section
+
+CASES = [n for n in fixture_case_names() if not n.startswith("corrupt")]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_next_offset_is_kafkas(name: str, tmp_path: Path):
+    for log in sorted((FIXTURES / name / "broker").glob("*.log")):
+        kafka = json.loads(log.with_name(log.name.replace(".log", ".batches.json")).read_text())
+        base = int(log.name[:20])
+        want = kafka[-1]["lastOffset"] + 1 if kafka else base
+        shutil.copy(log, tmp_path / log.name)
+        index = log.with_suffix(".index")
+        if index.exists():
+            shutil.copy(index, tmp_path / index.name)
+        assert LogSegment(str(tmp_path / log.name), base).read_next_offset() == want, log
+        (tmp_path / index.name).unlink(missing_ok=True)  # no index: a scan from the first batch
+        assert LogSegment(str(tmp_path / log.name), base).read_next_offset() == want, log
+
+
+def test_next_offset_from_an_index_with_more_entries_than_the_warm_section(tmp_path: Path):
+    """3,000 one-record batches indexed at interval 1: the last entry lies far past the warm section's start."""
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_segments import PartitionRecovery
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    log = tmp_path / "00000000000000000500.log"
+    log.write_bytes(b"".join(build_batch(500 + 2 * i, [(1, b"k", b"v"), (2, b"k", b"w")]) for i in range(3000)))
+    seg = PartitionRecovery(LogConfig(index_interval_bytes=1)).recover_segment(str(log), 500)
+    log.with_suffix(".index").write_bytes(seg.files[".index"])
+    assert len(seg.files[".index"]) // 8 > 2 * WARM_ENTRIES
+    assert LogSegment(str(log), 500).read_next_offset() == 500 + 6000
+    # an index whose last entry was lost: the scan goes on from the entry before it
+    log.with_suffix(".index").write_bytes(seg.files[".index"][:-8])
+    assert LogSegment(str(log), 500).read_next_offset() == 500 + 6000
+
+
+def test_next_offset_reads_only_from_the_last_index_entry(tmp_path: Path):
+    """Kafka reads the next offset from the batch the offset index's last entry points at: a batch broken before
+    that position is never read (it is, by a segment recovery, which is another matter)."""
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_segments import PartitionRecovery
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    log = tmp_path / "00000000000000000000.log"
+    batches = [build_batch(i, [(1, b"k", b"v" * 20)]) for i in range(400)]
+    log.write_bytes(b"".join(batches))
+    seg = PartitionRecovery(LogConfig(index_interval_bytes=4096)).recover_segment(str(log), 0)
+    index = seg.files[".index"]
+    log.with_suffix(".index").write_bytes(index)
+    last_position = struct.unpack(">ii", index[-8:])[1]
+    assert last_position > 10 * len(batches[0])
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, len(batches[0]) * 3 + 8, 5)  # batch 3's size: below any batch's
+    log.write_bytes(bytes(data))
+    assert LogSegment(str(log), 0).read_next_offset() == 400
+    log.with_suffix(".index").unlink()  # no index: the read starts at 0 and meets the broken batch
+    from segdex.indexcore.errors import CorruptRecordException
+    with pytest.raises(CorruptRecordException):
+        LogSegment(str(log), 0).read_next_offset()
+
+
+def _three_batches(tmp_path: Path) -> tuple[Path, list[bytes]]:
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    log = tmp_path / "00000000000000000100.log"
+    batches = [build_batch(100 + i, [(1_700_000_000_000 + i, b"k", b"v" * 30)]) for i in range(3)]
+    log.write_bytes(b"".join(batches))
+    return log, batches
+
+
+def test_a_corrupt_tail_raises_as_kafka_reads_and_ends_the_tolerant_read(tmp_path: Path):
+    """A zero-filled tail (a size field of 0) after three batches: Kafka's read throws; retention's facts take the
+    offset after the last whole batch."""
+    from segdex.indexcore.errors import CorruptRecordException
+
+    log, _ = _three_batches(tmp_path)
+    with open(log, "ab") as f:
+        f.write(bytes(40))
+    segment = LogSegment(str(log), 100)
+    with pytest.raises(CorruptRecordException):
+        segment.read_next_offset()
+    assert segment.read_next_offset(tolerate_damage=True) == 103
+
+
+def test_zero_filled_index_slots_are_entries_only_to_kafka(tmp_path: Path):
+    """An active segment's preallocated ``.index``: one real entry then zero slots. Kafka counts the zero slots,
+    so its last entry is (base, 0) and the read starts at 0; the tolerant read starts at the real entry's position.
+    Both end at the same offset on a sound log; a broken first batch tells them apart."""
+    from segdex.indexcore.errors import CorruptRecordException
+
+    log, batches = _three_batches(tmp_path)
+    log.with_suffix(".index").write_bytes(struct.pack(">ii", 2, 2 * len(batches[0])) + bytes(8 * 10))
+    segment = LogSegment(str(log), 100)
+    assert segment.read_next_offset() == segment.read_next_offset(tolerate_damage=True) == 103
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, 8, 5)  # the first batch's size: below any batch's
+    log.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordException):
+        segment.read_next_offset()
+    assert segment.read_next_offset(tolerate_damage=True) == 103
+
+
+def test_an_index_past_every_batch_falls_back_to_a_full_read_only_when_tolerant(tmp_path: Path):
+    """An index whose last entry points past the end of the file (a stale copy): Kafka finds no batch from there
+    and answers the base offset; the tolerant read starts again from the first batch."""
+    log, _ = _three_batches(tmp_path)
+    log.with_suffix(".index").write_bytes(struct.pack(">ii", 7, 100_000))
+    segment = LogSegment(str(log), 100)
+    assert segment.read_next_offset() == 100
+    assert segment.read_next_offset(tolerate_damage=True) == 103
+
+
+def test_largest_timestamp_from_the_recovered_index_or_the_file(tmp_path: Path):
+    """The time index recovery rebuilt when given, else the ``.timeindex`` on disk; the mtime when neither has a
+    timestamp."""
+    import os
+
+    from segdex.indexcore.index.time_index import TimeIndex
+    from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
+
+    log, _ = _three_batches(tmp_path)
+    os.utime(log, ns=(1_600_000_000_123_000_000, 1_600_000_000_123_456_789))
+    segment = LogSegment(str(log), 100)
+    assert segment.largest_timestamp() == (1_600_000_000_123, TIMESTAMP_FROM_MTIME)
+    recovered = segment.recover().time_index
+    assert segment.largest_timestamp(recovered) == (1_700_000_000_002, TIMESTAMP_FROM_TIME_INDEX)
+    log.with_suffix(".timeindex").write_bytes(recovered.to_bytes(preallocate=True))
+    assert segment.largest_timestamp() == (1_700_000_000_002, TIMESTAMP_FROM_TIME_INDEX)
+    assert segment.largest_timestamp(TimeIndex(100)) == (1_600_000_000_123, TIMESTAMP_FROM_MTIME)

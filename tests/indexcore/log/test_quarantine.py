@@ -1,0 +1,168 @@
+"""``recover --truncate``'s cut in the test process (indexcore.quarantine): the partition ends as Kafka's recovery
+left the fixture (its ``recovered/`` .log), every removed byte is kept with a manifest, and the manifest's own
+restore commands put the partition back byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.errors import (
+    UsageException,
+)
+from segdex.indexcore.log.quarantine import (
+    MANIFEST,
+    check_quarantine_dir,
+    partition_quarantine,
+    truncate_with_quarantine,
+)
+from tests.support.fixtures import FIXTURES
+
+SEG0 = "00000000000000000000"
+
+
+def _partition(tmp_path: Path, case: str) -> tuple[Path, Path, list[str], dict[str, bytes]]:
+    """A partition whose first segment is the fixture's corrupt input, followed by two later segments with index
+    files; returns (partition, first log, later logs, every file's bytes before)."""
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    shutil.copy(FIXTURES / case / "input" / f"{SEG0}.log", part)
+    later = []
+    for base in (1000, 2000):
+        stem = part / f"{base:020d}"
+        for suffix, data in ((".log", os.urandom(300)), (".index", os.urandom(16)), (".timeindex", os.urandom(24))):
+            Path(f"{stem}{suffix}").write_bytes(data)
+        later.append(f"{stem}.log")
+    before = {p.name: p.read_bytes() for p in part.iterdir()}
+    return part, part / f"{SEG0}.log", later, before
+
+
+@pytest.mark.parametrize("case", ["corrupt_truncated_tail", "corrupt_bad_crc_middle", "corrupt_preallocated_zero_tail"])
+def test_cut_as_kafka_keeps_every_byte_and_restores(case: str, tmp_path: Path):
+    part, log, later, before = _partition(tmp_path, case)
+    kafka_kept = (FIXTURES / case / "recovered" / f"{SEG0}.log").read_bytes()
+    valid = len(kafka_kept)
+    q = tmp_path / "q"
+    q.mkdir()
+    manifest = truncate_with_quarantine(str(part), str(log), valid, later, str(q), "run-1", "corrupt tail")
+    # the partition as Kafka's recovery leaves it: the cut log, no later segment
+    assert log.read_bytes() == kafka_kept
+    assert sorted(p.name for p in part.iterdir()) == [f"{SEG0}.log"]
+    # every removed byte kept, where partition_quarantine says, with a manifest that says the same
+    where = Path(partition_quarantine(str(q), str(part)))
+    tag = hashlib.sha256(str(part.parent.resolve()).encode()).hexdigest()[:8]
+    assert where == q / f"logs-{tag}" / "t-0"
+    on_disk = json.loads((where / MANIFEST).read_text())
+    assert on_disk["partition_dir"] == str(part.resolve()) and on_disk["run_id"] == "run-1"
+    assert on_disk["reason"] == "corrupt tail"
+    tail, *files = manifest.pieces
+    assert (tail.kind, tail.offset_in_source, tail.source) == ("tail", valid, str(log.resolve()))
+    assert Path(tail.quarantined) == where / f"{SEG0}.log.tail-at-{valid}"
+    assert Path(tail.quarantined).read_bytes() == before[f"{SEG0}.log"][valid:]
+    assert [f.kind for f in files] == ["file"] * 6
+    assert sorted(Path(f.source).name for f in files) == sorted(n for n in before if not n.startswith(SEG0))
+    for piece in manifest.pieces:
+        data = Path(piece.quarantined).read_bytes()
+        assert (piece.size, piece.sha256) == (len(data), hashlib.sha256(data).hexdigest()), piece
+        if piece.kind == "file":
+            assert data == before[Path(piece.source).name]
+    assert on_disk["pieces"] == [vars(p) for p in manifest.pieces]
+    # the manifest's own restore commands put the partition back as it was
+    for piece in manifest.pieces:
+        subprocess.run(["sh", "-c", piece.restore], check=True)
+    assert {p.name: p.read_bytes() for p in part.iterdir()} == before
+
+
+def test_a_second_cut_keeps_the_first_runs_pieces(tmp_path: Path):
+    part, log, later, before = _partition(tmp_path, "corrupt_truncated_tail")
+    valid = len((FIXTURES / "corrupt_truncated_tail" / "recovered" / f"{SEG0}.log").read_bytes())
+    q = tmp_path / "q"
+    first = truncate_with_quarantine(str(part), str(log), valid, later, str(q), "run-1", "why")
+    # the same partition cut again (restored by hand in between): nothing of the first run is overwritten
+    for piece in first.pieces:
+        subprocess.run(["sh", "-c", piece.restore], check=True)
+    second = truncate_with_quarantine(str(part), str(log), valid, later, str(q), "run-2", "why")
+    assert [Path(p.quarantined).name for p in second.pieces] == [Path(p.quarantined).name + ".run-2"
+                                                                for p in first.pieces]
+    for piece in (*first.pieces, *second.pieces):
+        assert hashlib.sha256(Path(piece.quarantined).read_bytes()).hexdigest() == piece.sha256
+    assert log.read_bytes() == before[f"{SEG0}.log"][:valid]
+
+
+def test_quarantine_dir_checks(tmp_path: Path):
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    for inside in (log_dir, log_dir / "q"):
+        with pytest.raises(UsageException, match=f"--quarantine {inside}: inside the log dir {log_dir}"):
+            check_quarantine_dir(str(inside), [str(tmp_path / "other"), str(log_dir)])
+    assert not (log_dir / "q").exists()
+    # a sibling whose name only starts like the log dir is outside it
+    sibling = tmp_path / "logs-quarantine"
+    assert check_quarantine_dir(str(sibling), [str(log_dir)]) == str(sibling.resolve())
+    assert sibling.is_dir()
+    (tmp_path / "file").write_bytes(b"x")
+    with pytest.raises(UsageException, match="cannot create it"):
+        check_quarantine_dir(str(tmp_path / "file" / "q"), [str(log_dir)])
+
+
+# ------------------------------------------------------------------ from test_small_modules_units.py
+
+
+def test_an_existing_quarantine_directory_is_used(tmp_path: Path):
+    q = tmp_path / "q"
+    q.mkdir()
+    assert check_quarantine_dir(str(q), [str(tmp_path / "logs")]) == str(q.resolve())
+
+
+def test_whole_files_moved_away_are_recorded_whole(tmp_path: Path):
+    """A later segment over 1 MiB: its manifest entry has its whole size and hash, from offset 0."""
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"k" * 100 + b"tail")
+    later = part / "00000000000000000010.log"
+    data = os.urandom((1 << 20) + 4097)
+    later.write_bytes(data)
+    manifest = truncate_with_quarantine(str(part), str(log), 100, [str(later)], str(tmp_path / "q"), "run", "why")
+    tail, whole = manifest.pieces
+    assert (tail.kind, tail.size, tail.sha256, tail.offset_in_source) == (
+        "tail", 4, hashlib.sha256(b"tail").hexdigest(), 100)
+    assert (whole.kind, whole.source, whole.size, whole.sha256, whole.offset_in_source) == (
+        "file", str(later.resolve()), len(data), hashlib.sha256(data).hexdigest(), 0)
+    (written,) = (tmp_path / "q").glob("*/t-0/*.json")
+    on_disk = json.loads(written.read_text())
+    assert sorted(on_disk) == ["partition_dir", "pieces", "reason", "run_id"]
+    assert on_disk["pieces"] == [vars(tail), vars(whole)]
+
+
+def test_a_quarantine_that_cannot_be_created(tmp_path: Path):
+    (tmp_path / "file").write_bytes(b"")
+    q = str(tmp_path / "file" / "q")
+    with pytest.raises(UsageException) as e:
+        check_quarantine_dir(q, [])
+    assert str(e.value) == f"--quarantine {q}: cannot create it: Not a directory"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root (CI runs as root)")
+def test_a_quarantine_that_cannot_be_written():
+    """A directory another user may enter but not write (root's, mode 0755) is refused for that user."""
+    q = Path(tempfile.mkdtemp(prefix="segdex-q-"))  # under /tmp: the test's own tmp_path is root's, mode 0700
+    try:
+        q.chmod(0o755)
+        os.setresuid(65534, 65534, 0)  # access(2) asks as the real user: both change, root stays the saved one
+        try:
+            with pytest.raises(UsageException) as e:
+                check_quarantine_dir(str(q), [])
+        finally:
+            os.setresuid(0, 0, 0)
+        assert str(e.value) == f"--quarantine {q}: not writable"
+        assert check_quarantine_dir(str(q), []) == str(q.resolve())  # root may write it
+    finally:
+        q.rmdir()

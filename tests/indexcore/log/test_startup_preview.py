@@ -1,0 +1,372 @@
+"""The startup preview's single rules, each on a small partition built here, in the test process.
+
+``preview_start`` predicts what Kafka's ``LogLoader.load`` does to a partition at the broker's next start. The
+recorded starts (tests/kafka/golden/startup_preview_kafka.json) judge it on a random workload; here each rule of Kafka's
+load gets a partition of its own, so that a change to any one of them shows:
+
+- ``AbstractIndex.largestLowerBoundSlotFor`` (``indexSlotRangeFor``: the warm section of the last 8192 bytes
+  searched first, ``binarySearch`` with ``mid = (lo + hi + 1) >>> 1``) on entries as a damaged index holds them
+  (out of order, repeated keys): the expected slots are traced by hand through Kafka's algorithm;
+- ``LogSegment.readNextOffset``: ``read(offsetIndex.lastOffset)`` looks the last entry's offset up and reads
+  batches by size from that position on; no batch at or past that offset: the base offset;
+- ``TransactionIndex.sanityCheck`` (whole 34-byte entries only: ``entries = length / 34``);
+- ``LogLoader.load``: ``loadSegmentFiles``, ``recoverLog`` (first truncation deletes every later segment),
+  ``deleteSegmentsIfLogStartGreaterThanLogEnd`` (strictly below), ``removeStraySnapshots`` and
+  ``UnifiedLog.rebuildProducerState`` (replay from the latest snapshot at or below the offset, else the log start
+  offset; a clean start without any snapshot skips the replay; ``FileLogInputStream`` throws on a size field below
+  14, the v0 record overhead).
+
+Segments are built with the generator (``build_batch``): the byte lengths and offsets it wrote give the expected
+positions, sizes and offsets. Index files the broker would find are written from a recovery of the undamaged
+segment (input, not an expectation)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import crc32c
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.layout import index_paths
+from segdex.indexcore.log.log_segment import LogSegment
+from segdex.indexcore.log.log_segments import PartitionRecovery
+from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+from segdex.indexcore.log.startup_preview import (
+    SegmentOnDisk,
+    StartupPreview,
+    preview_start,
+    transaction_index_at_load,
+)
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+
+T = 1_700_000_000_000
+ZEROS = b"\0" * 20  # a zero-filled tail: a size field of 0, below the 14-byte minimum
+FAILS = "the broker's load fails: {}; it takes the whole log dir offline"
+SIZE_ZERO = "Found record size 0 smaller than minimum record overhead (14)"
+
+
+
+def _batch(offset: int) -> bytes:
+    return build_batch(offset, [(T + offset, b"k", b"v")])
+
+
+def _batches(first: int, count: int) -> bytes:
+    return b"".join(_batch(first + i) for i in range(count))
+
+
+def _index_bytes(entries: list[tuple[int, int]]) -> bytes:
+    """An offset index as Kafka stores it: ``int32 relativeOffset, int32 position`` per entry."""
+    return b"".join(struct.pack(">ii", rel, pos) for rel, pos in entries)
+
+
+def _put(part: Path, base: int, data: bytes, index: bool = True, interval: int = 4096) -> Path:
+    """A segment's ``.log``, with (``index``) the ``.index``/``.timeindex`` a recovery of these bytes writes."""
+    part.mkdir(exist_ok=True)
+    log = part / segment_name(base)
+    log.write_bytes(data)
+    if index:
+        seg = PartitionRecovery(LogConfig(index_interval_bytes=interval)).recover_segment(str(log), base)
+        for suffix in (".index", ".timeindex"):
+            Path(index_paths(str(log))[suffix]).write_bytes(seg.files[suffix])
+    return log
+
+
+def _zero_size_field(log: Path, position: int) -> None:
+    """The batch at ``position`` gets a size field of 0 (its later batches keep their positions)."""
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, position + 8, 0)
+    log.write_bytes(bytes(data))
+
+
+def _snapshot(part: Path, offset: int) -> None:
+    (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([]))
+
+
+def _on_disk(part: Path) -> list[SegmentOnDisk]:
+    """The segments as ``verify`` hands them to the preview: recovered in order, with whether ``.index`` exists."""
+    recovery = PartitionRecovery(LogConfig())
+    out = []
+    for log in sorted(part.glob("*.log")):
+        base = int(log.name[:20])
+        seg = recovery.recover_segment(str(log), base)
+        out.append(SegmentOnDisk(base, str(log), seg.result, Path(index_paths(str(log))[".index"]).exists()))
+    return out
+
+
+def _marker_note(*names: str) -> str:
+    return (f"clean-shutdown marker in front of {len(names)} segment(s) with a corrupt log ({', '.join(names)}): "
+            f"the broker serves them as they are")
+
+
+# ------------------------------------------------------------------ LogSegment.readNextOffset
+
+
+def test_next_offset_reads_from_the_last_entrys_own_position(tmp_path: Path):
+    """The last entry's offset (9) is looked up (slot 2, position of batch 9) and batches are read from there:
+    a broken size field in batch 7, before that position, is never read. Reading from any earlier entry's
+    position (batch 2 or 5) would meet it and throw."""
+    part = tmp_path / "t-0"
+    log = _put(part, 0, _batches(0, 12), index=False)
+    size = len(_batch(0))
+    Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(2, 2 * size), (5, 5 * size), (9, 9 * size)]))
+    _zero_size_field(log, 7 * size)
+    assert LogSegment(str(log), 0).read_next_offset() == 12
+
+
+def test_next_offset_from_a_single_entry_uses_its_position(tmp_path: Path):
+    """One entry (slot 0) at batch 3's position: the read starts there, not at the start of the file where
+    batch 1's size field is broken."""
+    part = tmp_path / "t-0"
+    log = _put(part, 0, _batches(0, 6), index=False)
+    size = len(_batch(0))
+    Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(3, 3 * size)]))
+    _zero_size_field(log, size)
+    assert LogSegment(str(log), 0).read_next_offset() == 6
+
+
+def test_next_offset_is_the_base_offset_when_no_batch_reaches_the_indexed_offset(tmp_path: Path):
+    """A stale index whose last entry names offset 150 (relative 50) in a segment holding 100-104:
+    ``translateOffset(150)`` finds no batch, ``read`` returns null and ``readNextOffset`` the base offset."""
+    part = tmp_path / "t-0"
+    log = _put(part, 100, _batches(100, 5), index=False)
+    Path(index_paths(str(log))[".index"]).write_bytes(_index_bytes([(50, 0)]))
+    assert LogSegment(str(log), 100).read_next_offset() == 100
+
+
+# ------------------------------------------------------------------ TransactionIndex.sanityCheck
+
+
+def _aborted(version: int, pid: int, first: int, last: int, lso: int) -> bytes:
+    return struct.pack(">hqqqq", version, pid, first, last, lso)  # AbortedTxn: 34 bytes
+
+
+def test_txn_index_partial_last_entry_is_not_read(tmp_path: Path):
+    """``entries = length / 34``: a whole valid entry followed by 10 stray bytes passes the sanity check."""
+    path = tmp_path / "00000000000000000000.txnindex"
+    path.write_bytes(_aborted(0, 7, 0, 5, 6) + b"\1" * 10)
+    assert transaction_index_at_load(str(path), 0) is None
+
+
+def test_txn_index_entry_ending_below_the_base_is_corrupt(tmp_path: Path):
+    """``sanityCheck``: an aborted transaction whose last offset lies below the segment's base offset."""
+    path = tmp_path / "00000000000000000010.txnindex"
+    path.write_bytes(_aborted(0, 7, 2, 9, 10))
+    assert transaction_index_at_load(str(path), 10) == (
+        "corrupt", "aborted transaction ending at 9 below the base offset 10 in 00000000000000000010.txnindex")
+
+
+# ------------------------------------------------------------------ LogLoader.load
+
+
+def test_an_empty_partition_ends_at_its_log_start_offset():
+    """No segment: Kafka creates one at the checkpointed log start offset (0 without an entry); nothing is read."""
+    assert preview_start([], True, None, 7) == StartupPreview("none", log_end_offset=7)
+    assert preview_start([], False, 3, None) == StartupPreview("none", log_end_offset=0)
+
+
+def test_recovery_at_open_replays_the_log_before_it_from_the_log_start(tmp_path: Path):
+    """Segment 1 has no ``.index``: ``recoverSegment`` first rebuilds producer state from the log start offset (0,
+    no checkpoint, no snapshot) to offset 1, reading segment 0 by batch size; its zero-filled tail throws and the
+    whole load fails (the default is a topic on record version 2)."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 1, _batch(1), index=False)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
+                                                             f"{SIZE_ZERO}")])
+
+
+def test_a_legacy_topic_is_not_replayed(tmp_path: Path):
+    """Record version below 2 has no producer state: the same partition only has segment 1 recovered, and the
+    marker leaves segment 0's corrupt tail in place."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 1, _batch(1), index=False)
+    out = preview_start(_on_disk(part), True, None, None, producer_state=False)
+    assert out == StartupPreview("recover", recovered=[1], log_end_offset=2,
+                                 notes=[_marker_note("00000000000000000000.log")])
+
+
+def test_a_snapshot_at_the_recovered_segments_base_spares_the_log_before_it(tmp_path: Path):
+    """A snapshot at offset 10 is loaded for ``rebuildProducerState(10)`` (``truncateAndReload`` keeps it:
+    not above 10, not at or below the log start): map end 10, nothing to replay, segment 0 is never read."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 10, _batch(10), index=False)
+    _snapshot(part, 10)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert out == StartupPreview("recover", recovered=[10], log_end_offset=11,
+                                 notes=[_marker_note("00000000000000000000.log")])
+
+
+def test_replay_from_a_snapshot_skips_the_segments_ending_at_or_before_it(tmp_path: Path):
+    """Segment 20 is recovered at open with a snapshot at 10: ``segments.values(10, 20)`` starts at the floor
+    segment of 10 (segment 10, read whole and valid); segment 0, which ends where the snapshot lies, is not read.
+    The marker note names segment 0 only: 10 is valid and 20 was recovered."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 10, _batches(10, 2))
+    _put(part, 20, _batch(20), index=False)
+    _snapshot(part, 10)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert out == StartupPreview("recover", recovered=[20], log_end_offset=21,
+                                 notes=[_marker_note("00000000000000000000.log")])
+
+
+def test_replay_reads_the_floor_segment_of_the_snapshot(tmp_path: Path):
+    """Segment 30 is recovered at open with a snapshot at 10: segment 0 is skipped, segment 10 (the floor segment
+    of the snapshot) is read and its zero-filled tail fails the load, whatever segment 20 holds."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _batch(10) + ZEROS)
+    _put(part, 20, _batch(20))
+    _put(part, 30, _batch(30), index=False)
+    _snapshot(part, 10)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000010.log read for producer state: "
+                                                             f"{SIZE_ZERO}")])
+
+
+def test_a_clean_start_replays_only_with_a_snapshot(tmp_path: Path):
+    """Marker and a snapshot at 0 (a segment base: ``removeStraySnapshots`` keeps it): ``rebuildProducerState``
+    replays segment 0 from offset 0 and its broken size field (batch 1) fails the load, though the log end offset
+    (read from the last index entry, batch 5) never met it. Without any snapshot the clean start skips the replay
+    and serves the segment as it is."""
+    part = tmp_path / "t-0"
+    log = _put(part, 0, _batches(0, 6), interval=1)
+    _zero_size_field(log, len(_batch(0)))
+    _snapshot(part, 0)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
+                                                             f"{SIZE_ZERO}")])
+    (part / producer_snapshot_file_name(0)).unlink()
+    out = preview_start(_on_disk(part), True, None, None)
+    assert out == StartupPreview("none", log_end_offset=6, notes=[_marker_note("00000000000000000000.log")])
+
+
+def test_only_the_highest_stray_snapshot_survives(tmp_path: Path):
+    """Snapshots at 15 and 1000, neither a segment base: ``removeStraySnapshots`` keeps only the latest stray
+    (1000, above every base). ``truncateAndReload(0, 20)`` then drops it (above the log end), so the replay starts
+    at the log start offset and reads segment 0, whose zero-filled tail fails the load."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 10, _batches(10, 10))
+    _snapshot(part, 15)
+    _snapshot(part, 1000)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
+                                                             f"{SIZE_ZERO}")])
+
+
+def _flipped(offset: int) -> bytes:
+    """A batch with a bit flipped in its last (CRC-covered) byte: its size field still chains."""
+    data = bytearray(_batch(offset))
+    data[-1] ^= 1
+    return bytes(data)
+
+
+def test_the_marker_note_names_every_corrupt_segment_served_as_is(tmp_path: Path):
+    """A clean start with no snapshot reads no batch's CRC: segments 0 and 20 (a bad CRC in their last batch) are
+    served as they are and named; segment 10 is valid. The log end offset is segment 20's last batch read by
+    size."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + _flipped(1))
+    _put(part, 10, _batches(10, 2))
+    _put(part, 20, _batch(20) + _flipped(21))
+    out = preview_start(_on_disk(part), True, None, None)
+    assert out == StartupPreview("none", log_end_offset=22,
+                                 notes=[_marker_note("00000000000000000000.log", "00000000000000000020.log")])
+
+
+def test_a_one_byte_tail_truncates_and_deletes_the_later_segments(tmp_path: Path):
+    """No marker: ``recoverLog`` from segment 0 cuts its 1 trailing byte (a partial batch), which deletes segment
+    10. The start loses from offset 3 (segment 0's valid end) to 12 (segment 10's last offset)."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 3) + b"\1")
+    tail = _batches(10, 3)
+    _put(part, 10, tail)
+    out = preview_start(_on_disk(part), False, None, None)
+    assert out == StartupPreview("truncate", recovered=[0], deleted=[10], truncated={0: 1}, lost_bytes=1 + len(tail),
+                                 log_end_offset=3, lost_offsets=(3, 12))
+
+
+def test_a_deleted_segment_without_a_valid_batch_names_no_last_offset(tmp_path: Path):
+    """Segment 10 holds no valid batch (30 zero bytes): deleting it loses no offset, so the loss has no known
+    last offset."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 3) + b"\1")
+    _put(part, 10, b"\0" * 30)
+    out = preview_start(_on_disk(part), False, None, None)
+    assert out == StartupPreview("truncate", recovered=[0], deleted=[10], truncated={0: 1}, lost_bytes=31,
+                                 log_end_offset=3, lost_offsets=(3, None))
+
+
+def test_log_start_equal_to_the_log_end_keeps_the_segments(tmp_path: Path):
+    """``deleteSegmentsIfLogStartGreaterThanLogEnd``: only a log end strictly below the checkpointed log start
+    deletes every segment (then the log end offset is the log start offset)."""
+    part = tmp_path / "t-0"
+    data = _batches(0, 5)
+    _put(part, 0, data)
+    assert preview_start(_on_disk(part), True, None, 5) == StartupPreview("none", log_end_offset=5)
+    assert preview_start(_on_disk(part), True, None, 6) == StartupPreview(
+        "truncate", deleted=[0], lost_bytes=len(data), log_end_offset=6, lost_offsets=(0, 4),
+        notes=["log end offset 5 below the checkpointed log start offset 6: every segment is deleted"])
+
+
+def test_an_empty_segment_without_checkpoint_ends_at_zero(tmp_path: Path):
+    """An empty segment 0 and no log start offset entry (read as 0): log end 0 is not below it, nothing goes."""
+    part = tmp_path / "t-0"
+    _put(part, 0, b"")
+    assert preview_start(_on_disk(part), True, None, None) == StartupPreview("none", log_end_offset=0)
+
+
+def _bad_control_type() -> tuple[bytes, str]:
+    """Producer 7's transactional batch at 0, then a COMMIT marker at 1 whose control type is 100 (CRC repaired):
+    Kafka's ``EndTransactionMarker`` throws IllegalArgumentException, which recovery does not catch."""
+    data = build_batch(0, [(T, b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    marker = bytearray(build_batch(1, [], producer_id=7, producer_epoch=0, control=("COMMIT", 3),
+                                   control_timestamp=T + 1))
+    struct.pack_into(">h", marker, 61 + 5 + 2, 100)  # header 61, 5 single-byte fields, key version int16, type
+    struct.pack_into(">I", marker, 17, crc32c.crc32c(bytes(marker[21:])))
+    error = (f"RecoveryFailedException at position {len(data)}: Invalid control record type for end transaction "
+             f"marker: 100 (Kafka: IllegalArgumentException)")
+    return data + bytes(marker), error
+
+
+def test_an_error_in_the_recovery_pass_fails_the_load(tmp_path: Path):
+    """No marker: ``recoverLog`` meets an exception other than InvalidOffsetException and the load throws."""
+    part = tmp_path / "t-0"
+    data, error = _bad_control_type()
+    log = _put(part, 0, data, index=False)
+    Path(index_paths(str(log))[".index"]).write_bytes(b"")  # an index in place: no recovery at open
+    out = preview_start(_on_disk(part), False, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {error}")])
+
+
+def test_an_error_in_a_recovery_at_open_fails_the_load(tmp_path: Path):
+    """Marker, ``.index`` missing: ``loadSegmentFiles`` recovers the segment and the exception fails the load."""
+    part = tmp_path / "t-0"
+    data, error = _bad_control_type()
+    _put(part, 0, data, index=False)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {error}")])
+
+
+def test_an_unknown_aborted_transaction_version_fails_the_load(tmp_path: Path):
+    """Kafka 4.x reads each entry's version and throws on any but 0, uncaught by the load."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 2))
+    (part / "00000000000000000000.txnindex").write_bytes(_aborted(256, 7, 0, 1, 2))
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == (
+        "fail", [FAILS.format("unexpected aborted transaction version 256 in 00000000000000000000.txnindex")])
+
+
+def test_a_zero_filled_tail_fails_the_log_end_read(tmp_path: Path):
+    """Marker, no snapshot: ``readNextOffset`` on the last segment reads batches by size to the end and its
+    zero-filled tail throws."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    out = preview_start(_on_disk(part), True, None, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {SIZE_ZERO}")])

@@ -1,0 +1,219 @@
+"""Real crashes at random system calls, and the fsync/rename order of every atomic write path (issue 15, point 1).
+
+``strace`` runs the writing command as a child process: ``-y`` names the file behind each descriptor so the
+order of ``fsync(tmp)``, ``rename(tmp, target)`` and ``fsync(directory)`` can be read from the real system
+calls, and ``-e inject=SYSCALL:signal=KILL:when=N`` kills the process at the N-th such call (a write, an fsync, a
+rename, an unlink, retention's roll), which no ``finally`` can clean up after. After each kill the directory
+must load by Kafka's rules with no partial file, and a re-run must finish the job and leave no stray file.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from tests.jobs.test_retention_kafka_experiments import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
+from tests.support.fixtures import FIXTURES, REPO_ROOT, load_case
+
+REPO = REPO_ROOT
+STRACE = shutil.which("strace")
+
+
+@pytest.fixture(autouse=True)
+def strace_present():
+    assert STRACE is not None, "strace is not installed: scripts/test.sh installs it (apt-get install strace)"
+TRACED = "openat,write,fsync,fdatasync,rename,renameat,renameat2,unlink,unlinkat"
+CALL = re.compile(r"^(?P<pid>\d+)\s+(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+)")
+PATH = re.compile(r"<([^>]*)>|\"([^\"]*)\"")
+SEEDS = range(12)
+
+
+def strace(args: list[str], out: Path, inject: str | None = None) -> subprocess.CompletedProcess:
+    cmd = [STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(out)]
+    if inject:
+        cmd += ["-e", f"inject={inject}"]
+    return subprocess.run([*cmd, sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+RESUMED = re.compile(r"^(?P<pid>\d+)\s+<\.\.\. \w+ resumed>(?P<rest>.*)$")
+
+
+def joined_lines(trace: Path) -> list[str]:
+    """strace's lines with calls that other threads interrupted (``<unfinished ...>`` ... ``<... resumed>``)
+    joined back into one line each, placed where they completed."""
+    pending: dict[str, str] = {}
+    lines = []
+    for line in trace.read_text().splitlines():
+        if line.endswith("<unfinished ...>"):
+            pending[line.split()[0]] = line[: -len("<unfinished ...>")].rstrip()
+            continue
+        m = RESUMED.match(line)
+        if m and m.group("pid") in pending:
+            line = pending.pop(m.group("pid")) + m.group("rest")
+        lines.append(line)
+    return lines
+
+
+def events(trace: Path) -> list[tuple[str, list[str]]]:
+    """(syscall, paths) of every successful traced call, in the order they completed."""
+    out = []
+    for line in joined_lines(trace):
+        m = CALL.match(line)
+        if not m or int(m.group("ret")) < 0:
+            continue
+        paths = [a or b for a, b in PATH.findall(m.group("args"))]
+        out.append((m.group("name"), paths))
+    return out
+
+
+def check_atomic_order(trace: Path, root: Path) -> int:
+    """Every rename into ``root`` moves a temporary that was fsynced after its last write, the directory is
+    fsynced after the rename, and no target under ``root`` is ever opened for writing in place. Returns the
+    number of atomic replacements seen."""
+    evs = events(trace)
+    seen = 0
+    for i, (name, paths) in enumerate(evs):
+        if name == "openat" and paths and paths[0].startswith(str(root)) and ".segdex-" not in paths[0]:
+            line = trace.read_text()  # flags are not parsed: look them up on the raw line
+            assert not re.search(rf'"{re.escape(paths[0])}", O_WRONLY\|O_TRUNC', line), f"in-place write {paths[0]}"
+        if not name.startswith("rename") or not paths or ".segdex-" not in paths[0]:
+            continue
+        tmp, target = paths[0], paths[-1]
+        if not target.startswith(str(root)):
+            continue
+        seen += 1
+        last_write = max((j for j, (n, p) in enumerate(evs[:i]) if n == "write" and p and p[0] == tmp), default=-1)
+        synced = [j for j, (n, p) in enumerate(evs[:i]) if n in ("fsync", "fdatasync") and p and p[0] == tmp]
+        assert synced and synced[-1] > last_write, f"{tmp} renamed to {target} without an fsync after its writes"
+        directory = str(Path(target).parent)
+        assert any(n == "fsync" and p and p[0] == directory for n, p in evs[i + 1:]), \
+            f"{directory} not fsynced after {target} was renamed into it"
+    return seen
+
+
+def partition(root: Path) -> Path:
+    batches = [build_batch(i, [(1_700_000_000_000 + i, b"k", b"v" * 300)]) for i in range(120)]
+    write_partition(root / "logs", "t", 0, batches, segment_bytes=20 * len(batches[0]))
+    return root / "logs" / "t-0"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The order of fsync(tmp), rename, fsync(dir)
+
+
+def test_rebuild_order(tmp_path):
+    part = partition(tmp_path)
+    proc = strace(["rebuild", "-q", str(part)], tmp_path / "trace")
+    assert proc.returncode == 0, proc.stderr
+    assert check_atomic_order(tmp_path / "trace", part) == 12  # .index and .timeindex of 6 segments
+
+
+def test_retention_apply_order(tmp_path, kafka_fixtures):
+    e = load_case(CASE)["retention"]["experiments"][1]  # retention.ms: the log start moves 0 -> 828
+    log_dir = stage(tmp_path, e.get("new_log_start_offset", 0), e["high_watermark"])
+    proc = strace(["retention", *exp_args(e), "--no-record", "--apply", str(log_dir)], tmp_path / "trace")
+    assert proc.returncode == 0, proc.stderr
+    assert check_atomic_order(tmp_path / "trace", log_dir) >= 2  # log-start-offset and leader-epoch checkpoints
+    evs = events(tmp_path / "trace")
+    deleted = [i for i, (n, p) in enumerate(evs) if n.startswith("rename") and p[-1].endswith(".deleted")]
+    checkpoint = max(i for i, (n, p) in enumerate(evs) if n.startswith("rename")
+                     and p[-1].endswith("log-start-offset-checkpoint"))
+    assert deleted and checkpoint < deleted[0]  # the log start offset is durable before any segment goes
+    part = str(log_dir / "events-0")
+    assert any(n == "fsync" and p and p[0] == part for n, p in evs[deleted[-1] + 1:])
+    check_kafka_state(log_dir, e)
+
+
+def test_compact_apply_order(tmp_path):
+    part = partition(tmp_path)
+    rebuilt = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO)
+    assert rebuilt.returncode == 0
+    for idx in sorted(part.glob("*.index"))[:-1]:
+        idx.write_bytes(idx.read_bytes() + bytes(4096))  # preallocated tails, as after a crash
+    proc = strace(["compact", "--apply", str(part.parent)], tmp_path / "trace")
+    assert proc.returncode == 0, proc.stderr
+    assert check_atomic_order(tmp_path / "trace", part) == 5
+
+
+def test_batch_write_order(tmp_path):
+    """The executors' batched writer (``PendingWrites``), as reindex's tasks use it."""
+    code = ("import sys\nfrom pipelines.batch_write import PendingWrites\np = PendingWrites()\n"
+            "for i in range(8):\n    p.stage(f'{sys.argv[1]}/{i:020d}.index', bytes([i]) * 80)\n"
+            "assert p.commit() == []\n")
+    trace = tmp_path / "trace"
+    proc = subprocess.run([STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(trace), sys.executable,
+                           "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert check_atomic_order(trace, tmp_path) == 8
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Killed at a random system call, then re-run
+
+
+def injection(seed: int, calls: dict[str, int]) -> str:
+    rng = random.Random(seed)
+    name = rng.choice(sorted(n for n, count in calls.items() if count))
+    return f"{name}:signal=KILL:when={rng.randint(1, calls[name])}"
+
+
+def call_counts(trace: Path, root: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, paths in events(trace):
+        if paths and paths[0].startswith(str(root)):
+            key = "rename" if name.startswith("rename") else name
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rebuild_killed_at_a_random_call(tmp_path, seed):
+    clean = partition(tmp_path / "clean")
+    strace(["rebuild", "-q", str(clean)], tmp_path / "clean-trace")
+    expected = {p.name: p.read_bytes() for p in clean.iterdir() if p.suffix in (".index", ".timeindex")}
+    counts = call_counts(tmp_path / "clean-trace", clean)
+
+    part = partition(tmp_path / "crash")
+    what = injection(seed, counts)
+    proc = strace(["rebuild", "-q", str(part)], tmp_path / "trace", inject=what)
+    assert proc.returncode != 0, f"not killed by {what}"
+    for p in part.iterdir():  # no partial file: each index file is absent, or whole
+        if p.suffix in (".index", ".timeindex"):
+            assert p.read_bytes() == expected[p.name], (what, p.name)
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".index", ".timeindex")} == expected
+    assert not list(part.glob(".segdex-*")), what  # the re-run removed what the crash left
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_retention_killed_at_a_random_call(tmp_path, seed, kafka_fixtures):
+    e = load_case(CASE)["retention"]["experiments"][1 + seed % 4]
+    args = ["retention", *exp_args(e), "--no-record", "--apply"]
+    clean = stage(tmp_path / "clean", e.get("new_log_start_offset", 0), e["high_watermark"])
+    strace([*args, str(clean)], tmp_path / "clean-trace")
+    counts = call_counts(tmp_path / "clean-trace", clean)
+
+    log_dir = stage(tmp_path / "crash", e.get("new_log_start_offset", 0), e["high_watermark"])
+    what = injection(seed, counts)
+    proc = strace([*args, str(log_dir)], tmp_path / "trace", inject=what)
+    assert proc.returncode != 0, f"not killed by {what}"
+    assert_broker_loadable(log_dir, e)
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args, str(log_dir)], cwd=REPO, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, (what, proc.stderr)
+    check_kafka_state(log_dir, e)  # Kafka's end state, no stray file (the listing is compared whole)
+    assert not list(log_dir.rglob(".segdex-*")), what
+
+
+def test_fixtures_present():
+    assert (FIXTURES / CASE).is_dir()

@@ -1,0 +1,272 @@
+"""Spark reindex/verify over a log dir assembled from Kafka's own fixtures; Delta tables read back with SQL."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.jobs.cli import main as cli
+from segdex.pipelines import metadata_store, reindex, schemas
+from tests.support.fixtures import FIXTURES, broker_lock, fixture_case_names, load_case
+
+pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"Kafka fixtures not found at {FIXTURES}; "
+                                                             f"set SEGDEX_KAFKA_FIXTURES")
+
+
+def _configs() -> tuple[LogConfig, dict[str, LogConfig]]:
+    topics = {c: LogConfig().with_overrides({"index.interval.bytes": str(load_case(c)["topic_config"]
+                                                                           ["index.interval.bytes"])})
+              for c in fixture_case_names()}
+    return LogConfig(), topics
+
+
+def _topic_config_args() -> list[str]:
+    return [f"--topic-config={c}:index.interval.bytes={load_case(c)['topic_config']['index.interval.bytes']}"
+            for c in fixture_case_names()]
+
+
+def assemble(root: Path, with_broker_indexes: bool) -> Path:
+    """A log dir with one partition ``<case>-0`` per fixture case: the recovery input ``.log`` files, and
+    either no index files or the broker-written ones."""
+    log_dir = root / "logs"
+    log_dir.mkdir(parents=True)
+    for case in fixture_case_names():
+        part = log_dir / f"{case}-0"
+        part.mkdir()
+        info = load_case(case)
+        src = FIXTURES / case / info.get("recovery_input_dir", "broker")
+        for f in sorted((FIXTURES / case / "broker").iterdir()):
+            if f.suffix == ".log" or (with_broker_indexes and f.suffix in (".index", ".timeindex", ".txnindex")):
+                shutil.copyfile(f, part / f.name)
+        if not with_broker_indexes:
+            for f in src.glob("*.log"):
+                shutil.copyfile(f, part / f.name)
+    return log_dir
+
+
+def tree_state(path: Path) -> dict[str, tuple[str, int]]:
+    """sha256 and mtime of every file under ``path``."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(path))] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+    return out
+
+
+def sql_json(capsys, meta: Path, query: str) -> list[dict]:
+    capsys.readouterr()
+    assert cli(["sql", "--metadata", str(meta), "--format", "json", query]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+
+def test_reindex_matches_kafka_recovery_and_is_idempotent(tmp_path, spark, capsys):
+    log_dir = assemble(tmp_path, with_broker_indexes=False)
+    meta = tmp_path / "meta"
+    logs_before = {k: v for k, v in tree_state(log_dir).items() if k.endswith(".log")}
+    default, topics = _configs()
+
+    first = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
+    assert first.exit_status == 1  # the three corrupt-tail cases need attention
+    assert first.run_row["count_missing"] == first.run_row["segments"] - 3
+    assert first.run_row["count_corrupt_log_tail"] == 3
+
+    # every index file byte-identical to Kafka's recovered/ files, and no other index file
+    for case in fixture_case_names():
+        part = log_dir / f"{case}-0"
+        expected = {f.name: f.read_bytes() for f in (FIXTURES / case / "recovered").iterdir()
+                    if f.suffix in (".index", ".timeindex", ".txnindex")}
+        got = {f.name: f.read_bytes() for f in part.iterdir() if f.suffix in (".index", ".timeindex", ".txnindex")}
+        assert got == expected, case
+    after = tree_state(log_dir)
+    assert {k: v for k, v in after.items() if k.endswith(".log")} == logs_before  # .log files untouched
+
+    # segments rows through `segdex sql` agree with Kafka's facts
+    rows = sql_json(capsys, meta, "SELECT topic, base_offset, next_offset, max_timestamp, size_bytes, valid_bytes, "
+                                  "status FROM segments ORDER BY topic, base_offset")
+    got = {(r["topic"], r["base_offset"]): r for r in rows}
+    n = 0
+    for case in fixture_case_names():
+        info = load_case(case)
+        lookups = json.loads((FIXTURES / case / "lookups.json").read_text())
+        recovered = {s["baseOffset"]: s for s in info["recovered"]["segments"]}
+        for seg in lookups["log"]["segments"]:
+            row = got[(case, seg["baseOffset"])]
+            assert row["next_offset"] == seg["nextOffset"], case
+            assert row["max_timestamp"] == seg["maxTimestampSoFar"][0], case
+            assert row["valid_bytes"] == seg["sizeInBytes"] == recovered[seg["baseOffset"]]["logSizeAfter"], case
+            assert row["size_bytes"] == recovered[seg["baseOffset"]]["logSizeBefore"], case
+            assert row["status"] == ("corrupt_log_tail" if info.get("corruption") else "ok"), case
+            n += 1
+    assert n == len(rows)
+
+    # partitions: log end offset and segment count per partition
+    parts = sql_json(capsys, meta, "SELECT topic, log_end_offset, segment_count FROM partitions")
+    for p in parts:
+        lookups = json.loads((FIXTURES / p["topic"] / "lookups.json").read_text())
+        assert p["log_end_offset"] == lookups["log"]["logEndOffset"]
+        assert p["segment_count"] == len(lookups["log"]["segments"])
+
+    seg_before = metadata_store.read_table(spark, str(meta), "segments").orderBy(*schemas.SEGMENT_KEYS)
+    part_before = metadata_store.read_table(spark, str(meta), "partitions").orderBy(*schemas.PARTITION_KEYS)
+    seg_before, part_before = seg_before.localCheckpoint(), part_before.localCheckpoint()
+
+    second = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
+    assert second.run_row["files_written"] == 0
+    assert tree_state(log_dir) == after  # no file rewritten, not even touched
+    assert_df_equality(metadata_store.read_table(spark, str(meta), "segments").orderBy(*schemas.SEGMENT_KEYS),
+                       seg_before)
+    assert_df_equality(metadata_store.read_table(spark, str(meta), "partitions").orderBy(*schemas.PARTITION_KEYS),
+                       part_before)
+    runs = sql_json(capsys, meta, "SELECT run_id, command, files_written, exit_status FROM runs ORDER BY started_at")
+    assert [(r["run_id"], r["files_written"]) for r in runs] == [(first.run_id, first.run_row["files_written"]),
+                                                                 (second.run_id, 0)]
+    assert first.run_row["files_written"] > 0
+
+
+def test_verify_broker_folders_as_fixture_says(tmp_path, spark):
+    log_dir = assemble(tmp_path, with_broker_indexes=True)
+    # verify judges the broker's own files, so use the broker's .log everywhere (not the damaged inputs)
+    for case in fixture_case_names():
+        for f in (FIXTURES / case / "broker").glob("*.log"):
+            shutil.copyfile(f, log_dir / f"{case}-0" / f.name)
+    before = tree_state(log_dir)
+    default, topics = _configs()
+    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), default, topics, progress=False)
+    assert tree_state(log_dir) == before  # verify writes nothing in the log dir
+    got = {(r["topic"], r["base_offset"]): r["status"] for r in summary.segment_rows}
+    for case in fixture_case_names():
+        for cmp in load_case(case)["broker_vs_recovered"]:
+            same = all(cmp[f"{k}_identical"] for k in ("index", "timeindex", "txnindex"))
+            assert got[(case, cmp["baseOffset"])] == ("ok" if same else "equivalent"), case
+    assert got[("v2_follower_multibatch_appends", 0)] == "equivalent"
+    assert summary.exit_status == 0
+
+
+def test_verify_flags_missing_and_corrupt_index(tmp_path, spark, capsys):
+    log_dir = assemble(tmp_path, with_broker_indexes=True)
+    case = "v2_varsize_interval_100"
+    part = log_dir / f"{case}-0"
+    (part / "00000000000000000000.timeindex").unlink()
+    idx = log_dir / "v2_gzip-0" / "00000000000000000000.index"
+    data = bytearray(idx.read_bytes())
+    data[4:8] = (10 ** 6).to_bytes(4, "big")  # first entry's position points nowhere near a batch
+    idx.write_bytes(bytes(data))
+    meta = tmp_path / "meta"
+    code = cli(["verify", "--metadata", str(meta), "--no-progress", *_topic_config_args(), str(log_dir)])
+    assert code == 1
+    rows = {(r["topic"]): r for r in sql_json(capsys, meta, "SELECT topic, status, reason FROM segments "
+                                                            "WHERE status NOT IN ('ok', 'equivalent')")}
+    assert rows["v2_varsize_interval_100"]["status"] == "missing"
+    assert ".timeindex" in rows["v2_varsize_interval_100"]["reason"]
+    assert rows["v2_gzip"]["status"] == "corrupt_index"
+    runs = sql_json(capsys, meta, "SELECT count_missing, count_corrupt_index, exit_status FROM runs")
+    assert runs == [{"count_missing": 1, "count_corrupt_index": 1, "exit_status": 1}]
+    assert not (part / "00000000000000000000.timeindex").exists()
+
+
+def test_concurrent_runs_lose_no_rows(tmp_path, spark):
+    a = assemble(tmp_path / "a", with_broker_indexes=False)
+    b = assemble(tmp_path / "b", with_broker_indexes=False)
+    meta = str(tmp_path / "meta")
+    default, topics = _configs()
+    errors: list[BaseException] = []
+
+    def go(d: Path) -> None:
+        try:
+            reindex.run(spark, [str(d)], "reindex", meta, default, topics, progress=False)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=go, args=(d,)) for d in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    segs = metadata_store.read_arrow(meta, "segments").to_pylist()
+    n_segments = sum(len(load_case(c)["recovered"]["segments"]) for c in fixture_case_names())
+    assert len(segs) == 2 * n_segments
+    assert {r["log_dir"] for r in segs} == {str(a), str(b)}
+    assert len(metadata_store.read_arrow(meta, "runs").to_pylist()) == 2
+
+
+def test_locked_log_dir_refused_and_special_dirs(tmp_path, spark, capsys):
+    live = assemble(tmp_path, with_broker_indexes=False)
+    shutil.copytree(live / "v2_gzip-0", live / "v2_gzip-1.0123abcd-delete")
+    shutil.copytree(live / "v2_gzip-0", live / "v2_gzip-2.0123abcd-stray")
+    shutil.copytree(live / "v2_lz4-0", live / "v2_lz4-3.0123abcd-future")
+    (live / "v2_gzip-0" / "123.log").write_bytes(b"misnamed")
+    locked = tmp_path / "locked"
+    shutil.copytree(live / "v2_zstd-0", locked / "v2_zstd-0")
+    with broker_lock(locked):
+        meta = tmp_path / "meta"
+        capsys.readouterr()
+        code = cli(["reindex", "--metadata", str(meta), "--no-progress", *_topic_config_args(), str(live),
+                    str(locked)])
+        out, err = capsys.readouterr()
+    assert code == 1
+    assert "refused" in err and ".lock is held by another process" in err and str(locked) in err
+    assert "misnamed" in err and "123.log" in err
+    assert "-delete" in out and "-stray" in out
+    assert not any(p.suffix == ".index" for p in (locked / "v2_zstd-0").iterdir())  # nothing written there
+    assert not (live / "v2_gzip-1.0123abcd-delete" / "00000000000000000000.index").exists()
+    rows = sql_json(capsys, meta, "SELECT DISTINCT topic, partition, future, reason FROM segments "
+                                  "WHERE topic IN ('v2_gzip', 'v2_lz4')")
+    assert sorted((r["topic"], r["partition"], r["future"]) for r in rows) == [
+        ("v2_gzip", 0, False), ("v2_lz4", 0, False), ("v2_lz4", 3, True)]
+    assert all("-future" in r["reason"] for r in rows if r["future"])
+    assert (live / "v2_lz4-3.0123abcd-future" / "00000000000000000000.index").exists()  # scanned and rebuilt
+
+
+def test_bad_arguments_are_usage_errors(tmp_path, capsys):
+    assert cli(["reindex", "--config", "index.interval.bytes=x", str(tmp_path)]) == 2
+    assert "Not a number of type INT" in capsys.readouterr().err
+    assert cli(["verify", "--topic-config", "nocolon", str(tmp_path)]) == 2
+    assert cli(["verify", str(tmp_path / "nope")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "segdex-metadata").exists()
+
+
+def test_plan_groups_balances_bytes():
+    tasks = [reindex.PartitionTask("d", f"d/t-{i}", "t", i, False, LogConfig(), size_bytes=s, segment_count=1)
+             for i, s in enumerate([100, 90, 50, 40, 30, 20, 10, 10])]
+    groups = reindex.plan_groups(tasks, 2)
+    totals = sorted(sum(t.size_bytes for t in g) for g in groups)
+    assert totals == [170, 180]
+    assert sorted(t.partition for g in groups for t in g) == list(range(8))
+    assert len(reindex.plan_groups(tasks, 100)) == 8
+
+
+def test_rows_of_vanished_segments_and_partitions_are_removed(tmp_path, spark):
+    from segdex.pipelines.sample_logdir import generate_sample
+
+    topics = {"orders": (2, "plain", 0), "clicks": (1, "plain", 0)}
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate_sample(a, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
+    generate_sample(b, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
+    meta = str(tmp_path / "meta")
+    reindex.run(spark, [str(a), str(b)], "reindex", meta, LogConfig(), progress=False)
+    before = metadata_store.read_arrow(meta, "segments").to_pylist()
+    first = sorted((a / "orders-0").glob("*.log"))[0]
+    first.rename(first.with_name(first.name + ".deleted"))  # as retention leaves a deleted segment
+    shutil.rmtree(a / "clicks-0")  # partition moved away
+    reindex.run(spark, [str(a)], "reindex", meta, LogConfig(), progress=False)
+    after = metadata_store.read_arrow(meta, "segments").to_pylist()
+    gone = {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in before} - \
+        {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in after}
+    n_clicks = sum(1 for r in before if r["log_dir"] == str(a) and r["topic"] == "clicks")
+    assert gone == {(str(a), "orders", 0, 0)} | {(str(a), "clicks", 0, r["base_offset"]) for r in before
+                                                  if r["log_dir"] == str(a) and r["topic"] == "clicks"}
+    assert n_clicks > 1
+    assert metadata_store.sort_rows([r for r in after if r["log_dir"] == str(b)], schemas.SEGMENT_KEYS) == \
+        metadata_store.sort_rows([r for r in before if r["log_dir"] == str(b)], schemas.SEGMENT_KEYS)
+    part_rows = metadata_store.read_arrow(meta, "partitions").to_pylist()
+    parts = {(r["log_dir"], r["topic"], r["partition"]) for r in part_rows}
+    assert (str(a), "clicks", 0) not in parts and (str(b), "clicks", 0) in parts and (str(a), "orders", 0) in parts
