@@ -1,5 +1,8 @@
 """``segdex compact``: trim over-long index files of non-active segments; maintain the metadata Delta tables.
 
+Not Kafka's log compaction (the log cleaner): no ``.log`` byte changes. The command keeps its name for its users;
+the code says what it does (``pipelines.index_trim``, ``pipelines.maintain``).
+
 Report by default, ``--apply`` to trim (atomically, refused where a broker holds the log dir's ``.lock``).
 ``--metadata PATH`` also compacts small files and vacuums old versions of every table under PATH (retention
 ``--vacuum-hours``, at least 168 unless ``--unsafe-vacuum``). Exit 0 clean, 1 attention, 2 usage.
@@ -17,7 +20,7 @@ from segdex.jobs.report import human_bytes
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
-        "compact and vacuum the Delta tables")
+        "compact and vacuum the Delta tables (not Kafka's log compaction: no .log file changes)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,9 +65,9 @@ def print_outcome(o, apply: bool, verbose: bool) -> None:
     print(f"{o.log_dir}: {human_bytes(o.reclaimable_bytes)} {verb} ({summary})")
 
 
-def maintain(args: argparse.Namespace, spark) -> int:
+def maintain_metadata(args: argparse.Namespace, spark) -> int:
     """Compact and vacuum every table under --metadata; one line per table."""
-    from segdex.pipelines import compaction
+    from segdex.pipelines import maintain
     from segdex.pipelines import metadata_store as ms
 
     names = ms.table_names(args.metadata)
@@ -74,7 +77,7 @@ def maintain(args: argparse.Namespace, spark) -> int:
     status = ExitStatus.OK
     for name in names:
         try:
-            r = compaction.maintain_table(spark, args.metadata, name, args.vacuum_hours, args.unsafe_vacuum)
+            r = maintain.maintain_table(spark, args.metadata, name, args.vacuum_hours, args.unsafe_vacuum)
             print(f"{args.metadata}/{name}: files {r['files_before']} -> {r['files_after']}, "
                   f"vacuumed {r['vacuumed']} (retention {args.vacuum_hours} h)")
         except Exception as e:  # one table's failure is a row, not a crash
@@ -84,9 +87,9 @@ def maintain(args: argparse.Namespace, spark) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from segdex.pipelines import compaction
+    from segdex.pipelines import index_trim, maintain
 
-    why = _usage_error(args, compaction.SAFE_RETENTION_HOURS)
+    why = _usage_error(args, maintain.SAFE_RETENTION_HOURS)
     if why:
         _err(why)
         return ExitStatus.USAGE
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     spark = spark_if_master(args.master, "compact", args.remote)
     status = ExitStatus.OK
-    for o in compaction.compact_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
+    for o in index_trim.trim_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
         print_outcome(o, args.apply, args.verbose)
         if o.needs_attention:
             status = ExitStatus.ATTENTION
@@ -105,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
             from segdex.pipelines.spark_session import get_spark
 
             spark = get_spark(None, "segdex-compact")
-        status = max(status, maintain(args, spark))
+        status = max(status, maintain_metadata(args, spark))
     return status
 
 

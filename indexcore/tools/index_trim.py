@@ -36,7 +36,7 @@ from segdex.indexcore.record.file_records import batches, open_log
 
 
 class IndexFileState(StrEnum):
-    """What compaction finds in one index file (a file-level vocabulary, not a segment's ``SegmentStatus``)."""
+    """What trimming finds in one index file (a file-level vocabulary, not a segment's ``SegmentStatus``)."""
 
     OK = "ok"  # already trimmed
     OVERLONG = "overlong"  # zero tail: trim to valid_bytes
@@ -59,7 +59,7 @@ _KINDS = {
 
 @dataclass
 class IndexFileCheck:
-    """One index file of a non-active segment and what compaction finds or did."""
+    """One index file of a non-active segment and what trimming finds or did."""
 
     path: str
     base_offset: int
@@ -165,7 +165,7 @@ def trim(check: IndexFileCheck) -> IndexFileCheck:
 
 
 @dataclass
-class CompactOutcome:
+class TrimOutcome:
     log_dir: str
     checks: list[IndexFileCheck] = field(default_factory=list)
     error: str | None = None
@@ -184,11 +184,11 @@ class CompactOutcome:
             c.status in (STATUS_CORRUPT, STATUS_UNREADABLE) for c in self.checks)
 
 
-def compact_log_dir(log_dir: str, apply: bool = False) -> CompactOutcome:
+def trim_log_dir(log_dir: str, apply: bool = False) -> TrimOutcome:
     """Find (and with ``apply`` trim) over-long index files in every partition of a log dir; never raises on
     bad input. Apply holds the dir's ``.lock`` and refuses a dir a broker holds."""
     log_dir = os.fspath(log_dir)
-    outcome = CompactOutcome(log_dir)
+    outcome = TrimOutcome(log_dir)
     try:
         listing = list_log_dir(log_dir)
         outcome.stray = listing.stray

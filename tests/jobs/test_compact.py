@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 
-from segdex.indexcore.tools.index_trim import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, compact_log_dir
+from segdex.indexcore.tools.index_trim import STATUS_CORRUPT, STATUS_OK, STATUS_TRIMMED, trim_log_dir
 from segdex.jobs.cli import main
 from segdex.jobs.report import human_bytes
-from segdex.pipelines import compaction
+from segdex.pipelines import maintain
 from segdex.pipelines import metadata_store as ms
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, load_case
 
@@ -87,7 +87,7 @@ def test_trimmed_index_is_kafkas_file(tmp_path, name, sparse, capsys):
     assert {k: v for k, v in snapshot(log_dir).items() if k != ".lock"} == {
         k: (hashlib.sha256((FIXTURES / name / "broker" / k[4:]).read_bytes()).hexdigest() if k[4:] in padded else v)
         for k, v in before.items()}
-    assert compact_log_dir(str(log_dir)).reclaimable_bytes == 0
+    assert trim_log_dir(str(log_dir)).reclaimable_bytes == 0
 
 
 def test_active_segment_is_left_preallocated(tmp_path):
@@ -98,7 +98,7 @@ def test_active_segment_is_left_preallocated(tmp_path):
     active = log_dir / "t-0" / "00000000000000001455.index"
     with open(active, "ab") as f:
         f.write(bytes(10485760 - active.stat().st_size))
-    out = compact_log_dir(str(log_dir), apply=True)
+    out = trim_log_dir(str(log_dir), apply=True)
     assert active.stat().st_size == 10485760
     assert all(c.base_offset != 1455 for c in out.checks)
     assert {c.status for c in out.checks} == {STATUS_TRIMMED}
@@ -119,7 +119,7 @@ def test_corrupt_tail_is_reported_not_trimmed(tmp_path):
     assert proc.returncode == 1
     assert "corrupt: " in proc.stderr and "non-zero bytes after the 25 entries" in proc.stderr
     assert bad.read_bytes() == bytes(data)
-    out = compact_log_dir(str(log_dir))
+    out = trim_log_dir(str(log_dir))
     assert [c.status for c in out.checks if c.path == str(bad)] == [STATUS_CORRUPT]
     assert {c.status for c in out.checks if c.path != str(bad)} == {STATUS_OK}  # the others were trimmed
 
@@ -163,15 +163,15 @@ def test_metadata_maintenance_compacts_and_vacuums_safely(tmp_path, spark):
     small_appends(spark, path)
     before = ms.read_table(spark, path, "t").orderBy("k")
     expected = spark.createDataFrame(before.collect(), before.schema)
-    res = compaction.maintain_tables(spark, path)
+    res = maintain.maintain_tables(spark, path)
     assert res == [{"table": "t", "files_before": 6, "files_after": 1, "vacuumed": 0, "version": 6}]
     assert_df_equality(ms.read_table(spark, path, "t").orderBy("k"), expected)
     from deltalake import DeltaTable
 
     assert DeltaTable(ms.table_path(path, "t"), version=0).to_pyarrow_table().num_rows == 1  # old versions kept
-    with pytest.raises(compaction.MaintenanceError, match="below the safe 168 h"):
-        compaction.maintain_table(spark, path, "t", retention_hours=0)
-    res = compaction.maintain_table(spark, path, "t", retention_hours=0, allow_unsafe=True)
+    with pytest.raises(maintain.MaintenanceError, match="below the safe 168 h"):
+        maintain.maintain_table(spark, path, "t", retention_hours=0)
+    res = maintain.maintain_table(spark, path, "t", retention_hours=0, allow_unsafe=True)
     assert res["vacuumed"] == 6 and res["files_after"] == 1
     assert_df_equality(ms.read_table(spark, path, "t").orderBy("k"), expected)
 

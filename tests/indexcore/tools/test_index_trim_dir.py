@@ -1,4 +1,4 @@
-"""indexcore.index_compaction over a whole log dir: ``compact_log_dir`` in report and apply mode.
+"""indexcore.index_compaction over a whole log dir: ``trim_log_dir`` in report and apply mode.
 
 The partitions are copies of the ``multi_segment_partition_retention`` fixture, whose index files Apache Kafka
 wrote and trimmed itself; every closed segment's ``.index``/``.timeindex`` is zero-padded here, as a broker crash
@@ -23,7 +23,7 @@ from segdex.indexcore.tools.index_trim import (
     STATUS_TRIMMED,
     STATUS_UNREADABLE,
     IndexFileCheck,
-    compact_log_dir,
+    trim_log_dir,
 )
 from tests.indexcore.log.test_log_dir import other_holder
 from tests.support.fixtures import FIXTURES, load_case
@@ -98,7 +98,7 @@ def test_report_mode_is_the_default_and_writes_nothing(tmp_path):
     bytes past Kafka's trimmed size, and no file changes."""
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "t-0")
-    outcome = compact_log_dir(str(log_dir))
+    outcome = trim_log_dir(str(log_dir))
     assert outcome.log_dir == str(log_dir)
     assert outcome.checks == overlong_checks(log_dir / "t-0")
     assert (outcome.applied, outcome.error, outcome.skipped, outcome.removed_temporaries) == (False, None, [], [])
@@ -113,7 +113,7 @@ def test_kraft_metadata_log_is_never_checked(tmp_path):
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "__cluster_metadata-0")
     stage_partition(log_dir / "t-0")
-    outcome = compact_log_dir(str(log_dir))
+    outcome = trim_log_dir(str(log_dir))
     assert outcome.skipped == [(str(log_dir / "__cluster_metadata-0"), "the KRaft metadata log: never touched")]
     assert outcome.checks == overlong_checks(log_dir / "t-0")
 
@@ -128,7 +128,7 @@ def test_apply_trims_to_kafkas_files_and_clears_temporaries(tmp_path):
              log_dir / "t-0" / ".segdex-c.tmp", log_dir / "u-0" / ".segdex-d.tmp"]
     for t in temps:
         t.write_bytes(b"partial")
-    outcome = compact_log_dir(str(log_dir), apply=True)
+    outcome = trim_log_dir(str(log_dir), apply=True)
     assert (outcome.applied, outcome.error) == (True, None)
     assert outcome.removed_temporaries == [str(temps[0]), str(temps[2]), str(temps[3])]
     assert [t.exists() for t in temps] == [False, True, False, False]
@@ -154,7 +154,7 @@ def test_partition_deleted_during_the_run_is_reported_unreadable(tmp_path, monke
         return listing
 
     monkeypatch.setattr(index_compaction, "list_log_dir", list_then_delete)
-    outcome = compact_log_dir(str(log_dir), apply=apply)
+    outcome = trim_log_dir(str(log_dir), apply=apply)
     gone = str(log_dir / "t-0")
     assert outcome.checks == [
         IndexFileCheck(gone, -1, "", 0, 0, 0, STATUS_UNREADABLE, f"{gone}: No such file or directory"),
@@ -169,7 +169,7 @@ def test_report_mode_warns_when_a_broker_holds_the_lock(tmp_path):
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "t-0")
     with other_holder(log_dir / ".lock"):
-        outcome = compact_log_dir(str(log_dir))
+        outcome = trim_log_dir(str(log_dir))
     assert outcome.error == (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                              f"--apply would be refused")
     assert outcome.applied is False
@@ -184,7 +184,7 @@ def test_os_error_is_reported_with_the_log_dir_and_its_reason(tmp_path, apply):
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "t-0")
     (log_dir / ".lock").mkdir()
-    outcome = compact_log_dir(str(log_dir), apply=apply)
+    outcome = trim_log_dir(str(log_dir), apply=apply)
     assert outcome.error == f"{log_dir}: Is a directory"
     assert outcome.applied is False
     assert_padded(log_dir / "t-0")

@@ -1,30 +1,22 @@
-"""Nightly compaction: trim over-long index files across log dirs, and maintain the metadata Delta tables.
+"""Maintenance of the metadata Delta tables (``segdex compact --metadata``): compact their small files (``OPTIMIZE``
+/ delta-rs ``optimize.compact``) and vacuum files no version newer than the retention needs.
 
-Table maintenance compacts small files (``OPTIMIZE`` / delta-rs ``optimize.compact``) and vacuums files no
-version newer than the retention needs. The retention is never below Delta's own default of 7 days unless the
-caller says ``allow_unsafe`` (readers of older versions, and writers still running, need those files).
+The retention is never below Delta's own default of 7 days unless the caller says ``allow_unsafe`` (readers of
+older versions, and writers still running, need those files). Not Kafka's log compaction: that is the log cleaner.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from segdex.indexcore.tools.index_trim import CompactOutcome, compact_log_dir
+from segdex.indexcore.errors import SegdexError
 from segdex.pipelines import metadata_store as ms
-from segdex.pipelines.spark_tasks import run_tasks
 
 SAFE_RETENTION_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration (7 days)
 
 
-class MaintenanceError(Exception):
+class MaintenanceError(SegdexError):
     """A maintenance request that would be unsafe, or a table that cannot be maintained."""
-
-
-def compact_indexes(log_dirs: list[str], apply: bool = False, spark: Any = None) -> list[CompactOutcome]:
-    """``compact_log_dir`` for each log dir: one Spark task per dir when ``spark`` is given."""
-    if spark is None or len(log_dirs) < 2:
-        return [compact_log_dir(d, apply) for d in log_dirs]
-    return run_tasks(spark, log_dirs, lambda d: compact_log_dir(d, apply), "segdex compact")
 
 
 def _active_files(uri: str) -> int:
