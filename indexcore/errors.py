@@ -53,5 +53,10 @@ class RecoveryFailedException(SegdexError):
     """
 
 
-class UsageException(SegdexError):
+class NothingChangedError(SegdexError):
+    """A check made before any change failed (exit status 2): nothing was changed, the command may be run again
+    once the cause is fixed."""
+
+
+class UsageException(NothingChangedError):
     """A command given the wrong kind of path or argument (exit status 2), with a hint."""

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 
+from segdex.indexcore.errors import NothingChangedError
 from segdex.indexcore.status import ExitStatus
 
 COMMANDS = {
@@ -151,6 +152,17 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = _PipeSafeStream(sys.stdout)
     previous = _install_sigterm()
     try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        sys.stdout.flush()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its failures as one line and an exit status: a signal (128 + its number), a check before any
+    change (2: ``NothingChangedError``), anything else (3, Spark's log named)."""
+    try:
         return args._run(args)
     except KeyboardInterrupt:
         print(f"segdex {args.command}: interrupted by SIGINT (Ctrl-C)", file=sys.stderr)
@@ -158,21 +170,19 @@ def main(argv: list[str] | None = None) -> int:
     except _Terminated:
         print(f"segdex {args.command}: interrupted by SIGTERM", file=sys.stderr)
         return ExitStatus.SIGNAL_BASE + signal.SIGTERM
+    except NothingChangedError as e:  # a check before any change failed (Spark unreachable, no room, ...)
+        if os.environ.get("SEGDEX_DEBUG"):
+            raise
+        print(f"segdex {args.command}: {e}", file=sys.stderr)
+        return ExitStatus.USAGE
     except Exception as e:  # never a traceback for the operator; SEGDEX_DEBUG=1 shows it
         if os.environ.get("SEGDEX_DEBUG"):
             raise
-        if type(e).__name__ == "SparkUnavailable":  # nothing was done: like a failed pre-check
-            print(f"segdex {args.command}: {e}", file=sys.stderr)
-            return ExitStatus.USAGE
         print(f"segdex {args.command}: error: {type(e).__name__}: {_first_line(e)}", file=sys.stderr)
         log = _spark_log()
         if log:
             print(f"segdex {args.command}: Spark's log: {log}", file=sys.stderr)
         return ExitStatus.FAILED
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        sys.stdout.flush()
 
 
 def _spark_options_problem(args: argparse.Namespace) -> str | None:

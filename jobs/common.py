@@ -95,6 +95,23 @@ def broker_defaults(broker: Any) -> dict[str, str]:
     return dict(broker.defaults) if broker is not None else {}
 
 
+def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = None) -> tuple[Any, Any]:
+    """The one place a command's config arguments become a ``TopicConfigResolver``: ``--topic-config``,
+    ``--config``, ``--topic-configs`` and ``--bootstrap-server`` (asked about the topics under ``paths``, else
+    under the broker's ``log.dirs``), ``--broker-config``'s ``log.*`` settings, Kafka's defaults; returned with the
+    ``BrokerConfig`` read (None without ``--broker-config``). ConfigException (a SegdexError) when any is bad."""
+    from segdex.indexcore.config.log_config import TopicConfigResolver
+
+    broker, config, topic_configs = config_layers(args)
+    if not paths and broker is not None:
+        paths = list(broker.log_dirs)
+    described, sources = described_topics(args, paths)
+    resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
+                                   broker_origins=broker.origins if broker is not None else None,
+                                   described=described, described_sources=sources)
+    return resolver, broker
+
+
 def log_dirs_or_broker(command: str, given: list[str], broker: Any) -> list[str] | None:
     """The LOGDIRs given, else the broker config's log.dirs; None (after a message) when there are none."""
     if given:

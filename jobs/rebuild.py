@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from segdex.indexcore.config.log_config import TopicConfigResolver
 from segdex.indexcore.errors import SegdexError, UsageException
 from segdex.indexcore.log.log_dir import LogDirLockedException
 from segdex.indexcore.status import ExitStatus, SegmentStatus
 from segdex.indexcore.tools.rebuild import RebuildOutcome, rebuild
 from segdex.jobs.common import (
     add_broker_config_argument,
-    broker_defaults,
-    config_layers,
-    described_topics,
+    topic_config_resolver,
     topic_of_path,
 )
 
@@ -33,11 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        broker, given, _ = config_layers(args)
-        described, _sources = described_topics(args, args.paths)
-        resolver = TopicConfigResolver(given, broker=broker_defaults(broker), described=described)
+        resolver, _broker = topic_config_resolver(args, args.paths)
         config = resolver.default
-        per_topic = {t: resolver(t) for t in described}
+        per_topic = {t: resolver(t) for t in resolver.described}
     except SegdexError as e:
         print(f"segdex rebuild: {e}", file=sys.stderr)
         return ExitStatus.USAGE

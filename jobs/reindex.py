@@ -10,16 +10,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from segdex.indexcore.config.log_config import LogConfig, TopicConfigResolver
+from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import (
     add_broker_config_argument,
-    broker_defaults,
     check_log_dirs,
-    config_layers,
-    described_topics,
     log_dirs_or_broker,
+    topic_config_resolver,
     with_command_time,
 )
 
@@ -58,14 +56,10 @@ def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogC
     """The default LogConfig (Kafka's defaults < the broker's log.* settings < --config) and per-topic ones
     (--topic-configs < --config < --topic-config); ConfigException when bad. ``args._resolver`` keeps where each
     value came from, for the ``topic_configs`` table."""
-    broker, config, topic_configs = config_layers(args)
+    resolver, broker = topic_config_resolver(args, args.log_dirs)
     args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
-    described, described_sources = described_topics(args, args.log_dirs)
-    resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
-                                   broker_origins=broker.origins if broker is not None else None,
-                                   described=described, described_sources=described_sources)
     args._resolver = resolver
-    return resolver.default, {t: resolver(t) for t in {*topic_configs, *described}}
+    return resolver.default, {t: resolver(t) for t in {*resolver.topic_configs, *resolver.described}}
 
 
 def run_command(args: argparse.Namespace, mode: str) -> int:
@@ -99,19 +93,18 @@ def guarded_run(command: str, call: Callable[[], Any], interrupted_note: str = "
     (2), a stop on a signal, a failure after files changed (3, saying what had changed)."""
     from segdex.pipelines import reindex
     from segdex.pipelines.interrupts import RunInterrupted
-    from segdex.pipelines.preflight import PreflightError
 
     try:
         return call(), None
-    except (PreflightError, SegdexError) as e:
-        print(f"segdex {command}: {e}", file=sys.stderr)
-        return None, ExitStatus.USAGE
-    except RunInterrupted as e:
+    except RunInterrupted as e:  # a signal, not an error: a BaseException that no `except Exception` swallows
         print(f"segdex {command}: {e}{interrupted_note}", file=sys.stderr)
         return None, e.exit_status
     except reindex.RunFailed as e:
         print(f"segdex {command}: failed: {e}; {e.changed}", file=sys.stderr)
         return None, ExitStatus.FAILED
+    except SegdexError as e:  # a check before any change (PreflightError), a bad argument found by the pipeline
+        print(f"segdex {command}: {e}", file=sys.stderr)
+        return None, ExitStatus.USAGE
 
 
 def _arguments(args: argparse.Namespace, mode: str) -> list[str]:

@@ -104,15 +104,15 @@ def summary_line(summary: Any) -> str:
     counts = ", ".join(f"{s}={found[s]}" for s in STATUSES if found.get(s))
     if summary.command in ("reindex", "recover"):
         kind = "index files" if summary.command == "reindex" else "files"
-        files = f"rewrote {row['files_written']} {kind}" + (
-            f", {row['files_failed']} FAILED" if row["files_failed"] else "")
+        files = f"rewrote {row.files_written} {kind}" + (
+            f", {row.files_failed} FAILED" if row.files_failed else "")
     else:
         would = sum(n for s, n in found.items()
                     if SegmentStatus(s).rebuildable and s != SegmentStatus.CORRUPT_LOG_TAIL)
         files = f"would rewrite {would} segments"
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in summary.phases.items())
-    return (f"{summary.command} {summary.run_id}: {row['partitions']} partitions, {row['segments']} segments, "
-            f"{fmt_bytes(row['bytes'])} in {summary.wall_seconds:.1f}s ({phases}); found {counts or 'nothing'}; "
+    return (f"{summary.command} {summary.run_id}: {row.partitions} partitions, {row.segments} segments, "
+            f"{fmt_bytes(row.bytes)} in {summary.wall_seconds:.1f}s ({phases}); found {counts or 'nothing'}; "
             f"{files}; metadata in {summary.metadata_path}")
 
 

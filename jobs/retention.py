@@ -15,19 +15,16 @@ from datetime import UTC, datetime
 
 from segdex.indexcore.config.log_config import (
     LogConfig,
-    TopicConfigResolver,
 )
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.layout import filename_prefix_from_offset
 from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import (
     add_broker_config_argument,
-    broker_defaults,
     check_log_dirs,
-    config_layers,
-    described_topics,
     print_log_dir_outcome,
     spark_if_master,
+    topic_config_resolver,
 )
 from segdex.jobs.report import human_bytes
 
@@ -156,12 +153,7 @@ def _record(spark, metadata: str, outcomes, run_id: str, run_at, now_ms: int, ap
 
 def run(args: argparse.Namespace) -> int:
     try:
-        broker, given, topic_configs = config_layers(args)
-        described, described_sources = described_topics(
-            args, args.log_dirs or (list(broker.log_dirs) if broker is not None else []))
-        config = TopicConfigResolver(given, topic_configs, broker=broker_defaults(broker),
-                                     broker_origins=broker.origins if broker is not None else None,
-                                     described=described, described_sources=described_sources)
+        config, broker = topic_config_resolver(args, args.log_dirs)
     except SegdexError as e:
         _err(str(e))
         return ExitStatus.USAGE

@@ -28,13 +28,15 @@ import random
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schemas import TableSpec
+from segdex.indexcore.errors import SegdexError
+
+from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
@@ -45,7 +47,7 @@ _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
 
 
-class MetadataStoreError(Exception):
+class MetadataStoreError(SegdexError):
     """A metadata table could not be written or read."""
 
 
@@ -111,7 +113,8 @@ def spark_reads_delta(spark: Any) -> bool:
 
 
 def to_arrow(rows_or_arrow: Any, schema: pa.Schema) -> pa.Table:
-    """Rows (dicts), a pyarrow Table/RecordBatch, or a Spark DataFrame, as a pyarrow Table of ``schema``."""
+    """Rows (typed rows of ``schemas``, dicts, Spark Rows), a pyarrow Table/RecordBatch, or a Spark DataFrame, as
+    a pyarrow Table of ``schema``."""
     if isinstance(rows_or_arrow, pa.Table):
         table = rows_or_arrow
     elif isinstance(rows_or_arrow, pa.RecordBatch):
@@ -119,7 +122,8 @@ def to_arrow(rows_or_arrow: Any, schema: pa.Schema) -> pa.Table:
     elif hasattr(rows_or_arrow, "toArrow"):  # Spark DataFrame
         table = rows_or_arrow.toArrow()
     else:
-        rows = [r.asDict() if hasattr(r, "asDict") else dict(r) for r in rows_or_arrow]
+        rows = [as_columns(r) if is_dataclass(r) else r.asDict() if hasattr(r, "asDict") else dict(r)
+                for r in rows_or_arrow]
         return pa.Table.from_pylist(rows, schema=schema)
     table = table.select(schema.names)
     return table.cast(schema)

@@ -11,6 +11,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from segdex.indexcore.errors import NothingChangedError
+
 # Upper bounds used to estimate what a run writes.
 MIN_BATCH_BYTES = 61  # a v2 batch header: a segment of S bytes holds at most S / 61 batches
 OFFSET_ENTRY_BYTES = 8
@@ -20,7 +22,7 @@ METADATA_BASE_BYTES = 1 << 20
 HEADROOM_BYTES = 1 << 20  # never fill a filesystem to its last byte
 
 
-class PreflightError(Exception):
+class PreflightError(NothingChangedError):
     """The run cannot start: nothing was changed."""
 
 

@@ -22,8 +22,8 @@ from segdex.indexcore.log.quarantine import check_quarantine_dir
 
 from . import reindex
 from .reindex import Discovery, ProgressSnapshot, RunSummary
-from .runs import new_run_id
-from .scan import MODE_RECOVER, PartitionOutcome
+from .run_context import MODE_RECOVER, RunContext
+from .scan import PartitionOutcome
 
 
 @dataclass
@@ -51,6 +51,45 @@ class RecoverSummary:
         return 1 if any(not d.marker for d in self.log_dirs) else 0
 
 
+class RecoverHooks:
+    """``recover``'s driver steps around the scan, under every log dir's ``.lock``: remove each
+    ``.kafka_cleanshutdown`` first (and give the tasks the quarantine of ``--truncate``); after the scan, per log
+    dir, the recovery-point and log-start-offset checkpoints and, only when every partition there came out clean,
+    the marker, last."""
+
+    def __init__(self, quarantine: str | None) -> None:
+        self.quarantine = quarantine
+        self.results: dict[str, LogDirResult] = {}
+
+    def before_scan(self, discovery: Discovery, ctx: RunContext) -> None:
+        for log_dir in discovery.listed:
+            self.results[log_dir] = LogDirResult(log_dir, marker_removed=remove_clean_shutdown_marker(log_dir))
+        if self.quarantine is not None:
+            discovery.tasks = [replace(t, quarantine=self.quarantine, run_id=ctx.run_id) for t in discovery.tasks]
+
+    def after_scan(self, discovery: Discovery, outcomes: list[PartitionOutcome]) -> None:
+        by_dir: dict[str, list[PartitionState]] = {d: [] for d in self.results}
+        for task, out in zip(_tasks_in_order(discovery, outcomes), outcomes, strict=True):
+            if task.log_dir not in by_dir or is_cluster_metadata(task.topic):
+                continue  # the metadata log is no LogManager log: its own raft layer loads it
+            loaded = out.loaded or {"clean": False}
+            state = PartitionState(task.topic, task.partition, bool(loaded.get("clean")) and
+                                   out.partition is not None and out.partition.status == "ok",
+                                   loaded.get("log_start_offset"), loaded.get("log_end_offset"),
+                                   loaded.get("first_base_offset"))
+            by_dir[task.log_dir].append(state)
+        stray = {d for d, _ in discovery.stray}
+        for log_dir, states in by_dir.items():
+            r = self.results[log_dir]
+            r.clean = sum(1 for s in states if s.clean)
+            r.not_clean = [f"{s.topic}-{s.partition}" for s in states if not s.clean]
+            try:
+                r.marker = finish_log_dir(log_dir, states, read_checkpoints(log_dir),
+                                          marker=not any(_inside(p, log_dir) for p in stray))
+            except OSError as e:
+                r.error = f"checkpoints or marker not written: {e.strerror or e}"
+
+
 def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
@@ -63,41 +102,10 @@ def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
     if quarantine is not None:
         quarantine = check_quarantine_dir(quarantine, log_dirs)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    run_id = new_run_id(MODE_RECOVER)
-    results: dict[str, LogDirResult] = {}
-
-    def before_scan(discovery: Discovery) -> None:
-        for log_dir in discovery.listed:
-            results[log_dir] = LogDirResult(log_dir, marker_removed=remove_clean_shutdown_marker(log_dir))
-        if quarantine is not None:
-            discovery.tasks = [replace(t, quarantine=quarantine, run_id=run_id) for t in discovery.tasks]
-
-    def after_scan(discovery: Discovery, outcomes: list[PartitionOutcome]) -> None:
-        by_dir: dict[str, list[PartitionState]] = {d: [] for d in results}
-        for task, out in zip(_tasks_in_order(discovery, outcomes), outcomes, strict=True):
-            if task.log_dir not in by_dir or is_cluster_metadata(task.topic):
-                continue  # the metadata log is no LogManager log: its own raft layer loads it
-            loaded = out.loaded or {"clean": False}
-            state = PartitionState(task.topic, task.partition, bool(loaded.get("clean")) and
-                                   out.partition is not None and out.partition["status"] == "ok",
-                                   loaded.get("log_start_offset"), loaded.get("log_end_offset"),
-                                   loaded.get("first_base_offset"))
-            by_dir[task.log_dir].append(state)
-        stray = {d for d, _ in discovery.stray}
-        for log_dir, states in by_dir.items():
-            r = results[log_dir]
-            r.clean = sum(1 for s in states if s.clean)
-            r.not_clean = [f"{s.topic}-{s.partition}" for s in states if not s.clean]
-            try:
-                r.marker = finish_log_dir(log_dir, states, read_checkpoints(log_dir),
-                                          marker=not any(_inside(p, log_dir) for p in stray))
-            except OSError as e:
-                r.error = f"checkpoints or marker not written: {e.strerror or e}"
-
+    hooks = RecoverHooks(quarantine)
     summary = reindex.run(spark, log_dirs, MODE_RECOVER, metadata_path, config, topic_configs, arguments, native,
-                          progress, normalize=True, now_ms=now_ms, before_scan=before_scan, after_scan=after_scan,
-                          resolver=resolver)
-    return RecoverSummary(summary, list(results.values()), now_ms)
+                          progress, normalize=True, now_ms=now_ms, hooks=hooks, resolver=resolver)
+    return RecoverSummary(summary, list(hooks.results.values()), now_ms)
 
 
 def _tasks_in_order(discovery: Discovery, outcomes: list[PartitionOutcome]) -> list:
@@ -106,7 +114,7 @@ def _tasks_in_order(discovery: Discovery, outcomes: list[PartitionOutcome]) -> l
     out = []
     for o in outcomes:
         p = o.partition
-        out.append(by_key[(p["log_dir"], p["topic"], p["partition"], p["future"])])
+        out.append(by_key[(p.log_dir, p.topic, p.partition, p.future)])
     return out
 
 

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from segdex.indexcore.config.log_config import INDEX_CONFIGS, LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.errors import SegdexError
@@ -37,17 +37,10 @@ from segdex.indexcore.status import ExitStatus
 from . import preflight, schemas, spark_tasks
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
+from .run_context import MODES, RunContext
 from .runs import new_run_id
-from .scan import (
-    MODE_RECOVER,
-    MODE_REINDEX,
-    MODE_VERIFY,
-    WRITING_MODES,
-    PartitionOutcome,
-    PartitionTask,
-    partition_size,
-    scan_group,
-)
+from .scan import PartitionOutcome, PartitionTask, partition_size, scan_group
+from .schemas import PartitionRow, RunRow, SegmentRow
 
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
@@ -80,7 +73,7 @@ class RunSummary:
     run_id: str
     command: str
     exit_status: int
-    run_row: dict[str, Any]
+    run_row: RunRow
     outcomes: list[PartitionOutcome]
     discovery: Discovery
     wall_seconds: float
@@ -90,7 +83,7 @@ class RunSummary:
     on_defaults: list[str] = field(default_factory=list)  # topics whose index settings nobody gave
 
     @property
-    def segment_rows(self) -> list[dict[str, Any]]:
+    def segment_rows(self) -> list[SegmentRow]:
         return [r for o in self.outcomes for r in o.segments]
 
 
@@ -157,9 +150,9 @@ def rescanned_scope(discovery: Discovery, outcomes: list[PartitionOutcome]) -> S
     segments deleted by retention, partitions moved away), except partitions that could not be scanned."""
     if not discovery.listed:
         return None
-    keep = frozenset((o.partition["log_dir"], o.partition["topic"], o.partition["partition"], o.partition["future"])
+    keep = frozenset((o.partition.log_dir, o.partition.topic, o.partition.partition, o.partition.future)
                      for o in outcomes
-                     if o.partition and o.partition["segment_count"] == 0 and o.partition["status"] != "ok")
+                     if o.partition and o.partition.segment_count == 0 and o.partition.status != "ok")
     return Scope("log_dir", frozenset(discovery.listed), ("log_dir", "topic", "partition", "future"), keep)
 
 
@@ -213,18 +206,17 @@ class Progress:
         self._thread.join()
 
 
-def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: datetime,
-         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-         normalize: bool = False) -> list[PartitionOutcome]:
+def scan(spark: Any, discovery: Discovery, ctx: RunContext,
+         progress: Callable[[ProgressSnapshot], None] | None = None) -> list[PartitionOutcome]:
     """Run the scan of every discovered partition as Spark tasks (``spark_tasks.run_tasks``: DataFrame
     operations only, classic Spark or Spark Connect); returns the outcomes on the driver."""
     if not discovery.tasks:
         return []
     groups = plan_groups(discovery.tasks, spark_tasks.parallelism(spark) * 4)
-    description = f"segdex {mode}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments"
+    description = f"segdex {ctx.command}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments"
 
     def run_group(group: list[PartitionTask]) -> list[PartitionOutcome]:
-        return scan_group(group, mode, run_id, scanned_at, native, normalize)
+        return scan_group(group, ctx)
 
     host = spark_tasks.driver_host(spark) if progress else None
     if progress is None or host is None:
@@ -236,7 +228,7 @@ def scan(spark: Any, discovery: Discovery, mode: str, run_id: str, scanned_at: d
     return [o for group in results for o in group]
 
 
-class RunFailed(Exception):
+class RunFailed(SegdexError):
     """A run that failed after it had changed files; ``changed`` says what it had changed."""
 
     def __init__(self, message: str, changed: str) -> None:
@@ -261,11 +253,11 @@ def _acquire_locks(log_dirs: list[str]) -> tuple[list[LogDirLock], list[tuple[st
     return locks, refused
 
 
-def _preflight(discovery: Discovery, mode: str, metadata_path: str) -> None:
+def _preflight(discovery: Discovery, writing: bool, metadata_path: str) -> None:
     """Before any change: room for the metadata (PreflightError) and on each log dir's filesystem (log dirs
     without it are refused, nothing is written there)."""
     needs = [(metadata_path, preflight.metadata_bytes(metadata_path, discovery.total_segments))]
-    if mode in WRITING_MODES:
+    if writing:
         per_dir: dict[str, int] = {}
         for t in discovery.tasks:
             if t.read_only is None:
@@ -295,16 +287,23 @@ def _clean_after_interrupt(spark: Any, discovery: Discovery) -> int:
     return removed
 
 
+class RunHooks(Protocol):
+    """Driver-side steps a command adds to the run, both while the log dirs' locks are held (``recover``: remove
+    the clean-shutdown markers first; write checkpoints and markers last)."""
+
+    def before_scan(self, discovery: Discovery, ctx: RunContext) -> None: ...
+
+    def after_scan(self, discovery: Discovery, outcomes: list[PartitionOutcome]) -> None: ...
+
+
 def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        normalize: bool = False, now_ms: int | None = None,
-        before_scan: Callable[[Discovery], None] | None = None,
-        after_scan: Callable[[Discovery, list[PartitionOutcome]], None] | None = None,
+        normalize: bool = False, now_ms: int | None = None, hooks: RunHooks | None = None,
         resolver: TopicConfigResolver | None = None) -> RunSummary:
     """The whole ``segdex reindex``/``verify``/``recover``: lock, discover, check, scan in Spark, print problems,
-    write Delta. ``before_scan`` and ``after_scan`` run on the driver while the locks are held (recover removes
-    the clean-shutdown markers first, and writes checkpoints and markers last).
+    write Delta. The run's ``RunContext`` (``mode`` is its command) goes to every task; ``hooks`` add the
+    command's own driver steps.
 
     Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
     write under the driver's lock, see ``scan.scan_group``). Raises ``preflight.PreflightError`` before any change
@@ -313,12 +312,11 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     configs as the command resolved them, with their sources), each topic's effective config is recorded in
     ``topic_configs`` and the summary names the topics whose index settings nobody gave.
     """
-    if mode not in (MODE_REINDEX, MODE_VERIFY, MODE_RECOVER):
-        raise ValueError(f"mode must be {MODE_REINDEX}, {MODE_VERIFY} or {MODE_RECOVER}, got {mode!r}")
-    writing = mode in WRITING_MODES
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     t0 = time.monotonic()
-    started = datetime.now(UTC)
-    run_id = new_run_id(mode)
+    ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)
+    writing = ctx.writing
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
     locks, refused = _acquire_locks(log_dirs) if writing else ([], [])
     try:
@@ -326,18 +324,18 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         discovery = discover([lk.log_dir for lk in locks] if writing else log_dirs, config,
                              topic_configs, owner, now_ms)
         discovery.refused[:0] = refused
-        _preflight(discovery, mode, metadata_path)
+        _preflight(discovery, writing, metadata_path)
         for lock in locks:
             if lock.log_dir in discovery.listed:
                 discovery.removed += remove_temporaries(lock.log_dir)
-        if before_scan is not None:
-            before_scan(discovery)
+        if hooks is not None:
+            hooks.before_scan(discovery, ctx)
         t_discovered = time.monotonic()
         try:
             with stop_on_signals(spark):
-                outcomes = scan(spark, discovery, mode, run_id, started, native, progress, normalize)
-                if after_scan is not None:
-                    after_scan(discovery, outcomes)
+                outcomes = scan(spark, discovery, ctx, progress)
+                if hooks is not None:
+                    hooks.after_scan(discovery, outcomes)
         except RunInterrupted as e:
             with ignored_signals():
                 e.detail = (f"stopped the Spark job and removed {_clean_after_interrupt(spark, discovery)} temporary "
@@ -347,7 +345,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     finally:
         for lock in locks:
             lock.release()
-    return _finish(spark, discovery, outcomes, mode, run_id, started, metadata_path, arguments, log_dirs,
+    return _finish(spark, discovery, outcomes, ctx, metadata_path, arguments, log_dirs,
                    (t0, t_discovered, t_scanned), resolver)
 
 
@@ -366,8 +364,8 @@ def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run
     return rows, assumed
 
 
-def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], mode: str, run_id: str,
-            started: datetime, metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
+def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], ctx: RunContext,
+            metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
             times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
@@ -379,18 +377,18 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     segment_rows = [r for o in outcomes for r in o.segments]
     partition_rows = [o.partition for o in outcomes if o.partition]
     written = sum(o.files_written for o in outcomes)
-    run_row = {
-        "run_id": run_id, "command": mode, "arguments": json.dumps(arguments or []),
-        "log_dirs": json.dumps([os.path.realpath(d) for d in log_dirs]),
-        "started_at": started, "ended_at": datetime.now(UTC),
-        "partitions": len(partition_rows), "segments": len(segment_rows),
-        "bytes": sum(o.bytes for o in outcomes),
+    run_row = RunRow(
+        run_id=ctx.run_id, command=ctx.command, arguments=json.dumps(arguments or []),
+        log_dirs=json.dumps([os.path.realpath(d) for d in log_dirs]),
+        started_at=ctx.scanned_at, ended_at=datetime.now(UTC),
+        partitions=len(partition_rows), segments=len(segment_rows),
+        bytes=sum(o.bytes for o in outcomes),
         **{f"count_{s}": found.get(s, 0) for s in schemas.STATUSES},
-        "files_written": written, "files_failed": sum(o.files_failed for o in outcomes),
-        "skipped": len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
-        "exit_status": exit_status,
-    }
-    config_rows, on_defaults = _config_rows(discovery, resolver, run_id, started)
+        files_written=written, files_failed=sum(o.files_failed for o in outcomes),
+        skipped=len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
+        exit_status=exit_status,
+    )
+    config_rows, on_defaults = _config_rows(discovery, resolver, ctx.run_id, ctx.scanned_at)
     try:
         _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, config_rows)
     except (KeyboardInterrupt, SystemExit):
@@ -400,8 +398,8 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
                    f"partitions before the failure (they are whole and valid)" if written else "no file was changed")
         raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
     phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
-    return RunSummary(run_id, mode, exit_status, run_row, outcomes, discovery, time.monotonic() - t0, phases,
-                      metadata_path, found, on_defaults)
+    return RunSummary(ctx.run_id, ctx.command, exit_status, run_row, outcomes, discovery, time.monotonic() - t0,
+                      phases, metadata_path, found, on_defaults)
 
 
 def _one_line(e: BaseException) -> str:
@@ -410,7 +408,7 @@ def _one_line(e: BaseException) -> str:
 
 
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
-            segment_rows: list[dict], partition_rows: list[dict], run_row: dict,
+            segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
             config_rows: list[dict] | None = None) -> None:
     store = MetadataStore(metadata_path, spark)
     if config_rows:

@@ -1,8 +1,11 @@
-"""The work of one Spark task: scan (verify, or rebuild in place) the segments of whole partitions.
+"""The work of one Spark task: scan the segments of whole partitions, one scan class per command.
 
-Plain Python over indexcore, no Spark: tasks get picklable ``PartitionTask``s and return plain dicts.
-A partition's segments are recovered in offset order by one ``PartitionRecovery`` (producer state and
-leader epochs carry over, as in Kafka's ``LogLoader``).
+``VerifyScan`` reads and predicts the broker's next start, ``ReindexScan`` also rebuilds missing or corrupt index
+files in place, ``RecoverScan`` does what Kafka's load and a clean shutdown leave (producer snapshots,
+leader-epoch-checkpoint, ``--truncate``). Plain Python over indexcore, no Spark: tasks get picklable
+``PartitionTask``s and a ``RunContext`` and return ``PartitionOutcome``s holding typed rows (``schemas``). A
+partition's segments are recovered in offset order by one ``PartitionRecovery`` (producer state and leader epochs
+carry over, as in Kafka's ``LogLoader``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import contextlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
@@ -28,11 +30,8 @@ from segdex.indexcore.tools.index_verifier import verify_segment
 
 from . import spark_tasks
 from .batch_write import PendingWrites
-
-MODE_VERIFY = "verify"
-MODE_REINDEX = "reindex"
-MODE_RECOVER = "recover"
-WRITING_MODES = (MODE_REINDEX, MODE_RECOVER)
+from .run_context import MODE_RECOVER, MODE_REINDEX, MODE_VERIFY, RunContext
+from .schemas import PartitionRow, SegmentRow
 
 FUTURE_NOTE = "future replica directory (-future)"
 
@@ -64,8 +63,8 @@ class PartitionTask:
 class PartitionOutcome:
     """What a task returns for one partition (plain data, picklable)."""
 
-    segments: list[dict[str, Any]] = field(default_factory=list)
-    partition: dict[str, Any] | None = None
+    segments: list[SegmentRow] = field(default_factory=list)
+    partition: PartitionRow | None = None
     messages: list[str] = field(default_factory=list)  # problems to print on the driver
     found: Counter = field(default_factory=Counter)  # status as found, per segment
     files_written: int = 0
@@ -97,8 +96,7 @@ def partition_size(path: str) -> tuple[int, int]:
     return total, len(logs)
 
 
-def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason: str, run_id: str,
-                 scanned_at: datetime) -> dict[str, Any]:
+def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason: str, ctx: RunContext) -> SegmentRow:
     r = seg.result
     try:
         st = os.stat(seg.log_path)
@@ -107,24 +105,24 @@ def _segment_row(task: PartitionTask, seg: SegmentRecovery, status: str, reason:
         size, mtime_ms = (r.size_bytes if r else None), None
     if task.future:
         reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
-    return {
-        "log_dir": task.log_dir, "topic": task.topic, "partition": task.partition, "base_offset": seg.base_offset,
-        "segment_file": os.path.basename(seg.log_path), "future": task.future,
-        "next_offset": r.next_offset if r else None,
-        "max_timestamp": r.max_timestamp if r else None,
-        "offset_of_max_timestamp": r.offset_of_max_timestamp if r else None,
-        "size_bytes": size,
-        "log_mtime_ms": mtime_ms,
-        "valid_bytes": r.valid_bytes if r else None,
-        "batch_count": r.batch_count if r else None,
-        "record_count": r.record_count if r else None,
-        "index_entries": len(r.offset_index) if r else None,
-        "time_index_entries": len(r.time_index) if r else None,
-        "txn_index_entries": len(r.txn_index) if r else None,
-        "magic": max(r.magics) if r and r.magics else None,
-        "codecs": ",".join(sorted(r.codecs)) if r and r.codecs else None,
-        "status": status, "reason": reason, "run_id": run_id, "scanned_at": scanned_at,
-    }
+    return SegmentRow(
+        log_dir=task.log_dir, topic=task.topic, partition=task.partition, base_offset=seg.base_offset,
+        segment_file=os.path.basename(seg.log_path), future=task.future,
+        next_offset=r.next_offset if r else None,
+        max_timestamp=r.max_timestamp if r else None,
+        offset_of_max_timestamp=r.offset_of_max_timestamp if r else None,
+        size_bytes=size,
+        log_mtime_ms=mtime_ms,
+        valid_bytes=r.valid_bytes if r else None,
+        batch_count=r.batch_count if r else None,
+        record_count=r.record_count if r else None,
+        index_entries=len(r.offset_index) if r else None,
+        time_index_entries=len(r.time_index) if r else None,
+        txn_index_entries=len(r.txn_index) if r else None,
+        magic=max(r.magics) if r and r.magics else None,
+        codecs=",".join(sorted(r.codecs)) if r and r.codecs else None,
+        status=status, reason=reason, run_id=ctx.run_id, scanned_at=ctx.scanned_at,
+    )
 
 
 def _shown(reason: Reason | None, log_path: str) -> str:
@@ -132,14 +130,7 @@ def _shown(reason: Reason | None, log_path: str) -> str:
     return reason.relative_to(os.path.dirname(log_path), own_file=log_path) if reason else ""
 
 
-def _rewrite(status: str, normalize: bool) -> bool:
-    """Whether reindex writes a segment's index files: only where they are missing or corrupt (the valid part of
-    a corrupt tail included); valid files that differ from a rebuild (``equivalent``) only with ``normalize``."""
-    status = SegmentStatus(status)
-    return status.rebuildable or (normalize and status is SegmentStatus.EQUIVALENT)
-
-
-def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> list[tuple[int, str]]:
+def _list_partition(task: PartitionTask, writing: bool, out: PartitionOutcome) -> list[tuple[int, str]]:
     """The partition's segments, with its misnamed files, leftovers and Kafka-load findings reported."""
     logs, misnamed = segment_logs(task.path)
     for name in misnamed:
@@ -150,7 +141,7 @@ def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> li
         out.messages.append(f"{finding.kind}: {finding.path}: {finding.message}")
         out.findings.append(f"{finding.kind} {os.path.basename(finding.path)}")
         out.attention = out.attention or finding.attention
-    if mode in WRITING_MODES and task.read_only is None:
+    if writing:
         out.removed = remove_temporaries(task.path)
     else:
         leftovers = sorted(n for n in os.listdir(task.path) if is_temporary(n))
@@ -160,78 +151,157 @@ def _list_partition(task: PartitionTask, mode: str, out: PartitionOutcome) -> li
     return logs
 
 
-def scan_partition(task: PartitionTask, mode: str, run_id: str, scanned_at: datetime,
-                   native: bool | None = None, pending: PendingWrites | None = None,
-                   normalize: bool = False) -> PartitionOutcome:
-    """Verify (or, in reindex mode, rebuild in place) every segment of one partition directory.
+class VerifyScan:
+    """``verify`` of one partition directory: every segment recovered in memory and its index files checked,
+    nothing written; what the broker's next start does to the partition predicted (``startup_preview``).
 
-    Rows record the state after this run: in reindex mode, segments whose indexes were rewritten are ``ok``.
-    ``found`` counts the statuses as found before any rewrite. Index files are staged in ``pending`` when
-    given (the caller commits them, see ``scan_group``), else committed at the end of the partition. Reindex
-    writes only missing or corrupt index files (also ``equivalent`` ones with ``normalize``), and only while
-    the driver holds the log dir's ``.lock``.
+    Subclasses write: ``ReindexScan`` and ``RecoverScan``. Rows record the state after the run (a segment whose
+    indexes were rewritten is ``ok``); ``found`` counts the statuses as found before any rewrite. Index files are
+    staged in ``pending`` when given (the caller commits them, see ``scan_group``), else committed at the end of
+    the partition, and only while the driver holds the log dir's ``.lock``.
     """
-    out = PartitionOutcome()
-    where = f"{task.topic}-{task.partition}"
-    try:
-        if mode in WRITING_MODES and task.read_only is None and (why := held_by(task.log_dir, task.lock_owner)):
-            out.messages.append(f"refused: {why}")
+
+    writes = False  # whether the command writes into log dirs
+
+    def __init__(self, task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None) -> None:
+        self.task, self.ctx, self.pending = task, ctx, pending
+        self.out = PartitionOutcome()
+        self.writing = self.writes and task.read_only is None  # the KRaft metadata log is never written
+        self.staged_writes = pending if pending is not None else PendingWrites()
+        self.staged_rows: dict[str, int] = {}  # target path -> index of its segment row (-1: a partition file)
+        self.on_disk: list[SegmentOnDisk] | None = None  # the segments as the broker's start will find them
+
+    def run(self) -> PartitionOutcome:
+        task, out = self.task, self.out
+        try:
+            if self.writing and (why := held_by(task.log_dir, task.lock_owner)):
+                out.messages.append(f"refused: {why}")
+                out.attention = True
+                out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, self.ctx)
+                return out
+            logs = _list_partition(task, self.writing, out)
+        except OSError as e:
+            reason = f"{task.path}: cannot list: {e.strerror or e}"
+            out.messages.append(f"unreadable: {reason}")
             out.attention = True
-            out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
+            out.partition = _partition_row(task, [], SegmentStatus.UNREADABLE, reason, self.ctx)
             return out
-        logs = _list_partition(task, mode, out)
-    except OSError as e:
-        reason = f"{task.path}: cannot list: {e.strerror or e}"
-        out.messages.append(f"unreadable: {reason}")
-        out.attention = True
-        out.partition = _partition_row(task, [], SegmentStatus.UNREADABLE, reason, run_id, scanned_at)
+        recovery = self.open_recovery()
+        if recovery is None:
+            return out
+        for i, (base, log_path) in enumerate(logs):
+            if self._segment(recovery, logs, i, base, log_path):
+                break
+        self.finish()
+        _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
+        summarize(task, out, self.ctx)
         return out
-    writing = mode in WRITING_MODES and task.read_only is None
-    loader = None
-    if mode == MODE_RECOVER and writing:
-        normalize = True  # recover leaves every index file as Kafka's recovery writes it
-        loader = _open_loader(task, out, run_id, scanned_at)
-        if loader is None:
-            return out
-    recovery = loader if loader is not None else PartitionRecovery(task.config)
-    writes = pending if pending is not None else PendingWrites()
-    staged_rows: dict[str, int] = {}  # target path -> index of its segment row
-    last_base = logs[-1][0] if logs else None
-    on_disk: list[SegmentOnDisk] | None = [] if mode == MODE_VERIFY and task.read_only is None else None
-    for i, (base, log_path) in enumerate(logs):
-        seg = recovery.recover_segment(log_path, base, native)
-        on_disk = _on_disk(on_disk, seg)
+
+    def open_recovery(self) -> PartitionRecovery | LogLoader | None:
+        """What recovers the segments in order; None (with the partition's row set) when the partition is not
+        scanned."""
+        if self.task.read_only is None:
+            self.on_disk = []
+        return PartitionRecovery(self.task.config)
+
+    def _segment(self, recovery: PartitionRecovery | LogLoader, logs: list[tuple[int, str]], i: int, base: int,
+                 log_path: str) -> bool:
+        """Scan one segment into its row; True when the later segments are not scanned (moved to quarantine)."""
+        task, out = self.task, self.out
+        seg = recovery.recover_segment(log_path, base, self.ctx.native)
+        self.on_disk = _on_disk(self.on_disk, seg)
         # the metadata log's active segment is never closed by Kafka, even at a clean stop
-        verdict = verify_segment(seg, never_closed=task.read_only is not None and base == last_base)
+        verdict = verify_segment(seg, never_closed=task.read_only is not None and base == logs[-1][0])
         status, reason = verdict.status, verdict.reason
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
         spark_tasks.report(1, seg.result.size_bytes if seg.result is not None else 0)
+        status, reason, stop = self.act(seg, logs[i + 1:], status, reason)
+        if SegmentStatus(status).needs_attention:
+            out.attention = True
+            out.messages.append(f"{status}: {task.topic}-{task.partition}/{os.path.basename(log_path)}: "
+                                f"{_shown(reason, log_path)}")
+        out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), self.ctx))
+        return stop
+
+    def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
+            reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
+        """What the command does to a segment it checked: the row's status and reason after it, and whether
+        the later segments are gone. ``verify`` does nothing."""
+        return status, reason, False
+
+    def finish(self) -> None:
+        """After the last segment: the startup preview (``verify``)."""
+        _preview(self.task, self.on_disk, self.out)
+
+
+class ReindexScan(VerifyScan):
+    """``reindex``: rebuild in place the index files that are missing or corrupt (the valid part of a corrupt tail
+    included); valid ones that differ from a rebuild (``equivalent``) too with ``normalize``."""
+
+    writes = True
+
+    def open_recovery(self) -> PartitionRecovery | LogLoader | None:
+        return PartitionRecovery(self.task.config)
+
+    def rewrites(self, status: SegmentStatus) -> bool:
+        status = SegmentStatus(status)
+        return status.rebuildable or (self.ctx.normalize and status is SegmentStatus.EQUIVALENT)
+
+    def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
+            reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
+        if self.writing and seg.files and self.rewrites(status):
+            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
+                                    self.out)
+        return status, reason, False
+
+    def finish(self) -> None:
+        pass
+
+
+class RecoverScan(ReindexScan):
+    """``recover``: what Kafka's load with no clean-shutdown marker leaves, then a clean shutdown: every index file
+    as Kafka's recovery writes it, the producer snapshots and ``leader-epoch-checkpoint`` (``LogLoader``); with
+    ``--truncate`` (``task.quarantine``), corrupt tails cut as Kafka cuts them, every removed byte kept."""
+
+    def open_recovery(self) -> PartitionRecovery | LogLoader | None:
+        if not self.writing:
+            return PartitionRecovery(self.task.config)
+        self.loader = _open_loader(self.task, self.out, self.ctx)
+        return self.loader
+
+    def rewrites(self, status: SegmentStatus) -> bool:
+        return SegmentStatus(status).rebuildable or SegmentStatus(status) is SegmentStatus.EQUIVALENT
+
+    def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
+            reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
         truncated = moved_later = False
-        if loader is not None and task.quarantine and status == SegmentStatus.CORRUPT_LOG_TAIL:
+        if self.writing and self.task.quarantine and status == SegmentStatus.CORRUPT_LOG_TAIL:
             # Kafka recovers a segment whose offset index is missing when it opens it and then ignores the
             # truncation (later segments survive, leaving an offset gap); otherwise its recovery pass truncates
             # and deletes every later segment (LogLoader.loadSegmentFiles, recoverLog)
             index_present = os.path.exists(index_paths(seg.log_path)[INDEX_FILE_SUFFIX])
-            later = [p for _, p in logs[i + 1:]] if index_present else []
-            status, reason = _truncate(task, seg, later, out, status, reason)
+            gone = [p for _, p in later] if index_present else []
+            status, reason = _truncate(self.task, seg, gone, self.out, status, reason)
             truncated = status == SegmentStatus.OK
-            moved_later = truncated and bool(later)
-        if writing and seg.files and (truncated or _rewrite(status, normalize)):
-            status, reason = _stage(seg, status, reason, writes, staged_rows, len(out.segments), out)
-        if SegmentStatus(status).needs_attention:
-            out.attention = True
-            out.messages.append(f"{status}: {where}/{os.path.basename(log_path)}: {_shown(reason, log_path)}")
-        out.segments.append(_segment_row(task, seg, status, _shown(reason, log_path), run_id, scanned_at))
-        if moved_later:
-            break  # Kafka's recovery deletes every later segment: they are in the quarantine now
-    if loader is not None:
-        _stage_load(task, loader, out, writes, staged_rows)
-    _preview(task, on_disk, out)
-    _commit_or_keep(out, writes, staged_rows, pending is None)
-    summarize(task, out, run_id, scanned_at)
-    return out
+            moved_later = truncated and bool(gone)
+        if self.writing and seg.files and (truncated or self.rewrites(status)):
+            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
+                                    self.out)
+        return status, reason, moved_later
+
+    def finish(self) -> None:
+        if self.writing:
+            _stage_load(self.task, self.loader, self.out, self.staged_writes, self.staged_rows)
+
+
+SCANS: dict[str, type[VerifyScan]] = {MODE_VERIFY: VerifyScan, MODE_REINDEX: ReindexScan, MODE_RECOVER: RecoverScan}
+
+
+def scan_partition(task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None) -> PartitionOutcome:
+    """Scan one partition directory as the run's command does (``SCANS``)."""
+    return SCANS[ctx.command](task, ctx, pending).run()
 
 
 def _on_disk(on_disk: list[SegmentOnDisk] | None, seg: SegmentRecovery) -> list[SegmentOnDisk] | None:
@@ -283,7 +353,7 @@ def _commit_or_keep(out: PartitionOutcome, writes: PendingWrites, staged_rows: d
         out.staged = staged_rows
 
 
-def _open_loader(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_at: datetime) -> LogLoader | None:
+def _open_loader(task: PartitionTask, out: PartitionOutcome, ctx: RunContext) -> LogLoader | None:
     """recover: the partition's ``LogLoader``, or None with an error row (a leader-epoch-checkpoint Kafka cannot
     read fails the broker's load of the partition)."""
     try:
@@ -292,7 +362,7 @@ def _open_loader(task: PartitionTask, out: PartitionOutcome, run_id: str, scanne
         why = f"leader-epoch-checkpoint: {getattr(e, 'strerror', None) or e}"
         out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
         out.attention = True
-        out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, run_id, scanned_at)
+        out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, ctx)
         out.loaded = {"clean": False}
         return None
 
@@ -320,7 +390,7 @@ def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, w
                 staged_rows: dict[str, int]) -> None:
     """recover: when every segment came out ``ok``, stage the producer snapshots and the leader-epoch-checkpoint
     Kafka's load leaves, and delete the snapshot files it would delete; otherwise leave them to the broker."""
-    clean = not out.attention and all(r["status"] == SegmentStatus.OK for r in out.segments)
+    clean = not out.attention and all(r.status == SegmentStatus.OK for r in out.segments)
     out.loaded = {"clean": clean and bool(out.segments)}
     if not out.segments:
         out.attention = True
@@ -331,7 +401,7 @@ def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, w
     wanted = loaded.snapshot_files()
     if loaded.leader_epoch_checkpoint is not None:
         wanted[LEADER_EPOCH_CHECKPOINT] = loaded.leader_epoch_checkpoint
-    template = os.path.join(task.path, out.segments[-1]["segment_file"])
+    template = os.path.join(task.path, out.segments[-1].segment_file)
     try:
         for name in snapshot_files_in(task.path):
             if name not in wanted:
@@ -392,63 +462,55 @@ def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list
             out.files_written -= 1
             out.files_failed += 1
             row = out.segments[i]
-            row["status"] = SegmentStatus.ERROR
+            row.status = SegmentStatus.ERROR
             note = f"{os.path.basename(path)} not written: {why}"
-            row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
+            row.reason = f"{row.reason}; {note}" if row.reason else note
 
 
-def summarize(task: PartitionTask, out: PartitionOutcome, run_id: str, scanned_at: datetime) -> None:
+def summarize(task: PartitionTask, out: PartitionOutcome, ctx: RunContext) -> None:
     """(Re)compute the partition row from the segment rows."""
-    worst = SegmentStatus.worst([r["status"] for r in out.segments])
-    counts = Counter(r["status"] for r in out.segments)
+    worst = SegmentStatus.worst([r.status for r in out.segments])
+    counts = Counter(r.status for r in out.segments)
     reason = "" if worst == SegmentStatus.OK else ", ".join(
         f"{n} {s}" for s, n in sorted(counts.items()) if s != SegmentStatus.OK)
     if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
         reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
-    out.partition = _partition_row(task, out.segments, worst, reason, run_id, scanned_at, out.startup)
+    out.partition = _partition_row(task, out.segments, worst, reason, ctx, out.startup)
 
 
-def _partition_row(task: PartitionTask, segments: list[dict[str, Any]], status: str, reason: str, run_id: str,
-                   scanned_at: datetime, startup: StartupPreview | None = None) -> dict[str, Any]:
+def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str, reason: str, ctx: RunContext,
+                   startup: StartupPreview | None = None) -> PartitionRow:
     last = segments[-1] if segments else None
-    stamps = [r["max_timestamp"] for r in segments if r["max_timestamp"] is not None]
+    stamps = [r.max_timestamp for r in segments if r.max_timestamp is not None]
     if task.future:
         reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
-    return {
-        "log_dir": task.log_dir, "topic": task.topic, "partition": task.partition, "future": task.future,
-        "log_start_offset": task.log_start_offset, "recovery_point": task.recovery_point,
-        "high_watermark": task.high_watermark,
-        "log_end_offset": last["next_offset"] if last else None,
-        "segment_count": len(segments),
-        "size_bytes": sum(r["size_bytes"] or 0 for r in segments),
-        "max_timestamp": max(stamps) if stamps else None,
-        "status": status, "reason": reason, "run_id": run_id, "scanned_at": scanned_at,
-        **_startup_columns(startup),
-    }
+    p = startup  # the partitions table's startup preview: verify only, None in other modes and where unknown
+    return PartitionRow(
+        log_dir=task.log_dir, topic=task.topic, partition=task.partition, future=task.future,
+        log_start_offset=task.log_start_offset, recovery_point=task.recovery_point,
+        high_watermark=task.high_watermark,
+        log_end_offset=last.next_offset if last else None,
+        segment_count=len(segments),
+        size_bytes=sum(r.size_bytes or 0 for r in segments),
+        max_timestamp=max(stamps) if stamps else None,
+        status=status, reason=reason, run_id=ctx.run_id, scanned_at=ctx.scanned_at,
+        startup_action=p.action if p else None,
+        startup_recovered_segments=len(p.recovered) if p else None,
+        startup_log_end_offset=p.log_end_offset if p else None,
+        startup_deleted_segments=len(p.deleted) if p else None,
+        startup_lost_bytes=p.lost_bytes if p else None,
+        startup_note=("; ".join(p.notes) or None) if p else None,
+    )
 
 
-def _startup_columns(p: StartupPreview | None) -> dict[str, Any]:
-    """The partitions table's startup preview (verify only; None in other modes and where it is unknown)."""
-    if p is None:
-        return dict.fromkeys(STARTUP_COLUMNS)
-    return {"startup_action": p.action, "startup_recovered_segments": len(p.recovered),
-            "startup_log_end_offset": p.log_end_offset, "startup_deleted_segments": len(p.deleted),
-            "startup_lost_bytes": p.lost_bytes, "startup_note": "; ".join(p.notes) or None}
-
-
-STARTUP_COLUMNS = ("startup_action", "startup_recovered_segments", "startup_log_end_offset",
-                   "startup_deleted_segments", "startup_lost_bytes", "startup_note")
-
-
-def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: datetime,
-               native: bool | None = None, normalize: bool = False) -> list[PartitionOutcome]:
+def scan_group(tasks: list[PartitionTask], ctx: RunContext) -> list[PartitionOutcome]:
     """Scan a group of partitions one after another (one Spark task's share); index files of the whole group
     are made durable with one flush and then renamed into place (see ``batch_write``), after checking that the
     driver still holds each log dir's ``.lock``."""
     pending = PendingWrites()
     try:
-        outcomes = [scan_partition(t, mode, run_id, scanned_at, native, pending, normalize) for t in tasks]
-        commit_group(tasks, outcomes, pending, run_id, scanned_at)
+        outcomes = [scan_partition(t, ctx, pending) for t in tasks]
+        commit_group(tasks, outcomes, pending, ctx)
     except BaseException:
         pending.discard()
         raise
@@ -456,7 +518,7 @@ def scan_group(tasks: list[PartitionTask], mode: str, run_id: str, scanned_at: d
 
 
 def commit_group(tasks: list[PartitionTask], outcomes: list[PartitionOutcome], pending: PendingWrites,
-                 run_id: str, scanned_at: datetime) -> None:
+                 ctx: RunContext) -> None:
     """Replace the staged index files of a group, except in log dirs whose ``.lock`` the driver no longer holds
     (a broker may be starting there); every file not replaced turns its segment's row to ``error``."""
     lost: dict[str, str] = {}
@@ -473,5 +535,5 @@ def commit_group(tasks: list[PartitionTask], outcomes: list[PartitionOutcome], p
         mine = [(p, why) for p, why in errors if p in out.staged]
         if mine:
             fail_writes(out, out.staged, mine)
-            summarize(task, out, run_id, scanned_at)
+            summarize(task, out, ctx)
         out.staged = {}

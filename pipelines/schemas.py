@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
+from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -20,77 +22,108 @@ TABLES = (SEGMENTS, PARTITIONS, RUNS)
 
 TS = pa.timestamp("us", tz="UTC")
 
-SEGMENTS_SCHEMA = pa.schema([
-    pa.field("log_dir", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("base_offset", pa.int64(), nullable=False),
-    pa.field("segment_file", pa.string()),
-    pa.field("future", pa.bool_()),  # a -future replica directory: part of the key
-    pa.field("next_offset", pa.int64()),
-    pa.field("max_timestamp", pa.int64()),
-    pa.field("offset_of_max_timestamp", pa.int64()),
-    pa.field("size_bytes", pa.int64()),
-    pa.field("log_mtime_ms", pa.int64()),  # the .log's mtime: Kafka's retention.ms fallback without timestamps
-    pa.field("valid_bytes", pa.int64()),
-    pa.field("batch_count", pa.int64()),
-    pa.field("record_count", pa.int64()),
-    pa.field("index_entries", pa.int64()),
-    pa.field("time_index_entries", pa.int64()),
-    pa.field("txn_index_entries", pa.int64()),
-    pa.field("magic", pa.int32()),
-    pa.field("codecs", pa.string()),
-    pa.field("status", pa.string()),
-    pa.field("reason", pa.string()),
-    pa.field("run_id", pa.string()),
-    pa.field("scanned_at", TS),
-])
+def column(arrow_type: pa.DataType, nullable: bool = True) -> Any:
+    """A row field that is a table column: its Arrow type and nullability (``arrow_schema`` reads them)."""
+    return field(metadata={"arrow": arrow_type, "nullable": nullable})
+
+
+def arrow_schema(row: type) -> pa.Schema:
+    """The table schema a row dataclass declares: its fields, in order, with their column types."""
+    return pa.schema([pa.field(f.name, f.metadata["arrow"], nullable=f.metadata["nullable"]) for f in fields(row)])
+
+
+def as_columns(row: Any) -> dict[str, Any]:
+    """A typed row as the plain ``column -> value`` mapping the table writers take."""
+    return {f.name: getattr(row, f.name) for f in fields(row)}
+
+
+@dataclass
+class SegmentRow:
+    """A row of ``segments``: one segment as the run found it, or left it (a rewritten index makes it ``ok``)."""
+
+    log_dir: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    base_offset: int = column(pa.int64(), nullable=False)
+    segment_file: str | None = column(pa.string())
+    future: bool | None = column(pa.bool_())  # a -future replica directory: part of the key
+    next_offset: int | None = column(pa.int64())
+    max_timestamp: int | None = column(pa.int64())
+    offset_of_max_timestamp: int | None = column(pa.int64())
+    size_bytes: int | None = column(pa.int64())
+    log_mtime_ms: int | None = column(pa.int64())  # the .log's mtime: Kafka's retention.ms fallback
+    valid_bytes: int | None = column(pa.int64())
+    batch_count: int | None = column(pa.int64())
+    record_count: int | None = column(pa.int64())
+    index_entries: int | None = column(pa.int64())
+    time_index_entries: int | None = column(pa.int64())
+    txn_index_entries: int | None = column(pa.int64())
+    magic: int | None = column(pa.int32())
+    codecs: str | None = column(pa.string())
+    status: str | None = column(pa.string())
+    reason: str | None = column(pa.string())
+    run_id: str | None = column(pa.string())
+    scanned_at: datetime | None = column(TS)
+
+
+SEGMENTS_SCHEMA = arrow_schema(SegmentRow)
 SEGMENT_KEYS = ("log_dir", "topic", "partition", "future", "base_offset")
 
-PARTITIONS_SCHEMA = pa.schema([
-    pa.field("log_dir", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("future", pa.bool_()),
-    pa.field("log_start_offset", pa.int64()),
-    pa.field("recovery_point", pa.int64()),
-    pa.field("high_watermark", pa.int64()),
-    pa.field("log_end_offset", pa.int64()),
-    pa.field("segment_count", pa.int64()),
-    pa.field("size_bytes", pa.int64()),
-    pa.field("max_timestamp", pa.int64()),
-    pa.field("status", pa.string()),
-    pa.field("reason", pa.string()),
-    pa.field("run_id", pa.string()),
-    pa.field("scanned_at", TS),
-    # what the broker's next start would do with the dir as verify found it (null outside verify)
-    pa.field("startup_action", pa.string()),  # none | recover | truncate | fail
-    pa.field("startup_recovered_segments", pa.int64()),  # segments its load re-reads
-    pa.field("startup_log_end_offset", pa.int64()),
-    pa.field("startup_deleted_segments", pa.int64()),
-    pa.field("startup_lost_bytes", pa.int64()),  # .log bytes cut or deleted
-    pa.field("startup_note", pa.string()),  # a load that fails, a marker in front of a corrupt log
-])
+
+@dataclass
+class PartitionRow:
+    """A row of ``partitions``: a partition directory, its checkpoints, its worst segment's status, and (verify
+    only) what the broker's next start would do with it."""
+
+    log_dir: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    future: bool | None = column(pa.bool_())
+    log_start_offset: int | None = column(pa.int64())
+    recovery_point: int | None = column(pa.int64())
+    high_watermark: int | None = column(pa.int64())
+    log_end_offset: int | None = column(pa.int64())
+    segment_count: int | None = column(pa.int64())
+    size_bytes: int | None = column(pa.int64())
+    max_timestamp: int | None = column(pa.int64())
+    status: str | None = column(pa.string())
+    reason: str | None = column(pa.string())
+    run_id: str | None = column(pa.string())
+    scanned_at: datetime | None = column(TS)
+    startup_action: str | None = column(pa.string())  # none | recover | truncate | fail
+    startup_recovered_segments: int | None = column(pa.int64())  # segments its load re-reads
+    startup_log_end_offset: int | None = column(pa.int64())
+    startup_deleted_segments: int | None = column(pa.int64())
+    startup_lost_bytes: int | None = column(pa.int64())  # .log bytes cut or deleted
+    startup_note: str | None = column(pa.string())  # a load that fails, a marker in front of a corrupt log
+
+
+PARTITIONS_SCHEMA = arrow_schema(PartitionRow)
 PARTITION_KEYS = ("log_dir", "topic", "partition", "future")
 
 STATUSES = tuple(str(s) for s in SEGMENT_STATUSES)  # runs.count_<status>, best first
 
-RUNS_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("command", pa.string()),
-    pa.field("arguments", pa.string()),
-    pa.field("log_dirs", pa.string()),
-    pa.field("started_at", TS),
-    pa.field("ended_at", TS),
-    pa.field("partitions", pa.int64()),
-    pa.field("segments", pa.int64()),
-    pa.field("bytes", pa.int64()),
-    *[pa.field(f"count_{s}", pa.int64()) for s in STATUSES],
-    pa.field("files_written", pa.int64()),
-    pa.field("skipped", pa.int64()),
-    pa.field("exit_status", pa.int32()),
-    pa.field("files_failed", pa.int64()),  # index files a reindex could not write (added after the first release)
+# A row of ``runs``: one command run. The count_<status> columns follow the status vocabulary, so the class is
+# made from it; files_failed was added after the first release and stays last.
+RunRow = make_dataclass("RunRow", [
+    ("run_id", str, column(pa.string(), nullable=False)),
+    ("command", str, column(pa.string())),
+    ("arguments", str, column(pa.string())),
+    ("log_dirs", str, column(pa.string())),
+    ("started_at", datetime, column(TS)),
+    ("ended_at", datetime, column(TS)),
+    ("partitions", int, column(pa.int64())),
+    ("segments", int, column(pa.int64())),
+    ("bytes", int, column(pa.int64())),
+    *[(f"count_{s}", int, column(pa.int64())) for s in STATUSES],
+    ("files_written", int, column(pa.int64())),
+    ("skipped", int, column(pa.int64())),
+    ("exit_status", int, column(pa.int32())),
+    ("files_failed", int, column(pa.int64())),
 ])
+RunRow.__module__ = __name__  # pickled by reference, as a class written out would be
+RunRow.__doc__ = "A row of ``runs``: one command run, its counts by status and its exit status."
+RUNS_SCHEMA = arrow_schema(RunRow)
 RUN_KEYS = ("run_id",)
 
 # Columns whose change rewrites a current row; run_id/scanned_at say which run last recorded new facts.

@@ -13,6 +13,8 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
+from segdex.indexcore.errors import NothingChangedError
+
 PACKAGES = ("segdex.indexcore", "segdex.pipelines", "segdex.jobs")
 FAST_START_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto"
 SHIP_ENV = "SEGDEX_SHIP_PACKAGE"  # 1: always ship a zip of the package to executors, 0: never; default: non-local
@@ -166,7 +168,7 @@ def _delta_conf(wanted: bool = False) -> dict[str, str]:
 REMOTE_ENV = "SPARK_REMOTE"  # Spark's own variable for a Spark Connect server (sc://HOST:PORT)
 
 
-class SparkUnavailable(Exception):
+class SparkUnavailable(NothingChangedError):
     """The Spark Connect server named by ``--remote``/``SPARK_REMOTE`` does not answer (nothing was done)."""
 
 

@@ -6,6 +6,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from segdex.indexcore.errors import SegdexError
+
 from . import metadata_store
 
 FORMATS = ("table", "csv", "json")
@@ -18,7 +20,7 @@ def referenced_tables(query: str, names: list[str]) -> list[str]:
     return used or names
 
 
-class QueryError(Exception):
+class QueryError(SegdexError):
     """A query segdex cannot run as asked (a time-travel version or timestamp the table does not have)."""
 
 

@@ -109,7 +109,7 @@ def test_recover_leaves_what_kafka_leaves_for_every_fixture(spark, kafka_fixture
     before = _files(log_dir)
     again = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
                         now_ms=TXN_CASE_NOW)
-    assert again.exit_status == 0 and again.run.run_row["files_written"] == 0
+    assert again.exit_status == 0 and again.run.run_row.files_written == 0
     after = _files(log_dir)
     assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
 
@@ -173,7 +173,7 @@ def test_a_corrupt_leader_epoch_checkpoint_is_an_error_row(spark, kafka_fixtures
     summary = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=0)
     assert summary.exit_status == 1 and not summary.log_dirs[0].marker
     [o] = summary.run.outcomes
-    assert o.partition["status"] == "error" and "leader-epoch-checkpoint" in o.partition["reason"]
+    assert o.partition.status == "error" and "leader-epoch-checkpoint" in o.partition.reason
 
 
 # ------------------------------------------------------------------ against Kafka's own load

@@ -28,8 +28,9 @@ from segdex.jobs import report
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import reindex
 from segdex.pipelines.batch_write import PendingWrites
+from segdex.pipelines.run_context import MODE_REINDEX, RunContext
 from segdex.pipelines.sample_logdir import generate_uniform
-from segdex.pipelines.scan import MODE_REINDEX, PartitionTask, commit_group, scan_partition
+from segdex.pipelines.scan import PartitionTask, commit_group, scan_partition
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, fixture_case_names, load_case, log_start_offset
 
 REPO = REPO_ROOT
@@ -131,9 +132,9 @@ def test_reindex_and_compact_never_write_the_metadata_log(tmp_path, spark):
                           progress=False)
     assert not list(meta_part.glob("*.index")) and not list(meta_part.glob("*.timeindex"))
     assert len(list((log_dir / "orders-0").glob("*.index"))) == 3
-    rows = {r["topic"]: r for r in summary.segment_rows if r["base_offset"] == 0}
-    assert rows["__cluster_metadata"]["status"] == "missing"
-    assert rows["orders"]["status"] == "ok"
+    rows = {r.topic: r for r in summary.segment_rows if r.base_offset == 0}
+    assert rows["__cluster_metadata"].status == "missing"
+    assert rows["orders"].status == "ok"
     # compact --apply leaves even an over-long index of the metadata log alone
     (meta_part / "00000000000000000000.index").write_bytes(bytes(1024))
     before = tree(meta_part)
@@ -177,7 +178,7 @@ def test_replaced_and_new_files_keep_the_brokers_owner_and_mode(tmp_path, spark)
     (log_dir / ".lock").unlink()  # left by the rebuild: this run creates it again
     summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
                           progress=False)
-    assert summary.run_row["files_written"] == 2
+    assert summary.run_row.files_written == 2
     assert owner(part / "00000000000000000000.index") == (OTHER_UID, OTHER_GID, 0o640)
     assert owner(part / "00000000000000000020.timeindex") == (OTHER_UID, OTHER_GID, 0o640)
     assert owner(log_dir / ".lock") == (OTHER_UID, OTHER_GID, 0o644)  # created for the run: the broker opens it
@@ -271,7 +272,7 @@ def test_a_broker_holding_the_lock_refuses_reindex_and_rebuild(tmp_path, spark):
         summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
                               progress=False)
         proc = segdex("rebuild", str(part))
-    assert summary.exit_status == 1 and summary.run_row["files_written"] == 0
+    assert summary.exit_status == 1 and summary.run_row.files_written == 0
     assert proc.returncode == 1 and "refused" in proc.stderr
     assert not list(part.glob("*.index")) and not temporaries(log_dir)
 
@@ -287,14 +288,14 @@ def test_writes_refused_when_the_driver_no_longer_holds_the_lock(tmp_path):
     pending = PendingWrites()
     now = reindex.datetime.now(reindex.UTC)
     with LogDirLock(log_dir):  # this process plays the driver while the files are staged
-        out = scan_partition(task, MODE_REINDEX, "r", now, pending=pending)
+        out = scan_partition(task, RunContext(MODE_REINDEX, "r", now), pending=pending)
     assert out.files_written == 6 and len(temporaries(log_dir)) == 6
     with broker_lock(log_dir):  # ... and a broker takes the dir before the renames
-        commit_group([task], [out], pending, "r", now)
+        commit_group([task], [out], pending, RunContext(MODE_REINDEX, "r", now))
     assert out.files_written == 0 and out.files_failed == 6
-    assert [r["status"] for r in out.segments] == ["error"] * 3
-    assert all("not written" in r["reason"] and "held by another process" in r["reason"] for r in out.segments)
-    assert out.partition["status"] == "error" and out.attention
+    assert [r.status for r in out.segments] == ["error"] * 3
+    assert all("not written" in r.reason and "held by another process" in r.reason for r in out.segments)
+    assert out.partition.status == "error" and out.attention
     assert not list(part.glob("*.index")) and not temporaries(log_dir)
 
 
@@ -307,12 +308,12 @@ def test_a_failed_write_is_a_failure_everywhere(tmp_path, spark, capsys):
     report.print_run(summary)
     out = capsys.readouterr()
     assert summary.exit_status == 1
-    assert summary.run_row["files_failed"] == 1 and summary.run_row["files_written"] == 5
+    assert summary.run_row.files_failed == 1 and summary.run_row.files_written == 5
     assert "rewrote 5 index files, 1 FAILED" in out.out
     assert "00000000000000000020.index: not written" in out.err
-    row = {r["base_offset"]: r for r in summary.segment_rows}
-    assert row[20]["status"] == "error" and "00000000000000000020.index not written" in row[20]["reason"]
-    assert row[0]["status"] == "ok" and row[40]["status"] == "ok"
+    row = {r.base_offset: r for r in summary.segment_rows}
+    assert row[20].status == "error" and "00000000000000000020.index not written" in row[20].reason
+    assert row[0].status == "ok" and row[40].status == "ok"
     runs = ms.rows_of(ms.read_arrow(meta, "runs"))
     assert runs[0]["files_failed"] == 1 and runs[0]["exit_status"] == 1
     segs = {r["base_offset"]: r["status"] for r in ms.rows_of(ms.read_arrow(meta, "segments"))}
@@ -342,17 +343,17 @@ def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafk
     summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
                           progress=False)  # no topic configs: index.interval.bytes 4096 assumed everywhere
     assert tree(log_dir) == before
-    assert summary.run_row["files_written"] == 0 and summary.exit_status == 0
-    statuses = {r["status"] for r in summary.segment_rows}
+    assert summary.run_row.files_written == 0 and summary.exit_status == 0
+    statuses = {r.status for r in summary.segment_rows}
     assert statuses == {"ok", "equivalent"}
-    equivalent = sum(r["status"] == "equivalent" for r in summary.segment_rows)
+    equivalent = sum(r.status == "equivalent" for r in summary.segment_rows)
     assert equivalent >= 20  # other intervals, follower appends: valid, other bytes
     # --normalize rewrites them to what Kafka's recovery writes with the topics' own configs
     topics = {c: reindex.LogConfig().with_overrides({"index.interval.bytes": str(
         load_case(c)["topic_config"]["index.interval.bytes"])}) for c in fixture_case_names()}
     summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(), topics,
                           progress=False, normalize=True)
-    assert summary.run_row["files_written"] > 0
+    assert summary.run_row.files_written > 0
     for case in fixture_case_names():
         for f in (FIXTURES / case / "recovered").glob("*index"):
             if load_case(case).get("recovery_input_dir", "broker") == "broker":
@@ -611,8 +612,8 @@ def test_a_fifo_named_log_never_hangs(tmp_path, spark):
     assert (part / "00000000000000000000.index").is_file()  # an index that is a FIFO is corrupt: rebuilt
     summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
                           progress=False)
-    row = {r["base_offset"]: r for r in summary.segment_rows}
-    assert row[60]["status"] == "unreadable" and "a FIFO, not a regular file" in row[60]["reason"]
+    row = {r.base_offset: r for r in summary.segment_rows}
+    assert row[60].status == "unreadable" and "a FIFO, not a regular file" in row[60].reason
     assert summary.exit_status == 1
     assert stat.S_ISFIFO(fifo.stat().st_mode)  # left as it was
 
@@ -635,8 +636,8 @@ def test_leftovers_kafka_cleans_at_load_are_reported(tmp_path, spark, capsys):
     assert "Kafka completes the swap at load" in err
     assert f"deleted: {part}/00000000000000000000.log.deleted: Kafka deletes it" in err
     [row] = [o.partition for o in summary.outcomes]
-    assert "orphan_index 00000000000000000099.index" in row["reason"] and "swap 00000000000000000040.log.swap" in \
-        row["reason"]
+    assert "orphan_index 00000000000000000099.index" in row.reason and "swap 00000000000000000040.log.swap" in \
+        row.reason
 
 
 def test_the_wrong_kind_of_directory_is_a_usage_error(tmp_path):

@@ -199,14 +199,14 @@ def kafka_outcome(answer: dict, before: dict[int, int], after: dict[int, int],
 
 def assert_preview_is(row: dict, kafka: dict, what: object) -> None:
     if kafka["fails"]:
-        assert row["startup_action"] == "fail", what
-        assert "the broker's load fails" in row["startup_note"], what
+        assert row.startup_action == "fail", what
+        assert "the broker's load fails" in row.startup_note, what
         return
-    assert row["startup_log_end_offset"] == kafka["log_end_offset"], what
-    assert row["startup_recovered_segments"] == kafka["recovered"], what
-    assert row["startup_deleted_segments"] == kafka["deleted"], what
-    assert row["startup_lost_bytes"] == kafka["lost_bytes"], what
-    assert row["startup_action"] == kafka["action"], what
+    assert row.startup_log_end_offset == kafka["log_end_offset"], what
+    assert row.startup_recovered_segments == kafka["recovered"], what
+    assert row.startup_deleted_segments == kafka["deleted"], what
+    assert row.startup_lost_bytes == kafka["lost_bytes"], what
+    assert row.startup_action == kafka["action"], what
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +219,7 @@ def previewed(tmp_path_factory, spark):
     shutil.copytree(root / "unclean", pristine / "unclean")
     summary = reindex.run(spark, [str(root / "clean"), str(root / "unclean")], MODE_VERIFY, str(root / "meta"),
                           LogConfig(), topics)
-    rows = {(o.partition["log_dir"].rsplit("/", 1)[-1], f"{o.partition['topic']}-0"): o.partition
+    rows = {(o.partition.log_dir.rsplit("/", 1)[-1], f"{o.partition.topic}-0"): o.partition
             for o in summary.outcomes}
     return root, pristine, parts, rows, summary
 
@@ -233,7 +233,7 @@ def test_the_workload_covers_every_startup_outcome(previewed):
     kinds = {v["kind"] for v in parts.values()}
     assert {"none", "no-index", "some-index", "flip", "partial", "zeros", "txn-corrupt", "txn-version",
             "offset-back"} <= kinds
-    assert any("InvalidOffsetException" in (r["reason"] or "") for r in previewed[4].segment_rows)
+    assert any("InvalidOffsetException" in (r.reason or "") for r in previewed[4].segment_rows)
     actions = {(d, r["startup_action"]) for (d, _), r in rows.items()}
     for d in ("clean", "unclean"):
         for action in ("none", "recover", "truncate", "fail"):

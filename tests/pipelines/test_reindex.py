@@ -74,8 +74,8 @@ def test_reindex_matches_kafka_recovery_and_is_idempotent(tmp_path, spark, capsy
 
     first = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
     assert first.exit_status == 1  # the three corrupt-tail cases need attention
-    assert first.run_row["count_missing"] == first.run_row["segments"] - 3
-    assert first.run_row["count_corrupt_log_tail"] == 3
+    assert first.run_row.count_missing == first.run_row.segments - 3
+    assert first.run_row.count_corrupt_log_tail == 3
 
     # every index file byte-identical to Kafka's recovered/ files, and no other index file
     for case in fixture_case_names():
@@ -118,16 +118,16 @@ def test_reindex_matches_kafka_recovery_and_is_idempotent(tmp_path, spark, capsy
     seg_before, part_before = seg_before.localCheckpoint(), part_before.localCheckpoint()
 
     second = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
-    assert second.run_row["files_written"] == 0
+    assert second.run_row.files_written == 0
     assert tree_state(log_dir) == after  # no file rewritten, not even touched
     assert_df_equality(metadata_store.read_table(spark, str(meta), "segments").orderBy(*schemas.SEGMENT_KEYS),
                        seg_before)
     assert_df_equality(metadata_store.read_table(spark, str(meta), "partitions").orderBy(*schemas.PARTITION_KEYS),
                        part_before)
     runs = sql_json(capsys, meta, "SELECT run_id, command, files_written, exit_status FROM runs ORDER BY started_at")
-    assert [(r["run_id"], r["files_written"]) for r in runs] == [(first.run_id, first.run_row["files_written"]),
+    assert [(r["run_id"], r["files_written"]) for r in runs] == [(first.run_id, first.run_row.files_written),
                                                                  (second.run_id, 0)]
-    assert first.run_row["files_written"] > 0
+    assert first.run_row.files_written > 0
 
 
 def test_verify_broker_folders_as_fixture_says(tmp_path, spark):
@@ -140,7 +140,7 @@ def test_verify_broker_folders_as_fixture_says(tmp_path, spark):
     default, topics = _configs()
     summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), default, topics, progress=False)
     assert tree_state(log_dir) == before  # verify writes nothing in the log dir
-    got = {(r["topic"], r["base_offset"]): r["status"] for r in summary.segment_rows}
+    got = {(r.topic, r.base_offset): r.status for r in summary.segment_rows}
     for case in fixture_case_names():
         for cmp in load_case(case)["broker_vs_recovered"]:
             same = all(cmp[f"{k}_identical"] for k in ("index", "timeindex", "txnindex"))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.pipelines.run_context import MODE_REINDEX, MODE_VERIFY, RunContext
 from segdex.pipelines.sample_logdir import generate_sample
-from segdex.pipelines.scan import MODE_REINDEX, MODE_VERIFY, PartitionTask, partition_size, scan_partition
+from segdex.pipelines.scan import PartitionTask, partition_size, scan_partition
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -23,21 +25,21 @@ def test_reindex_then_verify_rows(tmp_path):
     generate_sample(tmp_path, batches_per_partition=120, segment_bytes=16 * 1024,
                     topics={"payments": (1, "txn", 0)})
     part = tmp_path / "payments-0"
-    before = scan_partition(_task(part), MODE_VERIFY, "r1", NOW)
+    before = scan_partition(_task(part), RunContext(MODE_VERIFY, "r1", NOW))
     assert set(before.found) == {"missing"} and before.attention and before.files_written == 0
     assert not list(part.glob("*.index"))
-    out = scan_partition(_task(part), MODE_REINDEX, "r2", NOW)
+    out = scan_partition(_task(part), RunContext(MODE_REINDEX, "r2", NOW))
     assert out.files_written >= 2 * len(out.segments)
-    assert {r["status"] for r in out.segments} == {"ok"} and not out.attention
-    assert sum(r["txn_index_entries"] for r in out.segments) > 0
+    assert {r.status for r in out.segments} == {"ok"} and not out.attention
+    assert sum(r.txn_index_entries for r in out.segments) > 0
     # offsets chain: each segment's next offset is the next segment's base offset
     rows = out.segments
-    assert all(a["next_offset"] == b["base_offset"] for a, b in zip(rows, rows[1:], strict=False))
-    assert out.partition["log_end_offset"] == rows[-1]["next_offset"]
-    assert out.partition["segment_count"] == len(rows) > 1
-    again = scan_partition(_task(part), MODE_REINDEX, "r3", NOW)
+    assert all(a.next_offset == b.base_offset for a, b in zip(rows, rows[1:], strict=False))
+    assert out.partition.log_end_offset == rows[-1].next_offset
+    assert out.partition.segment_count == len(rows) > 1
+    again = scan_partition(_task(part), RunContext(MODE_REINDEX, "r3", NOW))
     assert again.files_written == 0
-    assert [dict(r, run_id="") for r in again.segments] == [dict(r, run_id="") for r in rows]
+    assert [replace(r, run_id="") for r in again.segments] == [replace(r, run_id="") for r in rows]
 
 
 def test_bad_input_becomes_rows(tmp_path):
@@ -46,11 +48,11 @@ def test_bad_input_becomes_rows(tmp_path):
     (part / "00000000000000000000.log").mkdir()  # cannot be read as a file
     (part / "00000000000000000005.log").write_bytes(b"\x00" * 30)
     (part / "5.log").write_bytes(b"x")
-    out = scan_partition(_task(part, future=True), MODE_REINDEX, "r", NOW)
-    statuses = {r["base_offset"]: r["status"] for r in out.segments}
+    out = scan_partition(_task(part, future=True), RunContext(MODE_REINDEX, "r", NOW))
+    statuses = {r.base_offset: r.status for r in out.segments}
     assert statuses == {0: "unreadable", 5: "corrupt_log_tail"}
     assert out.attention
     assert any("misnamed" in m and "5.log" in m for m in out.messages)
-    assert all(r["future"] and "-future" in r["reason"] for r in out.segments)
-    assert out.partition["status"] == "unreadable"
+    assert all(r.future and "-future" in r.reason for r in out.segments)
+    assert out.partition.status == "unreadable"
     assert not (part / "00000000000000000000.index").exists()

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines import reindex
-from segdex.pipelines.scan import MODE_VERIFY, scan_group
+from segdex.pipelines.run_context import MODE_VERIFY, RunContext
+from segdex.pipelines.scan import scan_group
 from tests.kafka.test_startup_preview import GOLDEN, PER_DIR, assert_preview_is, make_workload
 
 
@@ -23,11 +24,11 @@ def test_preview_names_kafkas_recorded_start(tmp_path: Path):
     parts, topics = make_workload(tmp_path)
     found = reindex.discover([str(tmp_path / "clean"), str(tmp_path / "unclean")], LogConfig(), topics)
     assert not found.refused
-    outcomes = scan_group(found.tasks, MODE_VERIFY, "replay", datetime.now(UTC))
-    rows = {f"{Path(o.partition['log_dir']).name}/{o.partition['topic']}-0": o.partition for o in outcomes}
+    outcomes = scan_group(found.tasks, RunContext(MODE_VERIFY, "replay", datetime.now(UTC)))
+    rows = {f"{Path(o.partition.log_dir).name}/{o.partition.topic}-0": o.partition for o in outcomes}
     recorded = json.loads(GOLDEN.read_text())
     assert sorted(rows) == sorted(recorded) == sorted(f"{d}/{n}" for d, n in parts)
-    previews = {f"{Path(o.partition['log_dir']).name}/{o.partition['topic']}-0": o.startup for o in outcomes}
+    previews = {f"{Path(o.partition.log_dir).name}/{o.partition.topic}-0": o.startup for o in outcomes}
     for key, kafka in sorted(recorded.items()):
         assert_preview_is(rows[key], kafka, (key, rows[key], kafka))
         if kafka["fails"]:

@@ -56,9 +56,9 @@ def test_aborted_transaction_spanning_segments_and_a_stale_txnindex(tmp_path, sp
     stale = part / "00000000000000000000.txnindex"
     stale.write_bytes(AbortedTxn(42, 0, 1, 2).to_bytes())  # segment 0 holds no abort marker: Kafka empties it
     summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), LogConfig(), progress=False)
-    status = {r["base_offset"]: r["status"] for r in summary.segment_rows}
+    status = {r.base_offset: r.status for r in summary.segment_rows}
     assert status == {0: "ok", 4: "ok", 7: "ok"}
-    assert summary.run_row["count_missing"] == 3  # as found: no .index or .timeindex yet
+    assert summary.run_row.count_missing == 3  # as found: no .index or .timeindex yet
     for name, txns in EXPECTED.items():
         assert parse_transaction_index((part / name).read_bytes()) == txns, name
     assert stale.exists() and stale.read_bytes() == b""  # truncated, not deleted (TransactionIndex.reset)

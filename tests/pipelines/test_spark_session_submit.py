@@ -5,7 +5,6 @@ segdex's default (UTC session time zone)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import pytest
@@ -31,8 +30,8 @@ def test_spark_submit_conf_wins_over_segdex_defaults(tmp_path):
     probe.write_text(PROBE.format(repo=str(REPO)))
     proc = spark_submit(["--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=123",
                          "--conf", "spark.ui.showConsoleProgress=true", str(probe)],
-                        env={"SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": os.path.realpath(sys.executable),
-                             "PYSPARK_DRIVER_PYTHON": os.path.realpath(sys.executable)}, timeout_s=300)
+                        env={"SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable,
+                             "PYSPARK_DRIVER_PYTHON": sys.executable}, timeout_s=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("CONF "))
     assert json.loads(line[5:]) == {"spark.sql.shuffle.partitions": "123", "spark.sql.session.timeZone": "UTC",
