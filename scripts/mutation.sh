@@ -99,7 +99,7 @@ source_paths = ["segdex/indexcore"]
 also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
              "README.md", "segdex/indexcore/log/scan/$kernel", "segdex/indexcore/log/scan/_fastscan.c",
              "segdex/indexcore/log/scan/_layout.h"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
 pytest_add_cli_args_test_selection = ["tests"]
 TOML
   mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"

@@ -16,4 +16,7 @@ segdex_kafka
 .venv/bin/ruff check .
 # layers enforced: jobs -> pipelines -> indexcore, indexcore without Spark/Delta, no import cycles
 bash scripts/lint_imports.sh
-exec .venv/bin/python -m pytest "$@"
+# Two workers, each test module on one of them (its module-scoped broker or oracle JVM started once): the suite
+# spends most of its time waiting on JVMs and brokers, so two workers on two cores halve it. SEGDEX_TEST_WORKERS=0
+# runs it in one process.
+exec .venv/bin/python -m pytest -n "${SEGDEX_TEST_WORKERS:-2}" --dist loadscope "$@"

@@ -234,7 +234,7 @@ def test_the_workload_covers_every_startup_outcome(previewed):
     assert {"none", "no-index", "some-index", "flip", "partial", "zeros", "txn-corrupt", "txn-version",
             "offset-back"} <= kinds
     assert any("InvalidOffsetException" in (r.reason or "") for r in previewed[4].segment_rows)
-    actions = {(d, r["startup_action"]) for (d, _), r in rows.items()}
+    actions = {(d, r.startup_action) for (d, _), r in rows.items()}
     for d in ("clean", "unclean"):
         for action in ("none", "recover", "truncate", "fail"):
             if (d, action) == ("unclean", "none"):
@@ -268,8 +268,8 @@ def test_preview_predicts_kafkas_own_start(previewed, oracle, tmp_path):
 def test_the_summary_names_what_a_start_would_lose(previewed, tmp_path, capsys):
     """The CLI prints one line per partition that would lose data, and the marker in front of a corrupt log."""
     _root, pristine, _parts, rows, _summary = previewed
-    losing = sorted(n for (d, n), r in rows.items() if d == "clean" and r["startup_action"] == "truncate")[:3]
-    marked = sorted(n for (d, n), r in rows.items() if d == "clean" and "marker in front" in (r["startup_note"] or ""))
+    losing = sorted(n for (d, n), r in rows.items() if d == "clean" and r.startup_action == "truncate")[:3]
+    marked = sorted(n for (d, n), r in rows.items() if d == "clean" and "marker in front" in (r.startup_note or ""))
     assert losing and marked
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
@@ -283,6 +283,6 @@ def test_the_summary_names_what_a_start_would_lose(previewed, tmp_path, capsys):
     for name in losing:
         r = rows[("clean", name)]
         [line] = [x for x in err.splitlines() if x.startswith(f"startup: {name}: starting the broker now")]
-        assert f"{r['startup_lost_bytes']:,} bytes" in line
-        assert ("deletes" in line) == bool(r["startup_deleted_segments"]), line
+        assert f"{r.startup_lost_bytes:,} bytes" in line
+        assert ("deletes" in line) == bool(r.startup_deleted_segments), line
     assert f"startup: {marked[0]}: clean-shutdown marker in front of" in err
