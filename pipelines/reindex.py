@@ -40,7 +40,7 @@ from .metadata_store import MetadataStore, Scope
 from .run_context import MODES, RunContext
 from .runs import new_run_id
 from .scan import PartitionOutcome, PartitionTask, partition_size, scan_group
-from .schemas import PartitionRow, RunRow, SegmentRow
+from .schemas import PartitionRow, RunRow, SegmentRow, TopicConfigRow
 
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
@@ -350,7 +350,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
 
 
 def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run_id: str,
-                 at: datetime) -> tuple[list[dict], list[str]]:
+                 at: datetime) -> tuple[list[TopicConfigRow], list[str]]:
     """``topic_configs`` rows for the topics scanned, and those whose index settings are Kafka's defaults only."""
     if resolver is None:
         return [], []
@@ -358,7 +358,7 @@ def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run
     rows, assumed = [], []
     for topic in topics:
         resolved = resolver.resolve(topic)
-        rows += [{**r, "run_id": run_id, "recorded_at": at} for r in resolved.rows()]
+        rows += [TopicConfigRow(**r, run_id=run_id, recorded_at=at) for r in resolved.rows()]
         if len(resolved.assumed(INDEX_CONFIGS)) == len(INDEX_CONFIGS):
             assumed.append(topic)
     return rows, assumed
@@ -409,7 +409,7 @@ def _one_line(e: BaseException) -> str:
 
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
             segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
-            config_rows: list[dict] | None = None) -> None:
+            config_rows: list[TopicConfigRow] | None = None) -> None:
     store = MetadataStore(metadata_path, spark)
     if config_rows:
         store.upsert(schemas.TOPIC_CONFIGS_TABLE, config_rows)

@@ -33,6 +33,7 @@ from segdex.pipelines.schemas import (  # noqa: F401 - re-exported
     RETENTION_ACTIONS,
     RETENTION_ACTIONS_SCHEMA,
     RETENTION_ACTIONS_TABLE,
+    RetentionActionRow,
 )
 from segdex.pipelines.spark_tasks import run_tasks
 
@@ -62,30 +63,31 @@ def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_m
 
 
 def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,
-              now_ms: int) -> list[dict[str, Any]]:
+              now_ms: int) -> list[RetentionActionRow]:
     """A plan as ``retention_actions`` rows: one per deleted or blocked segment, one for a skipped partition."""
     common = {"run_id": run_id, "log_dir": log_dir, "topic": plan.topic, "partition": plan.partition,
               "status": status, "source": source, "now_ms": now_ms, "run_at": run_at,
               "log_start_offset_after": plan.log_start_offset_after}
     rows = []
     for d in plan.deletions:
-        rows.append({**common, "base_offset": d.base_offset, "action": ACTION_DELETE,
-                     "segment": filename_prefix_from_offset(d.base_offset), "rule": d.rule, "bytes": d.size_bytes,
-                     "upper_bound_offset": d.upper_bound_offset,
-                     "largest_timestamp": d.largest_timestamp, "reason": d.reason})
+        rows.append(RetentionActionRow(**common, base_offset=d.base_offset, action=ACTION_DELETE,
+                                       segment=filename_prefix_from_offset(d.base_offset), rule=d.rule,
+                                       bytes=d.size_bytes, upper_bound_offset=d.upper_bound_offset,
+                                       largest_timestamp=d.largest_timestamp, reason=d.reason))
     for seg, why in plan.blocked:
-        rows.append({**common, "base_offset": seg.base_offset, "action": ACTION_BLOCKED,
-                     "segment": filename_prefix_from_offset(seg.base_offset), "rule": "retention.ms",
-                     "bytes": seg.size_bytes, "upper_bound_offset": None,
-                     "largest_timestamp": seg.largest_timestamp, "reason": why})
+        rows.append(RetentionActionRow(**common, base_offset=seg.base_offset, action=ACTION_BLOCKED,
+                                       segment=filename_prefix_from_offset(seg.base_offset), rule="retention.ms",
+                                       bytes=seg.size_bytes, upper_bound_offset=None,
+                                       largest_timestamp=seg.largest_timestamp, reason=why))
     if plan.skipped:
-        rows.append({**common, "base_offset": -1, "action": ACTION_SKIPPED, "segment": None, "rule": None,
-                     "bytes": 0, "upper_bound_offset": None, "largest_timestamp": None, "reason": plan.skipped})
+        rows.append(RetentionActionRow(**common, base_offset=-1, action=ACTION_SKIPPED, segment=None, rule=None,
+                                       bytes=0, upper_bound_offset=None, largest_timestamp=None,
+                                       reason=plan.skipped))
     return rows
 
 
 def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetime, now_ms: int,
-                 applied: bool) -> list[dict[str, Any]]:
+                 applied: bool) -> list[RetentionActionRow]:
     """Rows for every partition of every log dir (status planned, or applied/failed after ``--apply``)."""
     rows = []
     for o in outcomes:
@@ -98,13 +100,13 @@ def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetim
 
 
 def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
-    """Upsert rows (dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run become
-    applied rows when the same run applies them."""
+    """Upsert rows (typed rows, dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run
+    become applied rows when the same run applies them."""
     return ms.MetadataStore(metadata_path, spark).upsert(RETENTION_ACTIONS_TABLE, rows)
 
 
 def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfigResolver,
-                topic_overrides: dict | None, now_ms: int, run_id: str, run_at: datetime) -> list[dict[str, Any]]:
+                topic_overrides: dict | None, now_ms: int, run_id: str, run_at: datetime) -> list[RetentionActionRow]:
     log_dir, topic, partition = key
     rows = sorted(rows, key=lambda r: r["base_offset"])
     part = rows[0]
@@ -151,7 +153,7 @@ def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResol
         rows = table.to_pylist()
         key = (rows[0]["log_dir"], rows[0]["topic"], rows[0]["partition"])
         out = list(_plan_group(key, rows, config, topic_overrides, now_ms, run_id, run_at))
-        return pa.Table.from_pylist(out, schema=RETENTION_ACTIONS_SCHEMA)
+        return ms.to_arrow(out, RETENTION_ACTIONS_SCHEMA)
 
     schema = ms.spark_schema(RETENTION_ACTIONS_SCHEMA)
     return joined.groupBy(*keys).applyInArrow(plan, schema)

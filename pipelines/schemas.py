@@ -152,39 +152,54 @@ PARTITIONS_TABLE = TableSpec(PARTITIONS, PARTITIONS_SCHEMA, PARTITION_KEYS, PART
 RUNS_TABLE = TableSpec(RUNS, RUNS_SCHEMA, RUN_KEYS)
 
 TOPIC_CONFIGS = "topic_configs"
-TOPIC_CONFIGS_SCHEMA = pa.schema([
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("config", pa.string(), nullable=False),  # Kafka's topic config name (index.interval.bytes, ...)
-    pa.field("value", pa.string()),
+
+
+@dataclass
+class TopicConfigRow:
+    """A row of ``topic_configs``: one topic's effective value of one config, and where it came from."""
+
+    topic: str = column(pa.string(), nullable=False)
+    config: str = column(pa.string(), nullable=False)  # Kafka's topic config name (index.interval.bytes, ...)
+    value: str | None = column(pa.string())
     # where the value came from: --topic-config, internal topic, --config, --topic-configs (SOURCE),
     # server.properties (log.*), or "Kafka default" (assumed: nobody gave it)
-    pa.field("source", pa.string()),
-    pa.field("run_id", pa.string()),
-    pa.field("recorded_at", TS),
-])
+    source: str | None = column(pa.string())
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+TOPIC_CONFIGS_SCHEMA = arrow_schema(TopicConfigRow)
 TOPIC_CONFIG_KEYS = ("topic", "config")
 TOPIC_CONFIGS_TABLE = TableSpec(TOPIC_CONFIGS, TOPIC_CONFIGS_SCHEMA, TOPIC_CONFIG_KEYS, ("value", "source"))
 
 RETENTION_ACTIONS = "retention_actions"
-RETENTION_ACTIONS_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("log_dir", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("base_offset", pa.int64(), nullable=False),  # -1 on a partition-level (skipped) row
-    pa.field("action", pa.string(), nullable=False),  # delete | blocked | skipped
-    pa.field("segment", pa.string()),
-    pa.field("rule", pa.string()),
-    pa.field("bytes", pa.int64()),
-    pa.field("upper_bound_offset", pa.int64()),
-    pa.field("largest_timestamp", pa.int64()),
-    pa.field("reason", pa.string()),
-    pa.field("status", pa.string()),  # planned | applied | failed | what_if
-    pa.field("source", pa.string()),  # disk | metadata
-    pa.field("now_ms", pa.int64()),
-    pa.field("log_start_offset_after", pa.int64()),
-    pa.field("run_at", TS),
-])
+
+
+@dataclass
+class RetentionActionRow:
+    """A row of ``retention_actions``: a segment retention deletes or is blocked from deleting, or a partition it
+    skips (``base_offset`` -1), planned, applied, failed, or a what-if from the metadata alone."""
+
+    run_id: str = column(pa.string(), nullable=False)
+    log_dir: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    base_offset: int = column(pa.int64(), nullable=False)  # -1 on a partition-level (skipped) row
+    action: str = column(pa.string(), nullable=False)  # delete | blocked | skipped
+    segment: str | None = column(pa.string())
+    rule: str | None = column(pa.string())
+    bytes: int | None = column(pa.int64())
+    upper_bound_offset: int | None = column(pa.int64())
+    largest_timestamp: int | None = column(pa.int64())
+    reason: str | None = column(pa.string())
+    status: str | None = column(pa.string())  # planned | applied | failed | what_if
+    source: str | None = column(pa.string())  # disk | metadata
+    now_ms: int | None = column(pa.int64())
+    log_start_offset_after: int | None = column(pa.int64())
+    run_at: datetime | None = column(TS)
+
+
+RETENTION_ACTIONS_SCHEMA = arrow_schema(RetentionActionRow)
 RETENTION_ACTION_KEYS = ("run_id", "log_dir", "topic", "partition", "base_offset", "action")
 RETENTION_ACTIONS_TABLE = TableSpec(RETENTION_ACTIONS, RETENTION_ACTIONS_SCHEMA, RETENTION_ACTION_KEYS)
 

@@ -11,6 +11,7 @@ and renaming one leaves it behind, and the next writing run removes it under the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -119,12 +120,15 @@ def create_temporary(path: str, data: bytes, attributes: FileAttributes, sync: b
         finally:
             os.close(fd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
     return tmp
+
+
+def _discard(tmp: str) -> None:
+    """Remove a temporary whose write or rename failed (already gone: nothing to do)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, fsync_directory: bool = True,
@@ -137,10 +141,7 @@ def write_atomic(path: str | os.PathLike, data: bytes, fsync_directory: bool = T
     try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
     if fsync_directory:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
