@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
-from tests.jobs.test_retention_kafka_experiments import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
 from tests.support.fixtures import FIXTURES, REPO_ROOT, load_case
+from tests.support.retention_cases import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
 
 REPO = REPO_ROOT
 STRACE = shutil.which("strace")

@@ -21,14 +21,14 @@ import pytest
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.producer_snapshot import read_snapshot
-from segdex.indexcore.tools.segment_writer import Record, build_batch, segment_name
+from segdex.indexcore.tools.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import recover
 from tests.support.fixtures import fixture_case_names, load_case
+from tests.support.generated_partitions import generated_partition
+from tests.support.recovery_cases import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
 
 MARKER = b'{"version":0,"brokerEpoch":-1}'
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-TXN_CASE_NOW = 1700034646400 + 60_000  # v2_txn_two_producers' clock: its producers are live then
 
 
 def _topic(case: str) -> str:
@@ -49,14 +49,6 @@ def _stage_fixtures(root: Path, fixtures: Path, corrupt: bool) -> dict[str, str]
             shutil.copy(log, d)
         out[d.name] = case
     return out
-
-
-def case_log_config(case: dict) -> LogConfig:
-    """A fixture case's topic config as the broker that wrote it had it (index settings, message format)."""
-    over = {k: str(case["topic_config"][k]) for k in ("index.interval.bytes", "segment.index.bytes")}
-    if case["params"].get("topic_message_format_version"):
-        over["message.format.version"] = case["params"]["topic_message_format_version"]
-    return LogConfig().with_overrides(over)
 
 
 def _topic_configs(cases: dict[str, str]) -> dict[str, LogConfig]:
@@ -177,62 +169,6 @@ def test_a_corrupt_leader_epoch_checkpoint_is_an_error_row(spark, kafka_fixtures
 
 
 # ------------------------------------------------------------------ against Kafka's own load
-
-def _pid(rng: random.Random) -> int:
-    return rng.choice([rng.randrange(0, 2**16) * 16,  # same low bits: one HashMap bucket
-                       rng.randrange(0, 2**31), rng.randrange(0, 2**48), 1000 + rng.randrange(0, 64)])
-
-
-def generated_partition(rng: random.Random, t0: int) -> dict[int, bytes]:
-    """Segments of one partition as brokers write them: many idempotent and transactional producers (epochs
-    bumped, transactions committed, aborted and left open), leader epochs going up, some producers idle for
-    days, offsets split into one to four segments."""
-    producers = {}
-    for _ in range(rng.choice([0, 1, 3, 12, 30])):
-        producers[_pid(rng)] = {"epoch": rng.randint(0, 3), "seq": rng.randint(0, 100), "txn": False,
-                                "transactional": rng.random() < 0.5}
-    batches: list[bytes] = []
-    offset, ts, leader = rng.choice([0, 0, 500]), t0, rng.choice([0, 2])
-    for _ in range(rng.randint(1, 80)):
-        ts += rng.choice([1, 50, 1000, 3_600_000, 30 * 3_600_000])
-        if rng.random() < 0.05:
-            leader += 1
-        pids = sorted(producers)
-        if pids and rng.random() < 0.8:
-            pid = rng.choice(pids)
-            p = producers[pid]
-            if p["txn"] and rng.random() < 0.3:
-                kind = "ABORT" if rng.random() < 0.5 else "COMMIT"
-                batches.append(build_batch(offset, [], producer_id=pid, producer_epoch=p["epoch"],
-                                           partition_leader_epoch=leader, control=(kind, rng.randint(0, 4)),
-                                           control_timestamp=ts))
-                p["txn"] = False
-                offset += 1
-                continue
-            if not p["txn"] and rng.random() < 0.05:
-                p["epoch"] += 1
-                p["seq"] = 0
-            p["txn"] = p["txn"] or (p["transactional"] and rng.random() < 0.6)
-            n = rng.randint(1, 4)
-            recs = [Record(offset + i, ts, None, rng.randbytes(rng.randint(0, 60))) for i in range(n)]
-            batches.append(build_batch(offset, recs, compression=rng.choice([0, 0, 1, 4]), producer_id=pid,
-                                       producer_epoch=p["epoch"], base_sequence=p["seq"],
-                                       partition_leader_epoch=leader, is_transactional=p["txn"]))
-            p["seq"] = (p["seq"] + n) % 2**31
-            offset += n
-            continue
-        n = rng.randint(1, 3)
-        recs = [Record(offset + i, ts, None, rng.randbytes(rng.randint(0, 60))) for i in range(n)]
-        batches.append(build_batch(offset, recs, partition_leader_epoch=leader))
-        offset += n
-    cuts = sorted(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randint(0, 3))))
-    segments: dict[int, bytes] = {}
-    for lo, hi in zip([0, *cuts], [*cuts, len(batches)], strict=True):
-        chunk = batches[lo:hi]
-        base = int.from_bytes(chunk[0][:8], "big")
-        segments[base] = b"".join(chunk)
-    return segments
-
 
 def _same_index(kafka: bytes, mine: bytes) -> bool:
     """Kafka 4.x leaves the active segment's index at its preallocated size (zeros after the entries)."""

@@ -15,8 +15,8 @@ from segdex.jobs.cli import main
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import retention as pr
 from segdex.pipelines.schemas import PARTITIONS_SCHEMA, SEGMENTS_SCHEMA
-from tests.jobs.test_retention_kafka_experiments import CASE, TOPIC, check_kafka_state, stage
 from tests.support.fixtures import FIXTURES, load_case
+from tests.support.retention_cases import CASE, TOPIC, check_kafka_state, stage
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv (segdex)
 NOW = 1700000098534

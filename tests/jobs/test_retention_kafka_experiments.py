@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,20 +12,15 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.checkpoints import (
-    read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
-    write_offset_checkpoint,
-)
+from segdex.indexcore.log.checkpoints import read_leader_epoch_checkpoint
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
 from segdex.indexcore.retention import log_dirs as ret
 from segdex.indexcore.retention import policy
 from segdex.jobs.cli import main
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, load_case, log_start_offset
+from tests.support.retention_cases import CASE, TOPIC, assert_broker_loadable, check_kafka_state, exp_args, stage
 
 REPO = REPO_ROOT
-CASE = "multi_segment_partition_retention"
-TOPIC = "events"
 
 
 def experiments() -> list:
@@ -34,27 +28,6 @@ def experiments() -> list:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"Kafka fixtures not found at {FIXTURES}"))]
     exps = load_case(CASE)["retention"]["experiments"]
     return [pytest.param(e, id=f"{e['experiment']}-{i}") for i, e in enumerate(exps)]
-
-
-def stage(root: Path, log_start_offset: int = 0, high_watermark: int | None = 1537) -> Path:
-    """A log dir holding the case's broker/ partition as <topic>-0 and the three offset checkpoint files."""
-    log_dir = root / "logdir"
-    part = log_dir / f"{TOPIC}-0"
-    part.mkdir(parents=True)
-    for f in sorted((FIXTURES / CASE / "broker").iterdir()):
-        if not f.name.endswith(".batches.json"):
-            shutil.copyfile(f, part / f.name)
-    write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {(TOPIC, 0): log_start_offset})
-    write_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint", {(TOPIC, 0): 1537})
-    if high_watermark is not None:
-        write_offset_checkpoint(log_dir / "replication-offset-checkpoint", {(TOPIC, 0): high_watermark})
-    return log_dir
-
-
-def exp_args(e: dict) -> list[str]:
-    tc = e["topic_config"]
-    return ["--now", str(e["now_ms"]), "--config", f"retention.ms={tc['retention.ms']}",
-            "--config", f"retention.bytes={tc['retention.bytes']}"]
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, int]]:
@@ -70,26 +43,6 @@ def segdex(*args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
     assert "Traceback" not in proc.stderr + proc.stdout
     return proc
-
-
-def check_kafka_state(log_dir: Path, e: dict) -> None:
-    part = log_dir / f"{TOPIC}-0"
-    assert sorted(os.listdir(part)) == e["files_in_dir_after_before_async_delete"]
-    live = sorted(int(n[:20]) for n in os.listdir(part) if n.endswith(".log"))
-    assert live == e["remaining_segment_base_offsets"]
-    # Kafka checkpoints a log start offset only while it lies above the first segment's base offset
-    # (LogManager.checkpointLogStartOffsetsInDir; the real broker test checks the same rule)
-    checkpointed = read_offset_checkpoint(log_dir / "log-start-offset-checkpoint").get((TOPIC, 0))
-    if e["logStartOffset_after"] > live[0]:
-        assert checkpointed == e["logStartOffset_after"]
-    else:
-        assert checkpointed is None and live[0] == e["logStartOffset_after"]
-    assert [list(x) for x in read_leader_epoch_checkpoint(part / "leader-epoch-checkpoint")] == \
-        e["leader_epoch_entries_after"]
-    # renamed, not rewritten: every *.deleted file holds the broker's bytes
-    for name in os.listdir(part):
-        if name.endswith(".deleted"):
-            assert (part / name).read_bytes() == (FIXTURES / CASE / "broker" / name[:-8]).read_bytes()
 
 
 @pytest.mark.parametrize("exp", experiments())
@@ -253,21 +206,6 @@ def test_crash_at_every_step_then_rerun_finishes(tmp_path, monkeypatch, exp_inde
             break
         crash_point += 1
     assert crash_point >= 10  # checkpoints plus every rename were interrupted once
-
-
-def assert_broker_loadable(log_dir: Path, e: dict) -> None:
-    """What LogLoader needs: live segments are a suffix of the original ones, each with its indexes; the log
-    start offset checkpoint lies within the log; checkpoints parse."""
-    part = log_dir / f"{TOPIC}-0"
-    original = sorted(int(n[:20]) for n in os.listdir(FIXTURES / CASE / "broker") if n.endswith(".log"))
-    live = sorted(int(n[:20]) for n in os.listdir(part) if n.endswith(".log"))
-    assert live == original[len(original) - len(live):]
-    for base in live:
-        assert (part / f"{base:020d}.index").exists() and (part / f"{base:020d}.timeindex").exists()
-    lso = log_start_offset(log_dir, TOPIC)
-    assert lso <= e["logStartOffset_after"] <= 1537  # never beyond what Kafka reaches, never past the end
-    epochs = read_leader_epoch_checkpoint(part / "leader-epoch-checkpoint")
-    assert epochs and epochs[-1] == (3, 1146)
 
 
 def test_locked_log_dir_is_refused(tmp_path):

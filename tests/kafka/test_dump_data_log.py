@@ -11,11 +11,8 @@ Kafka's own ``kafka-dump-log`` (``DumpLogSegments`` of the jars the set-up fetch
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -26,80 +23,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from segdex.indexcore.tools.segment_writer import build_batch
-from segdex.jobs.cli import main as segdex_main
-from tests.support.fixtures import FIXTURES, GOLDEN, REPO_ROOT
+from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, segdex_dump
+from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
 
 REPO = REPO_ROOT
-DUMP_CLASS = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
-UTF8 = ["-Dstdout.encoding=UTF-8", "-Dfile.encoding=UTF-8"]
-
-
-def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
-    """Kafka's tool over ``files``: per file its stdout lines and whether the tool died on it. The tool stops
-    the whole run at a file it cannot read, so it is started again after that file. Kept per process: the same
-    question gets Kafka's same answer (a mutation run's forked tests ask it again for every mutant)."""
-    key = (install.version, tuple(files), options)
-    if key not in _KAFKA_ANSWERS:
-        _KAFKA_ANSWERS[key] = _kafka_dump(install, files, *options)
-    return _KAFKA_ANSWERS[key]
-
-
-_KAFKA_ANSWERS: dict[tuple, dict[str, tuple[list[str], bool]]] = {}
-
-
-def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
-    out: dict[str, tuple[list[str], bool]] = {}
-    pending = list(files)
-    while pending:
-        cmd = install.java(DUMP_CLASS[install.family], *options, "--files", ",".join(pending))
-        cmd[1:1] = UTF8
-        proc = subprocess.run(cmd, capture_output=True, timeout=600)
-        text = proc.stdout.decode("utf-8")
-        if install.family == 3:  # Kafka 3.x printed a stray brace after a legacy record's crc; 4.x does not
-            text = re.sub(r"(isValid: (?:true|false) crc: \d+)\}", r"\1", text)
-        chunks = text.split("Dumping ")[1:]
-        for chunk in chunks:
-            name, _, body = chunk.partition("\n")
-            out[name] = (body.split("\n")[:-1] if body.endswith("\n") else body.split("\n"), False)
-        done = len(chunks)
-        if proc.returncode == 0:
-            assert done == len(pending), proc.stderr.decode()[-2000:]
-            break
-        assert done >= 1, proc.stderr.decode()[-2000:]
-        crashed = pending[done - 1]
-        lines, _ = out[crashed]
-        out[crashed] = (lines if text.endswith("\n") else lines[:-1], True)  # drop a half-printed line
-        pending = pending[done:]
-    return out
-
-
-def segdex_dump(files: list[str], *options: str) -> tuple[dict[str, list[str]], int]:
-    """``segdex dump`` in this process (its command line is tested by subprocess below): per file its lines."""
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        status = segdex_main(["dump", *options, *files])
-    out: dict[str, list[str]] = {}
-    for chunk in stdout.getvalue().split("Dumping ")[1:]:
-        name, _, body = chunk.partition("\n")
-        out[name] = body.split("\n")[:-1]
-    return out, status
-
-
-def assert_same(kafka: dict[str, tuple[list[str], bool]], ours: dict[str, list[str]]) -> int:
-    """Every file: segdex's lines are Kafka's; where Kafka died, Kafka's lines are the start of segdex's."""
-    assert set(kafka) == set(ours)
-    crashed = 0
-    for name, (lines, died) in kafka.items():
-        if died:
-            crashed += 1
-            assert ours[name][:len(lines)] == lines, name
-            assert len(ours[name]) > len(lines), name  # segdex says what stopped it
-        else:
-            assert ours[name] == lines, name
-    return crashed
-
 
 FIXTURE_LOGS = sorted(str(p) for p in FIXTURES.glob("*/*/*.log"))
 
@@ -196,17 +125,12 @@ def broker_data(tmp_path_factory) -> Path:
     return broker.data_dir
 
 
-RECORDED = GOLDEN / "broker_logs"
 RECORDED_PARTITIONS = ("__consumer_offsets-0", "__transaction_state-0", "data-0")
-
-
-def _logs(partition: Path) -> list[str]:
-    return sorted(str(p) for p in partition.glob("*.log"))
 
 
 @pytest.mark.kafka_broker
 def test_data_log_of_a_real_broker(broker_data):
-    files = _logs(broker_data / "data-0")
+    files = logs(broker_data / "data-0")
     for version in ("4.4.0", "3.9.2"):
         kafka = kafka_dump(KafkaInstall(version), files, "--print-data-log")
         ours, status = segdex_dump(files, "--print-data-log")
@@ -219,7 +143,7 @@ def test_data_log_of_a_real_broker(broker_data):
 
 def decoded_like_kafka(partition: Path, decoder: str) -> str:
     """segdex's output for a partition's segments with ``decoder``, after checking it is Kafka 4.4.0's own."""
-    files = _logs(partition)
+    files = logs(partition)
     kafka = kafka_dump(KafkaInstall("4.4.0"), files, decoder)
     ours, status = segdex_dump(files, decoder)
     assert assert_same(kafka, ours) == 0 and status == 0
@@ -247,7 +171,7 @@ def test_transaction_log_decoder_on_a_real_broker(broker_data):
 def test_dump_json_carries_keys_and_payloads(broker_data):
     import json
 
-    files = _logs(broker_data / "__consumer_offsets-0")
+    files = logs(broker_data / "__consumer_offsets-0")
     proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", "--json", "--offsets-decoder", *files],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -323,7 +247,8 @@ def test_offsets_decoder_on_records_without_their_tags_matches_kafka(tmp_path):
     """Records written before a tagged field existed (no classicMemberMetadata, no assignmentEpochs), and one
     with classicMemberMetadata given as null: Kafka 4.4.0's tool prints the first two without the field (the
     reader's empty default) and the null as null; segdex prints the same lines."""
-    from tests.indexcore.coordinator.test_records import MEMBER_KEY, TOPIC_ID, i16, i32, member_metadata, s16, uv
+    from tests.support.coordinator_bytes import MEMBER_KEY, TOPIC_ID, member_metadata
+    from tests.support.kafka_bytes import i16, i32, s16, uv
 
     assignment_key = i16(8) + s16("g") + s16("m")
     assignment = i16(0) + i32(5) + i32(4) + b"\x00" + uv(2) + TOPIC_ID + uv(2) + i32(0) + uv(0) + uv(1) + uv(0)

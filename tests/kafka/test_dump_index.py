@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from segdex.indexcore.tools.dump_log import dump
-from tests.kafka.test_dump_data_log import kafka_dump
+from tests.support.dump_compare import kafka_dump
 from tests.support.fixtures import FIXTURES
 from tests.support.kafka_harness import KafkaInstall
 

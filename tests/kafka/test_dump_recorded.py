@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kafka.test_dump_data_log import RECORDED, _logs, assert_same, kafka_dump, segdex_dump
+from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, segdex_dump
 from tests.support.kafka_harness import KafkaInstall
 
 
 def _same_as_kafka(partition: str, *options: str) -> str:
-    files = _logs(RECORDED / partition)
+    files = logs(RECORDED / partition)
     assert files
     kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, *options)
     ours, status = segdex_dump(files, *options)

@@ -157,7 +157,7 @@ def test_a_first_time_entry_of_all_zeros_is_what_kafka_writes(oracle, tmp_path):
 
 def test_a_full_offset_index_fails_recovery_as_in_kafka(oracle, tmp_path):
     """The segment of test_recovery_facts' full offset index: Kafka's recovery throws at the same batch."""
-    from tests.indexcore.log.test_log_segment_facts import full_offset_index_segment
+    from tests.support.log_segments import full_offset_index_segment
 
     case = Case({0: full_offset_index_segment()}, 0, 64, "full offset index")
     verdict = judge(case, oracle, tmp_path / "case")

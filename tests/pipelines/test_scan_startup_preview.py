@@ -17,7 +17,7 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines import reindex
 from segdex.pipelines.run_context import MODE_VERIFY, RunContext
 from segdex.pipelines.scan import scan_group
-from tests.kafka.test_startup_preview import GOLDEN, PER_DIR, assert_preview_is, make_workload
+from tests.support.startup_workload import PER_DIR, STARTUP_PREVIEW_GOLDEN, assert_preview_is, make_workload
 
 
 def test_preview_names_kafkas_recorded_start(tmp_path: Path):
@@ -26,7 +26,7 @@ def test_preview_names_kafkas_recorded_start(tmp_path: Path):
     assert not found.refused
     outcomes = scan_group(found.tasks, RunContext(MODE_VERIFY, "replay", datetime.now(UTC)))
     rows = {f"{Path(o.partition.log_dir).name}/{o.partition.topic}-0": o.partition for o in outcomes}
-    recorded = json.loads(GOLDEN.read_text())
+    recorded = json.loads(STARTUP_PREVIEW_GOLDEN.read_text())
     assert sorted(rows) == sorted(recorded) == sorted(f"{d}/{n}" for d, n in parts)
     previews = {f"{Path(o.partition.log_dir).name}/{o.partition.topic}-0": o.startup for o in outcomes}
     for key, kafka in sorted(recorded.items()):

@@ -27,10 +27,10 @@ from segdex.indexcore.coordinator.records import (
     OffsetsMessageParser,
     TransactionLogMessageParser,
 )
+from tests.support.coordinator_bytes import MEMBER_KEY, TOPIC_ID, member_metadata
 from tests.support.kafka_bytes import b32, cstr, i16, i32, i64, s16, uv
 
-TOPIC_ID = bytes(range(16))
-TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # Uuid.toString: URL-safe base64 of 00 01 .. 0f, no padding
+TOPIC_ID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # Uuid.toString of TOPIC_ID: URL-safe base64 of 00 01 .. 0f, no padding
 
 
 def offsets(offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
@@ -208,14 +208,7 @@ def test_consumer_group_metadata_version_out_of_range():
         "Error at offset 1, skipping. ConsumerGroupMetadataValue: version 1 is not in the supported range 0-0", None)
 
 
-MEMBER_KEY = i16(5) + s16("g") + s16("m")
 MEMBER_KEY_TEXT = '{"type":"5","data":{"groupId":"g","memberId":"m"}}'
-
-
-def member_metadata(tags: bytes) -> bytes:
-    """ConsumerGroupMemberMetadataValue v0 (flexible) with the given tagged-field section."""
-    return (i16(0) + cstr(None) + cstr("r1") + cstr("c") + cstr("/h") + uv(2) + cstr("data") + cstr("d.*")
-            + i32(300000) + cstr("uniform") + tags)
 
 
 def member_metadata_json(tail: str) -> str:

@@ -22,7 +22,6 @@ import fcntl
 import os
 import shutil
 import stat
-import struct
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,26 +41,10 @@ from segdex.indexcore.log.log_dir import (
     locked_message,
 )
 from tests.support.fixtures import FIXTURES
+from tests.support.log_dir_locks import other_holder
 
 OFD_HOLDER_PID = -1  # what F_GETLK reports for a conflicting open file description lock (fcntl(2))
 NOBODY = 65534
-
-
-def _flock(kind: int, start: int = 0, length: int = 0) -> bytes:
-    """``struct flock`` on Linux x86_64/aarch64: short l_type, short l_whence, off_t l_start, off_t l_len,
-    pid_t l_pid (0, as F_OFD_SETLK requires), padded to 32 bytes."""
-    return struct.pack("@hhqqi", kind, os.SEEK_SET, start, length, 0).ljust(32, b"\0")
-
-
-@contextlib.contextmanager
-def other_holder(lock_file: Path, kind: int = fcntl.F_WRLCK, start: int = 0, length: int = 0) -> Iterator[int]:
-    """Hold ``lock_file`` (a byte range of it; length 0: to the end) as another process would: an OFD lock."""
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _flock(kind, start, length))
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _free_for_others(lock_file: Path) -> bool:

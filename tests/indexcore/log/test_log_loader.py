@@ -15,8 +15,8 @@ from segdex.indexcore.log.log_loader import LogLoader
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.indexcore.status import SegmentStatus
-from tests.jobs.test_recover import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
 from tests.support.fixtures import FIXTURES, fixture_case_names, load_case
+from tests.support.recovery_cases import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
 
 
 def _stage(name: str, tmp_path: Path) -> Path:

@@ -38,11 +38,11 @@ from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools import rebuild as rebuild_module
 from segdex.indexcore.tools.rebuild import RebuildOutcome, rebuild, write_index_files
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
-from tests.indexcore.log.test_producer_snapshot import (
-    _reference as _snapshot,  # ProducerSnapshot v1 from Kafka's schema
-)
-from tests.indexcore.tools.test_rebuild import _partition
 from tests.support.fixtures import FIXTURES, load_case
+from tests.support.log_segments import partition
+from tests.support.producer_snapshot_bytes import (
+    reference as _snapshot,  # ProducerSnapshot v1 from Kafka's schema
+)
 
 T = 1_700_000_000_000
 SRC = FIXTURES / "multi_segment_partition_retention"
@@ -248,7 +248,7 @@ def _stems(part: Path) -> list[str]:
 
 
 def test_a_second_run_names_every_unchanged_file(tmp_path: Path):
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     list(rebuild(str(part), CONFIG))
     again = [r for r in rebuild(str(part), CONFIG) if isinstance(r, RebuildOutcome)]
     assert [o.unchanged for o in again] == [[str(part / (s + ".index")), str(part / (s + ".timeindex"))]
@@ -259,7 +259,7 @@ def test_a_second_run_names_every_unchanged_file(tmp_path: Path):
 def test_out_dir_again_and_the_modes_of_new_files(tmp_path: Path):
     """Into an out dir, the new index files take the source ``.log``'s mode (0640); a second run into the same
     out dir works (its partition folder exists) and changes nothing."""
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     out = tmp_path / "out"
     list(rebuild(str(part), CONFIG, out_dir=str(out)))
     files = sorted((out / "orders-0").iterdir())
@@ -271,7 +271,7 @@ def test_out_dir_again_and_the_modes_of_new_files(tmp_path: Path):
 
 def test_index_files_take_the_mode_of_the_log_beside_them(tmp_path: Path):
     """An out dir that already holds a copy of the ``.log`` (mode 0600): the new index files take that mode."""
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     target = tmp_path / "out" / "orders-0"
     target.mkdir(parents=True)
     stem = _stems(part)[0]

@@ -25,8 +25,8 @@ from segdex.indexcore.log.scan import kernel
 from segdex.indexcore.log.scan.python_kernel import scan_simple
 from segdex.indexcore.tools.segment_writer import build_batch
 from tests.support.fixtures import FIXTURES, fixture_case_names
+from tests.support.log_segments import TS, one
 
-TS = 1_700_000_000_000
 NATIVE = pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 V2_HEADER = 61  # bytes of a v2 batch before its first record
 V2_CRC_FROM = 21  # the v2 CRC-32C covers attributes onwards
@@ -38,11 +38,6 @@ def _v2_crc(buf: bytearray, pos: int, size: int) -> None:
     from crc32c import crc32c
 
     struct.pack_into(">I", buf, pos + 17, crc32c(bytes(buf[pos + V2_CRC_FROM:pos + size])))
-
-
-def _one(offset: int, **kw) -> bytes:
-    """A one-record v2 batch at ``offset`` with timestamp ``TS``."""
-    return build_batch(offset, [(TS, b"k", b"v")], **kw)
 
 
 @NATIVE
@@ -84,7 +79,7 @@ def test_a_batch_whose_producer_update_fails_is_counted_first(native: bool):
     key_at = V2_HEADER + 4 + 1  # one-byte varints: length, attributes, timestamp and offset deltas; key length
     struct.pack_into(">h", buf, key_at, -1)
     _v2_crc(buf, 0, len(buf))
-    result = recover(bytes(buf) + _one(1), 0, native=native)
+    result = recover(bytes(buf) + one(1), 0, native=native)
     assert (result.valid_bytes, result.batch_count, result.record_count, result.first_offset,
             result.last_offset, result.error) == (len(buf), 1, 1, 0, 0, None)
     assert result.stop_reason.startswith(
@@ -95,9 +90,9 @@ def test_a_batch_whose_producer_update_fails_is_counted_first(native: bool):
 def test_a_plain_write_inside_an_open_transaction_fails_recovery_at_that_batch(native: bool):
     """``ProducerAppendInfo.appendDataBatch``: a non-transactional batch from a producer whose transaction is open
     throws ``InvalidTxnStateException``, which escapes recovery; the error names the batch that Kafka refused."""
-    txn = _one(0, producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True)
-    plain = _one(1, producer_id=5, producer_epoch=0, base_sequence=1)
-    result = recover(txn + plain + _one(2, producer_id=5, producer_epoch=0, base_sequence=2), 0, native=native)
+    txn = one(0, producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True)
+    plain = one(1, producer_id=5, producer_epoch=0, base_sequence=1)
+    result = recover(txn + plain + one(2, producer_id=5, producer_epoch=0, base_sequence=2), 0, native=native)
     assert result.error == f"InvalidTxnStateException at position {len(txn)}: Expected transactional write from " \
                            f"producer 5 at offset 1"
 
@@ -106,7 +101,7 @@ def test_a_plain_write_inside_an_open_transaction_fails_recovery_at_that_batch(n
 def test_an_epoch_equal_to_the_last_epochs_start_offset_is_still_a_new_epoch(native: bool):
     """``LeaderEpochFileCache.assign``: a batch whose partitionLeaderEpoch is above the latest epoch starts a new
     one at its base offset, whatever that number happens to equal (here the previous epoch's start offset)."""
-    buf = _one(5, partition_leader_epoch=1) + _one(6, partition_leader_epoch=5) + _one(7, partition_leader_epoch=5)
+    buf = one(5, partition_leader_epoch=1) + one(6, partition_leader_epoch=5) + one(7, partition_leader_epoch=5)
     result = recover(buf, 5, native=native)
     assert result.leader_epochs == [(1, 5), (5, 6)]
     assert (result.valid_bytes, result.batch_count, result.last_offset) == (len(buf), 3, 7)

@@ -14,8 +14,8 @@ import zlib
 import pytest
 
 from segdex.indexcore.log.log_segment import recover
-from tests.indexcore.log.test_log_segment import _one
 from tests.support.fixtures import FIXTURES, fixture_case_names
+from tests.support.log_segments import full_offset_index_segment, one
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # Kafka's CompressionType ids
 CASES = [c for c in fixture_case_names() if not c.startswith("corrupt_")]
@@ -106,14 +106,6 @@ def test_leader_epochs_recovery_finds(case: str):
         assert result.leader_epochs == _kafka_epochs(json.loads(listing.read_text())), (case, log.name)
 
 
-def full_offset_index_segment() -> bytes:
-    """20 one-record batches at one timestamp: with index.interval.bytes 0 every batch after the first is indexed,
-    and the time index keeps one entry, so a 64-byte offset index (8 entries) fills first."""
-    from segdex.indexcore.tools.segment_writer import build_batch
-
-    return b"".join(build_batch(i, [(1_700_000_000_000, b"k", b"v")]) for i in range(20))
-
-
 @pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 def test_recovery_stops_at_a_full_offset_index(native: bool):
     """``OffsetIndex.append`` on a full index throws (``IllegalArgumentException``, escaping recovery): the ninth
@@ -130,7 +122,7 @@ def test_a_magic_byte_above_0x7f_is_a_legacy_message_to_kafka(magic: int, native
     """Kafka reads the magic as a Java byte: 0x80..0xFF are negative, below v2, so the batch is checked as a
     legacy message: its CRC-32 from the magic byte on against the int at bytes 12..16 (here the v2 leader
     epoch, 0). Kafka's recovery of the same bytes agrees (test_kafka_oracle)."""
-    good = _one(0)
+    good = one(0)
     bad = bytearray(good)
     bad[16] = magic
     result = recover(good + bytes(bad), 0, native=native)
@@ -144,7 +136,7 @@ def test_a_magic_byte_above_0x7f_is_a_legacy_message_to_kafka(magic: int, native
 def test_a_v2_batch_shorter_than_its_header_at_the_end_of_the_file(native: bool):
     """The last 60 bytes claim a v2 batch (length 48): too short for the 61-byte header, which
     ``DefaultRecordBatch.ensureValid`` refuses by its size before reading anything else."""
-    good = _one(0)
+    good = one(0)
     short = struct.pack(">qiib", 1, 48, 0, 2) + bytes(60 - 17)
     result = recover(good + short, 0, native=native)
     assert result.stop_reason == (f"CorruptRecordException at position {len(good)}: Record batch is corrupt (the "
@@ -157,7 +149,7 @@ def test_a_whole_61_byte_batch_ending_the_file_is_kept(native: bool):
     (Kafka's recovery keeps it too: test_kafka_oracle)."""
     from segdex.indexcore.tools.segment_writer import build_batch
 
-    buf = _one(0) + build_batch(1, [])
+    buf = one(0) + build_batch(1, [])
     result = recover(buf, 0, native=native)
     assert (result.valid_bytes, result.batch_count, result.stop_reason, result.error) == (len(buf), 2, None, None)
 
@@ -170,7 +162,7 @@ def test_a_whole_61_byte_batch_ending_the_file_is_read_whole():
     from segdex.indexcore.tools.segment_writer import build_batch
 
     empty = build_batch(1, [], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
-    buf = _one(0) + empty
+    buf = one(0) + empty
     last = list(batches(buf))[-1]
-    assert (last.position, last.size_in_bytes, last.crc) == (len(_one(0)), 61, struct.unpack_from(">I", empty, 17)[0])
+    assert (last.position, last.size_in_bytes, last.crc) == (len(one(0)), 61, struct.unpack_from(">I", empty, 17)[0])
     assert last.producer_id == 9

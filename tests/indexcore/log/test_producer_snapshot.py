@@ -27,6 +27,7 @@ from segdex.indexcore.log.producer_state import (
     ProducerStateManager,
 )
 from tests.support.fixtures import FIXTURES
+from tests.support.producer_snapshot_bytes import reference
 
 TXN = FIXTURES / "v2_txn_two_producers" / "broker"
 
@@ -63,25 +64,13 @@ def test_kafkas_snapshot_reads_as_kafkas_batches_say():
     assert any(last_any[p] is not last_data[p] for p in last_data)  # a marker came after some producer's data
 
 
-def _reference(rows: list[tuple]) -> bytes:
-    """ProducerSnapshot v1 written out from Kafka's schema: version int16, crc uint32 (CRC-32C of the rest),
-    count int32, then per entry int64 int16 int32 int64 int32 int64 int32 int64."""
-    rest = len(rows).to_bytes(4, "big", signed=True) + b"".join(
-        pid.to_bytes(8, "big", signed=True) + epoch.to_bytes(2, "big", signed=True)
-        + seq.to_bytes(4, "big", signed=True) + off.to_bytes(8, "big", signed=True)
-        + delta.to_bytes(4, "big", signed=True) + ts.to_bytes(8, "big", signed=True)
-        + coord.to_bytes(4, "big", signed=True) + txn.to_bytes(8, "big", signed=True)
-        for pid, epoch, seq, off, delta, ts, coord, txn in rows)
-    return (1).to_bytes(2, "big") + crc32c.crc32c(rest).to_bytes(4, "big") + rest
-
-
 def test_written_bytes_follow_kafkas_layout_to_the_last_bit():
     ts = 1_700_000_000_000
     while True:  # a timestamp that puts the CRC's top bit on: the field is unsigned
         rows = [(2**62 + 7, 32767, 2**31 - 1, 2**40, 99, ts, 2**31 - 1, 2**39),
                 (4001, -1, -1, -1, 0, -1, -1, -1),  # a producer with no data batch, no transaction
                 (-(2**63), -32768, 0, 0, 0, 0, 0, -1)]
-        ref = _reference(rows)
+        ref = reference(rows)
         if int.from_bytes(ref[2:6], "big") >= 2**31:
             break
         ts += 1
@@ -90,13 +79,13 @@ def test_written_bytes_follow_kafkas_layout_to_the_last_bit():
                ProducerStateEntry(-(2**63), -32768, 0, 0, None, BatchMetadata(0, 0, 0, 0))]
     assert snapshot_bytes(entries) == ref
     assert read_snapshot(ref) == entries
-    assert snapshot_bytes([]) == _reference([]) and read_snapshot(_reference([])) == []
+    assert snapshot_bytes([]) == reference([]) and read_snapshot(reference([])) == []
 
 
 @pytest.mark.parametrize(("data", "why"), [
     (b"\0\1\0\0\0", "x: 5 bytes, shorter than the 10-byte header"),
     ((2).to_bytes(2, "big") + bytes(8), "x: snapshot contained an unknown file version 2"),
-    (_reference([(1, 0, 0, 0, 0, 0, 0, -1)])[:-1], "x: snapshot failed schema validation: 1 entries in 55 bytes"),
+    (reference([(1, 0, 0, 0, 0, 0, 0, -1)])[:-1], "x: snapshot failed schema validation: 1 entries in 55 bytes"),
     ((1).to_bytes(2, "big") + bytes(4) + (-1).to_bytes(4, "big", signed=True),
      "x: snapshot failed schema validation: -1 entries in 10 bytes"),
 ])
@@ -107,7 +96,7 @@ def test_snapshots_kafka_refuses(data: bytes, why: str):
 
 
 def test_a_snapshot_with_a_wrong_crc():
-    ref = bytearray(_reference([(1, 0, 0, 0, 0, 0, 0, -1)]))
+    ref = bytearray(reference([(1, 0, 0, 0, 0, 0, 0, -1)]))
     stored = int.from_bytes(ref[2:6], "big")
     ref[-1] ^= 1
     with pytest.raises(CorruptSnapshotException) as e:

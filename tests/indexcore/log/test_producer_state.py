@@ -21,8 +21,8 @@ from segdex.indexcore.log.producer_state import (
     ProducerStateManager,
 )
 from segdex.indexcore.tools.segment_writer import build_batch
-from tests.indexcore.log.test_producer_snapshot import (
-    _reference as _snapshot,  # ProducerSnapshot v1 from Kafka's schema
+from tests.support.producer_snapshot_bytes import (
+    reference as _snapshot,  # ProducerSnapshot v1 from Kafka's schema
 )
 
 T0 = 1_700_000_000_000

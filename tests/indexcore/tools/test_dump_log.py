@@ -33,7 +33,7 @@ from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, record_view
 from segdex.indexcore.tools.segment_writer import build_batch
 from segdex.jobs.cli import main as segdex_main
-from tests.indexcore.record.test_records_control import control_batch
+from tests.support.control_batches import control_batch
 from tests.support.segment_cases import V2_FIELDS
 
 INT32_MAX = 2**31 - 1

@@ -25,8 +25,8 @@ from segdex.indexcore.tools.index_trim import (
     IndexFileCheck,
     trim_log_dir,
 )
-from tests.indexcore.log.test_log_dir import other_holder
 from tests.support.fixtures import FIXTURES, load_case
+from tests.support.log_dir_locks import other_holder
 
 CASE = "multi_segment_partition_retention"
 PAD = {".index": 4096, ".timeindex": 4092}  # whole entries of 8 and 12 bytes

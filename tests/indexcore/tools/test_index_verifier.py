@@ -34,7 +34,7 @@ from segdex.indexcore.record.file_records import open_log
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools.index_verifier import Verdict, check_offset_entries, check_time_entries, verify_segment
 from segdex.indexcore.tools.segment_writer import build_batch
-from tests.indexcore.tools.test_index_verifier_negative import write_segment
+from tests.support.log_segments import write_segment
 
 START = 1_700_000_000_000
 BATCHES = 20

@@ -16,20 +16,11 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools.index_verifier import Verdict, verify_segment
-from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from segdex.indexcore.tools.segment_writer import build_batch
+from tests.support.log_segments import write_segment
 
 START = 1_700_000_000_000
 BATCHES = 20
-
-
-def write_segment(tmp_path: Path, batches: list[bytes]) -> tuple[Path, list[int]]:
-    """Write one segment of ``batches`` at offset 0; return its .log path and each batch's start position."""
-    write_partition(tmp_path, "t", 0, batches)
-    positions, at = [], 0
-    for b in batches:
-        positions.append(at)
-        at += len(b)
-    return tmp_path / "t-0" / "00000000000000000000.log", positions
 
 
 @pytest.fixture

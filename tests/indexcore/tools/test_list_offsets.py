@@ -172,7 +172,7 @@ def test_segments_kafka_cannot_load_fail_the_request(tmp_path):
 def test_a_control_record_without_a_key_fails_the_request(tmp_path):
     """Kafka's recovery throws NullPointerException on an end-transaction marker without a key: the log cannot be
     loaded, and the lookup fails with the cause."""
-    from tests.indexcore.record.test_records_control import control_batch
+    from tests.support.control_batches import control_batch
 
     part = partition(tmp_path, "txn-0", [[control_batch(None, struct.pack(">hi", 0, 1), offset=5)]])
     with pytest.raises(SegdexError) as e:

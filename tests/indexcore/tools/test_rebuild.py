@@ -4,7 +4,6 @@ gives, and the outcome of each segment, in place and into ``--out-dir``."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,24 +12,15 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import InvalidLayoutException, UsageException
 from segdex.indexcore.fs.atomic_file import TEMP_PREFIX, TEMP_SUFFIX
 from segdex.indexcore.tools.rebuild import RebuildNotice, RebuildOutcome, rebuild
-from tests.support.fixtures import FIXTURES, load_case
+from tests.support.fixtures import load_case
+from tests.support.log_segments import SRC, partition
 
-SRC = FIXTURES / "multi_segment_partition_retention"
 CONFIG = LogConfig().with_overrides({k: str(v) for k, v in load_case(SRC.name)["topic_config"].items()
                                      if k in ("index.interval.bytes", "segment.index.bytes")})
 
 
-def _partition(root: Path, name: str = "orders-0") -> Path:
-    part = root / "logs" / name
-    part.mkdir(parents=True)
-    for log in (SRC / "broker").glob("*.log"):
-        shutil.copy(log, part)
-        os.chmod(part / log.name, 0o640)
-    return part
-
-
 def test_in_place_with_notices_then_nothing_to_do(tmp_path: Path):
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     (part / "garbage.log").write_bytes(b"")
     tmp = part / f"{TEMP_PREFIX}1-ab{TEMP_SUFFIX}"
     tmp.write_bytes(b"half")
@@ -54,7 +44,7 @@ def test_in_place_with_notices_then_nothing_to_do(tmp_path: Path):
 
 
 def test_one_log_file_and_out_dir(tmp_path: Path):
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     log = next(iter(sorted(part.glob("0*.log"))))
     [one] = list(rebuild(str(log), CONFIG))
     assert one.segment.log_path == str(log) and one.written == [str(log)[:-4] + ".index", str(log)[:-4] + ".timeindex"]
@@ -73,7 +63,7 @@ def _write(path: Path) -> Path:
 
 
 def test_targets_refused(tmp_path: Path):
-    part = _partition(tmp_path)
+    part = partition(tmp_path)
     with pytest.raises(UsageException) as e:
         list(rebuild(str(part.parent), CONFIG))
     assert str(e.value) == (f"{part.parent}: a log dir, not a partition directory: give one of its partition "
@@ -84,7 +74,7 @@ def test_targets_refused(tmp_path: Path):
     with pytest.raises(InvalidLayoutException) as e:
         list(rebuild(str(_write(part / "00000000000000000000.index")), CONFIG))
     assert str(e.value) == f"{part / '00000000000000000000.index'}: not a .log segment file nor a partition directory"
-    meta = _partition(tmp_path / "m", "__cluster_metadata-0")
+    meta = partition(tmp_path / "m", "__cluster_metadata-0")
     with pytest.raises(UsageException) as e:
         list(rebuild(str(meta), CONFIG))
     assert str(e.value) == (f"{meta}: the KRaft metadata log (__cluster_metadata) is never rewritten in place; use "

@@ -18,21 +18,11 @@ from segdex.indexcore.log.log_segment import recover
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.scan import native as native_loader
 from segdex.indexcore.log.scan.python_kernel import scan_simple
-from segdex.indexcore.log.scan.state import (
-    N_SLOTS,
-    S_BASE_OFFSET,
-    S_END,
-    S_FIRST_OFFSET,
-    S_INDEX_INTERVAL,
-    S_LAST_OFFSET,
-    S_LEADER_EPOCH,
-    S_MAX_TIMESTAMP,
-    S_OFFSET_OF_MAX_TIMESTAMP,
-    S_RUN_PRODUCER_ID,
-)
+from segdex.indexcore.log.scan.state import N_SLOTS, S_END
 from segdex.indexcore.record.file_records import open_log
 from segdex.indexcore.record.record_batch import CompressionType
 from segdex.indexcore.tools.segment_writer import build_batch, build_legacy, uniform_batches
+from tests.support.scan_states import scan_state
 
 INTERVALS = [0, 1, 100, 4096]
 INDEX_SIZES = [DEFAULT_MAX_INDEX_SIZE, 64, 24, 8]
@@ -43,21 +33,6 @@ def native():
     """The native kernel; its absence is a failure (the set-up builds it), not a reason to skip."""
     assert scan.native_available(), f"native kernel not built: {native_loader.error()}"
     return scan.kernel(True)
-
-
-def scan_state(size: int, base: int, interval: int, epoch: int = 0) -> array:
-    """The state ``LogSegment.recover`` starts a segment with (validBytes 0, lastIndexEntry 0, no timestamp)."""
-    state = array("q", [0] * N_SLOTS)
-    state[S_END] = size
-    state[S_BASE_OFFSET] = base
-    state[S_INDEX_INTERVAL] = interval
-    state[S_MAX_TIMESTAMP] = -1
-    state[S_OFFSET_OF_MAX_TIMESTAMP] = base
-    state[S_LAST_OFFSET] = -1
-    state[S_FIRST_OFFSET] = -1
-    state[S_RUN_PRODUCER_ID] = -1
-    state[S_LEADER_EPOCH] = epoch
-    return state
 
 
 def _both(native, buf, state: array, offset_data: bytes = b"", time_data: bytes = b"",

@@ -47,8 +47,8 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_ID,
 )
 from segdex.indexcore.record.file_records import open_log
-from tests.indexcore.log.scan.test_fastscan import scan_state
 from tests.support.kafka_bytes import varint as _varint
+from tests.support.scan_states import scan_state
 
 INT32_MAX = 2**31 - 1
 TS = 1_700_000_000_000
