@@ -8,6 +8,7 @@ the same tree the editable install imports.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -82,3 +83,14 @@ def test_a_built_wheel_holds_the_tree_the_checkout_imports(tmp_path):
     assert expected <= names, sorted(expected - names)
     assert "segdex/indexcore/log/scan/_layout.h" in names
     assert any(n.startswith("segdex/indexcore/log/scan/_fastscan") and n.endswith(".so") for n in names)
+    # installed (a wheel is unpacked as it is installed): the modules import from it, the C kernel included
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import segdex.indexcore.log.log_segment as m, segdex.jobs.cli, segdex.pipelines.scan\n"
+            "from segdex.indexcore.log import scan\n"
+            "print(m.__file__, scan.native_available())\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=site, env={**os.environ, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    where, native = proc.stdout.split()
+    assert where == str(site / "segdex" / "indexcore" / "log" / "log_segment.py") and native == "True"
