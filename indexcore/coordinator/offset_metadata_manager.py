@@ -1,0 +1,162 @@
+"""The committed offsets a group coordinator holds after loading a ``__consumer_offsets`` partition, offline.
+
+Kafka 4.x's group coordinator loads a partition by replaying every record of it in offset order
+(``CoordinatorLoaderImpl.load`` into ``GroupCoordinatorShard.replay``). Offset commits (record types 0, the legacy
+``OffsetCommit`` key, and 1) go to ``OffsetMetadataManager.replay``, end-transaction markers to
+``OffsetMetadataManager.replayEndTransactionMarker``:
+
+- a commit outside a transaction (the batch's producer id is -1) replaces the group's offset of that partition;
+- a commit inside a transaction (``TxnOffsetCommit``: the batch carries the producer's id) waits, per producer, for
+  that producer's marker: COMMIT applies each pending offset unless a later record (a higher record offset) already
+  set that partition's offset, ABORT drops them;
+- a tombstone (null value) removes the offset and every pending transactional offset of that partition;
+- records of other types (the groups themselves) are not offsets; records of types the coordinator does not know
+  are skipped, as its loader skips them;
+- a record Kafka cannot deserialize (no key, a value too short for its schema) fails Kafka's load of the whole
+  partition: its groups stay unavailable. segdex goes on and lists each such record in ``undecodable``, so that
+  one run names every one of them.
+
+Deleting a group or expiring its offsets writes tombstones, so the replay alone yields what the coordinator serves;
+a corrupt tail ends the replay where Kafka's recovery would cut the log.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException, read_message
+from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES
+from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, RecoveryFailedException
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.record_batch import NO_PRODUCER_ID, ensure_valid
+from segdex.indexcore.record.records import end_txn_marker, records
+
+OFFSET_COMMIT_TYPES = (0, 1)  # LegacyOffsetCommit, OffsetCommit (CoordinatorRecordType)
+NO_LEADER_EPOCH = -1
+NO_EXPIRE_TIMESTAMP = -1
+
+TopicPartitionKey = tuple[str, str, int]  # (group, topic, partition)
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    """Kafka's ``OffsetAndMetadata.fromRecord``: a committed offset and where its record sits in the partition."""
+
+    record_offset: int  # the commit record's offset in __consumer_offsets: the later record wins
+    committed_offset: int
+    leader_epoch: int  # -1: none (OffsetCommitValue below version 3)
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int  # -1: none (only OffsetCommitValue version 1 has one)
+
+
+@dataclass
+class OffsetMetadataManager:
+    """``OffsetMetadataManager``'s state as replay leaves it: the offsets, and the transactional offsets still
+    waiting for their producer's marker (per producer id)."""
+
+    offsets: dict[TopicPartitionKey, OffsetAndMetadata] = field(default_factory=dict)
+    pending_transactional_offsets: dict[int, dict[TopicPartitionKey, OffsetAndMetadata]] = field(default_factory=dict)
+    open_transactions: dict[TopicPartitionKey, set[int]] = field(default_factory=dict)
+
+    def replay(self, record_offset: int, producer_id: int, key: TopicPartitionKey,
+               value: OffsetAndMetadata | None) -> None:
+        """``OffsetMetadataManager.replay`` of one offset commit record (``value`` None: a tombstone)."""
+        if value is not None:
+            if producer_id == NO_PRODUCER_ID:
+                self.offsets[key] = value
+            else:
+                self.pending_transactional_offsets.setdefault(producer_id, {})[key] = value
+                self.open_transactions.setdefault(key, set()).add(producer_id)
+            return
+        self.offsets.pop(key, None)
+        for open_producer in self.open_transactions.pop(key, set()):
+            self.pending_transactional_offsets.get(open_producer, {}).pop(key, None)
+
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
+        """``OffsetMetadataManager.replayEndTransactionMarker``: COMMIT materialises the producer's pending offsets
+        (each unless the partition's current offset has a higher record offset), ABORT drops them."""
+        pending = self.pending_transactional_offsets.pop(producer_id, None)
+        if pending is None:
+            return
+        for key in pending:
+            producers = self.open_transactions.get(key)
+            if producers is not None:
+                producers.discard(producer_id)
+                if not producers:
+                    del self.open_transactions[key]
+        if not commit:
+            return
+        for key, offset in pending.items():
+            existing = self.offsets.get(key)
+            if existing is None or offset.record_offset > existing.record_offset:
+                self.offsets[key] = offset
+
+
+@dataclass
+class OffsetsLoad:
+    """A ``__consumer_offsets`` partition replayed: the manager's state, how far the replay read, and the records
+    on which Kafka's load would fail (with why)."""
+
+    manager: OffsetMetadataManager
+    next_offset: int = 0  # the offset after the last record replayed
+    undecodable: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the replay ended before the end of the last segment (a corrupt tail)
+
+
+def offset_commit(record_offset: int, record_type: int, key: bytes,
+                  value: bytes | None) -> tuple[TopicPartitionKey, OffsetAndMetadata | None]:
+    """An offset commit record decoded (``CoordinatorRecordSerde``): its (group, topic, partition) and value."""
+    _, key_schema, value_schema = GROUP_RECORD_TYPES[record_type]
+    k = read_message(key_schema, key[INT16.size:], 0)
+    where = (k["group"], k["topic"], k["partition"])
+    if value is None:
+        return where, None
+    if len(value) < INT16.size:
+        raise MessageFormatException(f"record value too short for its version ({len(value)} bytes)")
+    version = INT16.unpack_from(value)[0]
+    v = read_message(value_schema, value[INT16.size:], version)
+    return where, OffsetAndMetadata(record_offset, v["offset"], v.get("leaderEpoch", NO_LEADER_EPOCH), v["metadata"],
+                                    v["commitTimestamp"], v.get("expireTimestamp", NO_EXPIRE_TIMESTAMP))
+
+
+def _replay_batch(load: OffsetsLoad, buf, batch) -> None:
+    manager = load.manager
+    if batch.is_control:
+        marker = end_txn_marker(buf, batch)
+        if marker is not None:
+            manager.replay_end_transaction_marker(batch.producer_id, marker[0] == "COMMIT")
+        return
+    for record in records(buf, batch):
+        if record.key is None or len(record.key) < INT16.size:
+            load.undecodable.append(f"offset {record.offset}: a record without a coordinator key")
+            continue
+        record_type = INT16.unpack_from(record.key)[0]
+        if record_type not in OFFSET_COMMIT_TYPES:
+            continue  # a group record, or one the coordinator does not know
+        try:
+            key, value = offset_commit(record.offset, record_type, record.key, record.value)
+        except MessageFormatException as e:
+            load.undecodable.append(f"offset {record.offset}: {e}")
+            continue
+        manager.replay(record.offset, batch.producer_id, key, value)
+
+
+def load_offsets(partition_dir: str | os.PathLike) -> OffsetsLoad:
+    """Replay every valid batch of a ``__consumer_offsets`` partition directory, its segments in offset order
+    (``CoordinatorLoaderImpl.load``); stops at the first invalid batch, as the log ends there after recovery."""
+    load = OffsetsLoad(OffsetMetadataManager())
+    logs, _misnamed = segment_logs(partition_dir)
+    for _base, path in logs:
+        with open_log(path) as buf:
+            try:
+                for batch in batches(buf):
+                    ensure_valid(buf, batch)
+                    _replay_batch(load, buf, batch)
+                    load.next_offset = batch.next_offset
+            except (CorruptRecordException, InvalidRecordException, RecoveryFailedException) as e:
+                load.stopped = f"{os.path.basename(path)}: {e}"
+                return load
+    return load
