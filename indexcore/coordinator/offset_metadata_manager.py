@@ -25,13 +25,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from segdex.indexcore.coordinator import coordinator_loader
 from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException, read_message
-from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES
-from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, RecoveryFailedException
-from segdex.indexcore.log.log_segments import segment_logs
-from segdex.indexcore.record.file_records import batches, open_log
-from segdex.indexcore.record.record_batch import NO_PRODUCER_ID, ensure_valid
-from segdex.indexcore.record.records import end_txn_marker, records
+from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_value
+from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
+from segdex.indexcore.record.records import Record
 
 OFFSET_COMMIT_TYPES = (0, 1)  # LegacyOffsetCommit, OffsetCommit (CoordinatorRecordType)
 NO_LEADER_EPOCH = -1
@@ -114,49 +112,32 @@ def offset_commit(record_offset: int, record_type: int, key: bytes,
     where = (k["group"], k["topic"], k["partition"])
     if value is None:
         return where, None
-    if len(value) < INT16.size:
-        raise MessageFormatException(f"record value too short for its version ({len(value)} bytes)")
-    version = INT16.unpack_from(value)[0]
-    v = read_message(value_schema, value[INT16.size:], version)
+    v = read_record_value(value_schema, value)
     return where, OffsetAndMetadata(record_offset, v["offset"], v.get("leaderEpoch", NO_LEADER_EPOCH), v["metadata"],
                                     v["commitTimestamp"], v.get("expireTimestamp", NO_EXPIRE_TIMESTAMP))
 
 
-def _replay_batch(load: OffsetsLoad, buf, batch) -> None:
-    manager = load.manager
-    if batch.is_control:
-        marker = end_txn_marker(buf, batch)
-        if marker is not None:
-            manager.replay_end_transaction_marker(batch.producer_id, marker[0] == "COMMIT")
-        return
-    for record in records(buf, batch):
+def load_offsets(partition_dir: str | os.PathLike) -> OffsetsLoad:
+    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it
+    (``coordinator_loader.replay_coordinator_partition``): offset commit records and end-transaction markers
+    into one manager."""
+    out = OffsetsLoad(OffsetMetadataManager())
+
+    def on_record(producer_id: int, record: Record) -> None:
         if record.key is None or len(record.key) < INT16.size:
-            load.undecodable.append(f"offset {record.offset}: a record without a coordinator key")
-            continue
+            out.undecodable.append(f"offset {record.offset}: a record without a coordinator key")
+            return
         record_type = INT16.unpack_from(record.key)[0]
         if record_type not in OFFSET_COMMIT_TYPES:
-            continue  # a group record, or one the coordinator does not know
+            return  # a group record, or one the coordinator does not know
         try:
             key, value = offset_commit(record.offset, record_type, record.key, record.value)
         except MessageFormatException as e:
-            load.undecodable.append(f"offset {record.offset}: {e}")
-            continue
-        manager.replay(record.offset, batch.producer_id, key, value)
+            out.undecodable.append(f"offset {record.offset}: {e}")
+            return
+        out.manager.replay(record.offset, producer_id, key, value)
 
-
-def load_offsets(partition_dir: str | os.PathLike) -> OffsetsLoad:
-    """Replay every valid batch of a ``__consumer_offsets`` partition directory, its segments in offset order
-    (``CoordinatorLoaderImpl.load``); stops at the first invalid batch, as the log ends there after recovery."""
-    load = OffsetsLoad(OffsetMetadataManager())
-    logs, _misnamed = segment_logs(partition_dir)
-    for _base, path in logs:
-        with open_log(path) as buf:
-            try:
-                for batch in batches(buf):
-                    ensure_valid(buf, batch)
-                    _replay_batch(load, buf, batch)
-                    load.next_offset = batch.next_offset
-            except (CorruptRecordException, InvalidRecordException, RecoveryFailedException) as e:
-                load.stopped = f"{os.path.basename(path)}: {e}"
-                return load
-    return load
+    summary = coordinator_loader.replay_coordinator_partition(partition_dir, on_record,
+                                                              out.manager.replay_end_transaction_marker)
+    out.next_offset, out.stopped = summary.next_offset, summary.stopped
+    return out

@@ -209,6 +209,13 @@ def _version(data: bytes, what: str) -> int:
     return INT16.unpack_from(data)[0]
 
 
+def read_record_value(schema: Message, value: bytes) -> dict[str, Any]:
+    """A coordinator record's value: its int16 version, then the message at that version
+    (``CoordinatorRecordSerde.readMessage``). MessageFormatException when it cannot be read."""
+    version = _version(value, "value")
+    return read_message(schema, value[INT16.size:], version)
+
+
 def _decode_consumer_protocol(message: Message, raw: bytes | None) -> Any:
     """A member's subscription or assignment bytes decoded (int16 version + message), or the bytes kept."""
     import base64

@@ -1,0 +1,95 @@
+"""The transactions a transaction coordinator holds after loading a ``__transaction_state`` partition, offline.
+
+Kafka's ``TransactionStateManager.loadTransactionMetadata`` replays the partition in offset order
+(``coordinator_loader``): each ``TransactionLog`` record (key type 0: the transactional id) puts the transaction's
+metadata as its value says (``TransactionLog.readTxnRecordValue``), a tombstone removes the transactional id (an
+expired one). What remains is what ``kafka-transactions list`` and ``describe`` answer after the coordinator loads:
+the producer id and epoch, the state, the partitions of an ongoing transaction, its timeout and timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from segdex.indexcore.coordinator import coordinator_loader
+from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException, read_message
+from segdex.indexcore.coordinator.records import TRANSACTION_RECORD_TYPES, TRANSACTION_STATES, read_record_value
+from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
+from segdex.indexcore.record.records import Record
+
+TRANSACTION_LOG_TYPE = 0  # TransactionLogKey's record type
+NO_PRODUCER_EPOCH = -1  # fields a version-0 value does not have take their schema defaults
+
+
+@dataclass(frozen=True)
+class TransactionMetadata:
+    """Kafka's ``TransactionMetadata`` as ``TransactionLog.readTxnRecordValue`` builds it from one record."""
+
+    transactional_id: str
+    record_offset: int  # where the record sits in __transaction_state
+    producer_id: int
+    previous_producer_id: int  # -1: none (value version 0 has none)
+    next_producer_id: int
+    producer_epoch: int
+    next_producer_epoch: int
+    transaction_timeout_ms: int
+    state: str  # Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, ...
+    partitions: tuple[tuple[str, int], ...]  # (topic, partition) of the transaction, sorted
+    last_update_timestamp_ms: int
+    start_timestamp_ms: int  # -1 when no transaction has started
+    client_transaction_version: int
+
+
+@dataclass
+class TransactionsLoad:
+    """A ``__transaction_state`` partition replayed: the transactions by id, how far the replay read, and the
+    records on which Kafka's load would fail (with why)."""
+
+    transactions: dict[str, TransactionMetadata] = field(default_factory=dict)
+    next_offset: int = 0
+    undecodable: list[str] = field(default_factory=list)
+    stopped: str | None = None
+
+
+def transaction_record(record_offset: int, key: bytes, value: bytes | None) -> tuple[str, TransactionMetadata | None]:
+    """A ``TransactionLog`` record decoded: its transactional id and metadata (None: a tombstone)."""
+    _, key_schema, value_schema = TRANSACTION_RECORD_TYPES[TRANSACTION_LOG_TYPE]
+    transactional_id = read_message(key_schema, key[INT16.size:], 0)["transactionalId"]
+    if value is None:
+        return transactional_id, None
+    v = read_record_value(value_schema, value)
+    status = v["transactionStatus"]
+    if status not in TRANSACTION_STATES:
+        raise MessageFormatException(f"Unknown transaction state id {status}")
+    partitions = tuple(sorted((t["topic"], p) for t in v["transactionPartitions"] or [] for p in t["partitionIds"]))
+    return transactional_id, TransactionMetadata(
+        transactional_id, record_offset, v["producerId"], v.get("previousProducerId", NO_PRODUCER_ID),
+        v.get("nextProducerId", NO_PRODUCER_ID), v["producerEpoch"], v.get("nextProducerEpoch", NO_PRODUCER_EPOCH),
+        v["transactionTimeoutMs"], TRANSACTION_STATES[status], partitions, v["transactionLastUpdateTimestampMs"],
+        v["transactionStartTimestampMs"], v.get("clientTransactionVersion", 0))
+
+
+def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
+    """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it."""
+    out = TransactionsLoad()
+
+    def on_record(_producer_id: int, record: Record) -> None:
+        if record.key is None or len(record.key) < INT16.size:
+            out.undecodable.append(f"offset {record.offset}: a record without a transaction log key")
+            return
+        if INT16.unpack_from(record.key)[0] != TRANSACTION_LOG_TYPE:
+            return  # a key version the coordinator does not know: skipped
+        try:
+            transactional_id, metadata = transaction_record(record.offset, record.key, record.value)
+        except MessageFormatException as e:
+            out.undecodable.append(f"offset {record.offset}: {e}")
+            return
+        if metadata is None:
+            out.transactions.pop(transactional_id, None)
+        else:
+            out.transactions[transactional_id] = metadata
+
+    summary = coordinator_loader.replay_coordinator_partition(partition_dir, on_record)
+    out.next_offset, out.stopped = summary.next_offset, summary.stopped
+    return out
