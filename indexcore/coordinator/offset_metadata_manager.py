@@ -26,10 +26,9 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.coordinator import coordinator_loader
-from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException, read_message
-from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_value
+from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
+from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
 from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
-from segdex.indexcore.record.records import Record
 
 OFFSET_COMMIT_TYPES = (0, 1)  # LegacyOffsetCommit, OffsetCommit (CoordinatorRecordType)
 NO_LEADER_EPOCH = -1
@@ -94,21 +93,18 @@ class OffsetMetadataManager:
 
 
 @dataclass
-class OffsetsLoad:
-    """A ``__consumer_offsets`` partition replayed: the manager's state, how far the replay read, and the records
-    on which Kafka's load would fail (with why)."""
+class OffsetsLoad(LoadSummary):
+    """A ``__consumer_offsets`` partition replayed: the manager's state, and how the load went
+    (``LoadSummary``)."""
 
-    manager: OffsetMetadataManager
-    next_offset: int = 0  # the offset after the last record replayed
-    undecodable: list[str] = field(default_factory=list)
-    stopped: str | None = None  # why the replay ended before the end of the last segment (a corrupt tail)
+    manager: OffsetMetadataManager = field(default_factory=OffsetMetadataManager)
 
 
 def offset_commit(record_offset: int, record_type: int, key: bytes,
                   value: bytes | None) -> tuple[TopicPartitionKey, OffsetAndMetadata | None]:
     """An offset commit record decoded (``CoordinatorRecordSerde``): its (group, topic, partition) and value."""
     _, key_schema, value_schema = GROUP_RECORD_TYPES[record_type]
-    k = read_message(key_schema, key[INT16.size:], 0)
+    k = read_record_key(key_schema, key)
     where = (k["group"], k["topic"], k["partition"])
     if value is None:
         return where, None
@@ -118,26 +114,11 @@ def offset_commit(record_offset: int, record_type: int, key: bytes,
 
 
 def load_offsets(partition_dir: str | os.PathLike) -> OffsetsLoad:
-    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it
-    (``coordinator_loader.replay_coordinator_partition``): offset commit records and end-transaction markers
-    into one manager."""
-    out = OffsetsLoad(OffsetMetadataManager())
-
-    def on_record(producer_id: int, record: Record) -> None:
-        if record.key is None or len(record.key) < INT16.size:
-            out.undecodable.append(f"offset {record.offset}: a record without a coordinator key")
-            return
-        record_type = INT16.unpack_from(record.key)[0]
-        if record_type not in OFFSET_COMMIT_TYPES:
-            return  # a group record, or one the coordinator does not know
-        try:
-            key, value = offset_commit(record.offset, record_type, record.key, record.value)
-        except MessageFormatException as e:
-            out.undecodable.append(f"offset {record.offset}: {e}")
-            return
-        out.manager.replay(record.offset, producer_id, key, value)
-
-    summary = coordinator_loader.replay_coordinator_partition(partition_dir, on_record,
-                                                              out.manager.replay_end_transaction_marker)
-    out.next_offset, out.stopped = summary.next_offset, summary.stopped
+    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it: offset commit
+    records and end-transaction markers into one manager (group records are not offsets)."""
+    out = OffsetsLoad()
+    coordinator_loader.replay_coordinator_records(
+        partition_dir, OFFSET_COMMIT_TYPES, offset_commit,
+        lambda record_offset, producer_id, commit: out.manager.replay(record_offset, producer_id, *commit),
+        out.manager.replay_end_transaction_marker, out)
     return out

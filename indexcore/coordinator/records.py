@@ -209,6 +209,11 @@ def _version(data: bytes, what: str) -> int:
     return INT16.unpack_from(data)[0]
 
 
+def read_record_key(schema: Message, key: bytes) -> dict[str, Any]:
+    """A coordinator record's key: its int16 record type, then the key message (version 0)."""
+    return read_message(schema, key[INT16.size:], 0)
+
+
 def read_record_value(schema: Message, value: bytes) -> dict[str, Any]:
     """A coordinator record's value: its int16 version, then the message at that version
     (``CoordinatorRecordSerde.readMessage``). MessageFormatException when it cannot be read."""
@@ -263,7 +268,7 @@ class CoordinatorRecordParser:
             if record_type not in self.types:
                 return f"Unknown record type {record_type} at offset {offset}, skipping.", None
             _name, key_schema, value_schema = self.types[record_type]
-            key_data = read_message(key_schema, key[INT16.size:], 0)
+            key_data = read_record_key(key_schema, key)
             key_text = _compact({"type": str(record_type), "data": struct_json(key_schema.struct, key_data, 0)})
             if value is None:
                 return key_text, DELETE

@@ -13,10 +13,15 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.coordinator import coordinator_loader
-from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException, read_message
-from segdex.indexcore.coordinator.records import TRANSACTION_RECORD_TYPES, TRANSACTION_STATES, read_record_value
+from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
+from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.coordinator.records import (
+    TRANSACTION_RECORD_TYPES,
+    TRANSACTION_STATES,
+    read_record_key,
+    read_record_value,
+)
 from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
-from segdex.indexcore.record.records import Record
 
 TRANSACTION_LOG_TYPE = 0  # TransactionLogKey's record type
 NO_PRODUCER_EPOCH = -1  # fields a version-0 value does not have take their schema defaults
@@ -42,20 +47,18 @@ class TransactionMetadata:
 
 
 @dataclass
-class TransactionsLoad:
-    """A ``__transaction_state`` partition replayed: the transactions by id, how far the replay read, and the
-    records on which Kafka's load would fail (with why)."""
+class TransactionsLoad(LoadSummary):
+    """A ``__transaction_state`` partition replayed: the transactions by id, and how the load went
+    (``LoadSummary``)."""
 
     transactions: dict[str, TransactionMetadata] = field(default_factory=dict)
-    next_offset: int = 0
-    undecodable: list[str] = field(default_factory=list)
-    stopped: str | None = None
 
 
-def transaction_record(record_offset: int, key: bytes, value: bytes | None) -> tuple[str, TransactionMetadata | None]:
+def transaction_record(record_offset: int, record_type: int, key: bytes,
+                       value: bytes | None) -> tuple[str, TransactionMetadata | None]:
     """A ``TransactionLog`` record decoded: its transactional id and metadata (None: a tombstone)."""
-    _, key_schema, value_schema = TRANSACTION_RECORD_TYPES[TRANSACTION_LOG_TYPE]
-    transactional_id = read_message(key_schema, key[INT16.size:], 0)["transactionalId"]
+    _, key_schema, value_schema = TRANSACTION_RECORD_TYPES[record_type]
+    transactional_id = read_record_key(key_schema, key)["transactionalId"]
     if value is None:
         return transactional_id, None
     v = read_record_value(value_schema, value)
@@ -71,25 +74,17 @@ def transaction_record(record_offset: int, key: bytes, value: bytes | None) -> t
 
 
 def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
-    """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it."""
+    """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it: the last
+    record of a transactional id wins, a tombstone removes it (key types other than 0 are skipped)."""
     out = TransactionsLoad()
 
-    def on_record(_producer_id: int, record: Record) -> None:
-        if record.key is None or len(record.key) < INT16.size:
-            out.undecodable.append(f"offset {record.offset}: a record without a transaction log key")
-            return
-        if INT16.unpack_from(record.key)[0] != TRANSACTION_LOG_TYPE:
-            return  # a key version the coordinator does not know: skipped
-        try:
-            transactional_id, metadata = transaction_record(record.offset, record.key, record.value)
-        except MessageFormatException as e:
-            out.undecodable.append(f"offset {record.offset}: {e}")
-            return
+    def apply(_record_offset: int, _producer_id: int, record: tuple[str, TransactionMetadata | None]) -> None:
+        transactional_id, metadata = record
         if metadata is None:
             out.transactions.pop(transactional_id, None)
         else:
             out.transactions[transactional_id] = metadata
 
-    summary = coordinator_loader.replay_coordinator_partition(partition_dir, on_record)
-    out.next_offset, out.stopped = summary.next_offset, summary.stopped
+    coordinator_loader.replay_coordinator_records(partition_dir, (TRANSACTION_LOG_TYPE,), transaction_record, apply,
+                                                  summary=out, key_name="transaction log key")
     return out
