@@ -37,7 +37,7 @@ from segdex.indexcore.status import ExitStatus
 from . import preflight, schemas, spark_tasks
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
-from .run_context import MODES, RunContext
+from .run_context import RunContext
 from .runs import new_run_id
 from .scan import PartitionOutcome, PartitionTask, partition_size, scan_group
 from .schemas import PartitionRow, RunRow, SegmentRow, TopicConfigRow
@@ -312,10 +312,8 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     configs as the command resolved them, with their sources), each topic's effective config is recorded in
     ``topic_configs`` and the summary names the topics whose index settings nobody gave.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     t0 = time.monotonic()
-    ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)
+    ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)  # ValueError for another mode
     writing = ctx.writing
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
     locks, refused = _acquire_locks(log_dirs) if writing else ([], [])

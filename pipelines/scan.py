@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
@@ -162,6 +162,7 @@ class VerifyScan:
     """
 
     writes = False  # whether the command writes into log dirs
+    previews = True  # whether it predicts the broker's next start (verify only: the others change the dir)
 
     def __init__(self, task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None) -> None:
         self.task, self.ctx, self.pending = task, ctx, pending
@@ -200,7 +201,7 @@ class VerifyScan:
     def open_recovery(self) -> PartitionRecovery | LogLoader | None:
         """What recovers the segments in order; None (with the partition's row set) when the partition is not
         scanned."""
-        if self.task.read_only is None:
+        if self.previews and self.task.read_only is None:
             self.on_disk = []
         return PartitionRecovery(self.task.config)
 
@@ -232,7 +233,7 @@ class VerifyScan:
         return status, reason, False
 
     def finish(self) -> None:
-        """After the last segment: the startup preview (``verify``)."""
+        """After the last segment: the startup preview (none where ``on_disk`` was not kept)."""
         _preview(self.task, self.on_disk, self.out)
 
 
@@ -241,23 +242,24 @@ class ReindexScan(VerifyScan):
     included); valid ones that differ from a rebuild (``equivalent``) too with ``normalize``."""
 
     writes = True
-
-    def open_recovery(self) -> PartitionRecovery | LogLoader | None:
-        return PartitionRecovery(self.task.config)
+    previews = False
+    normalizes = False  # rewrite equivalent index files whatever the run's --normalize (recover)
 
     def rewrites(self, status: SegmentStatus) -> bool:
         status = SegmentStatus(status)
-        return status.rebuildable or (self.ctx.normalize and status is SegmentStatus.EQUIVALENT)
+        return status.rebuildable or ((self.normalizes or self.ctx.normalize) and status is SegmentStatus.EQUIVALENT)
+
+    def stage(self, seg: SegmentRecovery, status: SegmentStatus, reason: Reason | None,
+              force: bool = False) -> tuple[SegmentStatus, Reason | None]:
+        """Stage the segment's rebuilt index files where the command rewrites them (or ``force``)."""
+        if self.writing and seg.files and (force or self.rewrites(status)):
+            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
+                                    self.out)
+        return status, reason
 
     def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
             reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
-        if self.writing and seg.files and self.rewrites(status):
-            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
-                                    self.out)
-        return status, reason, False
-
-    def finish(self) -> None:
-        pass
+        return *self.stage(seg, status, reason), False
 
 
 class RecoverScan(ReindexScan):
@@ -265,14 +267,13 @@ class RecoverScan(ReindexScan):
     as Kafka's recovery writes it, the producer snapshots and ``leader-epoch-checkpoint`` (``LogLoader``); with
     ``--truncate`` (``task.quarantine``), corrupt tails cut as Kafka cuts them, every removed byte kept."""
 
+    normalizes = True
+
     def open_recovery(self) -> PartitionRecovery | LogLoader | None:
         if not self.writing:
             return PartitionRecovery(self.task.config)
         self.loader = _open_loader(self.task, self.out, self.ctx)
         return self.loader
-
-    def rewrites(self, status: SegmentStatus) -> bool:
-        return SegmentStatus(status).rebuildable or SegmentStatus(status) is SegmentStatus.EQUIVALENT
 
     def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
             reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
@@ -286,10 +287,7 @@ class RecoverScan(ReindexScan):
             status, reason = _truncate(self.task, seg, gone, self.out, status, reason)
             truncated = status == SegmentStatus.OK
             moved_later = truncated and bool(gone)
-        if self.writing and seg.files and (truncated or self.rewrites(status)):
-            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
-                                    self.out)
-        return status, reason, moved_later
+        return *self.stage(seg, status, reason, force=truncated), moved_later
 
     def finish(self) -> None:
         if self.writing:
@@ -484,7 +482,6 @@ def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str,
     stamps = [r.max_timestamp for r in segments if r.max_timestamp is not None]
     if task.future:
         reason = f"{FUTURE_NOTE}; {reason}" if reason else FUTURE_NOTE
-    p = startup  # the partitions table's startup preview: verify only, None in other modes and where unknown
     return PartitionRow(
         log_dir=task.log_dir, topic=task.topic, partition=task.partition, future=task.future,
         log_start_offset=task.log_start_offset, recovery_point=task.recovery_point,
@@ -494,13 +491,17 @@ def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str,
         size_bytes=sum(r.size_bytes or 0 for r in segments),
         max_timestamp=max(stamps) if stamps else None,
         status=status, reason=reason, run_id=ctx.run_id, scanned_at=ctx.scanned_at,
-        startup_action=p.action if p else None,
-        startup_recovered_segments=len(p.recovered) if p else None,
-        startup_log_end_offset=p.log_end_offset if p else None,
-        startup_deleted_segments=len(p.deleted) if p else None,
-        startup_lost_bytes=p.lost_bytes if p else None,
-        startup_note=("; ".join(p.notes) or None) if p else None,
+        **_startup_columns(startup),
     )
+
+
+def _startup_columns(p: StartupPreview | None) -> dict[str, Any]:
+    """The partitions table's startup preview (verify only; None in other modes and where it is unknown)."""
+    if p is None:
+        return dict.fromkeys(f.name for f in fields(PartitionRow) if f.name.startswith("startup_"))
+    return {"startup_action": p.action, "startup_recovered_segments": len(p.recovered),
+            "startup_log_end_offset": p.log_end_offset, "startup_deleted_segments": len(p.deleted),
+            "startup_lost_bytes": p.lost_bytes, "startup_note": "; ".join(p.notes) or None}
 
 
 def scan_group(tasks: list[PartitionTask], ctx: RunContext) -> list[PartitionOutcome]:
