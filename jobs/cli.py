@@ -26,6 +26,8 @@ COMMANDS = {
     "rebuild": "segdex.jobs.rebuild",
     "dump": "segdex.jobs.dump",
     "offsets": "segdex.jobs.offsets",
+    "groups": "segdex.jobs.groups",
+    "transactions": "segdex.jobs.transactions",
     "reindex": "segdex.jobs.reindex",
     "verify": "segdex.jobs.verify",
     "recover": "segdex.jobs.recover",

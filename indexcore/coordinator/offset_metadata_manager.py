@@ -22,11 +22,9 @@ a corrupt tail ends the replay where Kafka's recovery would cut the log.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from segdex.indexcore.coordinator import coordinator_loader
-from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
+from segdex.indexcore.coordinator.group_metadata_manager import GroupMetadataManager
 from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
 from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
 
@@ -54,14 +52,17 @@ class OffsetMetadataManager:
     """``OffsetMetadataManager``'s state as replay leaves it: the offsets, and the transactional offsets still
     waiting for their producer's marker (per producer id)."""
 
+    group_metadata_manager: GroupMetadataManager = field(default_factory=GroupMetadataManager)
     offsets: dict[TopicPartitionKey, OffsetAndMetadata] = field(default_factory=dict)
     pending_transactional_offsets: dict[int, dict[TopicPartitionKey, OffsetAndMetadata]] = field(default_factory=dict)
     open_transactions: dict[TopicPartitionKey, set[int]] = field(default_factory=dict)
 
     def replay(self, record_offset: int, producer_id: int, key: TopicPartitionKey,
                value: OffsetAndMetadata | None) -> None:
-        """``OffsetMetadataManager.replay`` of one offset commit record (``value`` None: a tombstone)."""
+        """``OffsetMetadataManager.replay`` of one offset commit record (``value`` None: a tombstone). A commit
+        by a group no record describes creates its simple group."""
         if value is not None:
+            self.group_metadata_manager.get_or_maybe_create_classic_group(key[0])
             if producer_id == NO_PRODUCER_ID:
                 self.offsets[key] = value
             else:
@@ -92,14 +93,6 @@ class OffsetMetadataManager:
                 self.offsets[key] = offset
 
 
-@dataclass
-class OffsetsLoad(LoadSummary):
-    """A ``__consumer_offsets`` partition replayed: the manager's state, and how the load went
-    (``LoadSummary``)."""
-
-    manager: OffsetMetadataManager = field(default_factory=OffsetMetadataManager)
-
-
 def offset_commit(record_offset: int, record_type: int, key: bytes,
                   value: bytes | None) -> tuple[TopicPartitionKey, OffsetAndMetadata | None]:
     """An offset commit record decoded (``CoordinatorRecordSerde``): its (group, topic, partition) and value."""
@@ -111,14 +104,3 @@ def offset_commit(record_offset: int, record_type: int, key: bytes,
     v = read_record_value(value_schema, value)
     return where, OffsetAndMetadata(record_offset, v["offset"], v.get("leaderEpoch", NO_LEADER_EPOCH), v["metadata"],
                                     v["commitTimestamp"], v.get("expireTimestamp", NO_EXPIRE_TIMESTAMP))
-
-
-def load_offsets(partition_dir: str | os.PathLike) -> OffsetsLoad:
-    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it: offset commit
-    records and end-transaction markers into one manager (group records are not offsets)."""
-    out = OffsetsLoad()
-    coordinator_loader.replay_coordinator_records(
-        partition_dir, OFFSET_COMMIT_TYPES, offset_commit,
-        lambda record_offset, producer_id, commit: out.manager.replay(record_offset, producer_id, *commit),
-        out.manager.replay_end_transaction_marker, out)
-    return out

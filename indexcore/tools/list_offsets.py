@@ -32,6 +32,7 @@ from segdex.indexcore.errors import SegdexError, UsageException
 from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.layout import LOG_START_OFFSET_CHECKPOINT, parse_partition_dir_name
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import NO_TIMESTAMP
 from segdex.indexcore.record.records import records
@@ -79,14 +80,38 @@ def parse_target(text: str) -> int:
 
 
 @dataclass
-class _Partition:
+class RecoveredPartition:
+    """A partition dir as a broker's recovery leaves it: the segments it keeps (a corrupt tail ends them), the
+    log start and end offsets, the leader epochs and the producer state replayed."""
+
     segments: list[SegmentRecovery]
     log_start_offset: int
     log_end_offset: int
     epochs: list[tuple[int, int]]
+    producer_state: ProducerStateManager
+
+    def count_records(self, start: int, end: int) -> int:
+        """The data records (control records excluded) with an offset in [start, end): what a consumer reading
+        that range with ``read_uncommitted`` receives."""
+        n = 0
+        for seg in self.segments:
+            if seg.result is None or seg.result.next_offset <= start or seg.base_offset >= end:
+                continue
+            with open_log(seg.log_path) as buf:
+                for batch in batches(buf, 0, seg.result.valid_bytes):
+                    if batch.is_control or batch.next_offset <= start or batch.base_offset >= end:
+                        continue
+                    if start <= batch.base_offset and batch.next_offset <= end and \
+                            batch.records_count == batch.next_offset - batch.base_offset:
+                        n += batch.records_count
+                    else:
+                        n += sum(1 for r in records(buf, batch) if start <= r.offset < end)
+        return n
 
 
-def _load_partition(partition_dir: str, config: LogConfig, log_start_offset: int | None) -> _Partition:
+def recovered_partition(partition_dir: str, config: LogConfig, log_start_offset: int | None) -> RecoveredPartition:
+    """Recover every segment of ``partition_dir`` in offset order (``log_start_offset``: its
+    ``log-start-offset-checkpoint`` entry, None when it has none). SegdexError when a segment cannot be read."""
     logs, _ = segment_logs(partition_dir)
     recovery = PartitionRecovery(config)
     segments = []
@@ -101,7 +126,7 @@ def _load_partition(partition_dir: str, config: LogConfig, log_start_offset: int
     first = segments[0].base_offset if segments else 0
     start = max(first, log_start_offset) if log_start_offset is not None else first
     end = segments[-1].result.next_offset if segments else 0
-    return _Partition(segments, start, end, list(recovery.leader_epochs))
+    return RecoveredPartition(segments, start, end, list(recovery.leader_epochs), recovery.producer_state)
 
 
 def _epoch(value: int) -> int:
@@ -125,7 +150,7 @@ def _search(seg: SegmentRecovery, target: int, starting_offset: int) -> tuple[in
     return None
 
 
-def _max_timestamp(part: _Partition) -> tuple[int, int, int] | None:
+def _max_timestamp(part: RecoveredPartition) -> tuple[int, int, int] | None:
     """``MAX_TIMESTAMP``: the first record of the first batch that holds the log's largest timestamp."""
     if not part.segments:
         return None
@@ -154,7 +179,7 @@ def list_offset(partition_dir: str | os.PathLike, target: int, config: LogConfig
     """
     partition_dir = os.fspath(partition_dir)
     name = parse_partition_dir_name(os.path.basename(partition_dir.rstrip(os.sep)))
-    part = _load_partition(partition_dir, config or LogConfig(), log_start_offset)
+    part = recovered_partition(partition_dir, config or LogConfig(), log_start_offset)
     answer = OffsetAnswer(name.topic, name.partition)
     if target == EARLIEST_TIMESTAMP:
         first = part.epochs[0] if part.epochs else None
@@ -188,5 +213,5 @@ def log_start_offsets(log_dir: str | os.PathLike) -> dict[tuple[str, int], int]:
     return read_offset_checkpoint(path) if os.path.exists(path) else {}
 
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "OffsetAnswer", "list_offset",
-           "log_start_offsets", "parse_target"]
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "OffsetAnswer", "RecoveredPartition",
+           "list_offset", "log_start_offsets", "parse_target", "recovered_partition"]

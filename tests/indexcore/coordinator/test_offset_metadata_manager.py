@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata, load_offsets
+from segdex.indexcore.coordinator.group_coordinator_shard import load_group_coordinator
+from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from tests.support.fixtures import GOLDEN
 from tests.support.kafka_bytes import i16, i32, i64, s16
@@ -35,9 +36,9 @@ def _write(tmp_path: Path, batches: list[bytes]) -> Path:
 
 
 def test_a_real_brokers_partition_serves_each_groups_latest_commit():
-    load = load_offsets(GOLDEN / "broker_logs" / "__consumer_offsets-0")
+    load = load_group_coordinator(GOLDEN / "broker_logs" / "__consumer_offsets-0")
     assert load.stopped is None and load.undecodable == [] and load.next_offset == 17
-    assert load.manager.offsets == {
+    assert load.shard.offsets.offsets == {
         ("g-classic", "data", 0): OffsetAndMetadata(3, 7, 0, "meta é\0", 1795623200567, -1),
         ("g-consumer", "data", 0): OffsetAndMetadata(11, 7, 0, "meta é\0", 1795623200799, -1),
     }
@@ -52,9 +53,9 @@ def test_later_commits_win_and_tombstones_remove(tmp_path: Path):
         build_batch(4, [(T, commit_key("h", "t", 0), None)]),  # expired or the group deleted: a tombstone
         build_batch(5, [(T, i16(2) + s16("g"), None)]),  # a group record: not an offset
     ])
-    load = load_offsets(part)
+    load = load_group_coordinator(part)
     assert load.next_offset == 6
-    assert load.manager.offsets == {
+    assert load.shard.offsets.offsets == {
         ("g", "t", 0): OffsetAndMetadata(2, 12, 5, "m", T, -1),
         ("g", "t", 1): OffsetAndMetadata(1, 3, -1, "", T, T + 1000),  # v1: no leader epoch, an expire time
     }
@@ -72,11 +73,11 @@ def test_transactional_commits_count_once_their_transaction_committed(tmp_path: 
         build_batch(4, [], producer_id=pid, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T),
         build_batch(5, [(T, commit_key("g", "t", 2), commit_value(70))], **{**txn, "producer_id": 4003}),
     ])
-    load = load_offsets(part)
-    assert load.manager.offsets == {("g", "t", 0): OffsetAndMetadata(1, 50, 5, "", T, -1)}  # aborted 60 is gone
-    assert load.manager.pending_transactional_offsets == {4003: {("g", "t", 2): OffsetAndMetadata(5, 70, 5, "", T,
+    load = load_group_coordinator(part)
+    assert load.shard.offsets.offsets == {("g", "t", 0): OffsetAndMetadata(1, 50, 5, "", T, -1)}  # aborted 60 is gone
+    assert load.shard.offsets.pending_transactional_offsets == {4003: {("g", "t", 2): OffsetAndMetadata(5, 70, 5, "", T,
                                                                                                    -1)}}
-    assert load.manager.open_transactions == {("g", "t", 2): {4003}}
+    assert load.shard.offsets.open_transactions == {("g", "t", 2): {4003}}
 
 
 def test_a_regular_commit_after_a_pending_transactional_one_is_kept(tmp_path: Path):
@@ -89,7 +90,7 @@ def test_a_regular_commit_after_a_pending_transactional_one_is_kept(tmp_path: Pa
         build_batch(1, [(T, commit_key("g", "t", 0), commit_value(7))]),
         build_batch(2, [], producer_id=pid, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T),
     ])
-    assert load_offsets(part).manager.offsets == {("g", "t", 0): OffsetAndMetadata(1, 7, 5, "", T, -1)}
+    assert load_group_coordinator(part).shard.offsets.offsets == {("g", "t", 0): OffsetAndMetadata(1, 7, 5, "", T, -1)}
 
 
 def test_a_tombstone_drops_the_pending_transactional_offsets_of_its_partition(tmp_path: Path):
@@ -100,8 +101,8 @@ def test_a_tombstone_drops_the_pending_transactional_offsets_of_its_partition(tm
         build_batch(1, [(T, commit_key("g", "t", 0), None)]),
         build_batch(2, [], producer_id=pid, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T),
     ])
-    load = load_offsets(part)
-    assert load.manager.offsets == {} and load.manager.open_transactions == {}
+    load = load_group_coordinator(part)
+    assert load.shard.offsets.offsets == {} and load.shard.offsets.open_transactions == {}
 
 
 def test_undecodable_records_are_named_and_a_corrupt_tail_ends_the_replay(tmp_path: Path):
@@ -114,8 +115,8 @@ def test_undecodable_records_are_named_and_a_corrupt_tail_ends_the_replay(tmp_pa
     data = bytearray(log.read_bytes())
     data[-1] ^= 0xFF  # the second batch's last byte: its CRC no longer matches
     log.write_bytes(bytes(data))
-    load = load_offsets(part)
-    assert load.manager.offsets == {("g", "t", 0): OffsetAndMetadata(0, 10, 5, "", T, -1)}
+    load = load_group_coordinator(part)
+    assert load.shard.offsets.offsets == {("g", "t", 0): OffsetAndMetadata(0, 10, 5, "", T, -1)}
     assert load.next_offset == 3
     assert load.undecodable == ["offset 1: a record without a coordinator key",
                                 "offset 2: offset: needs 8 bytes at position 0, 2 left"]

@@ -1,0 +1,97 @@
+"""Kafka's ``GroupCoordinatorShard``: one ``__consumer_offsets`` partition as the group coordinator loads it.
+
+``CoordinatorLoaderImpl.load`` (``coordinator_loader``) reads the partition; ``GroupCoordinatorShard.replay``
+sends each record by its type: offset commits (0, 1) to ``OffsetMetadataManager``, group records (2-8) to
+``GroupMetadataManager``; ``replayEndTransactionMarker`` sends a marker to ``OffsetMetadataManager``. Record types
+the shard does not rebuild (the consumer group's regular expressions, share and streams groups, unknown types)
+are skipped. A record Kafka's load fails on (undecodable, or a tombstone out of Kafka's order) is listed in
+``undecodable`` and the replay goes on, so that one run names every such record.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from segdex.indexcore.coordinator import coordinator_loader
+from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
+from segdex.indexcore.coordinator.group_metadata_manager import GroupLoadException, GroupMetadataManager
+from segdex.indexcore.coordinator.offset_metadata_manager import (
+    OFFSET_COMMIT_TYPES,
+    OffsetMetadataManager,
+    offset_commit,
+)
+from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
+
+GROUP_METADATA = 2
+CONSUMER_GROUP_TYPES = (3, 4, 5, 6, 7, 8)
+REPLAYED_TYPES = OFFSET_COMMIT_TYPES + (GROUP_METADATA,) + CONSUMER_GROUP_TYPES
+
+
+@dataclass
+class GroupCoordinatorShard:
+    """The shard's two managers; ``groups`` is the one ``offsets`` creates simple groups in."""
+
+    offsets: OffsetMetadataManager = field(default_factory=OffsetMetadataManager)
+
+    @property
+    def groups(self) -> GroupMetadataManager:
+        return self.offsets.group_metadata_manager
+
+    def replay(self, record_offset: int, producer_id: int, record_type: int, key: Any, value: Any) -> None:
+        """``GroupCoordinatorShard.replay``: one decoded record to the manager of its type."""
+        if record_type in OFFSET_COMMIT_TYPES:
+            self.offsets.replay(record_offset, producer_id, key, value)
+            return
+        groups = self.groups
+        if record_type == GROUP_METADATA:
+            groups.replay_group_metadata(record_offset, key["group"], value)
+        elif record_type == 3:
+            groups.replay_consumer_group_metadata(key["groupId"], value)
+        elif record_type == 4:
+            groups.replay_partition_metadata(key["groupId"], value)
+        elif record_type == 5:
+            groups.replay_member_metadata(key["groupId"], key["memberId"], value)
+        elif record_type == 6:
+            groups.replay_target_assignment_metadata(key["groupId"], value)
+        elif record_type == 7:
+            groups.replay_target_assignment_member(key["groupId"], key["memberId"], value)
+        elif record_type == 8:
+            groups.replay_current_member_assignment(key["groupId"], key["memberId"], value)
+
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
+        """``GroupCoordinatorShard.replayEndTransactionMarker``."""
+        self.offsets.replay_end_transaction_marker(producer_id, commit)
+
+
+@dataclass
+class GroupCoordinatorLoad(LoadSummary):
+    """A ``__consumer_offsets`` partition loaded: the shard, and how the load went (``LoadSummary``)."""
+
+    shard: GroupCoordinatorShard = field(default_factory=GroupCoordinatorShard)
+
+
+def _decode(record_offset: int, record_type: int, key: bytes, value: bytes | None) -> tuple[int, Any, Any]:
+    """A group coordinator record decoded: offset commits as ``OffsetAndMetadata``, group records as their
+    key and value fields."""
+    if record_type in OFFSET_COMMIT_TYPES:
+        return record_type, *offset_commit(record_offset, record_type, key, value)
+    _, key_schema, value_schema = GROUP_RECORD_TYPES[record_type]
+    return (record_type, read_record_key(key_schema, key),
+            None if value is None else read_record_value(value_schema, value))
+
+
+def load_group_coordinator(partition_dir: str | os.PathLike) -> GroupCoordinatorLoad:
+    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it."""
+    out = GroupCoordinatorLoad()
+
+    def apply(record_offset: int, producer_id: int, decoded: tuple[int, Any, Any]) -> None:
+        try:
+            out.shard.replay(record_offset, producer_id, *decoded)
+        except GroupLoadException as e:
+            out.undecodable.append(f"offset {record_offset}: {e}")
+
+    coordinator_loader.replay_coordinator_records(partition_dir, REPLAYED_TYPES, _decode, apply,
+                                                  out.shard.replay_end_transaction_marker, out)
+    return out

@@ -1,0 +1,167 @@
+"""What a cluster's log dirs say, read together offline: the coordinators' loads and the data partitions.
+
+``kafka-consumer-groups`` and ``kafka-transactions`` ask a live cluster; segdex answers from the disks of its
+brokers (one log dir or many: a whole cluster's disks). The same partition may sit on several of them (replicas);
+segdex reads the replica with the highest log end offset, as the most complete copy, and names the others.
+
+- ``__consumer_offsets`` partitions load as the group coordinator loads them (``group_coordinator_shard``);
+- ``__transaction_state`` partitions as the transaction coordinator does (``transaction_state_manager``);
+- a data partition recovers as a broker's start recovers it (``list_offsets.recovered_partition``): log start and
+  end offsets, and its producer state (the open transactions);
+- topic ids (which consumer-protocol groups and offset commits v4 carry) map to names by the partition dirs'
+  ``partition.metadata``; the coordinator's broker id is the ``node.id`` (or ``broker.id``) of the
+  ``meta.properties`` of the log dir holding the coordinator partition.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from segdex.indexcore.config.broker_config import load_properties
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
+from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException
+from segdex.indexcore.log.layout import META_PROPERTIES
+from segdex.indexcore.log.log_dir import PartitionDir, list_log_dir
+from segdex.indexcore.tools.list_offsets import RecoveredPartition, log_start_offsets, recovered_partition
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+PARTITION_METADATA = "partition.metadata"
+CLUSTER_METADATA = "__cluster_metadata"
+
+TopicPartition = tuple[str, int]
+
+
+def read_topic_id(partition_dir: str | os.PathLike) -> str | None:
+    """The ``topic_id`` of a partition dir's ``partition.metadata`` (``version: 0`` / ``topic_id: <id>``)."""
+    try:
+        with open(os.path.join(partition_dir, PARTITION_METADATA), encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "topic_id":
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def read_node_id(log_dir: str | os.PathLike) -> int | None:
+    """The broker's id from the log dir's ``meta.properties`` (``node.id``, or ``broker.id`` in ZooKeeper-era
+    dirs); None when it has none."""
+    path = os.path.join(log_dir, META_PROPERTIES)
+    if not os.path.exists(path):
+        return None
+    try:
+        props = load_properties(path, "meta.properties")
+        return int(props.get("node.id", props.get("broker.id", "")))
+    except (SegdexError, ValueError):
+        return None
+
+
+@dataclass
+class CoordinatorPartition:
+    """A coordinator partition as loaded from its most complete replica."""
+
+    topic: str
+    partition: int
+    replica: PartitionDir
+    node_id: int | None
+    load: GroupCoordinatorLoad | TransactionsLoad
+
+
+@dataclass
+class ClusterView:
+    """The log dirs given, listed once; loads and recoveries made on first use and kept."""
+
+    log_dirs: list[str]
+    config: LogConfig = field(default_factory=LogConfig)
+    replicas: dict[TopicPartition, list[PartitionDir]] = field(default_factory=dict)
+    node_ids: dict[str, int | None] = field(default_factory=dict)
+    log_starts: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    _recovered: dict[TopicPartition, RecoveredPartition | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for log_dir in self.log_dirs:
+            listing = list_log_dir(log_dir)
+            self.node_ids[log_dir] = read_node_id(log_dir)
+            try:
+                self.log_starts[log_dir] = log_start_offsets(log_dir)
+            except (OSError, CorruptCheckpointException) as e:
+                self.problems.append(f"{log_dir}: log-start-offset-checkpoint unreadable ({e}); using first "
+                                     f"segments")
+                self.log_starts[log_dir] = {}
+            for p in listing.partitions:
+                if not p.topic_partition.kind:  # -future dirs serve nothing
+                    self.replicas.setdefault((p.topic, p.partition), []).append(p)
+
+    @cached_property
+    def topic_names(self) -> dict[str, str]:
+        """Topic id -> topic name, from every partition dir's ``partition.metadata``."""
+        out = {}
+        for (topic, _), replicas in self.replicas.items():
+            for p in replicas:
+                topic_id = read_topic_id(p.path)
+                if topic_id:
+                    out[topic_id] = topic
+        return out
+
+    def _most_complete(self, candidates: list[tuple[int, PartitionDir, object]]) -> tuple[PartitionDir, object]:
+        _end, replica, value = max(candidates, key=lambda c: c[0])
+        return replica, value
+
+    def recovered(self, topic: str, partition: int) -> RecoveredPartition | None:
+        """The partition as a broker's recovery leaves it, from its most complete replica; None when no log dir
+        holds it or none can be read (the reason is in ``problems``)."""
+        key = (topic, partition)
+        if key not in self._recovered:
+            candidates = []
+            for p in self.replicas.get(key, []):
+                try:
+                    part = recovered_partition(p.path, self.config, self.log_starts[p.log_dir].get(key))
+                except (SegdexError, OSError) as e:
+                    self.problems.append(f"{p.path}: {e}")
+                    continue
+                candidates.append((part.log_end_offset, p, part))
+            self._recovered[key] = self._most_complete(candidates)[1] if candidates else None
+        return self._recovered[key]  # type: ignore[return-value]
+
+    def _coordinator_partitions(self, topic: str, load) -> list[CoordinatorPartition]:
+        out = []
+        for (t, partition), replicas in sorted(self.replicas.items()):
+            if t != topic:
+                continue
+            candidates = [(loaded.next_offset, p, loaded) for p in replicas for loaded in (load(p.path),)]
+            replica, loaded = self._most_complete(candidates)
+            out.append(CoordinatorPartition(topic, partition, replica, self.node_ids.get(replica.log_dir), loaded))
+        return out
+
+    @cached_property
+    def group_coordinators(self) -> list[CoordinatorPartition]:
+        """Every ``__consumer_offsets`` partition of the log dirs, loaded."""
+        return self._coordinator_partitions(CONSUMER_OFFSETS, load_group_coordinator)
+
+    @cached_property
+    def transaction_coordinators(self) -> list[CoordinatorPartition]:
+        """Every ``__transaction_state`` partition of the log dirs, loaded."""
+        return self._coordinator_partitions(TRANSACTION_STATE, load_transactions)
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """Every partition a client sees (``listTopics`` with internal ones: all but ``__cluster_metadata``),
+        sorted."""
+        return sorted(k for k in self.replicas if k[0] != CLUSTER_METADATA)
+
+    def log_offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """The partition's log start and end offsets after recovery; None when no log dir holds it."""
+        part = self.recovered(topic, partition)
+        return None if part is None else (part.log_start_offset, part.log_end_offset)
+
+    def count_records(self, topic: str, partition: int, start: int, end: int) -> int:
+        """The data records (control records excluded) of the partition with an offset in [start, end)."""
+        part = self.recovered(topic, partition)
+        return 0 if part is None else part.count_records(start, end)

@@ -1,0 +1,234 @@
+"""``kafka-consumer-groups --describe`` offline (``ConsumerGroupCommand.ConsumerGroupService``), and the restore
+check: what each group's committed offsets mean for the partitions the log dirs hold.
+
+Kafka's tool describes each group (``describeConsumerGroups``: state, members and their assignment), lists its
+committed offsets (``listConsumerGroupOffsets``) and the partitions' log end offsets (``ListOffsets`` latest), and
+prints one row per partition: first those assigned to a member (members with the most partitions first), then the
+committed partitions no member holds, with ``-`` for the consumer. Here the groups and offsets come from the loaded
+``__consumer_offsets`` partitions and the log end offsets from the data partitions as a broker's recovery leaves
+them (``cluster_view``). The groups are those ``--all-groups`` lists: every group the coordinator holds, simple
+groups (offsets only) included.
+
+The restore check compares each committed offset with its partition's log start and end offsets. A committed
+offset past the log end (a partition restored from an older copy, or truncated by recovery) is out of range: the
+consumer resets by ``auto.offset.reset``, ``earliest`` re-reading every record the partition holds (all of them
+consumed before), ``latest`` skipping nothing that is in the log now but every record produced between the
+broker's start and the consumer's first fetch. A committed offset before the log start lost the records in
+between; ``earliest`` then reads from the log start, ``latest`` skips every record the partition holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+from segdex.indexcore.coordinator.group_metadata_manager import ClassicGroup, Group
+from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata
+from segdex.indexcore.tools.cluster_view import CoordinatorPartition
+
+LogOffsets = Callable[[str, int], "tuple[int, int] | None"]  # (topic, partition) -> (log start, log end)
+CountRecords = Callable[[str, int, int, int], int]  # (topic, partition, start, end) -> data records in [start, end)
+MISSING_COLUMN_VALUE = "-"
+DEAD = "Dead"
+OK, AHEAD_OF_END, BEFORE_START, NOT_FOUND = "ok", "ahead_of_end", "before_start", "partition_not_found"
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """A member as ``describeConsumerGroups`` shows it; ``assignment``: (topic, partition) pairs, sorted."""
+
+    consumer_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class PartitionAssignmentState:
+    """One row of ``--describe`` (``PartitionAssignmentState``), with where the commit came from."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int | None  # committed offset; None: the member holds the partition without a commit
+    log_end_offset: int | None  # None: no log dir holds the partition
+    lag: int | None
+    consumer_id: str
+    host: str
+    client_id: str
+    log_start_offset: int | None
+    leader_epoch: int | None
+    metadata: str | None
+    commit_timestamp_ms: int | None
+    expire_timestamp_ms: int | None
+    record_offset: int | None  # where the commit record sits in __consumer_offsets
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A group as loaded, with its rows."""
+
+    group: str
+    type: str  # classic, consumer
+    protocol_type: str  # "consumer" for consumer clients, "" for a simple group, "connect", ...
+    state: str
+    assignment_strategy: str
+    epoch: int  # generation (classic) or group epoch (consumer protocol)
+    coordinator: int | None  # the broker id holding its __consumer_offsets partition
+    coordinator_partition: int
+    members: tuple[MemberDescription, ...]
+    offsets: tuple[PartitionAssignmentState, ...]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _members(group: Group, topic_names: dict[str, str]) -> tuple[MemberDescription, ...]:
+    out = []
+    if isinstance(group, ClassicGroup):
+        for m in group.members.values():
+            out.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                         m.assignment or ()))
+    else:
+        for m in group.members.values():
+            assigned = tuple(sorted((topic_names.get(tid, tid), p) for tid, ps in m.assigned_partitions.items()
+                                    for p in ps))
+            out.append(MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, assigned))
+    return tuple(out)
+
+
+def _row(log_offsets: LogOffsets, group: str, tp: tuple[str, int], commit: OffsetAndMetadata | None,
+         member: MemberDescription | None) -> PartitionAssignmentState:
+    bounds = log_offsets(*tp)
+    start, end = bounds if bounds is not None else (None, None)
+    offset = commit.committed_offset if commit is not None else None
+    lag = end - offset if offset is not None and offset != -1 and end is not None else None
+    return PartitionAssignmentState(
+        group, tp[0], tp[1], offset, end, lag,
+        member.consumer_id if member else MISSING_COLUMN_VALUE, member.host if member else MISSING_COLUMN_VALUE,
+        member.client_id if member else MISSING_COLUMN_VALUE, start,
+        commit.leader_epoch if commit else None, commit.metadata if commit else None,
+        commit.commit_timestamp_ms if commit else None, commit.expire_timestamp_ms if commit else None,
+        commit.record_offset if commit else None)
+
+
+def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: dict[str, str],
+                    log_offsets: LogOffsets, group_ids: Iterable[str] | None = None) -> list[GroupDescription]:
+    """``collectGroupsOffsets`` over the loaded ``__consumer_offsets`` partitions, by group id: ``topic_names``
+    maps topic ids to names, ``log_offsets`` gives a partition's log start and end offsets (None: no log dir holds
+    it). ``group_ids`` None: every group (``--all-groups``); a group asked for that no coordinator holds is
+    described ``Dead``, without rows."""
+    found: dict[str, GroupDescription] = {}
+    group_ids = None if group_ids is None else list(group_ids)
+    for coordinator in coordinators:
+        shard = coordinator.load.shard
+        committed: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        for (group, topic, partition), commit in shard.offsets.offsets.items():
+            committed.setdefault(group, {})[(topic, partition)] = commit
+        for group_id, group in shard.groups.groups.items():
+            if group_ids is not None and group_id not in group_ids:
+                continue
+            members = _members(group, topic_names)
+            commits = committed.get(group_id, {})
+            rows, assigned = [], set()
+            for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment)):
+                for tp in sorted(member.assignment, key=lambda tp: (tp[1], tp[0])):
+                    assigned.add(tp)
+                    rows.append(_row(log_offsets, group_id, tp, commits.get(tp), member))
+            for tp in sorted((tp for tp in commits if tp not in assigned), key=lambda tp: (tp[1], tp[0])):
+                rows.append(_row(log_offsets, group_id, tp, commits[tp], None))
+            found[group_id] = GroupDescription(
+                group_id, group.type, group.protocol_type or "", group.state, group.assignment_strategy,
+                group.epoch, coordinator.node_id, coordinator.partition, members, tuple(rows))
+    for group_id in group_ids or ():
+        if group_id not in found:
+            found[group_id] = GroupDescription(group_id, "unknown", "", DEAD, "", -1, None, -1, (), ())
+    return [found[g] for g in sorted(found)]
+
+
+def _format(values: list[str], widths: list[int | None]) -> str:
+    """Java's ``%-Ns`` per column (no width: ``%s``), joined by one space."""
+    return " ".join(v if w is None else v.ljust(w) for v, w in zip(values, widths, strict=True))
+
+
+def _text(value: object) -> str:
+    return MISSING_COLUMN_VALUE if value is None else str(value)
+
+
+def format_offsets(groups: list[GroupDescription]) -> tuple[str, str]:
+    """``printOffsets``: (stdout, stderr) as ``kafka-consumer-groups --describe`` prints them."""
+    out, err = [], []
+    for g in groups:
+        if g.state == DEAD:
+            err.append(f"\nError: Consumer group '{g.group}' does not exist.\n")
+            continue
+        if g.state == "Empty":
+            err.append(f"\nConsumer group '{g.group}' has no active members.\n")
+        elif g.state not in ("Stable",):
+            err.append(f"\nWarning: Consumer group '{g.group}' is rebalancing.\n")
+        if not g.offsets:
+            continue
+        widths = [max([15, len(g.group)]), max([15] + [len(r.topic) for r in g.offsets]), 10, 15, 15, 15,
+                  max([15] + [len(r.consumer_id) for r in g.offsets]), max([15] + [len(r.host) for r in g.offsets]),
+                  None]
+        out.append("\n" + _format(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                   "CONSUMER-ID", "HOST", "CLIENT-ID"], widths))
+        for r in g.offsets:
+            out.append("\n" + _format([r.group, r.topic, str(r.partition), _text(r.offset), _text(r.log_end_offset),
+                                       _text(r.lag), r.consumer_id, r.host, r.client_id], widths))
+        out.append("\n")
+    return "".join(out), "".join(err)
+
+
+@dataclass(frozen=True)
+class RestoreCheck:
+    """One committed offset against its partition: ``status`` ok, ahead_of_end, before_start or
+    partition_not_found; the records a consumer re-reads or skips under each ``auto.offset.reset``
+    (read_uncommitted: aborted transactions' records counted), and the offsets lost before the log start."""
+
+    group: str
+    topic: str
+    partition: int
+    committed_offset: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    status: str
+    reread_if_earliest: int
+    skipped_if_latest: int
+    lost_offsets: int
+
+    def describe(self) -> str:
+        """The problem line ``verify`` prints."""
+        where = f"group {self.group}: {self.topic}-{self.partition}"
+        if self.status == NOT_FOUND:
+            return f"{where}: committed offset {self.committed_offset} for a partition no log dir holds"
+        if self.status == AHEAD_OF_END:
+            return (f"{where}: committed offset {self.committed_offset} is past the log end offset "
+                    f"{self.log_end_offset}: auto.offset.reset=earliest re-reads {self.reread_if_earliest} records, "
+                    f"latest skips the records produced before the consumer's first fetch")
+        return (f"{where}: committed offset {self.committed_offset} is before the log start offset "
+                f"{self.log_start_offset} ({self.lost_offsets} offsets gone): auto.offset.reset=latest skips "
+                f"{self.skipped_if_latest} records, earliest reads them")
+
+
+def restore_check(groups: list[GroupDescription], count: CountRecords) -> list[RestoreCheck]:
+    """Every committed offset of ``groups`` against its partition's log start and end offsets (those of the
+    rows); ``count`` gives the data records of a partition's range, asked for out-of-range commits only."""
+    out = []
+    for g in groups:
+        for r in g.offsets:
+            if r.offset is None or r.offset < 0:
+                continue
+            start, end = r.log_start_offset, r.log_end_offset
+            if start is None or end is None:
+                out.append(RestoreCheck(g.group, r.topic, r.partition, r.offset, None, None, NOT_FOUND, 0, 0, 0))
+            elif r.offset > end:
+                out.append(RestoreCheck(g.group, r.topic, r.partition, r.offset, start, end, AHEAD_OF_END,
+                                        count(r.topic, r.partition, start, end), 0, 0))
+            elif r.offset < start:
+                out.append(RestoreCheck(g.group, r.topic, r.partition, r.offset, start, end, BEFORE_START,
+                                        0, count(r.topic, r.partition, start, end), start - r.offset))
+            else:
+                out.append(RestoreCheck(g.group, r.topic, r.partition, r.offset, start, end, OK, 0, 0, 0))
+    return out

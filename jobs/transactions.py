@@ -1,0 +1,104 @@
+"""``segdex transactions``: what ``kafka-transactions list | describe | find-hanging`` prints, from log dirs
+alone (no broker)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.status import ExitStatus
+from segdex.indexcore.tools.cluster_view import ClusterView
+from segdex.indexcore.tools.find_hanging import DEAD
+from segdex.indexcore.tools.transactions import (
+    DESCRIBE_HEADERS,
+    FIND_HANGING_HEADERS,
+    LIST_HEADERS,
+    coordinated_transactions,
+    find_hanging_row,
+    find_hanging_transactions,
+    list_transactions,
+    pretty_print_table,
+)
+
+HELP = ("list, describe and find hanging transactions offline as kafka-transactions does, from __transaction_state "
+        "and the partitions' producer state in one or more log dirs")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--now", type=int, metavar="EPOCH_MS",
+                        help="the time durations are measured to (default: now); give the time the broker stopped "
+                             "to see what it would have answered then")
+    parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="list transactions (kafka-transactions list)")
+    listing.add_argument("--duration-filter", type=int, metavar="MS",
+                         help="only transactions running longer than MS milliseconds")
+    describe = sub.add_parser("describe", help="describe a transactional id (kafka-transactions describe)")
+    describe.add_argument("--transactional-id", required=True, metavar="ID")
+    hanging = sub.add_parser("find-hanging", help="open transactions the coordinator will never end")
+    hanging.add_argument("--topic", help="only this topic's partitions")
+    hanging.add_argument("--partition", type=int, help="only this partition (with --topic)")
+    hanging.add_argument("--max-transaction-timeout", type=int, default=15, metavar="MIN",
+                         help="the broker's transaction.max.timeout.ms in minutes (default 15)")
+    for p in (listing, describe, hanging):
+        p.add_argument("log_dirs", nargs="+", metavar="LOGDIR",
+                       help="a broker's log dir; give several (a cluster's disks) to read them together")
+
+
+def _report_loads(view: ClusterView) -> int:
+    status = ExitStatus.OK
+    for problem in view.problems:
+        print(f"segdex transactions: {problem}", file=sys.stderr)
+        status = ExitStatus.ATTENTION
+    for c in view.transaction_coordinators:
+        for why in c.load.undecodable + ([c.load.stopped] if c.load.stopped else []):
+            print(f"segdex transactions: __transaction_state-{c.partition}: {why}", file=sys.stderr)
+            status = ExitStatus.ATTENTION
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    now_ms = args.now if args.now is not None else int(time.time() * 1000)
+    if getattr(args, "partition", None) is not None and args.topic is None:
+        print("segdex transactions: --partition needs --topic", file=sys.stderr)
+        return ExitStatus.USAGE
+    try:
+        view = ClusterView(args.log_dirs)
+        if args.action == "list":
+            found = list_transactions(view, now_ms, args.duration_filter)
+            headers, rows = LIST_HEADERS, [t.list_row() for t in found]
+        elif args.action == "describe":
+            t = coordinated_transactions(view).get(args.transactional_id)
+            if t is None or t.metadata.state == DEAD:
+                print(f"Failed to describe transaction state of transactional-id `{args.transactional_id}`: no "
+                      f"__transaction_state partition of the log dirs holds it", file=sys.stderr)
+                return ExitStatus.ATTENTION
+            headers, rows = DESCRIBE_HEADERS, [t.describe_row(now_ms)]
+        else:
+            hanging = find_hanging_transactions(view, now_ms, args.max_transaction_timeout * 60_000, args.topic,
+                                                args.partition)
+            headers, rows = FIND_HANGING_HEADERS, [find_hanging_row(t, now_ms) for t in hanging]
+        status = _report_loads(view)
+    except (OSError, SegdexError) as e:
+        print(f"segdex transactions: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if not view.transaction_coordinators and args.action != "find-hanging":
+        print("segdex transactions: no __transaction_state partition in the log dirs given", file=sys.stderr)
+        status = ExitStatus.ATTENTION
+    if args.json:
+        for row in rows:
+            print(json.dumps(dict(zip(headers, row, strict=True))))
+    else:
+        sys.stdout.write(pretty_print_table(headers, rows))
+    if args.action == "find-hanging" and rows:
+        status = ExitStatus.ATTENTION
+    return status
+
+
+if __name__ == "__main__":
+    from segdex.jobs.cli import main
+
+    sys.exit(main(["transactions", *sys.argv[1:]]))

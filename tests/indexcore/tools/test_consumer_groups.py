@@ -1,0 +1,71 @@
+"""``kafka-consumer-groups --describe`` offline and the restore check, on a log dir written here
+(``tests.support.group_log_dirs``): rows in Kafka's order and columns, and each out-of-range commit with the
+records a consumer re-reads or skips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from segdex.indexcore.tools.cluster_view import ClusterView
+from segdex.indexcore.tools.consumer_groups import (
+    AHEAD_OF_END,
+    BEFORE_START,
+    DEAD,
+    OK,
+    describe_groups,
+    format_offsets,
+    restore_check,
+)
+from tests.support.group_log_dirs import restored_log_dir
+
+
+def _describe(tmp_path: Path, group_ids=None):
+    view = ClusterView([str(restored_log_dir(tmp_path))])
+    return view, describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, group_ids)
+
+
+def test_describe_prints_kafkas_rows_members_first_then_unassigned(tmp_path: Path):
+    _view, groups = _describe(tmp_path)
+    assert [(g.group, g.type, g.state, g.coordinator, len(g.members)) for g in groups] == [
+        ("app", "classic", "Stable", 3, 2), ("simple", "classic", "Empty", 3, 0)]
+    out, err = format_offsets(groups)
+    assert out == (
+        "\nGROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     "
+        "HOST            CLIENT-ID"
+        "\napp             orders          0          5               10              5               m-a             "
+        "/127.0.0.1      client-m-a"
+        "\napp             orders          1          40              5               -35             m-a             "
+        "/127.0.0.1      client-m-a\n"
+        "\nGROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     "
+        "HOST            CLIENT-ID"
+        "\nsimple          orders          2          2               20              18              -               "
+        "-               -\n")
+    assert err == "\nConsumer group 'simple' has no active members.\n"
+
+
+def test_a_group_asked_for_that_no_coordinator_holds_does_not_exist(tmp_path: Path):
+    _view, groups = _describe(tmp_path, ["nope"])
+    assert [(g.group, g.state, g.offsets) for g in groups] == [("nope", DEAD, ())]
+    assert format_offsets(groups) == ("", "\nError: Consumer group 'nope' does not exist.\n")
+
+
+def test_restore_check_counts_records_a_reset_rereads_or_skips(tmp_path: Path):
+    view, groups = _describe(tmp_path)
+    checks = {(c.group, c.partition): c for c in restore_check(groups, view.count_records)}
+    assert checks[("app", 0)].status == OK
+    ahead = checks[("app", 1)]  # 4 records and a COMMIT marker: earliest re-reads the 4 records
+    assert (ahead.status, ahead.log_start_offset, ahead.log_end_offset, ahead.reread_if_earliest,
+            ahead.skipped_if_latest) == (AHEAD_OF_END, 0, 5, 4, 0)
+    before = checks[("simple", 2)]
+    assert (before.status, before.lost_offsets, before.skipped_if_latest, before.reread_if_earliest) == (
+        BEFORE_START, 8, 10, 0)
+    assert "past the log end offset 5: auto.offset.reset=earliest re-reads 4 records" in ahead.describe()
+    assert "before the log start offset 10 (8 offsets gone): auto.offset.reset=latest skips 10 records" in \
+        before.describe()
+
+
+def test_count_records_counts_part_of_a_batch(tmp_path: Path):
+    view = ClusterView([str(restored_log_dir(tmp_path))])
+    assert view.count_records("orders", 0, 3, 7) == 4
+    assert view.count_records("orders", 1, 0, 5) == 4
+    assert view.count_records("orders", 9, 0, 5) == 0  # no log dir holds it
