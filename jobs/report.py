@@ -67,8 +67,38 @@ def print_run(summary: Any, out: TextIO | None = None, err: TextIO | None = None
               "('truncate', 'fail')\")", file=err)
     for note in [n for o in summary.outcomes for n in o.notes][:MAX_PRINTED]:
         print(note, file=err)
+    print_restore_check(summary, err)
     print_on_defaults(summary, err)
     print(summary_line(summary), file=out)
+
+
+def print_restore_check(summary: Any, err: TextIO) -> None:
+    """One line per group whose committed offsets a consumer could not resume from (the restore check), and the
+    coordinator partitions Kafka's load would fail on."""
+    coordination = getattr(summary, "coordination", None)
+    if coordination is None:
+        return
+    for problem in coordination.problems[:MAX_PRINTED]:
+        print(f"coordinator: {problem}", file=err)
+    by_group: dict[str, list] = {}
+    for c in coordination.restore_problems:
+        by_group.setdefault(c.group, []).append(c)
+    for group, checks in sorted(by_group.items())[:MAX_PRINTED]:
+        ahead = [c for c in checks if c.status == "ahead_of_end"]
+        before = [c for c in checks if c.status == "before_start"]
+        gone = [c for c in checks if c.status == "partition_not_found"]
+        parts = []
+        if ahead:
+            parts.append(f"{len(ahead)} partition{'s' if len(ahead) != 1 else ''} committed past the log end "
+                         f"(auto.offset.reset=earliest re-reads {sum(max(c.reread_if_earliest, 0) for c in ahead)} "
+                         f"records)")
+        if before:
+            parts.append(f"{len(before)} committed before the log start ({sum(c.lost_offsets for c in before)} "
+                         f"offsets gone; latest skips {sum(max(c.skipped_if_latest, 0) for c in before)} records)")
+        if gone:
+            parts.append(f"{len(gone)} committed for partitions no log dir holds")
+        print(f"restore check: group {group}: {'; '.join(parts)} (segdex sql \"SELECT * FROM group_offsets WHERE "
+              f"restore_status <> 'ok'\")", file=err)
 
 
 def print_on_defaults(summary: Any, err: TextIO) -> None:

@@ -34,7 +34,8 @@ from segdex.indexcore.log.log_dir import (
 )
 from segdex.indexcore.status import ExitStatus
 
-from . import preflight, schemas, spark_tasks
+from . import coordinators, preflight, schemas, spark_tasks
+from .coordinators import CoordinatorTables
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
 from .run_context import RunContext
@@ -81,6 +82,7 @@ class RunSummary:
     metadata_path: str = ""
     found: Counter = field(default_factory=Counter)  # segment statuses as found, before any rewrite
     on_defaults: list[str] = field(default_factory=list)  # topics whose index settings nobody gave
+    coordination: CoordinatorTables | None = None  # groups, transactions and the restore check
 
     @property
     def segment_rows(self) -> list[SegmentRow]:
@@ -367,7 +369,9 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
             times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
-    attention = bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
+    coordination = coordinators.build(outcomes, ctx)
+    attention = (bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
+                 or bool(coordination.restore_problems) or bool(coordination.problems))
     exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)
     found: Counter = Counter()
     for o in outcomes:
@@ -388,7 +392,8 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     )
     config_rows, on_defaults = _config_rows(discovery, resolver, ctx.run_id, ctx.scanned_at)
     try:
-        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, config_rows)
+        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, config_rows,
+                coordination)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # also a writer's panic; the index files are done: say what changed
@@ -397,7 +402,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         raise RunFailed(f"cannot record the metadata in {metadata_path}: {_one_line(e)}", changed) from e
     phases = {"discover": t_discovered - t0, "scan": t_scanned - t_discovered, "metadata": time.monotonic() - t_scanned}
     return RunSummary(ctx.run_id, ctx.command, exit_status, run_row, outcomes, discovery, time.monotonic() - t0,
-                      phases, metadata_path, found, on_defaults)
+                      phases, metadata_path, found, on_defaults, coordination)
 
 
 def _one_line(e: BaseException) -> str:
@@ -407,7 +412,7 @@ def _one_line(e: BaseException) -> str:
 
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
             segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
-            config_rows: list[TopicConfigRow] | None = None) -> None:
+            config_rows: list[TopicConfigRow] | None = None, coordination: CoordinatorTables | None = None) -> None:
     store = MetadataStore(metadata_path, spark)
     if config_rows:
         store.upsert(schemas.TOPIC_CONFIGS_TABLE, config_rows)
@@ -416,4 +421,11 @@ def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list
         store.upsert(schemas.SEGMENTS_TABLE, segment_rows, scope)
     if partition_rows or scope:
         store.upsert(schemas.PARTITIONS_TABLE, partition_rows, scope)
+    if coordination is not None:
+        listed = Scope("log_dir", frozenset(discovery.listed)) if discovery.listed else None
+        for table, rows in zip(schemas.COORDINATOR_TABLES, (coordination.group_offsets, coordination.groups,
+                                                             coordination.transactions,
+                                                             coordination.open_transactions), strict=True):
+            if rows or (listed is not None and store.exists(table.name)):
+                store.upsert(table, rows, listed)
     store.upsert(schemas.RUNS_TABLE, [run_row])

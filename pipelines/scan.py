@@ -30,6 +30,7 @@ from segdex.indexcore.tools.index_verifier import verify_segment
 
 from . import spark_tasks
 from .batch_write import PendingWrites
+from .coordinators import PartitionCoordination, coordination
 from .run_context import MODE_RECOVER, MODE_REINDEX, MODE_VERIFY, RunContext
 from .schemas import PartitionRow, SegmentRow
 
@@ -79,6 +80,7 @@ class PartitionOutcome:
     # recovered whole with every file written, so the log dir's checkpoints may say so
     loaded: dict[str, Any] | None = None
     startup: StartupPreview | None = None  # verify: what the broker's next start does to this partition
+    coordination: PartitionCoordination | None = None  # open transactions, a coordinator partition's load
 
 
 def partition_size(path: str) -> tuple[int, int]:
@@ -194,6 +196,9 @@ class VerifyScan:
             if self._segment(recovery, logs, i, base, log_path):
                 break
         self.finish()
+        if task.read_only is None:
+            out.coordination = coordination(task.path, task.topic, task.partition,
+                                            getattr(recovery, "recovery", recovery).producer_state)
         _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
         summarize(task, out, self.ctx)
         return out

@@ -207,3 +207,98 @@ RETENTION_ACTIONS_TABLE = TableSpec(RETENTION_ACTIONS, RETENTION_ACTIONS_SCHEMA,
 def default_metadata_path() -> str:
     """``$SEGDEX_METADATA``, else ``./segdex-metadata``."""
     return os.environ.get(METADATA_ENV) or DEFAULT_METADATA_PATH
+
+GROUP_OFFSETS, GROUPS, TRANSACTIONS, OPEN_TRANSACTIONS = "group_offsets", "groups", "transactions", "open_transactions"
+
+
+@dataclass
+class GroupOffsetRow:
+    """A row of ``group_offsets``: one group's committed offset of one partition as the group coordinator's load
+    leaves it, the partition's log start and end offsets (verify: after the broker's next start), and the
+    restore check (``ok``, ``ahead_of_end``, ``before_start``, ``partition_not_found``)."""
+
+    group: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    log_dir: str | None = column(pa.string())  # the log dir of the __consumer_offsets replica read
+    coordinator_partition: int | None = column(pa.int32())
+    record_offset: int | None = column(pa.int64())  # where the commit record sits in __consumer_offsets
+    committed_offset: int | None = column(pa.int64())
+    leader_epoch: int | None = column(pa.int32())
+    metadata: str | None = column(pa.string())
+    commit_timestamp_ms: int | None = column(pa.int64())
+    expire_timestamp_ms: int | None = column(pa.int64())
+    consumer_id: str | None = column(pa.string())  # the member holding the partition, "-" when none
+    log_start_offset: int | None = column(pa.int64())
+    log_end_offset: int | None = column(pa.int64())
+    lag: int | None = column(pa.int64())
+    restore_status: str | None = column(pa.string())
+    reread_if_earliest: int | None = column(pa.int64())  # records a consumer re-reads with auto.offset.reset=earliest
+    skipped_if_latest: int | None = column(pa.int64())  # records it skips with auto.offset.reset=latest
+    lost_offsets: int | None = column(pa.int64())  # offsets between the commit and the log start, gone
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+@dataclass
+class GroupRow:
+    """A row of ``groups``: one group as the coordinator's load leaves it."""
+
+    group: str = column(pa.string(), nullable=False)
+    log_dir: str | None = column(pa.string())
+    coordinator: int | None = column(pa.int32())  # the broker id of the log dir holding its coordinator partition
+    coordinator_partition: int | None = column(pa.int32())
+    type: str | None = column(pa.string())  # classic | consumer
+    protocol_type: str | None = column(pa.string())  # consumer, connect, ... ("" for a simple group)
+    protocol: str | None = column(pa.string())  # the assignment strategy (classic) or server assignor
+    epoch: int | None = column(pa.int32())  # generation (classic) or group epoch (consumer protocol)
+    state: str | None = column(pa.string())
+    members: int | None = column(pa.int32())
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+@dataclass
+class TransactionRow:
+    """A row of ``transactions``: one transactional id as the transaction coordinator's load leaves it."""
+
+    transactional_id: str = column(pa.string(), nullable=False)
+    log_dir: str | None = column(pa.string())
+    coordinator: int | None = column(pa.int32())
+    coordinator_partition: int | None = column(pa.int32())
+    producer_id: int | None = column(pa.int64())
+    producer_epoch: int | None = column(pa.int32())
+    state: str | None = column(pa.string())
+    partitions: str | None = column(pa.string())  # topic-partition,... of the ongoing transaction
+    transaction_timeout_ms: int | None = column(pa.int64())
+    start_timestamp_ms: int | None = column(pa.int64())
+    last_update_timestamp_ms: int | None = column(pa.int64())
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+@dataclass
+class OpenTransactionRow:
+    """A row of ``open_transactions``: a transaction open in a partition's replayed producer state, and whether
+    it hangs by ``kafka-transactions find-hanging``'s rules at the run's time."""
+
+    log_dir: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    producer_id: int = column(pa.int64(), nullable=False)
+    producer_epoch: int | None = column(pa.int32())
+    coordinator_epoch: int | None = column(pa.int32())
+    start_offset: int | None = column(pa.int64())
+    last_timestamp: int | None = column(pa.int64())
+    age_ms: int | None = column(pa.int64())
+    hanging: bool | None = column(pa.bool_())
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+GROUP_OFFSETS_TABLE = TableSpec(GROUP_OFFSETS, arrow_schema(GroupOffsetRow), ("group", "topic", "partition"))
+GROUPS_TABLE = TableSpec(GROUPS, arrow_schema(GroupRow), ("group",))
+TRANSACTIONS_TABLE = TableSpec(TRANSACTIONS, arrow_schema(TransactionRow), ("transactional_id",))
+OPEN_TRANSACTIONS_TABLE = TableSpec(OPEN_TRANSACTIONS, arrow_schema(OpenTransactionRow),
+                                    ("log_dir", "topic", "partition", "producer_id"))
+COORDINATOR_TABLES = (GROUP_OFFSETS_TABLE, GROUPS_TABLE, TRANSACTIONS_TABLE, OPEN_TRANSACTIONS_TABLE)

@@ -69,7 +69,7 @@ class CoordinatorPartition:
 
     topic: str
     partition: int
-    replica: PartitionDir
+    log_dir: str  # the log dir of the replica read
     node_id: int | None
     load: GroupCoordinatorLoad | TransactionsLoad
 
@@ -138,7 +138,8 @@ class ClusterView:
                 continue
             candidates = [(loaded.next_offset, p, loaded) for p in replicas for loaded in (load(p.path),)]
             replica, loaded = self._most_complete(candidates)
-            out.append(CoordinatorPartition(topic, partition, replica, self.node_ids.get(replica.log_dir), loaded))
+            node_id = self.node_ids.get(replica.log_dir)
+            out.append(CoordinatorPartition(topic, partition, replica.log_dir, node_id, loaded))
         return out
 
     @cached_property

@@ -1,0 +1,195 @@
+"""Consumer groups and transactions from a run's scan: the ``group_offsets``, ``groups``, ``transactions`` and
+``open_transactions`` tables, and the restore check.
+
+Each partition's scan task already replays the partition's producer state; it also keeps the partition's open
+transactions and, for a coordinator partition, loads it as the coordinator does (``coordination``, in the task).
+The driver joins them (``build``): every group's committed offsets against the partitions' log start and end
+offsets (verify: the end after the broker's next start, from the startup preview), the open transactions against
+the coordinators' transactions (``find-hanging``'s rules at the run's time). When a partition is held by several
+log dirs, the replica with the highest log end offset is read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
+from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log.producer_state import ProducerStateManager
+from segdex.indexcore.tools.cluster_view import (
+    CONSUMER_OFFSETS,
+    TRANSACTION_STATE,
+    CoordinatorPartition,
+    read_node_id,
+    read_topic_id,
+)
+from segdex.indexcore.tools.consumer_groups import OK, RestoreCheck, describe_groups, restore_check
+from segdex.indexcore.tools.find_hanging import OpenTransaction, find_hanging, open_transactions
+from segdex.indexcore.tools.list_offsets import recovered_partition
+from segdex.indexcore.tools.transactions import CoordinatedTransaction
+
+from .run_context import RunContext
+from .schemas import GroupOffsetRow, GroupRow, OpenTransactionRow, TransactionRow
+
+
+@dataclass
+class PartitionCoordination:
+    """What one partition's task keeps for the coordinator tables (plain data, picklable)."""
+
+    topic_id: str | None = None
+    open_transactions: list[OpenTransaction] = field(default_factory=list)
+    load: GroupCoordinatorLoad | TransactionsLoad | None = None
+    problem: str | None = None
+
+
+def coordination(path: str, topic: str, partition: int, producers: ProducerStateManager | None,
+                 ) -> PartitionCoordination:
+    """In the scan task, after the partition's segments: its topic id, open transactions, and its coordinator
+    load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition."""
+    out = PartitionCoordination(read_topic_id(path))
+    if producers is not None:
+        out.open_transactions = open_transactions(topic, partition, producers)
+    try:
+        if topic == CONSUMER_OFFSETS:
+            out.load = load_group_coordinator(path)
+        elif topic == TRANSACTION_STATE:
+            out.load = load_transactions(path)
+    except (OSError, SegdexError) as e:
+        out.problem = f"{path}: cannot load as the coordinator does: {getattr(e, 'strerror', None) or e}"
+    return out
+
+
+@dataclass
+class CoordinatorTables:
+    """The four tables' rows and the restore check of one run."""
+
+    group_offsets: list[GroupOffsetRow] = field(default_factory=list)
+    groups: list[GroupRow] = field(default_factory=list)
+    transactions: list[TransactionRow] = field(default_factory=list)
+    open_transactions: list[OpenTransactionRow] = field(default_factory=list)
+    restore_checks: list[RestoreCheck] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def restore_problems(self) -> list[RestoreCheck]:
+        return [c for c in self.restore_checks if c.status != OK]
+
+
+def _most_complete(candidates: dict[tuple[str, int], tuple[int, Any]], key: tuple[str, int], end: int,
+                   value: Any) -> None:
+    if key not in candidates or end > candidates[key][0]:
+        candidates[key] = (end, value)
+
+
+@dataclass
+class _Collected:
+    """The scan's facts gathered on the driver: topic names, log bounds and coordinator loads by partition."""
+
+    topic_names: dict[str, str] = field(default_factory=dict)
+    bounds: dict[tuple[str, int], tuple[int, tuple[int, int, str]]] = field(default_factory=dict)
+    coordinators: dict[tuple[str, int], tuple[int, CoordinatorPartition]] = field(default_factory=dict)
+    opened: list[tuple[str, OpenTransaction]] = field(default_factory=list)
+
+    def log_offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
+        found = self.bounds.get((topic, partition))
+        return None if found is None else found[1][:2]
+
+    def count(self, topic: str, partition: int, start: int, end: int) -> int:
+        """Records in [start, end) of the partition, read here (-1: unreadable from the driver)."""
+        path = os.path.join(self.bounds[(topic, partition)][1][2], f"{topic}-{partition}")
+        try:
+            return recovered_partition(path, LogConfig(), start).count_records(start, end)
+        except (OSError, SegdexError):
+            return -1
+
+
+def _collect(outcomes: list[Any], problems: list[str]) -> _Collected:
+    out = _Collected()
+    node_ids: dict[str, int | None] = {}
+    for o in outcomes:
+        p, c = o.partition, getattr(o, "coordination", None)
+        if p is None or c is None or p.future:
+            continue
+        if c.problem:
+            problems.append(c.problem)
+        if c.topic_id:
+            out.topic_names[c.topic_id] = p.topic
+        out.opened += [(p.log_dir, t) for t in c.open_transactions]
+        end = p.startup_log_end_offset if p.startup_log_end_offset is not None else p.log_end_offset
+        if end is not None:
+            start = p.log_start_offset if p.log_start_offset is not None else 0
+            _most_complete(out.bounds, (p.topic, p.partition), end, (start, end, p.log_dir))
+        if c.load is not None:
+            if p.log_dir not in node_ids:
+                node_ids[p.log_dir] = read_node_id(p.log_dir)
+            replica = CoordinatorPartition(p.topic, p.partition, p.log_dir, node_ids[p.log_dir], c.load)
+            _most_complete(out.coordinators, (p.topic, p.partition), c.load.next_offset, replica)
+    return out
+
+
+def _group_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], facts: _Collected,
+                ctx: RunContext) -> None:
+    groups = describe_groups(loads, facts.topic_names, facts.log_offsets)
+    tables.restore_checks = restore_check(groups, facts.count)
+    checks = {(c.group, c.topic, c.partition): c for c in tables.restore_checks}
+    dirs = {c.partition: c.log_dir for c in loads}
+    for g in groups:
+        log_dir = dirs.get(g.coordinator_partition)
+        tables.groups.append(GroupRow(
+            group=g.group, log_dir=log_dir, coordinator=g.coordinator, coordinator_partition=g.coordinator_partition,
+            type=g.type, protocol_type=g.protocol_type, protocol=g.assignment_strategy, epoch=g.epoch,
+            state=g.state, members=len(g.members), run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+        for r in g.offsets:
+            if r.offset is None:
+                continue  # an assigned partition without a commit: nothing committed to record
+            check = checks.get((g.group, r.topic, r.partition))
+            tables.group_offsets.append(GroupOffsetRow(
+                group=g.group, topic=r.topic, partition=r.partition, log_dir=log_dir,
+                coordinator_partition=g.coordinator_partition, record_offset=r.record_offset,
+                committed_offset=r.offset, leader_epoch=r.leader_epoch, metadata=r.metadata,
+                commit_timestamp_ms=r.commit_timestamp_ms, expire_timestamp_ms=r.expire_timestamp_ms,
+                consumer_id=r.consumer_id, log_start_offset=r.log_start_offset, log_end_offset=r.log_end_offset,
+                lag=r.lag, restore_status=check.status if check else None,
+                reread_if_earliest=check.reread_if_earliest if check else None,
+                skipped_if_latest=check.skipped_if_latest if check else None,
+                lost_offsets=check.lost_offsets if check else None, run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+
+
+def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], facts: _Collected,
+                      ctx: RunContext) -> None:
+    now_ms = int(ctx.scanned_at.timestamp() * 1000)
+    transactions: dict[str, CoordinatedTransaction] = {}
+    for c in loads:
+        for tid, m in c.load.transactions.items():
+            transactions[tid] = CoordinatedTransaction(m, c.node_id, c.partition)
+            tables.transactions.append(TransactionRow(
+                transactional_id=tid, log_dir=c.log_dir, coordinator=c.node_id, coordinator_partition=c.partition,
+                producer_id=m.producer_id, producer_epoch=m.producer_epoch, state=m.state,
+                partitions=",".join(f"{t}-{p}" for t, p in m.partitions),
+                transaction_timeout_ms=m.transaction_timeout_ms, start_timestamp_ms=m.start_timestamp_ms,
+                last_update_timestamp_ms=m.last_update_timestamp_ms, run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+    hanging = set(find_hanging([t for _, t in facts.opened], {k: v.metadata for k, v in transactions.items()},
+                               now_ms))
+    for log_dir, t in facts.opened:
+        tables.open_transactions.append(OpenTransactionRow(
+            log_dir=log_dir, topic=t.topic, partition=t.partition, producer_id=t.producer_id,
+            producer_epoch=t.producer_epoch, coordinator_epoch=t.coordinator_epoch, start_offset=t.start_offset,
+            last_timestamp=t.last_timestamp, age_ms=now_ms - t.last_timestamp, hanging=t in hanging,
+            run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+
+
+def build(outcomes: list[Any], ctx: RunContext) -> CoordinatorTables:
+    """The tables from the scan's outcomes (``PartitionOutcome`` with ``partition`` and ``coordination``)."""
+    tables = CoordinatorTables()
+    facts = _collect(outcomes, tables.problems)
+    chosen = [v for _, v in sorted(facts.coordinators.values(), key=lambda e: (e[1].topic, e[1].partition))]
+    for c in chosen:
+        for why in c.load.undecodable + ([c.load.stopped] if c.load.stopped else []):
+            tables.problems.append(f"{c.topic}-{c.partition}: {why}")
+    _group_rows(tables, [c for c in chosen if c.topic == CONSUMER_OFFSETS], facts, ctx)
+    _transaction_rows(tables, [c for c in chosen if c.topic == TRANSACTION_STATE], facts, ctx)
+    return tables

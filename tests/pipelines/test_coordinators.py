@@ -1,0 +1,56 @@
+"""The coordinator tables a scan fills (``group_offsets``, ``groups``, ``transactions``, ``open_transactions``) and
+verify's restore check: a real SparkSession and real Delta tables over a log dir written here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from chispa import assert_df_equality
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from segdex.jobs.cli import main as cli
+from segdex.pipelines import reindex
+from segdex.pipelines.metadata_store import MetadataStore
+from tests.support.fixtures import GOLDEN
+from tests.support.group_log_dirs import T, restored_log_dir
+
+
+def test_verify_fills_the_coordinator_tables_and_prints_one_line_per_group(tmp_path: Path, spark, capsys):
+    log_dir = restored_log_dir(tmp_path)
+    shutil.copytree(GOLDEN / "broker_logs" / "__transaction_state-0", log_dir / "__transaction_state-0")
+    write_partition(log_dir, "orders", 3, [build_batch(0, [(T, b"k", b"v")], producer_id=99, producer_epoch=0,
+                                                       base_sequence=0, is_transactional=True)])
+    meta = tmp_path / "meta"
+    assert cli(["verify", "--metadata", str(meta), "--no-progress", str(log_dir)]) == 1
+    err = capsys.readouterr().err
+    assert "restore check: group app: 1 partition committed past the log end (auto.offset.reset=earliest " \
+           "re-reads 4 records)" in err
+    assert "restore check: group simple: 1 committed before the log start (8 offsets gone; latest skips 10 " \
+           "records)" in err
+    store = MetadataStore(str(meta), spark)
+    got = store.read_df("group_offsets").select("group", "topic", "partition", "committed_offset", "log_end_offset",
+                                                "restore_status", "reread_if_earliest", "skipped_if_latest")
+    expected = spark.createDataFrame(
+        [("app", "orders", 0, 5, 10, "ok", 0, 0), ("app", "orders", 1, 40, 5, "ahead_of_end", 4, 0),
+         ("simple", "orders", 2, 2, 20, "before_start", 0, 10)], got.schema)
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+    groups = {r["group"]: r for r in store.read_df("groups").collect()}
+    assert (groups["app"]["state"], groups["app"]["members"], groups["app"]["coordinator"]) == ("Stable", 2, 3)
+    txns = store.read_df("transactions").collect()
+    assert [(r["transactional_id"], r["state"]) for r in txns] == [("tx-dump", "CompleteCommit")]
+    opened = store.read_df("open_transactions").collect()
+    assert [(r["topic"], r["partition"], r["producer_id"], r["hanging"]) for r in opened] == [("orders", 3, 99, True)]
+
+
+def test_a_rerun_drops_the_rows_of_groups_that_are_gone(tmp_path: Path, spark):
+    log_dir = restored_log_dir(tmp_path)
+    meta = str(tmp_path / "meta")
+    reindex.run(spark, [str(log_dir)], "verify", meta, LogConfig(), {}, progress=False)
+    shutil.rmtree(log_dir / "__consumer_offsets-0")
+    write_partition(log_dir, "__consumer_offsets", 0, [])
+    summary = reindex.run(spark, [str(log_dir)], "verify", meta, LogConfig(), {}, progress=False)
+    assert summary.coordination.restore_checks == [] and summary.coordination.groups == []
+    assert MetadataStore(meta, spark).read("group_offsets").num_rows == 0
+    assert MetadataStore(meta, spark).read("groups").num_rows == 0
