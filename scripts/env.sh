@@ -28,7 +28,8 @@ segdex_delta_jars() {
 # Apache Kafka's release jars for the tests (tests/kafka/pom.xml), one folder per version in .venv/kafka/<version>/:
 # libs/ (the broker, its storage tool, the clients) and oracle/ (tests/kafka/oracle/KafkaOracle.java compiled
 # against them). Fetched once (Maven's local repository caches them), rebuilt when the pom or the oracle changes.
-# The newest 4.x and 3.9.x releases that resolve on Maven Central; 4.x adds kafka-tools (kafka-dump-log).
+# The newest 4.x and 3.9.x releases that resolve on Maven Central; both add kafka-tools (kafka-consumer-groups,
+# kafka-transactions; in 4.x also kafka-dump-log).
 SEGDEX_KAFKA_VERSIONS="${SEGDEX_KAFKA_VERSIONS:-4.4.0 3.9.2}"
 export SEGDEX_KAFKA_VERSIONS
 segdex_kafka() {

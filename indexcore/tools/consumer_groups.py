@@ -129,8 +129,12 @@ def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: d
         for group_id, group in shard.groups.groups.items():
             if group_ids is not None and group_id not in group_ids:
                 continue
-            members = _members(group, topic_names)
             commits = committed.get(group_id, {})
+            if group_ids is None and isinstance(group, ClassicGroup) and group.is_simple_group() and not commits:
+                # a simple group whose only offsets were transactional and aborted: Kafka 3.9's coordinator never
+                # creates it, 4.x's deletes it at its first expiration check
+                continue
+            members = _members(group, topic_names)
             rows, assigned = [], set()
             for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment)):
                 for tp in sorted(member.assignment, key=lambda tp: (tp[1], tp[0])):
