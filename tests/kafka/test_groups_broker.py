@@ -8,6 +8,7 @@ committed offset is past its partition's end, serves a consumer exactly the reco
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,18 @@ from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall
 pytestmark = pytest.mark.kafka_broker
 
 
-@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def workload(request, tmp_path_factory):
-    return run_group_workload(KafkaInstall(request.param), tmp_path_factory.mktemp(f"groups-{request.param}"))
+@pytest.fixture(scope="module")
+def workloads(tmp_path_factory):
+    """The workload on every version at once (each mostly waits a minute for the broker to expire offsets)."""
+    with ThreadPoolExecutor(len(KAFKA_VERSIONS)) as pool:
+        runs = {v: pool.submit(run_group_workload, KafkaInstall(v), tmp_path_factory.mktemp(f"groups-{v}"))
+                for v in KAFKA_VERSIONS}
+        return {v: f.result() for v, f in runs.items()}
+
+
+@pytest.fixture(params=KAFKA_VERSIONS)
+def workload(request, workloads):
+    return workloads[request.param]
 
 
 def _rows(text: str) -> list[str]:
