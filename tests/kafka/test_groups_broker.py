@@ -3,25 +3,34 @@
 transactional offset commits committed and aborted, a transaction open at ``kill -9``), Kafka's own
 ``kafka-consumer-groups`` and ``kafka-transactions`` run against the live broker just before the kill, then
 segdex from the killed broker's log dir alone; and a restore: a broker started on that dir, where one group's
-committed offset is past its partition's end, serves a consumer exactly the records segdex predicted."""
+committed offset is past its partition's end and a data partition comes from before a transaction's marker,
+serves a consumer exactly the records segdex predicted, and Kafka's own ``find-hanging`` reports the transaction
+segdex found hanging."""
 
 from __future__ import annotations
 
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.tools.cluster_view import ClusterView
 from segdex.indexcore.tools.consumer_groups import AHEAD_OF_END, describe_groups, restore_check
+from segdex.indexcore.tools.transactions import coordinated_transactions
 from segdex.jobs.cli import main as cli
 from tests.support.group_workload import (
     GONE_GROUPS,
     RESTORE_BROKER_PROPS,
     SIMPLE_ASSIGN,
+    TX_DATA,
+    TXN_TOOL,
     consume_with_reset,
     run_group_workload,
+    run_tools,
 )
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall
 
@@ -94,16 +103,55 @@ def test_find_hanging_agrees_with_kafka_and_the_open_transaction_is_seen(workloa
                for e in open_at.producers.values())
 
 
-def test_a_restored_broker_serves_the_records_the_restore_check_predicts(workload, tmp_path: Path):
+def cut_before_last_marker(part: Path, producer_id: int) -> int:
+    """The partition as a restore from before ``producer_id``'s last end-transaction marker leaves it: its
+    ``.log`` cut at that marker, later segments, every index file and producer snapshot gone (the broker rebuilds
+    them, as after any unclean stop). Returns the marker's offset."""
+    found = None
+    for base, path in segment_logs(part)[0]:
+        with open_log(path) as buf:
+            for batch in batches(buf):
+                if batch.is_control and batch.producer_id == producer_id:
+                    found = (base, path, batch.position, batch.base_offset)
+    assert found is not None, f"no marker of producer {producer_id} in {part}"
+    base, path, position, offset = found
+    with open(path, "r+b") as f:
+        f.truncate(position)
+    for f in part.iterdir():
+        later = f.suffix in (".log", ".index", ".timeindex", ".txnindex") and int(f.stem) > base
+        if later or f.suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
+            f.unlink()
+    return offset
+
+
+def _hanging_rows(text: str) -> list[list[str]]:
+    """find-hanging's rows without Duration(min) (it depends on when each tool ran)."""
+    return sorted(line.split("\t")[:7] for line in text.splitlines()[1:] if line.strip())
+
+
+def test_a_restored_broker_serves_what_the_restore_check_and_find_hanging_predict(workload, tmp_path: Path, capsys):
     data = shutil.copytree(workload.crashed, tmp_path / "data", symlinks=True)
     view = ClusterView([str(data)])
     groups = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, [SIMPLE_ASSIGN])
     check = next(c for c in restore_check(groups, view.count_records) if c.status == AHEAD_OF_END)
     assert (check.topic, check.partition) == ("events", 1)
+    # txdata-0 restored from before tx-data's last COMMIT marker: its coordinator completed that transaction,
+    # so no marker will ever come for the records left open: the transaction hangs
+    tx_data = coordinated_transactions(view)[TX_DATA].metadata
+    cut_before_last_marker(data / "txdata-0", tx_data.producer_id)
     broker = workload.broker.sibling(tmp_path / "node", data, RESTORE_BROKER_PROPS)
     with broker:
         broker.start()
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "latest") == check.skipped_if_latest == 0
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "earliest") == check.reread_if_earliest
+        now_ms = int(time.time() * 1000)
+        kafka = run_tools(workload.install, broker.bootstrap, [], tmp_path, only={
+            "find-hanging": [TXN_TOOL, "--bootstrap-server", broker.bootstrap, "find-hanging", "--broker-id", "1",
+                             "--max-transaction-timeout", "0"]})["find-hanging"]
         broker.stop()
     assert check.reread_if_earliest == workload.produced[("events", 1)]
+    assert cli(["transactions", "--now", str(now_ms), "find-hanging", "--max-transaction-timeout", "0",
+                str(data)]) == 1
+    ours = capsys.readouterr().out
+    assert _hanging_rows(ours) and _hanging_rows(ours) == _hanging_rows(kafka[0]), kafka
+    assert [tx_data.producer_id] == sorted({int(r[2]) for r in _hanging_rows(ours)} & {tx_data.producer_id})

@@ -7,7 +7,7 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
 
 - data topics ``orders`` (3 partitions), ``events`` (2) and ``txdata`` (1), with known record counts;
 - ``classic-live``: two classic consumers, subscribed and polling at the kill (Stable, two members);
-- ``classic-empty``: a classic consumer that committed (with metadata) and closed (Empty, offsets kept);
+- ``classic-empty``: a classic consumer that committed and closed (Empty, offsets kept);
 - ``simple-assign``: offsets committed by a consumer that only assigned partitions (a "simple" group, no
   protocol type), one of them (``events``/1) past the log end;
 - ``modern-live`` and ``modern-empty``: the same with ``group.protocol=consumer`` (KIP-848), on 4.x only (below);
@@ -19,6 +19,8 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
 - on ``txdata``: an idempotent producer, ``tx-data`` (commit, abort, commit), the records of the two
   ``tx-offsets-*`` transactions, and last ``tx-hanging``: a transaction whose records were flushed and which is
   still ``Ongoing`` at the kill (``transaction.timeout.ms`` 15 minutes).
+
+Each group commits exactly ``GROUP_OFFSETS[group]`` (plain commits carry the metadata string ``METADATA``).
 
 Every group but the two live ones commits within the last minute before the tools run: the one-minute
 retention that expires ``expired-group`` applies to every group without members (an Empty group's offsets expire
@@ -431,10 +433,11 @@ def tool_commands(install: KafkaInstall, bootstrap: str, transactional_ids: list
 
 
 def run_tools(install: KafkaInstall, bootstrap: str, transactional_ids: list[str], root: Path,
-              parallel: int = 2) -> dict[str, tuple[str, str]]:
-    """Each tool's (stdout, stderr), ``parallel`` JVMs at a time; a failing tool's exit code ends its stderr."""
+              parallel: int = 2, only: dict[str, list[str]] | None = None) -> dict[str, tuple[str, str]]:
+    """Each tool's (stdout, stderr), ``parallel`` JVMs at a time; a failing tool's exit code ends its stderr.
+    ``only``: these invocations (name -> main class and arguments) instead of ``tool_commands``."""
     log_config = _tools_log_config(root)
-    pending = list(tool_commands(install, bootstrap, transactional_ids).items())
+    pending = list((only or tool_commands(install, bootstrap, transactional_ids)).items())
     running: list[tuple[str, subprocess.Popen]] = []
     out: dict[str, tuple[str, str]] = {}
     while pending or running:
