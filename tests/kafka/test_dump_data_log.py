@@ -264,3 +264,25 @@ def test_offsets_decoder_on_records_without_their_tags_matches_kafka(tmp_path):
     assert assert_same(kafka, ours) == 0 and status == 0
     text = "\n".join(ours[str(log)])
     assert "classicMemberMetadata" in text and "assignmentEpochs" not in text  # only the explicit null shows
+
+
+def test_every_coordinator_record_version_decodes_as_kafka_does(tmp_path):
+    """Offset commits v0-v4 (and the legacy record type 0), group metadata v0-v4 with the consumer protocol's
+    subscription and assignment v0-v3, transaction log v0-v1 (``tests.support.coordinator_versions``): Kafka
+    4.4.0's decoders read every record, and segdex prints the same lines."""
+    from segdex.indexcore.tools.segment_writer import write_partition
+    from tests.support.coordinator_versions import group_records, transaction_records
+
+    write_partition(tmp_path, "__consumer_offsets", 0, [build_batch(0, group_records())])
+    write_partition(tmp_path, "__transaction_state", 0, [build_batch(0, transaction_records())])
+    install = KafkaInstall("4.4.0").check()
+    for part, option in (("__consumer_offsets-0", "--offsets-decoder"),
+                         ("__transaction_state-0", "--transaction-log-decoder")):
+        files = logs(tmp_path / part)
+        kafka = kafka_dump(install, files, option)
+        ours, status = segdex_dump(files, option)
+        assert assert_same(kafka, ours) == 0 and status == 0
+        lines = kafka[files[0]][0]
+        assert not [line for line in lines if "Error at offset" in line or "Unknown record" in line]
+        assert sum(line.startswith("| offset:") for line in lines) == len(
+            group_records() if part.startswith("__consumer") else transaction_records())

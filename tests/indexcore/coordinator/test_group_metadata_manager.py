@@ -141,3 +141,30 @@ def test_a_consumer_group_record_for_a_classic_group_fails_the_load(tmp_path: Pa
     load = _load(tmp_path, [(group_key("g"), group_value([("m", {"t": [0]})])), (cg_key(3, "g"), cg_epoch(3, 1))])
     assert load.undecodable == ["offset 1: Group g is not a consumer group"]
     assert isinstance(load.shard.groups.groups["g"], ClassicGroup)
+
+
+def test_every_record_version_replays_as_the_coordinator_loads_it(tmp_path: Path):
+    """``tests.support.coordinator_versions``: an offset commit per OffsetCommitValue version (the expire
+    timestamp of v1 only, a leader epoch from v3), a legacy commit (record type 0), and a classic group per
+    GroupMetadataValue version with its consumer protocol decoded (v0 has no rebalance timeout: the session
+    timeout stands for it, as ``GroupMetadataManager.replay`` does)."""
+    from tests.support.coordinator_versions import T as TV
+    from tests.support.coordinator_versions import group_records
+
+    write_partition(tmp_path, "__consumer_offsets", 0, [build_batch(0, group_records())])
+    load = load_group_coordinator(tmp_path / "__consumer_offsets-0")
+    assert load.undecodable == [] and load.stopped is None
+    offsets = load.shard.offsets.offsets
+    assert {k: (o.committed_offset, o.leader_epoch, o.expire_timestamp_ms) for k, o in offsets.items()} == {
+        ("commit-v0", "t", 0): (100, -1, -1), ("commit-v1", "t", 1): (101, -1, TV + 60_000),
+        ("commit-v2", "t", 2): (102, -1, -1), ("commit-v3", "t", 3): (103, 3, -1), ("commit-v4", "t", 4): (104, 3, -1),
+        ("legacy", "t", 0): (7, -1, -1)}
+    groups = load.shard.groups.groups
+    for v in range(5):
+        g = groups[f"group-v{v}"]
+        member = g.members[f"m-{v}"]
+        assert (g.state, g.generation, g.protocol, g.leader) == (STABLE, 2, "range", f"m-{v}")
+        assert g.current_state_timestamp_ms == (None if v < 2 else TV)
+        assert member.assignment == (("t", v), ("u", 0)) and member.subscription == ("t", "u")
+        assert (member.rebalance_timeout_ms, member.session_timeout_ms) == ((10_000 if v == 0 else 30_000), 10_000)
+    assert groups["empty"].state == EMPTY and groups["commit-v0"].is_simple_group()

@@ -72,3 +72,20 @@ def test_what_kafka_cannot_read_is_named_and_unknown_key_types_skipped(tmp_path:
     assert load.undecodable == ["offset 0: a record without a transaction log key",
                                 "offset 1: Unknown transaction state id 99"]
     assert sorted(load.transactions) == ["z"]
+
+
+def test_both_transaction_log_value_versions_load(tmp_path: Path):
+    """TransactionLogValue v0 (no previous/next producer ids: -1) and v1 (flexible, its tagged fields read)."""
+    from tests.support.coordinator_versions import T as TV
+    from tests.support.coordinator_versions import transaction_records
+
+    write_partition(tmp_path, "__transaction_state", 0, [build_batch(0, transaction_records())])
+    load = load_transactions(tmp_path / "__transaction_state-0")
+    assert load.undecodable == []
+    v0, v1, ongoing = (load.transactions[t] for t in ("tx-v0", "tx-v1", "tx-v1-ongoing"))
+    assert (v0.producer_id, v0.previous_producer_id, v0.next_producer_id, v0.state, v0.partitions,
+            v0.client_transaction_version) == (10, -1, -1, "Ongoing", (("t", 0), ("t", 1)), 0)
+    assert (v1.producer_id, v1.previous_producer_id, v1.next_producer_id, v1.next_producer_epoch, v1.state,
+            v1.partitions, v1.client_transaction_version) == (20, 19, 21, 2, "CompleteCommit", (), 2)
+    assert (ongoing.partitions, ongoing.start_timestamp_ms, ongoing.last_update_timestamp_ms) == (
+        (("u", 2),), TV, TV + 5)
