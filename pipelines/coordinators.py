@@ -27,7 +27,7 @@ from segdex.indexcore.tools.cluster_view import (
     read_node_id,
     read_topic_id,
 )
-from segdex.indexcore.tools.consumer_groups import OK, RestoreCheck, describe_groups, restore_check
+from segdex.indexcore.tools.consumer_groups import ALL_GROUP_TYPES, OK, RestoreCheck, describe_groups, restore_check
 from segdex.indexcore.tools.find_hanging import OpenTransaction, find_hanging, open_transactions
 from segdex.indexcore.tools.list_offsets import recovered_partition
 from segdex.indexcore.tools.transactions import CoordinatedTransaction
@@ -133,7 +133,7 @@ def _collect(outcomes: list[Any], problems: list[str]) -> _Collected:
 
 def _group_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], facts: _Collected,
                 ctx: RunContext) -> None:
-    groups = describe_groups(loads, facts.topic_names, facts.log_offsets)
+    groups = describe_groups(loads, facts.topic_names, facts.log_offsets, types=ALL_GROUP_TYPES)
     tables.restore_checks = restore_check(groups, facts.count)
     checks = {(c.group, c.topic, c.partition): c for c in tables.restore_checks}
     dirs = {c.partition: c.log_dir for c in loads}

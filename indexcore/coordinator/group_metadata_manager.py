@@ -16,7 +16,9 @@ Kafka 4.x's ``GroupMetadataManager.replay`` rebuilds each group from its records
 - offsets committed by a group no record describes create a *simple* group: a classic group without a protocol
   type, ``Empty`` (``getOrMaybeCreateClassicGroup``), which a later consumer-protocol record replaces.
 
-Share and streams groups (types 10-15, 17-23) are not rebuilt: the records carry their ids only.
+Share and streams groups (types 10-15, 17-23) are kept as far as their keys and the epoch at the head of their
+metadata value say (``RecordedGroup``): the group id, its epoch, its members' ids; the metadata record's tombstone
+removes the group, a member metadata tombstone the member.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from segdex.indexcore.coordinator.records import CONSUMER_PROTOCOL_ASSIGNMENT, C
 from segdex.indexcore.errors import SegdexError
 
 EMPTY, STABLE, ASSIGNING, RECONCILING = "Empty", "Stable", "Assigning", "Reconciling"
-CLASSIC, CONSUMER = "classic", "consumer"
+CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
+UNKNOWN = "Unknown"
 LEAVE_GROUP_MEMBER_EPOCH = -1
 MEMBER_STATE_STABLE = 0  # MemberState.STABLE; 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
 DEFAULT_SERVER_ASSIGNOR = "uniform"  # the first of group.consumer.assignors' defaults (uniform, range)
@@ -167,7 +170,31 @@ class ConsumerGroup:
         return named.most_common(1)[0][0] if named else DEFAULT_SERVER_ASSIGNOR
 
 
-Group = ClassicGroup | ConsumerGroup
+@dataclass
+class RecordedGroup:
+    """A share or streams group as far as its records' keys say (segdex does not decode their values): the
+    epoch of its metadata record and its members' ids. A share group is ``Empty`` without members and ``Stable``
+    with them (``ShareGroup``); a streams group with members is ``Unknown`` here (its state needs its topology)."""
+
+    group_id: str
+    type: str  # share | streams
+    group_epoch: int = 0
+    members: dict[str, None] = field(default_factory=dict)
+    protocol_type = ""
+    assignment_strategy = ""
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        return STABLE if self.type == SHARE else UNKNOWN
+
+    @property
+    def epoch(self) -> int:
+        return self.group_epoch
+
+
+Group = ClassicGroup | ConsumerGroup | RecordedGroup
 
 
 def _assignment(topics: list[dict] | None) -> dict[str, tuple[int, ...]]:
@@ -320,3 +347,24 @@ class GroupMetadataManager:
         if m is not None:
             m.member_epoch = m.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
             m.assigned_partitions, m.partitions_pending_revocation = {}, {}
+
+    def replay_recorded_group(self, group_type: str, group_id: str, member_id: str | None, is_metadata: bool,
+                              epoch: int | None) -> None:
+        """A share or streams group record: its metadata record (``is_metadata``) sets the epoch or, as a tombstone
+        (``epoch`` None), removes the group; a member metadata record adds or removes the member."""
+        group = self.groups.get(group_id)
+        if is_metadata and epoch is None:
+            if isinstance(group, RecordedGroup):
+                del self.groups[group_id]
+            return
+        if group is None or (isinstance(group, ClassicGroup) and group.is_simple_group()):
+            group = self.groups[group_id] = RecordedGroup(group_id, group_type)
+        if not isinstance(group, RecordedGroup) or group.type != group_type:
+            raise GroupLoadException(f"Group {group_id} is not a {group_type} group")
+        if is_metadata:
+            group.group_epoch = epoch  # type: ignore[assignment]
+        elif member_id is not None:
+            if epoch is None:
+                group.members.pop(member_id, None)
+            else:
+                group.members[member_id] = None

@@ -22,13 +22,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from segdex.indexcore.coordinator.group_metadata_manager import ClassicGroup, Group
+from segdex.indexcore.coordinator.group_metadata_manager import (
+    CLASSIC,
+    CONSUMER,
+    SHARE,
+    STREAMS,
+    ClassicGroup,
+    Group,
+    RecordedGroup,
+)
 from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata
 from segdex.indexcore.tools.cluster_view import CoordinatorPartition
 
 LogOffsets = Callable[[str, int], "tuple[int, int] | None"]  # (topic, partition) -> (log start, log end)
 CountRecords = Callable[[str, int, int, int], int]  # (topic, partition, start, end) -> data records in [start, end)
 MISSING_COLUMN_VALUE = "-"
+CONSUMER_GROUP_TYPES = (CLASSIC, CONSUMER)
+ALL_GROUP_TYPES = (CLASSIC, CONSUMER, SHARE, STREAMS)
 DEAD = "Dead"
 OK, AHEAD_OF_END, BEFORE_START, NOT_FOUND = "ok", "ahead_of_end", "before_start", "partition_not_found"
 
@@ -86,6 +96,8 @@ class GroupDescription:
 
 def _members(group: Group, topic_names: dict[str, str]) -> tuple[MemberDescription, ...]:
     out = []
+    if isinstance(group, RecordedGroup):
+        return tuple(MemberDescription(m, None, "", "", ()) for m in group.members)
     if isinstance(group, ClassicGroup):
         for m in group.members.values():
             out.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -114,11 +126,14 @@ def _row(log_offsets: LogOffsets, group: str, tp: tuple[str, int], commit: Offse
 
 
 def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: dict[str, str],
-                    log_offsets: LogOffsets, group_ids: Iterable[str] | None = None) -> list[GroupDescription]:
+                    log_offsets: LogOffsets, group_ids: Iterable[str] | None = None,
+                    types: Iterable[str] = CONSUMER_GROUP_TYPES) -> list[GroupDescription]:
     """``collectGroupsOffsets`` over the loaded ``__consumer_offsets`` partitions, by group id: ``topic_names``
     maps topic ids to names, ``log_offsets`` gives a partition's log start and end offsets (None: no log dir holds
     it). ``group_ids`` None: every group (``--all-groups``); a group asked for that no coordinator holds is
-    described ``Dead``, without rows."""
+    described ``Dead``, without rows. ``types``: the group types described (``kafka-consumer-groups``: classic and
+    consumer; share and streams groups have tools of their own)."""
+    types = set(types)
     found: dict[str, GroupDescription] = {}
     group_ids = None if group_ids is None else list(group_ids)
     for coordinator in coordinators:
@@ -128,6 +143,8 @@ def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: d
             committed.setdefault(group, {})[(topic, partition)] = commit
         for group_id, group in shard.groups.groups.items():
             if group_ids is not None and group_id not in group_ids:
+                continue
+            if group.type not in types:
                 continue
             commits = committed.get(group_id, {})
             if group_ids is None and isinstance(group, ClassicGroup) and group.is_simple_group() and not commits:

@@ -168,3 +168,30 @@ def test_every_record_version_replays_as_the_coordinator_loads_it(tmp_path: Path
         assert member.assignment == (("t", v), ("u", 0)) and member.subscription == ("t", "u")
         assert (member.rebalance_timeout_ms, member.session_timeout_ms) == ((10_000 if v == 0 else 30_000), 10_000)
     assert groups["empty"].state == EMPTY and groups["commit-v0"].is_simple_group()
+
+
+def test_share_and_streams_groups_are_kept_as_far_as_their_keys_and_epochs_say(tmp_path: Path):
+    """Share (10-15) and streams (17-23) group records: the metadata record's epoch (an int32 first in the value),
+    members from their metadata records, the group gone with its metadata tombstone. Values are not decoded."""
+    from segdex.indexcore.coordinator.group_metadata_manager import UNKNOWN, RecordedGroup
+
+    def key(record_type: int, group: str, member: str | None = None) -> bytes:
+        return i16(record_type) + s16(group) + (s16(member) if member is not None else b"")
+
+    load = _load(tmp_path, [
+        (key(11, "share-g"), i16(0) + i32(4) + b"\x00" * 9),
+        (key(10, "share-g", "s1"), i16(0) + b"\x01"),  # a short member value: not read
+        (key(13, "share-g", "s1"), i16(0) + b"\x00"),
+        (key(17, "streams-g"), i16(0) + i32(9) + b"\x00" * 9),
+        (key(19, "streams-g", "a"), i16(0) + b"\x00" * 20), (key(19, "streams-g", "b"), i16(0) + b"\x00" * 20),
+        (key(19, "streams-g", "b"), None),
+        (key(11, "gone"), i16(0) + i32(1) + b"\x00"), (key(11, "gone"), None),
+        (key(17, "short"), i16(0) + b"\x00"),  # a metadata value without its epoch: Kafka cannot read it
+    ])
+    groups = load.shard.groups.groups
+    assert set(groups) == {"share-g", "streams-g"}
+    share, streams = groups["share-g"], groups["streams-g"]
+    assert isinstance(share, RecordedGroup) and (share.type, share.epoch, share.state, list(share.members)) == (
+        "share", 4, STABLE, ["s1"])
+    assert (streams.type, streams.epoch, streams.state, list(streams.members)) == ("streams", 9, UNKNOWN, ["a"])
+    assert load.undecodable == ["offset 9: record value too short for its epoch (3 bytes)"]

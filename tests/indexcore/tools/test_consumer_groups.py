@@ -69,3 +69,18 @@ def test_count_records_counts_part_of_a_batch(tmp_path: Path):
     assert view.count_records("orders", 0, 3, 7) == 4
     assert view.count_records("orders", 1, 0, 5) == 4
     assert view.count_records("orders", 9, 0, 5) == 0  # no log dir holds it
+
+
+def test_share_groups_are_not_consumer_groups_but_are_recorded(tmp_path: Path):
+    from segdex.indexcore.tools.consumer_groups import ALL_GROUP_TYPES
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+    from tests.support.kafka_bytes import i16, i32, s16
+
+    log_dir = restored_log_dir(tmp_path)
+    write_partition(log_dir, "__consumer_offsets", 1, [build_batch(0, [(0, i16(11) + s16("sg"), i16(0) + i32(2))])])
+    view = ClusterView([str(log_dir)])
+    listed = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets)
+    everything = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, types=ALL_GROUP_TYPES)
+    assert "sg" not in {g.group for g in listed}
+    assert [(g.type, g.state, g.epoch, g.coordinator_partition) for g in everything if g.group == "sg"] == [
+        ("share", "Empty", 2, 1)]
