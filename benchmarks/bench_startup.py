@@ -47,8 +47,11 @@ LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
 
 
 def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: int, segment_bytes: int,
-                  shape_name: str) -> Path:
-    """The formatted log dir with the bench topic's segments (.log files only), made once per shape."""
+                  shape_name: str, layout: str = "uniform") -> Path:
+    """The formatted log dir with the bench topic's segments (.log files only), made once per shape and layout:
+    ``uniform`` spreads them over ``partitions``, ``one-partition`` puts partitions x segments in one."""
+    if layout == "one-partition":
+        partitions, segments = 1, partitions * segments
     pristine = root / f"pristine-{install.version}-{partitions}x{segments}x{segment_bytes >> 20}-{shape_name}"
     if (pristine / "data" / "meta.properties").exists():
         return pristine
@@ -88,15 +91,46 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
     return elapsed, (int(loaded[-1][1]) / 1000 if loaded else None)
 
 
-def run_segdex(work: Path, command: str = "reindex") -> float:
+PHASES = re.compile(r"\(spark start ([\d.]+)s, discover ([\d.]+)s, scan ([\d.]+)s, metadata ([\d.]+)s\)")
+
+
+def run_segdex(work: Path, command: str = "reindex", phases: dict[str, list[float]] | None = None) -> float:
+    """The whole command's wall time; its own phases (spark start, discover, scan, metadata) added to
+    ``phases``."""
     exe = Path(sys.executable).parent / "segdex"
     t0 = time.perf_counter()
     proc = subprocess.run([str(exe), command, "--no-progress", "--metadata", str(work / "meta"),
                            str(work / "data")], capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and command != "verify"):
         raise SystemExit(f"segdex {command} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    found = PHASES.search(proc.stdout + proc.stderr)
+    if phases is not None and found:
+        for name, value in zip(("spark start", "discover", "scan", "metadata"), found.groups(), strict=True):
+            phases.setdefault(f"{command}: {name}", []).append(float(value))
+        phases.setdefault(f"{command}: outside the scan", []).append(elapsed - float(found.group(3)))
     return elapsed
+
+
+def _read_crc(path: str) -> int:
+    """One file read whole into memory and its CRC32C: the least a scan that checks every batch's CRC does."""
+    import crc32c
+
+    with open(path, "rb") as f:
+        data = f.read()
+    crc32c.crc32c(data)
+    return len(data)
+
+
+def read_crc_pass(data: Path) -> tuple[float, int]:
+    """(seconds, bytes) of one read+CRC32C pass over every ``.log`` of ``data``, one process per CPU."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    files = sorted(str(p) for p in data.rglob("*.log"))
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(os.cpu_count()) as pool:
+        total = sum(pool.map(_read_crc, files))
+    return time.perf_counter() - t0, total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,19 +145,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="16 KiB batches (large), 1.1 KiB (medium) or 190 B single-record batches (small)")
     parser.add_argument("--segdex", nargs="+", choices=["reindex", "recover"], default=["recover", "reindex"],
                         help="the segdex commands timed before a broker start")
+    parser.add_argument("--layout", choices=["uniform", "one-partition"], default="uniform",
+                        help="uniform: --partitions partitions; one-partition: the same segments in a single "
+                             "partition (a bloated __consumer_offsets, a hot topic's leader)")
     args = parser.parse_args(argv)
     install = KafkaInstall(args.kafka).check()
     args.dir.mkdir(parents=True, exist_ok=True)
     pristine = make_pristine(args.dir.resolve(), install, args.partitions, args.segments, args.segment_mib * MiB,
-                             args.shape)
+                             args.shape, args.layout)
     total = sum(p.stat().st_size for p in (pristine / "data").rglob("*.log"))
-    print(f"broker start after lost indexes: Kafka {install.version}, {args.partitions} partitions x "
-          f"{args.segments} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of {args.shape} batches, "
-          f"median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache")
+    parts = len(list((pristine / "data").glob("bench-*")))
+    print(f"broker start after lost indexes: Kafka {install.version}, {parts} partition(s) x "
+          f"{args.partitions * args.segments // parts} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of "
+          f"{args.shape} batches ({args.layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache")
     results: dict[str, list[float]] = {}
+    phases: dict[str, list[float]] = {}
     work = Path(tempfile.mkdtemp(prefix="segdex-startup-", dir=args.dir))
     try:
         for _ in range(args.runs):  # contenders alternate within each run
+            seconds, nbytes = read_crc_pass(pristine / "data")
+            results.setdefault("read+CRC32C pass over the .log files", []).append(seconds)
+            fresh_copy(pristine, work)
+            results.setdefault("segdex verify (whole command)", []).append(run_segdex(work, "verify", phases))
             for threads in (1, 2):
                 started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads)
                 results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
@@ -131,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
             for command in args.segdex:
                 fresh_copy(pristine, work)
-                took = run_segdex(work, command)
+                took = run_segdex(work, command, phases)
                 started, loaded = start_broker(install, pristine, work, 2)
                 if command == "recover":
                     log = (work / "broker.log").read_text(errors="replace")
@@ -146,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     medians = {k: statistics.median(v) for k, v in results.items()}
     for name, runs in results.items():
         print(f"  {name:42} {medians[name]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in runs)}")
+    limit = medians["read+CRC32C pass over the .log files"]
+    print(f"  the limit: read+CRC32C at {total / limit / 1e9:.2f} GB/s")
+    for name, runs in phases.items():
+        median = statistics.median(runs)
+        share = f"  {total / median / 1e9:.2f} GB/s = {limit / median * 100:.0f}% of the limit" \
+            if name.endswith(": scan") else ""
+        print(f"  {name:42} {median:7.2f} s{share}")
     alone = medians["kafka start, 2 recovery thread(s)"]
     kafka_loading = medians.get("  of which LogManager loading, 2 thread(s)", alone)
     for command in args.segdex:

@@ -51,10 +51,10 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     from segdex.jobs import report
     from segdex.pipelines import recover
+    from segdex.pipelines.local_engine import get_engine
     from segdex.pipelines.schemas import default_metadata_path
-    from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, f"segdex-{COMMAND}", remote=args.remote)
+    spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
     arguments = _arguments(args, COMMAND)
     if args.truncate:
         arguments[1:1] = ["--truncate", "--quarantine", args.quarantine]

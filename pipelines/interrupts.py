@@ -79,7 +79,11 @@ def ignored_signals() -> Iterator[None]:
 
 def stop_spark(spark: Any, timeout: float = STOP_TIMEOUT_S) -> None:
     """Cancel the jobs, wait for their tasks to end, and stop the Spark context so that no executor process
-    writes on. Runs in a thread of its own (a fresh py4j connection); returns when done or after ``timeout``."""
+    writes on. Runs in a thread of its own (a fresh py4j connection); returns when done or after ``timeout``.
+    The one-host engine (``local_engine``) kills its worker processes."""
+    if getattr(spark, "is_local_engine", False):
+        spark.stop()
+        return
     import logging
 
     for name in ("py4j", "py4j.java_gateway", "py4j.clientserver"):

@@ -125,6 +125,8 @@ class ProgressChannel:
 def parallelism(spark: Any) -> int:
     """How many tasks the session runs at once (``defaultParallelism``; through Spark Connect, the session's
     ``spark.default.parallelism`` or this machine's cores)."""
+    if getattr(spark, "is_local_engine", False):
+        return spark.workers
     if not is_connect(spark):
         return max(1, spark.sparkContext.defaultParallelism)
     try:
@@ -136,6 +138,8 @@ def parallelism(spark: Any) -> int:
 def driver_host(spark: Any) -> str | None:
     """The address executors can reach this process at, for the progress channel: 127.0.0.1 for a local master
     or a Spark Connect server on this machine, the driver's host for a cluster; None when unknown (no channel)."""
+    if getattr(spark, "is_local_engine", False):
+        return "127.0.0.1"
     if is_connect(spark):
         remote = os.environ.get("SPARK_REMOTE", "") or getattr(spark, "_segdex_remote", "") or ""
         return "127.0.0.1" if any(h in remote for h in ("//127.0.0.1", "//localhost")) else None
@@ -156,6 +160,8 @@ def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], descri
     items = list(items)
     if not items:
         return []
+    if getattr(spark, "is_local_engine", False):  # the one-host engine: the same function, no JVM
+        return spark.run_tasks(items, fn, sender)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # this function travels by value: the module is imported by name for the sink ``report`` reads
