@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     from segdex.jobs import report
     from segdex.pipelines import recover
-    from segdex.pipelines.local_engine import get_engine
+    from segdex.pipelines.local_engine import close_engine, get_engine
     from segdex.pipelines.schemas import default_metadata_path
 
     spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
@@ -60,11 +60,14 @@ def run(args: argparse.Namespace) -> int:
         arguments[1:1] = ["--truncate", "--quarantine", args.quarantine]
     if args.now is not None:
         arguments[1:1] = ["--now", str(args.now)]
-    summary, failed = guarded_run(COMMAND, lambda: recover.run(
-        spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
-        progress=None if args.no_progress else report.print_progress, now_ms=args.now, quarantine=args.quarantine,
-        resolver=args._resolver),
-        "; no log dir was marked clean")
+    try:
+        summary, failed = guarded_run(COMMAND, lambda: recover.run(
+            spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
+            progress=None if args.no_progress else report.print_progress, now_ms=args.now,
+            quarantine=args.quarantine, resolver=args._resolver),
+            "; no log dir was marked clean")
+    finally:
+        close_engine(spark)
     if failed is not None:
         return failed
     with_command_time(summary.run)

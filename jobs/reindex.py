@@ -73,14 +73,17 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         return ExitStatus.USAGE
     from segdex.jobs import report
     from segdex.pipelines import reindex
-    from segdex.pipelines.local_engine import get_engine
+    from segdex.pipelines.local_engine import close_engine, get_engine
     from segdex.pipelines.schemas import default_metadata_path
 
     spark = get_engine(args.master, f"segdex-{mode}", args.remote)
-    summary, failed = guarded_run(mode, lambda: reindex.run(
-        spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-        arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
-        normalize=getattr(args, "normalize", False), resolver=args._resolver))
+    try:
+        summary, failed = guarded_run(mode, lambda: reindex.run(
+            spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
+            arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
+            normalize=getattr(args, "normalize", False), resolver=args._resolver))
+    finally:
+        close_engine(spark)
     if failed is not None:
         return failed
     report.print_run(with_command_time(summary))

@@ -6,10 +6,9 @@ for a scan that takes 0.08 s in a pool of two forked processes. ``LocalEngine`` 
 Spark's Python workers run (``spark_tasks.run_tasks`` hands them over), so both paths are one code: the tasks,
 their results, the progress channel, the metadata written (delta-rs) and the clean-up on a signal.
 
-It is chosen with ``SEGDEX_ENGINE=local`` where nothing asks for Spark (``wants_local_engine``): no
-``--master``/``--remote``/``SPARK_REMOTE``, not under ``spark-submit``, Delta not written through Spark. Spark stays
-the default until the suite's timing-dependent tests (a run long enough to be interrupted or raced) are made
-independent of the engine's speed.
+It is the embedded default: chosen when nothing asks for Spark (``wants_local_engine``): no
+``--master``/``--remote``/``SPARK_REMOTE``, not under ``spark-submit``, Delta not written through Spark, and
+``SEGDEX_ENGINE`` not ``spark``. ``SEGDEX_ENGINE=spark`` gives the embedded ``local[*]`` Spark session instead.
 
 Workers are forked when the engine is made, before the driver starts any thread, so that they are plain copies
 of a single-threaded process. They ignore SIGINT: the driver decides what a Ctrl-C stops (``interrupts``), and
@@ -18,6 +17,7 @@ of a single-threaded process. They ignore SIGINT: the driver decides what a Ctrl
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, wait
 from typing import Any
 
-ENGINE_ENV = "SEGDEX_ENGINE"  # local | spark (default: spark)
+ENGINE_ENV = "SEGDEX_ENGINE"  # local | spark (default: local where nothing asks for Spark)
 
 
 def wants_local_engine(master: str | None, remote: str | None) -> bool:
@@ -40,7 +40,7 @@ def wants_local_engine(master: str | None, remote: str | None) -> bool:
         return False
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit started this process
         return False
-    return choice == "local"
+    return choice in ("local", "")
 
 
 def get_engine(master: str | None = None, app_name: str = "segdex", remote: str | None = None) -> Any:
@@ -54,6 +54,13 @@ def get_engine(master: str | None = None, app_name: str = "segdex", remote: str 
     START_SECONDS.pop("spark start", None)
     START_SECONDS["engine start"] = time.monotonic() - started
     return engine
+
+
+def close_engine(engine: Any) -> None:
+    """The end of a command's run: the one-host engine's workers finish and exit (a Spark session is left as
+    is: spark-submit and the tests own theirs)."""
+    if getattr(engine, "is_local_engine", False):
+        engine.close()
 
 
 def _worker_init() -> None:
@@ -112,21 +119,25 @@ class LocalEngine:
         futures = [self._pool.submit(_call, blob, item, sender) for item in items]
         return [pickle.loads(f.result()) for f in futures]
 
+    def close(self) -> None:
+        """Let the workers finish and exit (the end of a run): nothing is left for the interpreter's exit."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(OSError):
+                pool.shutdown(wait=True, cancel_futures=True)
+
     def stop(self) -> None:
         """End the workers now (a task still running is killed: its temporaries are the caller's to remove)."""
-        pool, self._pool = self._pool, None
+        pool = self._pool
         if pool is None:
             return
-        processes = list(getattr(pool, "_processes", {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:
+        for p in list((getattr(pool, "_processes", None) or {}).values()):
             if p.is_alive():
                 p.kill()
-        for p in processes:
-            p.join(5)
+        self.close()
 
     def __enter__(self) -> LocalEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()

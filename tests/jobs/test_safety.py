@@ -245,9 +245,11 @@ def test_reindex_holds_the_lock_and_a_second_writer_is_refused(tmp_path):
     log_dir = tmp_path / "logs"
     generate_uniform(log_dir, partitions=60, segments_per_partition=2, segment_bytes=256 * 1024,
                      topics=[("t", 1, 120)])
+    # on Spark: a run long enough for two other commands to be refused while it holds the lock
     child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "reindex", "--no-progress", "--metadata",
                               str(tmp_path / "meta"), "--config", "index.interval.bytes=0", str(log_dir)],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "SEGDEX_ENGINE": "spark"})
     try:
         deadline = time.monotonic() + 120
         while lock_holder(log_dir) != child.pid and child.poll() is None and time.monotonic() < deadline:

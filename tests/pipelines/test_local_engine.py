@@ -51,9 +51,10 @@ def test_which_runs_take_the_local_engine(monkeypatch):
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
     assert not wants_local_engine(None, None)
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
-    for choice in ("spark", ""):
-        monkeypatch.setenv(ENGINE_ENV, choice)
-        assert not wants_local_engine(None, None)
+    monkeypatch.setenv(ENGINE_ENV, "spark")
+    assert not wants_local_engine(None, None)
+    monkeypatch.delenv(ENGINE_ENV)
+    assert wants_local_engine(None, None)  # the default: nothing asks for Spark
 
 
 def _boom(item: int) -> int:
