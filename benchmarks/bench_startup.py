@@ -91,7 +91,7 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
     return elapsed, (int(loaded[-1][1]) / 1000 if loaded else None)
 
 
-PHASES = re.compile(r"\((?:spark|engine) start ([\d.]+)s, discover ([\d.]+)s, scan ([\d.]+)s, metadata ([\d.]+)s\)")
+PHASES = re.compile(r"\((spark|engine) start ([\d.]+)s, discover ([\d.]+)s, scan ([\d.]+)s, metadata ([\d.]+)s\)")
 
 
 def run_segdex(work: Path, command: str = "reindex", phases: dict[str, list[float]] | None = None) -> float:
@@ -106,10 +106,10 @@ def run_segdex(work: Path, command: str = "reindex", phases: dict[str, list[floa
         raise SystemExit(f"segdex {command} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     found = PHASES.search(proc.stdout + proc.stderr)
     if phases is not None and found:
-        engine = "engine start" if os.environ.get("SEGDEX_ENGINE") == "local" else "spark start"
-        for name, value in zip((engine, "discover", "scan", "metadata"), found.groups(), strict=True):
+        engine, *values = found.groups()
+        for name, value in zip((f"{engine} start", "discover", "scan", "metadata"), values, strict=True):
             phases.setdefault(f"{command}: {name}", []).append(float(value))
-        phases.setdefault(f"{command}: outside the scan", []).append(elapsed - float(found.group(3)))
+        phases.setdefault(f"{command}: outside the scan", []).append(elapsed - float(found.group(4)))
     return elapsed
 
 
@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                              args.shape, args.layout)
     total = sum(p.stat().st_size for p in (pristine / "data").rglob("*.log"))
     parts = len(list((pristine / "data").glob("bench-*")))
-    engine = "one-host engine (SEGDEX_ENGINE=local)" if os.environ.get("SEGDEX_ENGINE") == "local" else "Spark"
+    engine = "Spark (SEGDEX_ENGINE=spark)" if os.environ.get("SEGDEX_ENGINE") == "spark" else \
+        "its embedded default (the one-host engine where nothing asks for Spark)"
     print(f"segdex on {engine}; broker start after lost indexes: Kafka {install.version}, {parts} partition(s) x "
           f"{args.partitions * args.segments // parts} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of "
           f"{args.shape} batches ({args.layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache")
