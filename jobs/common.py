@@ -197,3 +197,14 @@ def print_log_dir_outcome(outcome: Any, apply: bool) -> None:
         print(f"stray: {path}: {why}", file=sys.stderr)
     for path in outcome.removed_temporaries:
         print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
+
+
+def report_cluster_view(command: str, view: Any, coordinators: list[Any]) -> int:
+    """Print what could not be read in a ``ClusterView`` and what Kafka's load of each coordinator partition would
+    fail on (one line each, on stderr); ATTENTION when there was any, else OK."""
+    from segdex.indexcore.status import ExitStatus
+
+    lines = [*view.problems, *(f"{c.topic}-{c.partition}: {why}" for c in coordinators for why in c.load.problems())]
+    for line in lines:
+        print(f"segdex {command}: {line}", file=sys.stderr)
+    return ExitStatus.ATTENTION if lines else ExitStatus.OK

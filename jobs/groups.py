@@ -10,6 +10,7 @@ from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
 from segdex.indexcore.tools.cluster_view import ClusterView
 from segdex.indexcore.tools.consumer_groups import DEAD, OK, describe_groups, format_offsets, restore_check
+from segdex.jobs.common import report_cluster_view
 
 HELP = ("describe consumer groups offline as kafka-consumer-groups --describe does: committed offsets, log end "
         "offsets and lag from __consumer_offsets and the partitions of one or more log dirs")
@@ -32,14 +33,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, SegdexError) as e:
         print(f"segdex groups: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
         return ExitStatus.USAGE
-    status = ExitStatus.OK
-    for problem in view.problems:
-        print(f"segdex groups: {problem}", file=sys.stderr)
-        status = ExitStatus.ATTENTION
-    for coordinator in view.group_coordinators:
-        for why in coordinator.load.undecodable + ([coordinator.load.stopped] if coordinator.load.stopped else []):
-            print(f"segdex groups: __consumer_offsets-{coordinator.partition}: {why}", file=sys.stderr)
-            status = ExitStatus.ATTENTION
+    status = report_cluster_view("groups", view, view.group_coordinators)
     if not view.group_coordinators:
         print("segdex groups: no __consumer_offsets partition in the log dirs given: no group to describe",
               file=sys.stderr)

@@ -22,6 +22,7 @@ from segdex.indexcore.tools.transactions import (
     list_transactions,
     pretty_print_table,
 )
+from segdex.jobs.common import report_cluster_view
 
 HELP = ("list, describe and find hanging transactions offline as kafka-transactions does, from __transaction_state "
         "and the partitions' producer state in one or more log dirs")
@@ -48,18 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a broker's log dir; give several (a cluster's disks) to read them together")
 
 
-def _report_loads(view: ClusterView) -> int:
-    status = ExitStatus.OK
-    for problem in view.problems:
-        print(f"segdex transactions: {problem}", file=sys.stderr)
-        status = ExitStatus.ATTENTION
-    for c in view.transaction_coordinators:
-        for why in c.load.undecodable + ([c.load.stopped] if c.load.stopped else []):
-            print(f"segdex transactions: __transaction_state-{c.partition}: {why}", file=sys.stderr)
-            status = ExitStatus.ATTENTION
-    return status
-
-
 def run(args: argparse.Namespace) -> int:
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
     if getattr(args, "partition", None) is not None and args.topic is None:
@@ -81,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             hanging = find_hanging_transactions(view, now_ms, args.max_transaction_timeout * 60_000, args.topic,
                                                 args.partition)
             headers, rows = FIND_HANGING_HEADERS, [find_hanging_row(t, now_ms) for t in hanging]
-        status = _report_loads(view)
+        status = report_cluster_view("transactions", view, view.transaction_coordinators)
     except (OSError, SegdexError) as e:
         print(f"segdex transactions: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
         return ExitStatus.USAGE

@@ -187,9 +187,7 @@ def build(outcomes: list[Any], ctx: RunContext) -> CoordinatorTables:
     tables = CoordinatorTables()
     facts = _collect(outcomes, tables.problems)
     chosen = [v for _, v in sorted(facts.coordinators.values(), key=lambda e: (e[1].topic, e[1].partition))]
-    for c in chosen:
-        for why in c.load.undecodable + ([c.load.stopped] if c.load.stopped else []):
-            tables.problems.append(f"{c.topic}-{c.partition}: {why}")
+    tables.problems += [f"{c.topic}-{c.partition}: {why}" for c in chosen for why in c.load.problems()]
     _group_rows(tables, [c for c in chosen if c.topic == CONSUMER_OFFSETS], facts, ctx)
     _transaction_rows(tables, [c for c in chosen if c.topic == TRANSACTION_STATE], facts, ctx)
     return tables

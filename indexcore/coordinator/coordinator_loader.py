@@ -36,6 +36,10 @@ class LoadSummary:
     stopped: str | None = None
     undecodable: list[str] = field(default_factory=list)
 
+    def problems(self) -> list[str]:
+        """What an operator must read: each record Kafka's load fails on, then where a corrupt tail ended it."""
+        return self.undecodable + ([self.stopped] if self.stopped else [])
+
 
 def replay_coordinator_partition(partition_dir: str | os.PathLike, on_record: OnRecord,
                                  on_marker: OnMarker | None = None, summary: LoadSummary | None = None,
