@@ -36,6 +36,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if timings and os.path.exists(timings):
         seconds = json.loads(Path(timings).read_text()).get("duration_by_test", {})
         items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
+        return
+    # the suite (xdist --dist loadscope hands modules out in this order): the longest modules first, so that no
+    # worker is left with one of them at the end while the other idles; within a module the order is kept
+    items.sort(key=lambda item: LONGEST_FIRST.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
+
+
+# modules of more than about 60 s each, longest first (the suite's --durations report)
+LONGEST_FIRST = {path: rank for rank, path in enumerate((
+    "tests/kafka/test_groups_broker.py",
+    "tests/kafka/test_recover_broker.py",
+    "tests/pipelines/test_metadata_store_writers.py",
+    "tests/airflow_dags/test_segdex_nightly.py",
+    "tests/kafka/test_broker.py",
+    "tests/jobs/test_cli_quiet.py",
+    "tests/pipelines/test_spark_session_connect.py",
+    "tests/pipelines/test_spark_session_cluster.py",
+    "tests/pipelines/test_metadata_store.py",
+    "tests/jobs/test_safety.py",
+))}
 
 
 ORDER_ENV = "SEGDEX_TEST_ORDER"  # mutmut's stats file (scripts/mutation.sh): run tests by their measured time
