@@ -113,9 +113,9 @@ class LocalEngine:
         """``[fn(item) for item in items]``, one item per task; a task's exception is raised here."""
         if not items:
             return []
-        if self._pool is None or len(items) == 1:
-            return [pickle.loads(_call(_dumps(fn), item, sender)) for item in items]
         blob = _dumps(fn)
+        if self._pool is None or len(items) == 1:
+            return [pickle.loads(_call(blob, item, sender)) for item in items]
         futures = [self._pool.submit(_call, blob, item, sender) for item in items]
         return [pickle.loads(f.result()) for f in futures]
 

@@ -44,9 +44,3 @@ def test_bad_input_gets_a_message_and_an_exit_code(tmp_path: Path, capsys):
     assert cli(["transactions", "find-hanging", "--partition", "0", str(GOLDEN / "broker_logs")]) == 2
     assert "--partition needs --topic" in capsys.readouterr().err
 
-
-def test_transactions_list_and_find_hanging(capsys):
-    assert cli(["transactions", "--json", "list", str(GOLDEN / "broker_logs")]) == 0
-    assert [json.loads(line)["TransactionalId"] for line in capsys.readouterr().out.splitlines()] == ["tx-dump"]
-    assert cli(["transactions", "find-hanging", str(GOLDEN / "broker_logs")]) == 0
-    assert capsys.readouterr().out.startswith("Topic\tPartition\tProducerId")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from segdex.indexcore.log.checkpoints import write_offset_checkpoint
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
-from tests.support.kafka_bytes import b32, i16, i32, i64, s16
+from tests.support.kafka_bytes import b32, i16, i32, i64, s16, uv
 
 T = 1_795_000_000_000
 
@@ -62,3 +62,14 @@ def restored_log_dir(root: Path) -> Path:
     write_offset_checkpoint(log_dir / "log-start-offset-checkpoint", {("orders", 2): 10})
     (log_dir / "meta.properties").write_text("version=1\nnode.id=3\ncluster.id=c\n")
     return log_dir
+
+
+def cg_key(record_type: int, group: str, member: str | None = None) -> bytes:
+    """A consumer (or share, streams) group record's key: its type, the group id, and a member id when it has
+    one."""
+    return i16(record_type) + s16(group) + (s16(member) if member is not None else b"")
+
+
+def cg_epoch(record_type: int, epoch: int) -> bytes:
+    """ConsumerGroupMetadataValue / TargetAssignmentMetadataValue v0: an int32 epoch, no tagged fields."""
+    return i16(0) + i32(epoch) + uv(0)

@@ -363,12 +363,17 @@ def _tx_data(broker: KafkaBroker, produced: dict[tuple[str, int], int]) -> None:
     for count, commit in ((20, True), (15, False), (25, True)):
         p.begin_transaction()
         _produce_tx(p, count, f"{TX_DATA}-{count}")
-        p.flush(60)
-        if commit:
-            p.commit_transaction(60)
-        else:
-            p.abort_transaction(60)
+        _end_transaction(p, commit)
         produced[("txdata", 0)] += count
+
+
+def _end_transaction(p: Producer, commit: bool) -> None:
+    """Flush the transaction's records, then commit or abort it."""
+    p.flush(60)
+    if commit:
+        p.commit_transaction(60)
+    else:
+        p.abort_transaction(60)
 
 
 def _tx_offsets(broker: KafkaBroker, tid: str, group: str, count: int, commit: bool,
@@ -381,11 +386,7 @@ def _tx_offsets(broker: KafkaBroker, tid: str, group: str, count: int, commit: b
         _produce_tx(p, count, tid)
         offsets = [TopicPartition(t, q, o) for (t, q), o in sorted(GROUP_OFFSETS[group].items())]
         p.send_offsets_to_transaction(offsets, meta_consumer.consumer_group_metadata(), 60)
-        p.flush(60)
-        if commit:
-            p.commit_transaction(60)
-        else:
-            p.abort_transaction(60)
+        _end_transaction(p, commit)
         produced[("txdata", 0)] += count
     finally:
         meta_consumer.close()

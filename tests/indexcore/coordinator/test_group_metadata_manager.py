@@ -21,23 +21,14 @@ from segdex.indexcore.coordinator.message_format import uuid_string
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from tests.support.coordinator_bytes import TOPIC_ID, member_metadata
 from tests.support.fixtures import GOLDEN
-from tests.support.group_log_dirs import T, group_value
-from tests.support.kafka_bytes import i8, i16, i32, i64, s16, uv
+from tests.support.group_log_dirs import T, cg_epoch, cg_key, group_value
+from tests.support.kafka_bytes import i8, i16, i32, s16, uv
 
 TID = uuid_string(TOPIC_ID)
 
 
 def group_key(group: str) -> bytes:
     return i16(2) + s16(group)
-
-
-def cg_key(record_type: int, group: str, member: str | None = None) -> bytes:
-    return i16(record_type) + s16(group) + (s16(member) if member is not None else b"")
-
-
-def cg_epoch(record_type: int, epoch: int) -> bytes:
-    """ConsumerGroupMetadataValue / TargetAssignmentMetadataValue v0: an int32 epoch, no tagged fields."""
-    return i16(0) + i32(epoch) + uv(0)
 
 
 def _topics(partitions: list[int]) -> bytes:
@@ -85,17 +76,6 @@ def test_a_classic_group_with_members_loads_stable_with_its_assignment(tmp_path:
     assert group.members["m2"] == ClassicGroupMember("m2", None, "client-m2", "/127.0.0.1", 45000, 45000,
                                                      (("t", 1), ("u", 0)), ("t", "u"))
 
-
-def test_offsets_without_a_group_make_a_simple_group_that_group_records_replace(tmp_path: Path):
-    commit = i16(3) + i64(5) + i32(0) + s16("") + i64(T)
-    load = _load(tmp_path, [
-        (i16(1) + s16("simple") + s16("t") + i32(0), commit),
-        (i16(1) + s16("later") + s16("t") + i32(0), commit),
-        (cg_key(3, "later"), cg_epoch(3, 1)),
-    ])
-    simple, later = load.shard.groups.groups["simple"], load.shard.groups.groups["later"]
-    assert isinstance(simple, ClassicGroup) and simple.is_simple_group() and simple.state == EMPTY
-    assert isinstance(later, ConsumerGroup) and later.group_epoch == 1
 
 
 def _member(group: str, member: str, epoch: int, partitions: list[int], state: int = 0):
@@ -169,29 +149,3 @@ def test_every_record_version_replays_as_the_coordinator_loads_it(tmp_path: Path
         assert (member.rebalance_timeout_ms, member.session_timeout_ms) == ((10_000 if v == 0 else 30_000), 10_000)
     assert groups["empty"].state == EMPTY and groups["commit-v0"].is_simple_group()
 
-
-def test_share_and_streams_groups_are_kept_as_far_as_their_keys_and_epochs_say(tmp_path: Path):
-    """Share (10-15) and streams (17-23) group records: the metadata record's epoch (an int32 first in the value),
-    members from their metadata records, the group gone with its metadata tombstone. Values are not decoded."""
-    from segdex.indexcore.coordinator.group_metadata_manager import UNKNOWN, RecordedGroup
-
-    def key(record_type: int, group: str, member: str | None = None) -> bytes:
-        return i16(record_type) + s16(group) + (s16(member) if member is not None else b"")
-
-    load = _load(tmp_path, [
-        (key(11, "share-g"), i16(0) + i32(4) + b"\x00" * 9),
-        (key(10, "share-g", "s1"), i16(0) + b"\x01"),  # a short member value: not read
-        (key(13, "share-g", "s1"), i16(0) + b"\x00"),
-        (key(17, "streams-g"), i16(0) + i32(9) + b"\x00" * 9),
-        (key(19, "streams-g", "a"), i16(0) + b"\x00" * 20), (key(19, "streams-g", "b"), i16(0) + b"\x00" * 20),
-        (key(19, "streams-g", "b"), None),
-        (key(11, "gone"), i16(0) + i32(1) + b"\x00"), (key(11, "gone"), None),
-        (key(17, "short"), i16(0) + b"\x00"),  # a metadata value without its epoch: Kafka cannot read it
-    ])
-    groups = load.shard.groups.groups
-    assert set(groups) == {"share-g", "streams-g"}
-    share, streams = groups["share-g"], groups["streams-g"]
-    assert isinstance(share, RecordedGroup) and (share.type, share.epoch, share.state, list(share.members)) == (
-        "share", 4, STABLE, ["s1"])
-    assert (streams.type, streams.epoch, streams.state, list(streams.members)) == ("streams", 9, UNKNOWN, ["a"])
-    assert load.undecodable == ["offset 9: record value too short for its epoch (3 bytes)"]
