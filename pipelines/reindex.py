@@ -8,6 +8,7 @@ then MERGE them into ``segments`` and ``partitions`` and append the run to ``run
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import json
 import os
@@ -32,6 +33,7 @@ from segdex.indexcore.log.log_dir import (
     list_log_dir,
     read_checkpoints,
 )
+from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.status import ExitStatus
 
 from . import coordinators, preflight, schemas, spark_tasks
@@ -40,9 +42,18 @@ from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_s
 from .metadata_store import MetadataStore, Scope
 from .run_context import RunContext
 from .runs import new_run_id
-from .scan import PartitionOutcome, PartitionTask, partition_size, scan_group
+from .scan import (
+    PartitionOutcome,
+    PartitionTask,
+    SegmentSpan,
+    complete_partition,
+    partition_size,
+    scan_item,
+)
 from .schemas import PartitionRow, RunRow, SegmentRow, TopicConfigRow
 
+# A partition is split into spans only above this many bytes: a split costs a second wave of tasks.
+SPAN_MIN_BYTES = 256 << 20
 METADATA_LOG_NOTE = ("the KRaft metadata log (__cluster_metadata): verified, never rewritten; it follows "
                      "metadata.* settings and its own snapshots")
 
@@ -208,26 +219,78 @@ class Progress:
         self._thread.join()
 
 
+def plan_spans(tasks: list[PartitionTask], slots: int) -> tuple[list[PartitionTask], list[SegmentSpan]]:
+    """Split partitions bigger than one task's share of the bytes (and than ``SPAN_MIN_BYTES``) into spans of
+    consecutive segments of about that share, so that one huge partition spreads over every core; returns the
+    partitions left whole and the spans (in offset order per partition)."""
+    share = max(SPAN_MIN_BYTES, -(-sum(t.size_bytes for t in tasks) // max(1, slots)))
+    whole: list[PartitionTask] = []
+    spans: list[SegmentSpan] = []
+    for task in tasks:
+        if task.size_bytes < 2 * share or task.segment_count < 2:
+            whole.append(task)
+            continue
+        cut: list[SegmentSpan] = []
+        members: list[tuple[int, str]] = []
+        size = 0
+        try:
+            logs, _ = segment_logs(task.path)
+            for base, path in logs:
+                members.append((base, path))
+                size += os.path.getsize(path)
+                if size >= share:
+                    cut.append(SegmentSpan(task, tuple(members), size))
+                    members, size = [], 0
+        except OSError:  # the partition's own task reports what cannot be read
+            cut = []
+        if members:
+            cut.append(SegmentSpan(task, tuple(members), size))
+        if len(cut) < 2:
+            whole.append(task)
+        else:
+            spans.extend(cut)
+    return whole, spans
+
+
 def scan(spark: Any, discovery: Discovery, ctx: RunContext,
          progress: Callable[[ProgressSnapshot], None] | None = None) -> list[PartitionOutcome]:
     """Run the scan of every discovered partition as Spark tasks (``spark_tasks.run_tasks``: DataFrame
-    operations only, classic Spark or Spark Connect); returns the outcomes on the driver."""
+    operations only, classic Spark or Spark Connect); returns the outcomes on the driver.
+
+    Tasks are planned by bytes: groups of whole partitions, and spans of the partitions too big for one task
+    (``plan_spans``), recovered segment by segment on their own in the same wave. A second wave then completes
+    each split partition in order from its spans' results (producer state, ``.txnindex``, leader epochs,
+    snapshots: ``PartitionRecovery``), which leaves the same bytes as one task recovering it whole."""
     if not discovery.tasks:
         return []
-    groups = plan_groups(discovery.tasks, spark_tasks.parallelism(spark) * 4)
+    slots = spark_tasks.parallelism(spark) * 4
+    whole, spans = plan_spans(discovery.tasks, slots)
+    groups: list[Any] = plan_groups(whole, max(1, slots - len(spans))) if whole else []
+    items = sorted(groups + spans, key=lambda i: -(i.size_bytes if isinstance(i, SegmentSpan)
+                                                   else sum(t.size_bytes for t in i)))
     description = f"segdex {ctx.command}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments"
 
-    def run_group(group: list[PartitionTask]) -> list[PartitionOutcome]:
-        return scan_group(group, ctx)
-
+    # module functions, not closures: they pickle by name (the one-host engine needs no cloudpickle, no pyspark)
+    run_item, complete = functools.partial(scan_item, ctx), functools.partial(complete_partition, ctx)
     host = spark_tasks.driver_host(spark) if progress else None
-    if progress is None or host is None:
-        results = spark_tasks.run_tasks(spark, groups, run_group, description)
-    else:
-        with spark_tasks.ProgressChannel(host) as channel, \
-                Progress(discovery.total_segments, discovery.total_bytes, progress, channel):
-            results = spark_tasks.run_tasks(spark, groups, run_group, description, channel.sender)
-    return [o for group in results for o in group]
+    with contextlib.ExitStack() as stack:
+        sender = None
+        if progress is not None and host is not None:
+            channel = stack.enter_context(spark_tasks.ProgressChannel(host))
+            stack.enter_context(Progress(discovery.total_segments, discovery.total_bytes, progress, channel))
+            sender = channel.sender
+        results = spark_tasks.run_tasks(spark, items, run_item, description, sender)
+        outcomes = [o for item, r in zip(items, results, strict=True) if not isinstance(item, SegmentSpan)
+                    for o in r]
+        if spans:
+            split: dict[str, tuple[PartitionTask, dict]] = {}
+            for item, r in zip(items, results, strict=True):
+                if isinstance(item, SegmentSpan):
+                    split.setdefault(item.task.path, (item.task, {}))[1].update(r)
+            done = spark_tasks.run_tasks(spark, list(split.values()), complete,
+                                         f"{description}: split partitions in order", sender)
+            outcomes += [o for r in done for o in r]
+    return outcomes
 
 
 class RunFailed(SegdexError):

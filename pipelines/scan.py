@@ -22,7 +22,13 @@ from segdex.indexcore.log.checkpoints import CorruptCheckpointException
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.log_dir import held_by, partition_findings
 from segdex.indexcore.log.log_loader import LogLoader, snapshot_files_in
-from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, segment_logs
+from segdex.indexcore.log.log_segments import (
+    PartitionRecovery,
+    SegmentRecovery,
+    SpeculativeSegment,
+    segment_logs,
+    speculate_segment,
+)
 from segdex.indexcore.log.quarantine import truncate_with_quarantine
 from segdex.indexcore.log.startup_preview import SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.status import Reason, SegmentStatus
@@ -58,6 +64,29 @@ class PartitionTask:
     quarantine: str | None = None  # recover --truncate: cut corrupt tails as Kafka does, keeping them here
     run_id: str = ""
     clean_shutdown: bool = False  # the log dir holds .kafka_cleanshutdown: the broker's next start skips recovery
+
+
+@dataclass(frozen=True)
+class SegmentSpan:
+    """Consecutive segments of one partition too big for one task, recovered on their own in a task of their
+    own (``scan_span``) while other tasks do the partition's other spans; the partition's own task then completes
+    them in order (``scan_group`` with ``precomputed``)."""
+
+    task: PartitionTask
+    segments: tuple[tuple[int, str], ...]  # (base offset, .log path), in offset order
+    size_bytes: int
+
+
+def scan_span(span: SegmentSpan, ctx: RunContext) -> dict[int, SpeculativeSegment]:
+    """The span's segments recovered on their own (``speculate_segment``), by base offset; a segment that cannot
+    be (unreadable, corrupt) is left out, for the partition's task to recover in order."""
+    out = {}
+    for base, path in span.segments:
+        spec = speculate_segment(path, base, span.task.config, ctx.native)
+        if spec is not None:
+            out[base] = spec
+        spark_tasks.report(1, spec.size if spec is not None else 0)
+    return out
 
 
 @dataclass
@@ -166,8 +195,10 @@ class VerifyScan:
     writes = False  # whether the command writes into log dirs
     previews = True  # whether it predicts the broker's next start (verify only: the others change the dir)
 
-    def __init__(self, task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None) -> None:
+    def __init__(self, task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None,
+                 precomputed: dict[int, SpeculativeSegment] | None = None) -> None:
         self.task, self.ctx, self.pending = task, ctx, pending
+        self.precomputed = precomputed  # segments already recovered on their own (``scan_span``)
         self.out = PartitionOutcome()
         self.writing = self.writes and task.read_only is None  # the KRaft metadata log is never written
         self.staged_writes = pending if pending is not None else PendingWrites()
@@ -208,12 +239,14 @@ class VerifyScan:
         scanned."""
         if self.previews and self.task.read_only is None:
             self.on_disk = []
-        return PartitionRecovery(self.task.config)
+        return PartitionRecovery(self.task.config, self.precomputed)
 
     def _segment(self, recovery: PartitionRecovery | LogLoader, logs: list[tuple[int, str]], i: int, base: int,
                  log_path: str) -> bool:
         """Scan one segment into its row; True when the later segments are not scanned (moved to quarantine)."""
         task, out = self.task, self.out
+        ordered = getattr(recovery, "recovery", recovery)
+        completed = ordered.completed
         seg = recovery.recover_segment(log_path, base, self.ctx.native)
         self.on_disk = _on_disk(self.on_disk, seg)
         # the metadata log's active segment is never closed by Kafka, even at a clean stop
@@ -222,7 +255,8 @@ class VerifyScan:
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
-        spark_tasks.report(1, seg.result.size_bytes if seg.result is not None else 0)
+        if ordered.completed == completed:  # a segment completed from its span was reported by the span's task
+            spark_tasks.report(1, seg.result.size_bytes if seg.result is not None else 0)
         status, reason, stop = self.act(seg, logs[i + 1:], status, reason)
         if SegmentStatus(status).needs_attention:
             out.attention = True
@@ -276,8 +310,8 @@ class RecoverScan(ReindexScan):
 
     def open_recovery(self) -> PartitionRecovery | LogLoader | None:
         if not self.writing:
-            return PartitionRecovery(self.task.config)
-        self.loader = _open_loader(self.task, self.out, self.ctx)
+            return PartitionRecovery(self.task.config, self.precomputed)
+        self.loader = _open_loader(self.task, self.out, self.ctx, self.precomputed)
         return self.loader
 
     def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
@@ -302,9 +336,11 @@ class RecoverScan(ReindexScan):
 SCANS: dict[str, type[VerifyScan]] = {MODE_VERIFY: VerifyScan, MODE_REINDEX: ReindexScan, MODE_RECOVER: RecoverScan}
 
 
-def scan_partition(task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None) -> PartitionOutcome:
-    """Scan one partition directory as the run's command does (``SCANS``)."""
-    return SCANS[ctx.command](task, ctx, pending).run()
+def scan_partition(task: PartitionTask, ctx: RunContext, pending: PendingWrites | None = None,
+                   precomputed: dict[int, SpeculativeSegment] | None = None) -> PartitionOutcome:
+    """Scan one partition directory as the run's command does (``SCANS``); ``precomputed``: its segments already
+    recovered by ``scan_span`` tasks."""
+    return SCANS[ctx.command](task, ctx, pending, precomputed).run()
 
 
 def _on_disk(on_disk: list[SegmentOnDisk] | None, seg: SegmentRecovery) -> list[SegmentOnDisk] | None:
@@ -356,11 +392,12 @@ def _commit_or_keep(out: PartitionOutcome, writes: PendingWrites, staged_rows: d
         out.staged = staged_rows
 
 
-def _open_loader(task: PartitionTask, out: PartitionOutcome, ctx: RunContext) -> LogLoader | None:
+def _open_loader(task: PartitionTask, out: PartitionOutcome, ctx: RunContext,
+                 precomputed: dict[int, SpeculativeSegment] | None = None) -> LogLoader | None:
     """recover: the partition's ``LogLoader``, or None with an error row (a leader-epoch-checkpoint Kafka cannot
     read fails the broker's load of the partition)."""
     try:
-        return LogLoader(task.path, task.config, task.now_ms or 0, task.log_start_offset or 0)
+        return LogLoader(task.path, task.config, task.now_ms or 0, task.log_start_offset or 0, precomputed)
     except (CorruptCheckpointException, OSError) as e:
         why = f"leader-epoch-checkpoint: {getattr(e, 'strerror', None) or e}"
         out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
@@ -509,13 +546,16 @@ def _startup_columns(p: StartupPreview | None) -> dict[str, Any]:
             "startup_lost_bytes": p.lost_bytes, "startup_note": "; ".join(p.notes) or None}
 
 
-def scan_group(tasks: list[PartitionTask], ctx: RunContext) -> list[PartitionOutcome]:
+def scan_group(tasks: list[PartitionTask], ctx: RunContext,
+               precomputed: dict[str, dict[int, SpeculativeSegment]] | None = None) -> list[PartitionOutcome]:
     """Scan a group of partitions one after another (one Spark task's share); index files of the whole group
     are made durable with one flush and then renamed into place (see ``batch_write``), after checking that the
-    driver still holds each log dir's ``.lock``."""
+    driver still holds each log dir's ``.lock``. ``precomputed``: by partition path, segments ``scan_span``
+    tasks recovered already."""
     pending = PendingWrites()
+    precomputed = precomputed or {}
     try:
-        outcomes = [scan_partition(t, ctx, pending) for t in tasks]
+        outcomes = [scan_partition(t, ctx, pending, precomputed.get(t.path)) for t in tasks]
         commit_group(tasks, outcomes, pending, ctx)
     except BaseException:
         pending.discard()
@@ -543,3 +583,15 @@ def commit_group(tasks: list[PartitionTask], outcomes: list[PartitionOutcome], p
             fail_writes(out, out.staged, mine)
             summarize(task, out, ctx)
         out.staged = {}
+
+
+def scan_item(ctx: RunContext, item: list[PartitionTask] | SegmentSpan) -> list[PartitionOutcome] | dict:
+    """One task of a scan's first wave: a group of whole partitions (``scan_group``) or a span (``scan_span``)."""
+    return scan_span(item, ctx) if isinstance(item, SegmentSpan) else scan_group(item, ctx)
+
+
+def complete_partition(ctx: RunContext, item: tuple[PartitionTask, dict[int, SpeculativeSegment]]
+                       ) -> list[PartitionOutcome]:
+    """One task of the second wave: a split partition scanned in order, its spans' segments completed."""
+    task, precomputed = item
+    return scan_group([task], ctx, {task.path: precomputed})

@@ -38,7 +38,7 @@ from segdex.indexcore.log.layout import (
 )
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
 from segdex.indexcore.log.log_dir import LogDirCheckpoints
-from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery
+from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, SpeculativeSegment
 from segdex.indexcore.log.producer_snapshot import (
     manager_snapshot_bytes,
     producer_snapshot_file_name,
@@ -70,16 +70,18 @@ class LogLoader:
     ``finish`` gives the partition's ``LoadedPartition``.
 
     ``now_ms`` is the broker clock of the load (producer expiry); ``log_start_offset_checkpoint`` the partition's
-    entry in ``log-start-offset-checkpoint`` (0 when none).
+    entry in ``log-start-offset-checkpoint`` (0 when none); ``precomputed`` segments recovered on their own in
+    parallel (``PartitionRecovery``).
     """
 
     def __init__(self, partition_dir: str, config: LogConfig | None = None, now_ms: int = 0,
-                 log_start_offset_checkpoint: int = 0) -> None:
+                 log_start_offset_checkpoint: int = 0,
+                 precomputed: dict[int, SpeculativeSegment] | None = None) -> None:
         self.partition_dir = partition_dir
         self.config = config or LogConfig()
         self.now_ms = now_ms
         self.checkpoint_lso = log_start_offset_checkpoint
-        self.recovery = PartitionRecovery(self.config)
+        self.recovery = PartitionRecovery(self.config, precomputed)
         path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
         self.initial_epochs = read_leader_epoch_checkpoint(path)
         self.recovery.leader_epochs.extend(self.initial_epochs)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.errors import InvalidLayoutException
+from segdex.indexcore.errors import InvalidLayoutException, InvalidTxnStateException
 from segdex.indexcore.fs.file_access import NotRegularFileException
 from segdex.indexcore.log.layout import (
     INDEX_FILE_SUFFIX,
@@ -22,7 +22,7 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
-from segdex.indexcore.log.producer_state import ProducerStateManager
+from segdex.indexcore.log.producer_state import DATA_EVENT_FIELDS, ProducerEventLog, ProducerStateManager
 from segdex.indexcore.status import Reason, SegmentStatus
 
 
@@ -71,19 +71,100 @@ def index_files(result: RecoveryResult, txn_index_exists: bool = False) -> dict[
     }
 
 
-class PartitionRecovery:
-    """Recovers a partition's segments one after another, carrying producer state and leader epochs."""
+@dataclass
+class SpeculativeSegment:
+    """A segment recovered on its own, before the state its partition's earlier segments leave is known: the
+    index entries and batch facts (which the bytes alone decide), the producer events (``ProducerEventLog``) and
+    the leader epochs it starts, counted from none. ``PartitionRecovery`` completes it in order.
 
-    def __init__(self, config: LogConfig | None = None) -> None:
+    Only a segment recovered whole is kept (no stop, no error): any other is recovered again in order, which
+    gives what the ordered recovery gives by construction. ``size`` and ``mtime_ns`` name the file it was read
+    from; a file changed since is recovered again too.
+    """
+
+    log_path: str
+    base_offset: int
+    size: int
+    mtime_ns: int
+    result: RecoveryResult
+    events: list[tuple]
+    epochs: list[tuple[int, int]]
+
+    def still_current(self) -> bool:
+        try:
+            st = os.stat(self.log_path)
+        except OSError:
+            return False
+        return st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
+
+
+def speculate_segment(log_path: str, base_offset: int, config: LogConfig | None = None,
+                      native: bool | None = None) -> SpeculativeSegment | None:
+    """Recover one segment with no knowledge of the earlier ones (``SpeculativeSegment``); None when it cannot
+    be completed later (unreadable, a stop or an error: the ordered recovery does that segment)."""
+    config = config or LogConfig()
+    events, epochs = ProducerEventLog(), []
+    try:
+        st = os.stat(log_path)
+        result = LogSegment(log_path, base_offset).recover(
+            index_interval_bytes=config.index_interval_bytes, producer_state=events, leader_epochs=epochs,
+            max_index_size=config.segment_index_bytes, native=native)
+    except (OSError, NotRegularFileException):
+        return None
+    if result.stop_reason or result.error or result.valid_bytes != st.st_size:
+        return None
+    return SpeculativeSegment(log_path, base_offset, st.st_size, st.st_mtime_ns, result, events.events, epochs)
+
+
+class PartitionRecovery:
+    """Recovers a partition's segments one after another, carrying producer state and leader epochs.
+
+    ``precomputed`` (base offset -> ``SpeculativeSegment``): segments already recovered on their own, in
+    parallel; each is completed here when its turn comes (its producer events replayed into this state, giving
+    its ``.txnindex``; its leader epochs taken where they are above the latest), which gives what recovering it
+    here would, byte for byte. One the replay cannot take (a producer's non-transactional write inside its own
+    open transaction: the ordered recovery fails there, at that batch) is recovered here after all.
+    """
+
+    def __init__(self, config: LogConfig | None = None,
+                 precomputed: dict[int, SpeculativeSegment] | None = None) -> None:
         self.config = config or LogConfig()
         self.producer_state = ProducerStateManager()
         self.leader_epochs: list[tuple[int, int]] = []
+        self.precomputed = dict(precomputed or {})
+        self.completed = 0  # segments taken from ``precomputed``
+
+    def _complete(self, spec: SpeculativeSegment) -> RecoveryResult | None:
+        """The speculative segment completed with this state, or None (this state unchanged) when it cannot be."""
+        if not spec.still_current():
+            return None
+        state = self.producer_state
+        risky = state.has_ongoing_txns or any(len(e) == DATA_EVENT_FIELDS and e[6] for e in spec.events)
+        replayed = state.copy() if risky else state
+        try:
+            aborted = replayed.replay(spec.events)
+        except InvalidTxnStateException:
+            return None
+        self.producer_state = replayed
+        result = spec.result
+        for txn in aborted:
+            result.txn_index.append(txn)
+        for epoch, offset in spec.epochs:  # LogSegment.recover assigns an epoch above the latest only
+            if not self.leader_epochs or epoch > self.leader_epochs[-1][0]:
+                self.leader_epochs.append((epoch, offset))
+        result.leader_epochs = self.leader_epochs
+        self.completed += 1
+        return result
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
+        spec = self.precomputed.pop(base_offset, None)
+        result = self._complete(spec) if spec is not None and spec.log_path == log_path else None
         try:
-            result = LogSegment(log_path, base_offset).recover(
-                index_interval_bytes=self.config.index_interval_bytes, producer_state=self.producer_state,
-                leader_epochs=self.leader_epochs, max_index_size=self.config.segment_index_bytes, native=native)
+            if result is None:
+                result = LogSegment(log_path, base_offset).recover(
+                    index_interval_bytes=self.config.index_interval_bytes, producer_state=self.producer_state,
+                    leader_epochs=self.leader_epochs, max_index_size=self.config.segment_index_bytes,
+                    native=native)
         except OSError as e:
             return SegmentRecovery(log_path, base_offset, SegmentStatus.UNREADABLE,
                                    Reason(f"cannot read: {e.strerror or e}", log_path))

@@ -116,26 +116,32 @@ class ProducerStateManager:
             return None
         pid = batch.producer_id
         if batch.is_control:
-            marker = end_txn_marker(buf, batch)
-            entry = self._entry(pid)
-            if marker is None:
-                return None  # an empty control batch: its transaction was cleaned from the log
-            control_type, coordinator_epoch, timestamp = marker
-            first = entry.current_txn_first_offset
-            # ProducerAppendInfo.appendEndTxnMarker then ProducerStateEntry.update(epoch, coordinatorEpoch, ts)
-            entry.maybe_update_producer_epoch(batch.producer_epoch)
-            entry.coordinator_epoch = coordinator_epoch
-            entry.current_txn_first_offset = None
-            entry.last_timestamp = timestamp
-            if first is None:
-                return None
-            completed = CompletedTxn(pid, first, batch.base_offset, control_type == "ABORT")
-            lso = self.last_stable_offset(completed)
-            self.ongoing_txns.pop(first, None)  # completeTxn
-            return AbortedTxn(pid, first, completed.last_offset, lso) if completed.is_aborted else None
+            return self.append_end_txn_marker(pid, batch.producer_epoch, batch.base_offset,
+                                              end_txn_marker(buf, batch))
         self.append_data_batch(pid, batch.producer_epoch, batch.base_sequence, batch.base_offset,
                                batch.last_offset, batch.max_timestamp, batch.is_transactional)
         return None
+
+    def append_end_txn_marker(self, producer_id: int, producer_epoch: int, offset: int,
+                              marker: tuple[str, int, int] | None) -> AbortedTxn | None:
+        """``ProducerAppendInfo.appendEndTxnMarker`` then ``ProducerStateEntry.update``: a control batch at
+        ``offset`` whose marker (controlType, coordinatorEpoch, timestamp) was read (None: an empty control batch,
+        its transaction cleaned from the log); returns the txn index entry of an aborted transaction."""
+        entry = self._entry(producer_id)
+        if marker is None:
+            return None
+        control_type, coordinator_epoch, timestamp = marker
+        first = entry.current_txn_first_offset
+        entry.maybe_update_producer_epoch(producer_epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.current_txn_first_offset = None
+        entry.last_timestamp = timestamp
+        if first is None:
+            return None
+        completed = CompletedTxn(producer_id, first, offset, control_type == "ABORT")
+        lso = self.last_stable_offset(completed)
+        self.ongoing_txns.pop(first, None)  # completeTxn
+        return AbortedTxn(producer_id, first, completed.last_offset, lso) if completed.is_aborted else None
 
     def append_data_batch(self, producer_id: int, producer_epoch: int, base_sequence: int, base_offset: int,
                           last_offset: int, max_timestamp: int, is_transactional: bool) -> None:
@@ -159,6 +165,27 @@ class ProducerStateManager:
                 return first
         return completed.last_offset + 1
 
+    def copy(self) -> ProducerStateManager:
+        """An exact copy: same entries in the same order, same open transactions."""
+        return ProducerStateManager(
+            {pid: ProducerStateEntry(pid, e.producer_epoch, e.coordinator_epoch, e.last_timestamp,
+                                     e.current_txn_first_offset, e.last_batch) for pid, e in self.producers.items()},
+            dict(self.ongoing_txns))
+
+    def replay(self, events: list[tuple]) -> list[AbortedTxn]:
+        """Apply what a ``ProducerEventLog`` recorded of a segment, in order; returns the segment's txn index
+        entries. Raises ``InvalidTxnStateException`` as the batch-by-batch replay would (then this state is
+        partly updated: replay a ``copy``)."""
+        aborted = []
+        for event in events:
+            if len(event) == DATA_EVENT_FIELDS:
+                self.append_data_batch(*event)
+            else:
+                txn = self.append_end_txn_marker(*event)
+                if txn is not None:
+                    aborted.append(txn)
+        return aborted
+
     def reloaded(self, now_ms: int | None, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
                  ) -> ProducerStateManager:
         """The state a new manager loads from a snapshot of this one (``loadFromSnapshot``): same entry order,
@@ -177,4 +204,44 @@ class ProducerStateManager:
         return fresh
 
 
-__all__ = ["NO_PRODUCER_ID", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager", "BatchMetadata"]
+# A data event: append_data_batch's arguments (producerId, producerEpoch, baseSequence, baseOffset, lastOffset,
+# maxTimestamp, isTransactional); a marker event: append_end_txn_marker's (producerId, producerEpoch, offset,
+# marker).
+DATA_EVENT_FIELDS = 7
+
+
+class ProducerEventLog:
+    """Stands in for a ``ProducerStateManager`` while a segment is recovered on its own, before the state its
+    earlier segments leave is known (a partition's segments scanned in parallel): records, in order, what
+    ``LogSegment.recover`` hands the manager, for ``ProducerStateManager.replay`` to apply later.
+
+    Only what the bytes decide happens here (a marker that cannot be read raises as ``update`` does); what
+    depends on the state (txn index entries, ``InvalidTxnStateException``) is left to the replay. With no open
+    transaction known, the scan kernel folds each run of one idempotent producer into its last batch, which the
+    replay applies as the batch-by-batch path would: only the last batch of a run shows in the entry.
+    """
+
+    has_ongoing_txns = False
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def update(self, buf, batch: RecordBatch) -> None:
+        if not batch.has_producer_id:
+            return None
+        if batch.is_control:
+            self.events.append((batch.producer_id, batch.producer_epoch, batch.base_offset,
+                                end_txn_marker(buf, batch)))
+        else:
+            self.events.append((batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.base_offset,
+                                batch.last_offset, batch.max_timestamp, batch.is_transactional))
+        return None
+
+    def append_data_batch(self, producer_id: int, producer_epoch: int, base_sequence: int, base_offset: int,
+                          last_offset: int, max_timestamp: int, is_transactional: bool) -> None:
+        self.events.append((producer_id, producer_epoch, base_sequence, base_offset, last_offset, max_timestamp,
+                            is_transactional))
+
+
+__all__ = ["DATA_EVENT_FIELDS", "NO_PRODUCER_ID", "BatchMetadata", "CompletedTxn", "ProducerEventLog",
+           "ProducerStateEntry", "ProducerStateManager"]

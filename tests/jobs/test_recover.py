@@ -23,7 +23,7 @@ from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.indexcore.tools.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
-from segdex.pipelines import recover
+from segdex.pipelines import recover, reindex
 from tests.support.fixtures import fixture_case_names, load_case
 from tests.support.generated_partitions import generated_partition
 from tests.support.recovery_cases import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
@@ -193,11 +193,32 @@ def generated_log_dirs(tmp_path_factory, spark):
     shutil.copytree(pristine, mine)
     summary = recover.run(spark, [str(mine)], str(root / "meta"), LogConfig(), configs, now_ms=now)
     assert summary.exit_status == 0, [o.messages for o in summary.run.outcomes]
-    return pristine, mine, configs, now
+    # the same partitions split into one task per segment, completed in order by a second wave (issue 29)
+    split = root / "segdex-split"
+    shutil.copytree(pristine, split)
+    spans: list = []
+    plan = reindex.plan_spans
+
+    def plan_spans(tasks, slots):
+        planned = plan(tasks, 100_000)
+        spans.extend(planned[1])
+        return planned
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reindex, "SPAN_MIN_BYTES", 0)
+        patch.setattr(reindex, "plan_spans", plan_spans)
+        summary = recover.run(spark, [str(split)], str(root / "meta-split"), LogConfig(), configs, now_ms=now)
+    assert summary.exit_status == 0, [o.messages for o in summary.run.outcomes]
+    assert len(spans) > 40  # most generated partitions have several segments
+    return pristine, {"whole": mine, "split": split}, configs, now
 
 
-def test_recover_equals_kafkas_own_load_and_kafka_starts_clean_on_it(oracle, generated_log_dirs, tmp_path):
-    pristine, mine, configs, now = generated_log_dirs
+@pytest.mark.parametrize("tasks", ["whole", "split"])
+def test_recover_equals_kafkas_own_load_and_kafka_starts_clean_on_it(oracle, generated_log_dirs, tmp_path, tasks):
+    """Kafka's own load of each generated partition against segdex's recover, with each partition one task
+    (``whole``) and split into one task per segment (``split``)."""
+    pristine, recovered, configs, now = generated_log_dirs
+    mine = recovered[tasks]
     kafka_dir, started = tmp_path / "kafka", tmp_path / "started"
     shutil.copytree(pristine, kafka_dir)
     shutil.copytree(mine, started)

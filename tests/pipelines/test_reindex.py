@@ -270,3 +270,94 @@ def test_rows_of_vanished_segments_and_partitions_are_removed(tmp_path, spark):
     part_rows = metadata_store.read_arrow(meta, "partitions").to_pylist()
     parts = {(r["log_dir"], r["topic"], r["partition"]) for r in part_rows}
     assert (str(a), "clicks", 0) not in parts and (str(b), "clicks", 0) in parts and (str(a), "orders", 0) in parts
+
+
+def test_plan_spans_splits_only_partitions_bigger_than_two_shares(tmp_path):
+    """By bytes: a partition of 8 segments that holds most of the dir is cut into spans of about one share (the
+    dir's bytes over the task slots); the small one stays whole, and so does anything below SPAN_MIN_BYTES."""
+    big, small = tmp_path / "big-0", tmp_path / "small-0"
+    big.mkdir()
+    small.mkdir()
+    for i in range(8):
+        (big / f"{i * 100:020d}.log").write_bytes(b"\0" * 1000)
+    (small / f"{0:020d}.log").write_bytes(b"\0" * 1000)
+    tasks = [reindex.PartitionTask(str(tmp_path), str(p), p.name[:-2], 0, False, LogConfig(), size_bytes=size,
+                                   segment_count=count) for p, size, count in ((big, 8000, 8), (small, 1000, 1))]
+    assert reindex.plan_spans(tasks, 4) == (tasks, [])  # SPAN_MIN_BYTES (256 MiB) is a share's floor
+    reindex.SPAN_MIN_BYTES, saved = 0, reindex.SPAN_MIN_BYTES
+    try:
+        whole, spans = reindex.plan_spans(tasks, 4)  # share: 9000 / 4 = 2250 bytes, so spans of 3 segments
+    finally:
+        reindex.SPAN_MIN_BYTES = saved
+    assert [t.path for t in whole] == [str(small)]
+    assert [[b for b, _ in s.segments] for s in spans] == [[0, 100, 200], [300, 400, 500], [600, 700]]
+    assert [s.size_bytes for s in spans] == [3000, 3000, 2000]
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Every partition of more than one segment cut into spans of one segment (as many task slots as wanted)."""
+    planned: list = []
+    plan = reindex.plan_spans
+
+    def plan_spans(tasks, slots):
+        whole, spans = plan(tasks, 100_000)
+        planned.extend(spans)
+        return whole, spans
+
+    monkeypatch.setattr(reindex, "SPAN_MIN_BYTES", 0)
+    monkeypatch.setattr(reindex, "plan_spans", plan_spans)
+    return planned
+
+
+def _rows(summary) -> list[tuple]:
+    keep = lambda r: {k: v for k, v in vars(r).items() if k not in ("run_id", "scanned_at", "log_dir")}  # noqa: E731
+    return sorted(sorted(keep(r).items(), key=str) for r in summary.segment_rows), \
+        sorted(sorted(keep(o.partition).items(), key=str) for o in summary.outcomes if o.partition)
+
+
+def _contents(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
+            and p.name != ".lock"}
+
+
+def test_split_partitions_leave_what_whole_ones_leave(tmp_path, spark, split_everything):
+    """Every fixture case (corrupt ones included: their segments are recovered again in order) and generated
+    partitions of many producers, scanned whole and split into one span per segment (Spark, and the one-host
+    engine): verify's rows and recover's files are the same, byte for byte."""
+    import random
+
+    from segdex.indexcore.tools.segment_writer import segment_name
+    from segdex.pipelines import recover
+    from segdex.pipelines.local_engine import LocalEngine
+    from tests.support.generated_partitions import generated_partition
+    from tests.support.recovery_cases import TXN_CASE_NOW
+
+    whole = assemble(tmp_path / "whole", with_broker_indexes=False)
+    rng = random.Random(7)
+    for i in range(12):
+        part = whole / f"gen{i}-0"
+        part.mkdir()
+        for base, data in generated_partition(rng, TXN_CASE_NOW - 3 * 86_400_000).items():
+            (part / segment_name(base)).write_bytes(data)
+    split = tmp_path / "split" / "logs"
+    shutil.copytree(whole, split)
+    config, topics = _configs()
+
+    saved = reindex.plan_spans  # the whole run: no spans at all (SPAN_MIN_BYTES is 0 here, so plan with none)
+    reindex.plan_spans = lambda tasks, slots: (tasks, [])
+    try:
+        verify_whole = reindex.run(spark, [str(whole)], "verify", str(tmp_path / "m1"), config, topics,
+                                   progress=False)
+        recovered_whole = recover.run(spark, [str(whole)], str(tmp_path / "m2"), config, topics, now_ms=TXN_CASE_NOW)
+    finally:
+        reindex.plan_spans = saved
+    assert not split_everything
+    verify_split = reindex.run(spark, [str(split)], "verify", str(tmp_path / "m3"), config, topics, progress=False)
+    assert len(split_everything) > 40  # fixture cases and generated partitions of several segments were split
+    assert _rows(verify_split) == _rows(verify_whole)
+    with LocalEngine(2) as engine:
+        recovered_split = recover.run(engine, [str(split)], str(tmp_path / "m4"), config, topics, now_ms=TXN_CASE_NOW)
+    assert recovered_split.exit_status == recovered_whole.exit_status
+    assert _rows(recovered_split.run) == _rows(recovered_whole.run)
+    assert _contents(split) == _contents(whole)

@@ -12,7 +12,7 @@ import pytest
 
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end
 from segdex.indexcore.log.log_loader import LogLoader
-from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.log_segments import segment_logs, speculate_segment
 from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.indexcore.status import SegmentStatus
 from tests.support.fixtures import FIXTURES, fixture_case_names, load_case
@@ -28,19 +28,27 @@ def _stage(name: str, tmp_path: Path) -> Path:
     return part
 
 
-def _load(part: Path, case: dict) -> tuple[LogLoader, list]:
-    loader = LogLoader(str(part), case_log_config(case), TXN_CASE_NOW)
+def _load(part: Path, case: dict, speculate: bool = False) -> tuple[LogLoader, list]:
+    """The partition loaded in order; ``speculate``: from its segments recovered on their own first (as the
+    tasks of a split partition do), each completed in order."""
     logs, misnamed = segment_logs(part)
     assert not misnamed
-    return loader, [loader.recover_segment(path, base) for base, path in logs]
+    config = case_log_config(case)
+    precomputed = {base: speculate_segment(path, base, config) for base, path in logs} if speculate else None
+    loader = LogLoader(str(part), config, TXN_CASE_NOW, 0, precomputed)
+    segments = [loader.recover_segment(path, base) for base, path in logs]
+    if speculate:
+        assert loader.recovery.completed == len(logs)
+    return loader, segments
 
 
+@pytest.mark.parametrize("speculate", [False, True], ids=["in-order", "segments-apart"])
 @pytest.mark.parametrize("name", [n for n in fixture_case_names() if not n.startswith("corrupt")])
-def test_load_leaves_what_kafka_leaves(name: str, tmp_path: Path):
+def test_load_leaves_what_kafka_leaves(name: str, speculate: bool, tmp_path: Path):
     case = load_case(name)
     fx = FIXTURES / name
     part = _stage(name, tmp_path)
-    loader, segments = _load(part, case)
+    loader, segments = _load(part, case, speculate)
     assert [s.status for s in segments] == [SegmentStatus.OK] * len(segments)
     # every index file as Kafka's recovery wrote it (recovered/), and no other
     mine = {Path(s.log_path).name[:20] + suffix: data for s in segments for suffix, data in s.files.items()
