@@ -172,7 +172,16 @@ def with_command_time(summary: Any) -> Any:
 
     summary.phases = {**START_SECONDS, **summary.phases}
     summary.wall_seconds = command_seconds()
+    summary.driver_peak_bytes = driver_peak_bytes()
     return summary
+
+
+def driver_peak_bytes() -> int:
+    """This process's peak resident memory so far (the driver's, not its workers'): ``ru_maxrss``, in KiB on
+    Linux."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def spark_if_master(master: str | None, command: str, remote: str | None = None) -> Any:

@@ -140,10 +140,16 @@ def summary_line(summary: Any) -> str:
         would = sum(n for s, n in found.items()
                     if SegmentStatus(s).rebuildable and s != SegmentStatus.CORRUPT_LOG_TAIL)
         files = f"would rewrite {would} segments"
-    phases = ", ".join(f"{k} {v:.1f}s" for k, v in summary.phases.items())
+    phases = ", ".join(f"{k} {v:.2f}s" for k, v in summary.phases.items())
     return (f"{summary.command} {summary.run_id}: {row.partitions} partitions, {row.segments} segments, "
-            f"{fmt_bytes(row.bytes)} in {summary.wall_seconds:.1f}s ({phases}); found {counts or 'nothing'}; "
+            f"{fmt_bytes(row.bytes)} in {summary.wall_seconds:.2f}s ({phases}){_peak(summary)}; "
+            f"found {counts or 'nothing'}; "
             f"{files}; metadata in {summary.metadata_path}")
+
+
+def _peak(summary: Any) -> str:
+    peak = getattr(summary, "driver_peak_bytes", None)
+    return f", driver peak {fmt_bytes(peak)}" if peak else ""
 
 
 def print_recover(summary: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:

@@ -8,6 +8,7 @@ then MERGE them into ``segments`` and ``partitions`` and append the run to ``run
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import heapq
 import json
@@ -94,6 +95,7 @@ class RunSummary:
     found: Counter = field(default_factory=Counter)  # segment statuses as found, before any rewrite
     on_defaults: list[str] = field(default_factory=list)  # topics whose index settings nobody gave
     coordination: CoordinatorTables | None = None  # groups, transactions and the restore check
+    driver_peak_bytes: int | None = None  # the command's own peak memory (the CLI fills it)
 
     @property
     def segment_rows(self) -> list[SegmentRow]:
@@ -263,11 +265,14 @@ def scan(spark: Any, discovery: Discovery, ctx: RunContext,
     snapshots: ``PartitionRecovery``), which leaves the same bytes as one task recovering it whole."""
     if not discovery.tasks:
         return []
-    slots = spark_tasks.parallelism(spark) * 4
+    cpus = spark_tasks.parallelism(spark)
+    slots = cpus * 4
     whole, spans = plan_spans(discovery.tasks, slots)
     groups: list[Any] = plan_groups(whole, max(1, slots - len(spans))) if whole else []
     items = sorted(groups + spans, key=lambda i: -(i.size_bytes if isinstance(i, SegmentSpan)
                                                    else sum(t.size_bytes for t in i)))
+    if cpus > 1 and len(items) >= cpus:  # every CPU has a task: a CRC helper thread per task only competes
+        ctx = dataclasses.replace(ctx, single_threaded_kernel=True)
     description = f"segdex {ctx.command}: {len(discovery.tasks)} partitions, {discovery.total_segments} segments"
 
     # module functions, not closures: they pickle by name (the one-host engine needs no cloudpickle, no pyspark)

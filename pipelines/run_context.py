@@ -30,6 +30,7 @@ class RunContext:
     scanned_at: datetime
     native: bool | None = None
     normalize: bool = False
+    single_threaded_kernel: bool = False  # a wave with a task for every CPU: no CRC helper thread per task
 
     def __post_init__(self) -> None:
         if self.command not in MODES:

@@ -18,6 +18,7 @@ from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.fs.atomic_file import is_temporary, remove_temporaries
+from segdex.indexcore.log import scan as kernel_scan
 from segdex.indexcore.log.checkpoints import CorruptCheckpointException
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.log_dir import held_by, partition_findings
@@ -587,6 +588,7 @@ def commit_group(tasks: list[PartitionTask], outcomes: list[PartitionOutcome], p
 
 def scan_item(ctx: RunContext, item: list[PartitionTask] | SegmentSpan) -> list[PartitionOutcome] | dict:
     """One task of a scan's first wave: a group of whole partitions (``scan_group``) or a span (``scan_span``)."""
+    kernel_scan.use_single_threaded(ctx.single_threaded_kernel)
     return scan_span(item, ctx) if isinstance(item, SegmentSpan) else scan_group(item, ctx)
 
 
@@ -594,4 +596,5 @@ def complete_partition(ctx: RunContext, item: tuple[PartitionTask, dict[int, Spe
                        ) -> list[PartitionOutcome]:
     """One task of the second wave: a split partition scanned in order, its spans' segments completed."""
     task, precomputed = item
+    kernel_scan.use_single_threaded(False)  # few tasks, little left to scan: a helper thread may help
     return scan_group([task], ctx, {task.path: precomputed})

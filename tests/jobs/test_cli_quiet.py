@@ -70,8 +70,8 @@ def test_a_bad_query_is_one_line(runs):
 
 def test_summary_time_is_the_command_wall_time(runs):
     summary = runs["verify"].stdout.strip().splitlines()[-1]
-    match = re.search(r" in (\d+\.\d)s \(spark start (\d+\.\d)s, discover (\d+\.\d)s, scan (\d+\.\d)s, "
-                      r"metadata (\d+\.\d)s\)", summary)
+    match = re.search(r" in (\d+\.\d\d)s \(spark start (\d+\.\d\d)s, discover (\d+\.\d\d)s, scan (\d+\.\d\d)s, "
+                      r"metadata (\d+\.\d\d)s\)", summary)
     assert match, summary
     total, start, discover, scan, metadata = map(float, match.groups())
     assert total <= runs["verify_s"] + 0.1  # measured inside the process the test timed

@@ -71,3 +71,20 @@ def load() -> Callable | None:
 
 def error() -> str | None:
     return _native_error
+
+
+_single: Callable | None = None
+
+
+def load_single_threaded() -> Callable | None:
+    """The native kernel without its CRC helper thread (None where ``load`` gives none): for a process that
+    is one of as many scanning as there are CPUs, where a helper thread only takes a CPU from another scan."""
+    global _single
+    k = load()
+    if k is None or k.threads == 1:
+        return k
+    if _single is None:
+        fastscan = importlib.import_module(f"{__package__}._fastscan")
+        lib, address, path = find_crc32c()
+        _single = fastscan.make_kernel(address, lib, path, threads=1)
+    return _single
