@@ -1,8 +1,11 @@
 """Loading the native kernel (``_fastscan``) and the CRC-32C function it calls.
 
-Finding a shared library is Python's job: ``crc32c_extend`` of Google's crc32c library comes from the copy shipped
-in the ``google-crc32c`` wheel, else from a system ``libcrc32c`` (``ctypes.util.find_library``, slow, only when the
-wheel has none). Its address is handed to ``_fastscan.make_kernel``, which checks it computes CRC-32C.
+Finding a shared library is Python's job. First choice: the hardware ``_crc32c_hw_adler`` of the ``crc32c`` package
+(Mark Adler's three interleaved SSE4.2 streams, the function the package's own ``crc32c()`` runs), when its CPU
+probe says the instruction is there: 10.2 GB/s over page-cache data on this machine kind, where Google's
+``crc32c_extend`` from the ``google-crc32c`` wheel's copy gives 5.8 GB/s. Else that ``crc32c_extend``, else a system
+``libcrc32c`` (``ctypes.util.find_library``, slow, only when the wheel has none). The address goes to
+``_fastscan.make_kernel``, which checks it computes CRC-32C in the convention given.
 """
 
 from __future__ import annotations
@@ -11,12 +14,45 @@ import glob
 import importlib
 import os
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 _native: Callable | None = None
 _native_error: str | None = None
 
 
-def _candidates() -> Iterator[str]:
+class CrcFunction(NamedTuple):
+    """A CRC-32C function found in a shared library: ``raw`` ones take and return the uninverted register."""
+
+    library: object  # the ctypes CDLL (keeps the library loaded)
+    address: int
+    path: str
+    symbol: str
+    raw: bool
+
+
+def _adler_candidate() -> Iterator[tuple[str, str, bool]]:
+    """The ``crc32c`` package's hardware function, when the CPU has SSE4.2 (its own probe)."""
+    import ctypes
+
+    try:
+        import crc32c
+    except ImportError:
+        return
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(crc32c.__file__)), "_crc32c*.so"))):
+        try:
+            lib = ctypes.CDLL(path)
+            if not lib._crc32c_intel_probe():
+                continue
+            lib.crc32c_init_hw_adler()  # its shift tables (the package's import builds them too)
+        except (OSError, AttributeError):
+            continue
+        yield path, "_crc32c_hw_adler", True
+
+
+def _candidates() -> Iterator[tuple[str, str, bool]]:
+    """(library path, symbol, raw) in order of preference."""
+    if not os.environ.get("SEGDEX_CRC32C_EXTEND"):  # set: Google's crc32c_extend only (tests compare both)
+        yield from _adler_candidate()
     try:
         import google_crc32c
     except ImportError:
@@ -25,28 +61,29 @@ def _candidates() -> Iterator[str]:
         pkg = os.path.dirname(os.path.abspath(google_crc32c.__file__))
         for pattern in (os.path.join(os.path.dirname(pkg), "google_crc32c.libs", "libcrc32c*.so*"),
                         os.path.join(pkg, "libcrc32c*.so*")):
-            yield from sorted(glob.glob(pattern))
+            for path in sorted(glob.glob(pattern)):
+                yield path, "crc32c_extend", False
     import ctypes.util
 
     system = ctypes.util.find_library("crc32c")
     if system:
-        yield system
+        yield system, "crc32c_extend", False
 
 
-def find_crc32c() -> tuple[object, int, str]:
-    """(the loaded library, the address of its ``crc32c_extend``, its path); ImportError when none is found."""
+def find_crc32c() -> CrcFunction:
+    """The CRC-32C function the kernel calls (see the module doc); ImportError when none is found."""
     import ctypes
 
     errors = []
-    for path in _candidates():
+    for path, symbol, raw in _candidates():
         try:
             lib = ctypes.CDLL(path)
-            fn = lib.crc32c_extend
+            fn = getattr(lib, symbol)
         except (OSError, AttributeError) as e:
             errors.append(f"{path}: {e}")
             continue
-        return lib, ctypes.cast(fn, ctypes.c_void_p).value, path
-    raise ImportError("crc32c_extend not found (google-crc32c wheel or system libcrc32c): "
+        return CrcFunction(lib, ctypes.cast(fn, ctypes.c_void_p).value, path, symbol, raw)
+    raise ImportError("no CRC-32C function found (crc32c package, google-crc32c wheel or system libcrc32c): "
                       + ("; ".join(errors) or "no candidate library"))
 
 
@@ -62,8 +99,8 @@ def load() -> Callable | None:
         # By name: a static ``from . import _fastscan`` reads, to import-graph tools that cannot see a compiled
         # module, as an import of this package by this module (a false cycle with ``__init__``).
         fastscan = importlib.import_module(f"{__package__}._fastscan")
-        lib, address, path = find_crc32c()
-        _native = fastscan.make_kernel(address, lib, path)
+        crc = find_crc32c()
+        _native = fastscan.make_kernel(crc.address, crc.library, crc.path, raw=crc.raw)
     except Exception as e:  # ImportError (not built), or the crc32c library could not be found
         _native_error = f"{type(e).__name__}: {e}"
     return _native
@@ -85,6 +122,6 @@ def load_single_threaded() -> Callable | None:
         return k
     if _single is None:
         fastscan = importlib.import_module(f"{__package__}._fastscan")
-        lib, address, path = find_crc32c()
-        _single = fastscan.make_kernel(address, lib, path, threads=1)
+        crc = find_crc32c()
+        _single = fastscan.make_kernel(crc.address, crc.library, crc.path, threads=1, raw=crc.raw)
     return _single

@@ -302,9 +302,9 @@ HELPER_BLOCK = 256 << 10
 def kernels(native):
     from segdex.indexcore.log.scan import _fastscan
 
-    lib, address, path = native_loader.find_crc32c()
-    return {1: _fastscan.make_kernel(address, lib, path, threads=1),
-            2: _fastscan.make_kernel(address, lib, path, threads=2)}
+    crc = native_loader.find_crc32c()
+    return {1: _fastscan.make_kernel(crc.address, crc.library, crc.path, threads=1, raw=crc.raw),
+            2: _fastscan.make_kernel(crc.address, crc.library, crc.path, threads=2, raw=crc.raw)}
 
 
 @pytest.fixture(scope="module")

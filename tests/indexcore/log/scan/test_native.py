@@ -46,7 +46,7 @@ def test_loaded_once_and_scans_as_the_python_kernel(unloaded):
     k = native.load()
     assert k is not None and native.error() is None
     assert native.load() is k and kernel(None) is k
-    assert repr(k).endswith(f"crc32c_extend from {native.find_crc32c()[2]!r}>")  # where its CRC comes from
+    assert repr(k).endswith(f"crc32c_hw (raw) from {native.find_crc32c().path!r}>")  # where its CRC comes from
     buf = _segment()
     ours, python = recover(buf, 0, index_interval_bytes=256, native=True), recover(buf, 0, index_interval_bytes=256,
                                                                                      native=False)
@@ -55,9 +55,39 @@ def test_loaded_once_and_scans_as_the_python_kernel(unloaded):
     assert (ours.valid_bytes, ours.last_offset, ours.batch_count) == (len(buf), 119, 40)
 
 
-def test_the_crc32c_library_found_computes_crc32c():
-    lib, address, path = native.find_crc32c()
-    assert address == ctypes.cast(lib.crc32c_extend, ctypes.c_void_p).value
-    extend = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t)(address)
+def test_the_crc32c_functions_found_compute_crc32c(monkeypatch: pytest.MonkeyPatch):
+    """First the crc32c package's hardware function (the register in and out, uninverted), then, when asked
+    (SEGDEX_CRC32C_EXTEND), Google's crc32c_extend; both give CRC-32C's check value, and kernels made on either
+    recover the same bytes alike."""
+    from segdex.indexcore.log.scan import _fastscan
+
+    fast = native.find_crc32c()
+    assert (fast.symbol, fast.raw) == ("_crc32c_hw_adler", True) and "crc32c" in fast.path
+    assert fast.address == ctypes.cast(getattr(fast.library, fast.symbol), ctypes.c_void_p).value
+    fn = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t)(fast.address)
+    assert fn(0xFFFFFFFF, b"123456789", 9) ^ 0xFFFFFFFF == CHECK
+    monkeypatch.setenv("SEGDEX_CRC32C_EXTEND", "1")
+    google = native.find_crc32c()
+    assert (google.symbol, google.raw) == ("crc32c_extend", False) and "crc32c" in google.path
+    extend = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t)(google.address)
     assert extend(0, b"123456789", 9) == CHECK
-    assert "crc32c" in path
+    kernels = [_fastscan.make_kernel(c.address, c.library, c.path, threads=1, raw=c.raw) for c in (fast, google)]
+    with pytest.raises(ImportError, match="does not compute CRC-32C in the convention given"):
+        _fastscan.make_kernel(fast.address, fast.library, fast.path, raw=False)  # the wrong convention is refused
+    from array import array
+
+    from segdex.indexcore.log.scan.state import N_SLOTS, S_END, S_LAST_OFFSET, S_POSITION
+
+    buf = _segment()
+    for k in kernels:
+        state = array("q", [0] * N_SLOTS)
+        state[S_END], state[S_LAST_OFFSET] = len(buf), -1
+        k(state, buf, bytearray(), 1000, bytearray(), 1000)
+        assert state[S_POSITION] == len(buf)
+    corrupt = bytearray(buf)
+    corrupt[70] ^= 1  # a byte of the first batch's records: its CRC no longer matches
+    for k in kernels:
+        state = array("q", [0] * N_SLOTS)
+        state[S_END], state[S_LAST_OFFSET] = len(buf), -1
+        k(state, bytes(corrupt), bytearray(), 1000, bytearray(), 1000)
+        assert state[S_POSITION] == 0
