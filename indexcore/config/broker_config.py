@@ -24,6 +24,10 @@ BROKER_SYNONYMS: dict[str, str] = {
     "log.retention.bytes": "retention.bytes",
     "log.cleanup.policy": "cleanup.policy",
     "log.segment.delete.delay.ms": "file.delete.delay.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
 }
 RETENTION_MS, RETENTION_MINUTES, RETENTION_HOURS = "log.retention.ms", "log.retention.minutes", "log.retention.hours"
 RETENTION_UNITS_MS = {RETENTION_MS: 1, RETENTION_MINUTES: 60_000, RETENTION_HOURS: 3_600_000}

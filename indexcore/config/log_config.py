@@ -70,8 +70,9 @@ def is_cluster_metadata(topic: str) -> bool:
 class _Def:
     """One config definition: Kafka's type and the smallest value its validator allows."""
 
-    type: str  # INT, LONG, LIST, STRING
+    type: str  # INT, LONG, DOUBLE, LIST, STRING
     at_least: int | None = None
+    at_most: float | None = None  # DOUBLE only (ConfigDef.Range.between)
 
 
 _DEFS: dict[str, _Def] = {
@@ -86,6 +87,11 @@ _DEFS: dict[str, _Def] = {
     "message.format.version": _Def("STRING"),
     # a broker setting (ProducerStateManagerConfig): producers idle this long are dropped when a log loads
     "producer.id.expiration.ms": _Def("INT", 1),
+    # the log cleaner's (compact topics)
+    "delete.retention.ms": _Def("LONG", 0),
+    "min.compaction.lag.ms": _Def("LONG", 0),
+    "max.compaction.lag.ms": _Def("LONG", 1),
+    "min.cleanable.dirty.ratio": _Def("DOUBLE", 0, 1),
 }
 _CLEANUP_POLICIES = ("compact", "delete")
 CONFIG_NAMES = frozenset(_DEFS)  # the configs segdex uses
@@ -96,7 +102,7 @@ def _invalid(key: str, value: str, why: str) -> ConfigException:
     return ConfigException(f"Invalid value {value} for configuration {key}: {why}")
 
 
-def parse_value(key: str, value: str) -> int | str:
+def parse_value(key: str, value: str) -> int | float | str:
     """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise."""
     d = _DEFS.get(key)
     if d is None:
@@ -109,6 +115,14 @@ def parse_value(key: str, value: str) -> int | str:
         if any(p not in _CLEANUP_POLICIES for p in items):
             raise _invalid(key, text, f"String must be one of: {', '.join(_CLEANUP_POLICIES)}")
         return ",".join(items)
+    if d.type == "DOUBLE":  # ConfigDef.parseType: Double.valueOf, then Range.between
+        try:
+            number = float(text)
+        except ValueError:
+            raise _invalid(key, text, "Not a number of type DOUBLE") from None
+        if number < d.at_least or number > d.at_most:
+            raise _invalid(key, text, f"Value must be in [{d.at_least}, {d.at_most}]")
+        return number
     low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)
     try:
         number = int(text)
@@ -132,6 +146,10 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     message_format_version: str = "3.0-IV1"
     producer_id_expiration_ms: int = 86_400_000
+    delete_retention_ms: int = DAY_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad."""
@@ -147,6 +165,11 @@ class LogConfig:
     def delete(self) -> bool:
         """``LogConfig.delete``: the cleanup policy includes ``delete`` (also ``compact,delete``)."""
         return "delete" in [p.strip() for p in self.cleanup_policy.split(",")]
+
+    @property
+    def compact(self) -> bool:
+        """``LogConfig.compact``: the cleanup policy includes ``compact`` (also ``compact,delete``)."""
+        return "compact" in [p.strip() for p in self.cleanup_policy.split(",")]
 
     @property
     def legacy_record_version(self) -> bool:

@@ -66,6 +66,7 @@ from segdex.indexcore.record.record_batch import (
 from segdex.indexcore.record.records import records
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+LONG_MAX = 2**63 - 1
 # A magic byte above 2 (a bit flip: the v2 CRC does not cover it) is read as a v2 batch by Kafka
 # (FileLogInputStream.nextBatch: anything not below MAGIC_VALUE_V2); ``magics`` reports such batches as 3.
 MAGIC_ABOVE_V2 = 3
@@ -326,6 +327,16 @@ class LogSegment:
             start = next((b.position for b in batches(buf, max(position, 0)) if b.last_offset >= target), None)
             last = _last_batch(buf, start, quiet=False) if start is not None else None
             return last.next_offset if last is not None else self.base_offset
+
+    def first_batch_timestamp(self) -> int:
+        """``LogSegment.getFirstBatchTimestamp`` of a segment loaded from disk (``loadFirstBatchTimestamp``): the
+        first batch's max timestamp; Long.MAX_VALUE when the segment has no batch or that timestamp is negative.
+        The cleaner's ``max.compaction.lag.ms`` and retention's roll by time read it."""
+        with open_log(self.log_path) as buf:
+            first = next(batches(buf, 0), None)
+        if first is None or first.max_timestamp < 0:
+            return LONG_MAX
+        return first.max_timestamp
 
     def largest_timestamp(self, index: TimeIndex | None = None) -> tuple[int, str]:
         """``LogSegment.largestTimestamp``: the time index's last timestamp when it is >= 0, else the ``.log``'s

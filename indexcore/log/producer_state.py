@@ -158,6 +158,14 @@ class ProducerStateManager:
             entry.current_txn_first_offset = base_offset
             self.ongoing_txns[base_offset] = producer_id
 
+    def first_unstable_offset(self, log_start_offset: int = 0) -> int | None:
+        """``ProducerStateManager.firstUnstableOffset`` from the open transactions (those completed count as
+        replicated: the high watermark is taken at or above their markers), never below the log start offset
+        (``UnifiedLog.maybeIncrementFirstUnstableOffset``); None when no transaction is open."""
+        if not self.ongoing_txns:
+            return None
+        return max(min(self.ongoing_txns), log_start_offset)
+
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """First offset of the earliest other open transaction, else the marker's offset + 1."""
         for first in sorted(self.ongoing_txns):

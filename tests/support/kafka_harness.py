@@ -309,6 +309,19 @@ class KafkaOracle:
         answer["recovered"] = sorted({int(a or b) for a, b in _RECOVERED.findall(lines)})
         return answer
 
+    def cleanable(self, partition_dir: Path, now_ms: int, log_start_offset: int = 0, high_watermark: int = -1,
+                  checkpoint: int | None = None, dedupe_bytes: int = 0,
+                  config: dict[str, object] | None = None) -> dict:
+        """Kafka's log cleaner's view of ``partition_dir`` (a ``<topic>-<n>`` dir, loaded in place as ``load``
+        loads it): ``LogCleanerManager.cleanableOffsets``, ``maxCompactionDelay`` and ``LogToClean`` at ``now_ms``
+        with the checkpointed offset ``checkpoint`` (None: no entry) and the high watermark (-1: the log end);
+        with ``dedupe_bytes`` also one ``Cleaner.doClean`` round (``endOffset``), which rewrites the dir. Kafka
+        4.x only (``{"unsupported": ...}`` from 3.9)."""
+        pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
+        cp = "-" if checkpoint is None else str(checkpoint)
+        return self._ask(f"cleanable\t{partition_dir}\t{log_start_offset}\t{now_ms}\t{high_watermark}\t{cp}"
+                         f"\t{dedupe_bytes}\t{pairs}", f"cleaner view of {partition_dir}")
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

@@ -62,9 +62,27 @@ def test_values_kafka_rejects_in_kafkas_words(key: str, text: str, why: str):
 def test_an_unknown_config_names_the_known_ones():
     with pytest.raises(ConfigException) as e:
         parse_value("retention.hours", "1")
-    assert str(e.value) == ("unknown config 'retention.hours' (known: cleanup.policy, file.delete.delay.ms, "
-                            "index.interval.bytes, message.format.version, producer.id.expiration.ms, "
-                            "retention.bytes, retention.ms, segment.bytes, segment.index.bytes)")
+    assert str(e.value) == ("unknown config 'retention.hours' (known: cleanup.policy, delete.retention.ms, "
+                            "file.delete.delay.ms, index.interval.bytes, max.compaction.lag.ms, "
+                            "message.format.version, min.cleanable.dirty.ratio, min.compaction.lag.ms, "
+                            "producer.id.expiration.ms, retention.bytes, retention.ms, segment.bytes, "
+                            "segment.index.bytes)")
+
+
+def test_the_cleaners_configs_as_kafka_types_and_bounds_them():
+    config = LogConfig().with_overrides({"min.cleanable.dirty.ratio": "0.25", "min.compaction.lag.ms": "5",
+                                         "max.compaction.lag.ms": "9", "delete.retention.ms": "0",
+                                         "cleanup.policy": "compact,delete"})
+    assert (config.min_cleanable_dirty_ratio, config.min_compaction_lag_ms, config.max_compaction_lag_ms,
+            config.delete_retention_ms, config.compact, config.delete) == (0.25, 5, 9, 0, True, True)
+    assert (LogConfig().min_cleanable_dirty_ratio, LogConfig().max_compaction_lag_ms, LogConfig().compact) == (
+        0.5, 2**63 - 1, False)
+    with pytest.raises(ConfigException, match=r"min.cleanable.dirty.ratio: Value must be in \[0, 1\]"):
+        parse_value("min.cleanable.dirty.ratio", "1.5")
+    with pytest.raises(ConfigException, match="Not a number of type DOUBLE"):
+        parse_value("min.cleanable.dirty.ratio", "half")
+    with pytest.raises(ConfigException, match="max.compaction.lag.ms: Value must be at least 1"):
+        parse_value("max.compaction.lag.ms", "0")
 
 
 def test_overrides_and_validation():
@@ -90,9 +108,13 @@ def test_every_layer_with_its_source_and_origin():
     orders = resolver.resolve("orders")
     assert orders.rows() == [
         {"topic": "orders", "config": "cleanup.policy", "value": "compact", "source": "--config"},
+        {"topic": "orders", "config": "delete.retention.ms", "value": "86400000", "source": "Kafka default"},
         {"topic": "orders", "config": "file.delete.delay.ms", "value": "60000", "source": "Kafka default"},
         {"topic": "orders", "config": "index.interval.bytes", "value": "100", "source": "--topic-config"},
+        {"topic": "orders", "config": "max.compaction.lag.ms", "value": str(2**63 - 1), "source": "Kafka default"},
         {"topic": "orders", "config": "message.format.version", "value": "3.0-IV1", "source": "Kafka default"},
+        {"topic": "orders", "config": "min.cleanable.dirty.ratio", "value": "0.5", "source": "Kafka default"},
+        {"topic": "orders", "config": "min.compaction.lag.ms", "value": "0", "source": "Kafka default"},
         {"topic": "orders", "config": "producer.id.expiration.ms", "value": "86400000", "source": "Kafka default"},
         {"topic": "orders", "config": "retention.bytes", "value": "70",
          "source": "--topic-configs (DYNAMIC_TOPIC_CONFIG)"},

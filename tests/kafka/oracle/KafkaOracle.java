@@ -51,6 +51,10 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * {@code {"logStartOffset","logEndOffset","recoveryPoint"}} or {@code {"exception"}}. The topic config's keys and
  * values come as {@code k=v} pairs.
  *
+ * <p>{@code cleanable\t<partition dir>\t<logStartOffset>\t<now ms>\t<high watermark>\t<checkpoint|->\t<dedupe
+ * bytes>\t<k=v;k=v>} is the log cleaner's choice for the partition (Kafka 4.x only), and with a dedupe buffer one
+ * cleaning round: see {@code cleanable}.
+ *
  * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
  * 4.x: the call goes through reflection so that one source serves both families.
  */
@@ -71,6 +75,9 @@ public final class KafkaOracle {
                 if (f[0].equals("load")) {
                     answer = load(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
                         f[4].equals("1"), Long.parseLong(f[5]), f.length > 6 ? f[6] : "");
+                } else if (f[0].equals("cleanable")) {
+                    answer = cleanable(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
+                        Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "");
                 } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
@@ -174,6 +181,101 @@ public final class KafkaOracle {
      */
     private static String load(File dir, long logStartOffset, long recoveryPoint, boolean clean, long now,
                                String configPairs) throws Exception {
+        Object[] opened = openLog(dir, logStartOffset, recoveryPoint, clean, now, configPairs);
+        if (opened[0] instanceof String) return (String) opened[0];
+        Object log = opened[0];
+        try {
+            log.getClass().getMethod("flush", boolean.class).invoke(log, true);
+            long lso = (Long) log.getClass().getMethod("logStartOffset").invoke(log);
+            long leo = (Long) log.getClass().getMethod("logEndOffset").invoke(log);
+            long rp = (Long) log.getClass().getMethod("recoveryPoint").invoke(log);
+            return "{\"logStartOffset\":" + lso + ",\"logEndOffset\":" + leo + ",\"recoveryPoint\":" + rp + "}";
+        } finally {
+            log.getClass().getMethod("close").invoke(log);
+            ((KafkaScheduler) opened[1]).shutdown();
+        }
+    }
+
+    /**
+     * The log cleaner's view of one partition (Kafka 4.x's Java classes only): the log opened as {@code load}
+     * opens it, its high watermark set to {@code hw} (-1: the log end offset), then
+     * {@code LogCleanerManager.cleanableOffsets} with the checkpointed offset ({@code -}: none),
+     * {@code maxCompactionDelay} and {@code LogToClean}, all at {@code now}; with {@code dedupe > 0} also one
+     * {@code Cleaner.doClean} round with an offset map of that many bytes, which rewrites the dir as Kafka's
+     * cleaner does (its {@code .deleted} files removed) and answers the round's end offset.
+     */
+    private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
+                                    String configPairs) throws Exception {
+        String pkg = "org.apache.kafka.storage.internals.log.";
+        Class<?> unified;
+        try {
+            unified = Class.forName(pkg + "UnifiedLog");
+            Class.forName(pkg + "LogCleanerManager");
+        } catch (ClassNotFoundException e) {
+            return "{\"unsupported\":\"the log cleaner is Java from Kafka 4.x only\"}";
+        }
+        Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
+        if (opened[0] instanceof String) return (String) opened[0];
+        Object log = opened[0];
+        try {
+            long leo = (Long) unified.getMethod("logEndOffset").invoke(log);
+            unified.getMethod("updateHighWatermark", long.class).invoke(log, hw < 0 ? leo : hw);
+            Class<?> manager = Class.forName(pkg + "LogCleanerManager");
+            Method offsets = manager.getDeclaredMethod("cleanableOffsets", unified, Optional.class, long.class);
+            offsets.setAccessible(true);
+            Object o = offsets.invoke(null, log,
+                checkpoint.equals("-") ? Optional.empty() : Optional.of(Long.parseLong(checkpoint)), now);
+            long firstDirty = (Long) accessor(o, "firstDirtyOffset");
+            long uncleanableDirty = (Long) accessor(o, "firstUncleanableDirtyOffset");
+            boolean force = (Boolean) accessor(o, "forceUpdateCheckpoint");
+            Method delayOf = manager.getDeclaredMethod("maxCompactionDelay", unified, long.class, long.class);
+            delayOf.setAccessible(true);
+            long delay = (Long) delayOf.invoke(null, log, firstDirty, now);
+            Class<?> toClean = Class.forName(pkg + "LogToClean");
+            Object ltc = toClean.getConstructor(unified, long.class, long.class, boolean.class)
+                .newInstance(log, firstDirty, uncleanableDirty, delay > 0);
+            StringBuilder answer = new StringBuilder("{\"lastStableOffset\":"
+                + unified.getMethod("lastStableOffset").invoke(log) + ",\"logEndOffset\":" + leo
+                + ",\"firstDirtyOffset\":" + firstDirty + ",\"firstUncleanableDirtyOffset\":" + uncleanableDirty
+                + ",\"forceUpdateCheckpoint\":" + force + ",\"maxCompactionDelay\":" + delay);
+            for (String name : new String[] {"firstUncleanableOffset", "cleanBytes", "cleanableBytes", "totalBytes",
+                                             "cleanableRatio"}) {
+                answer.append(",\"").append(name).append("\":").append(accessor(ltc, name));
+            }
+            if (dedupe > 0) {
+                Time time = new FixedTime(now);
+                Object map = Class.forName(pkg + "SkimpyOffsetMap").getConstructor(int.class, String.class)
+                    .newInstance(dedupe, "MD5");
+                Class<?> throttlerClass = Class.forName("org.apache.kafka.storage.internals.utils.Throttler");
+                Object throttler = throttlerClass.getConstructor(double.class, long.class, String.class, String.class,
+                    Time.class).newInstance(Double.MAX_VALUE, Long.MAX_VALUE, "cleaner-io", "bytes", time);
+                Class<?> cleanerClass = Class.forName(pkg + "Cleaner");
+                java.util.function.Consumer<TopicPartition> checkDone = tp -> { };
+                Object cleaner = cleanerClass.getConstructor(int.class, Class.forName(pkg + "OffsetMap"), int.class,
+                    int.class, double.class, throttlerClass, Time.class, java.util.function.Consumer.class)
+                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, checkDone);
+                Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
+                answer.append(",\"endOffset\":").append(((Map.Entry<?, ?>) result).getKey());
+            }
+            return answer.append("}").toString();
+        } catch (InvocationTargetException ite) {
+            return "{\"exception\":" + quote(describe(ite.getCause())) + "}";
+        } finally {
+            log.getClass().getMethod("close").invoke(log);
+            ((KafkaScheduler) opened[1]).shutdown();
+        }
+    }
+
+    /** A record component or a plain getter, private or not. */
+    private static Object accessor(Object o, String name) throws ReflectiveOperationException {
+        Method m = o.getClass().getDeclaredMethod(name);
+        m.setAccessible(true);
+        return m.invoke(o);
+    }
+
+    /** {@code {log, scheduler}} of the partition opened as a broker's start opens it, or {@code {json}} of why not. */
+    private static Object[] openLog(File dir, long logStartOffset, long recoveryPoint, boolean clean, long now,
+                                    String configPairs) throws Exception {
         Map<String, Object> props = new HashMap<>();
         for (String kv : configPairs.split(";")) {
             if (kv.isEmpty()) continue;
@@ -221,22 +323,11 @@ public final class KafkaOracle {
             else if (t.getSimpleName().equals("LogOffsetsListener")) args[i] = t.getField("NO_OP_OFFSETS_LISTENER").get(null);
             else throw new IllegalStateException("UnifiedLog factory parameter of unknown type " + t);
         }
-        Object log;
         try {
-            log = factory.invoke(owner, args);
+            return new Object[] {factory.invoke(owner, args), scheduler};
         } catch (InvocationTargetException ite) {
             scheduler.shutdown();
-            return "{\"exception\":" + quote(describe(ite.getCause())) + "}";
-        }
-        try {
-            log.getClass().getMethod("flush", boolean.class).invoke(log, true);
-            long lso = (Long) log.getClass().getMethod("logStartOffset").invoke(log);
-            long leo = (Long) log.getClass().getMethod("logEndOffset").invoke(log);
-            long rp = (Long) log.getClass().getMethod("recoveryPoint").invoke(log);
-            return "{\"logStartOffset\":" + lso + ",\"logEndOffset\":" + leo + ",\"recoveryPoint\":" + rp + "}";
-        } finally {
-            log.getClass().getMethod("close").invoke(log);
-            scheduler.shutdown();
+            return new Object[] {"{\"exception\":" + quote(describe(ite.getCause())) + "}"};
         }
     }
 

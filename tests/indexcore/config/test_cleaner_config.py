@@ -1,0 +1,25 @@
+"""``CleanerConfig``: Kafka 4.4's defaults and each thread's share, from a broker's properties."""
+
+from __future__ import annotations
+
+import pytest
+
+from segdex.indexcore.config.cleaner_config import CleanerConfig
+
+
+def test_defaults_and_each_threads_share():
+    c = CleanerConfig()
+    assert (c.offset_map_memory, c.thread_io_buffer_size, c.dedupe_buffer_load_factor, c.hash_algorithm) == (
+        134_217_728, 262_144, 0.9, "MD5")
+    four = CleanerConfig.from_properties({"log.cleaner.threads": "4", "log.cleaner.dedupe.buffer.size": "1000",
+                                          "log.cleaner.io.buffer.size": "800", "log.cleaner.enable": "false"})
+    assert (four.offset_map_memory, four.thread_io_buffer_size, four.enable_cleaner) == (250, 100, False)
+    huge = CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(8 << 30)})
+    assert huge.offset_map_memory == 2**31 - 1  # capped at Integer.MAX_VALUE per thread
+
+
+def test_a_value_kafka_refuses():
+    with pytest.raises(ValueError, match="log.cleaner.io.buffer.size=-1: must be at least 0"):
+        CleanerConfig.from_properties({"log.cleaner.io.buffer.size": "-1"})
+    with pytest.raises(ValueError):
+        CleanerConfig.from_properties({"log.cleaner.threads": "two"})
