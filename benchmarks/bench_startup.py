@@ -53,7 +53,7 @@ def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: 
     if layout == "one-partition":
         partitions, segments = 1, partitions * segments
     pristine = root / f"pristine-{install.version}-{partitions}x{segments}x{segment_bytes >> 20}-{shape_name}"
-    if (pristine / "data" / "meta.properties").exists():
+    if (pristine / ".complete").exists():
         return pristine
     shutil.rmtree(pristine, ignore_errors=True)
     KafkaBroker(install, pristine).format()
@@ -67,12 +67,18 @@ def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: 
             with open(part / segment_name(base), "rb") as f:
                 batch_size = int.from_bytes(f.read(12)[8:12], "big") + 12
             base += size // batch_size * shape["records_per_batch"]
+    os.sync()
+    (pristine / ".complete").write_text("")  # an interrupted generation is not taken for a whole one
     return pristine
 
 
 def fresh_copy(pristine: Path, work: Path) -> Path:
+    """A copy of the pristine dir, on disk before the contender starts (a log dir at rest, as after a restore):
+    otherwise the copy's own writeback competes with it, and a run that makes its files durable with
+    ``syncfs`` waits for gigabytes it did not write."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(pristine / "data", work / "data")
+    os.sync()
     return work
 
 
