@@ -20,6 +20,7 @@ def compacted_partition(rng: random.Random, t0: int) -> tuple[dict[int, bytes], 
     producers = {pid: {"epoch": 0, "seq": 0, "txn": False, "transactional": rng.random() < 0.5}
                  for pid in rng.sample(range(1000, 1100), rng.choice([0, 1, 4]))}
     batches: list[bytes] = []
+    transactional: list[int] = []  # indexes of transactional data batches
     offset, ts = rng.choice([0, 0, 300]), t0
     for _ in range(rng.randint(4, 120)):
         ts += rng.choice([1, 1000, HOUR_MS, 12 * HOUR_MS])
@@ -37,13 +38,18 @@ def compacted_partition(rng: random.Random, t0: int) -> tuple[dict[int, bytes], 
                        None if rng.random() < 0.1 else rng.randbytes(rng.randint(1, 40))) for i in range(n)]
         if p:
             p["txn"] = p["txn"] or (p["transactional"] and rng.random() < 0.7)
+            if p["txn"]:
+                transactional.append(len(batches))
             batches.append(build_batch(offset, recs, producer_id=pid, producer_epoch=p["epoch"],
                                        base_sequence=p["seq"], is_transactional=p["txn"]))
             p["seq"] += n
         else:
             batches.append(build_batch(offset, recs))
         offset += n
-    cuts = sorted(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randint(1, 5))))
+    cuts = set(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randint(1, 5))))
+    if transactional and rng.random() < 0.5:  # a segment ending with transactional data (aborted, maybe)
+        cuts.add(rng.choice(transactional) + 1)
+    cuts = sorted(c for c in cuts if c < len(batches))
     segments: dict[int, bytes] = {}
     for lo, hi in zip([0, *cuts], [*cuts, len(batches)], strict=True):
         segments[int.from_bytes(batches[lo][:8], "big")] = b"".join(batches[lo:hi])

@@ -1,0 +1,411 @@
+"""Kafka's ``Cleaner``: one cleaning round of a compacted partition, in memory (``clean`` returns the files; nothing
+here writes a log dir).
+
+A round (``Cleaner.doClean``), for a ``LogToClean`` at the clock ``now``:
+
+1. ``build_offset_map``: from the first dirty offset to the (segment-aligned) first uncleanable offset, the latest
+   offset of each key, skipping aborted transactions' data, until the map holds ``int(slots * load factor)`` keys;
+   the round ends after the last offset the map covers (``end_offset``), which the ``cleaner-offset-checkpoint``
+   then holds.
+2. ``group_segments_by_size``: every segment below ``end_offset``, from the log's first, in groups of at most
+   ``segment.bytes`` (index sizes within ``segment.index.bytes``, offsets within an int32 of the group's base).
+3. ``clean_segments``: each group becomes one segment named by its first base offset. Per batch
+   (``cleanInto``/``MemoryRecords.filterTo``): a record stays when its key's latest offset is its own (or beyond
+   the map), a tombstone only until its batch's delete horizon, keyless records go; aborted data goes; a marker
+   goes once its transaction's data is gone and its horizon passed; the last batch of an active producer and the
+   batch ending at the high watermark stay, empty when all their records go. A batch that keeps every record
+   and needs no new horizon is copied as it is; one that loses records, or keeps a tombstone or a discardable
+   marker without a horizon, is rebuilt (the horizon ``now + delete.retention.ms`` stamped). The offset and time
+   indexes are built batch by batch as ``LogSegment.append`` builds them, the ``.txnindex`` from the ABORT
+   markers kept; the files take the group's last segment's modification time.
+
+Rebuilding a compressed batch needs the codec's exact output: only uncompressed batches are rebuilt for now
+(``UnsupportedCompressionException`` otherwise); compressed batches copied whole are fine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.index.offset_index import OffsetIndex
+from segdex.indexcore.index.time_index import TimeIndex
+from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
+from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
+from segdex.indexcore.log.log_cleaner_manager import LogToClean
+from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.record.batch_header import (
+    BASE_TIMESTAMP_OFFSET,
+    DELETE_HORIZON_FLAG_MASK,
+    TIMESTAMP_TYPE_MASK,
+)
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
+from segdex.indexcore.record.record_batch import RecordBatch, read_batch_header
+from segdex.indexcore.record.records import control_record, records
+
+INT32_MAX = 2**31 - 1
+NO_TIMESTAMP = -1
+# BatchRetention
+DELETE, DELETE_EMPTY, RETAIN_EMPTY = "DELETE", "DELETE_EMPTY", "RETAIN_EMPTY"
+
+
+class LogCleaningException(SegdexError):
+    """A round Kafka's cleaner would abort (the partition is then marked uncleanable)."""
+
+
+@dataclass
+class CleanerSegment:
+    """A segment as the cleaner reads it: its ``.log``, its indexes as the broker has them loaded (the offset
+    index for ``lookup``, entry counts for grouping) and its ``.txnindex`` entries."""
+
+    log_path: str
+    base_offset: int
+    size: int
+    mtime_ms: int  # File.lastModified of the .log
+    offset_index: OffsetIndex
+    time_index_entries: int
+    aborted: list[AbortedTxn]
+    next_offset: int  # LogSegment.readNextOffset: after its last batch, its base offset when it has none
+
+
+@dataclass(frozen=True)
+class LastRecord:
+    """``LastRecord``: an active producer's last data offset (None: none kept) and epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+@dataclass
+class CleanedSegment:
+    """One group's cleaned segment: the files Kafka's cleaner leaves, and the segments it replaces."""
+
+    base_offset: int
+    log: bytes
+    offset_index: bytes
+    time_index: bytes
+    txn_index: bytes | None  # None: no .txnindex file
+    mtime_ms: int
+    replaces: list[int]  # base offsets of the segments it replaces (its own first)
+
+
+@dataclass
+class CleanerStats:
+    """What a round read and kept (``CleanerStats``, with records and bytes removed by kind)."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    batches_rebuilt: int = 0
+    tombstones_kept: int = 0
+    empty_batches: int = 0  # batches kept with no record (an active producer's last, the round's last)
+    map_keys: int = 0
+
+
+@dataclass
+class CleaningRound:
+    """``Cleaner.doClean``'s result: the end offset (for ``cleaner-offset-checkpoint``), the cleaned segments."""
+
+    end_offset: int
+    segments: list[CleanedSegment] = field(default_factory=list)
+    stats: CleanerStats = field(default_factory=CleanerStats)
+
+
+def floor_index(segs: list[CleanerSegment], offset: int) -> int:
+    """Index of the segment holding ``offset`` (``floorSegment``), -1 when none lies at or below it."""
+    i = -1
+    for j, s in enumerate(segs):
+        if s.base_offset <= offset:
+            i = j
+        else:
+            break
+    return i
+
+
+def segments_between(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
+    """``LogSegments.values(from, to)``."""
+    if start == end:
+        return []
+    if end < start:
+        raise LogCleaningException(f"Invalid log segment range: requested segments from offset {start} which is "
+                                   f"greater than limit offset {end}")
+    lo = max(floor_index(segs, start), 0)
+    return [s for s in segs[lo:] if s.base_offset < end]
+
+
+def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: int, base_offset: int,
+                                 upper_bound_offset: int) -> list[AbortedTxn]:
+    """``LocalLog.collectAbortedTransactions(logStartOffset, baseOffset, upperBoundOffset)``: from the segment
+    holding ``base_offset`` on, each ``.txnindex`` entry ending at or after the log start offset (not the base
+    offset: Kafka's own comparison) and starting below the bound, until one whose last stable offset reaches the
+    bound."""
+    i = floor_index(segs, base_offset)
+    if i < 0:
+        return []
+    out = []
+    for seg in segs[i:]:
+        for txn in seg.aborted:
+            if txn.last_offset >= log_start_offset and txn.first_offset < upper_bound_offset:
+                out.append(txn)
+            if txn.last_stable_offset >= upper_bound_offset:
+                return out
+    return out
+
+
+def _delete_horizon(buf, batch: RecordBatch) -> int | None:
+    """``RecordBatch.deleteHorizonMs``: the base timestamp when attribute bit 6 is set."""
+    if batch.magic < 2 or not batch.attributes & DELETE_HORIZON_FLAG_MASK:
+        return None
+    return int.from_bytes(buf[batch.position + BASE_TIMESTAMP_OFFSET:batch.position + BASE_TIMESTAMP_OFFSET + 8],
+                          "big", signed=True)
+
+
+def _control_type(buf, batch: RecordBatch) -> str | None:
+    found = control_record(buf, batch)
+    return found[0] if found is not None else None
+
+
+def _check_batch_retention(buf, batch: RecordBatch, horizon: int | None, tm: CleanedTransactionMetadata,
+                           active_producers: dict[int, LastRecord], high_watermark: int,
+                           now_ms: int) -> tuple[str, bool, bool]:
+    """``cleanInto``'s ``checkBatchRetention``: (BatchRetention, whether every record goes, whether it is a marker
+    whose transaction's data is gone). The last batch of an active producer, and the batch ending at the high
+    watermark (Kafka 4.4; 3.9 has neither that nor 4.0's batch ending the round), stay even when emptied."""
+    if batch.is_control:
+        can_discard = tm.on_control_batch_read(batch, _control_type(buf, batch))
+        discard_records = can_discard and horizon is not None and horizon <= now_ms
+    else:
+        can_discard = tm.on_batch_read(batch)
+        discard_records = can_discard
+    last = active_producers.get(batch.producer_id)
+    is_last_of_producer = last is not None and (
+        (last.last_data_offset is not None and batch.last_offset == last.last_data_offset)
+        or (last.last_data_offset is None and batch.is_control and batch.producer_epoch == last.producer_epoch))
+    if (batch.has_producer_id and is_last_of_producer) or batch.next_offset == high_watermark:
+        retention = RETAIN_EMPTY
+    elif discard_records:
+        retention = DELETE
+    else:
+        retention = DELETE_EMPTY
+    return retention, discard_records, can_discard and batch.is_control
+
+
+class Cleaner:
+    """``Cleaner`` for one partition's segments (in offset order, the last one active)."""
+
+    def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9) -> None:
+        self.offset_map = offset_map
+        self.load_factor = load_factor
+
+    # -- the offset map --------------------------------------------------------------------------------------
+
+    def build_offset_map(self, segs: list[CleanerSegment], log_start_offset: int, start: int, end: int,
+                         stats: CleanerStats) -> None:
+        """``Cleaner.buildOffsetMap``."""
+        m = self.offset_map
+        m.clear()
+        dirty = segments_between(segs, start, end)
+        tm = CleanedTransactionMetadata()
+        tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
+        max_desired = int(m.slots * self.load_factor)
+        for i, seg in enumerate(dirty):
+            next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+            if self._build_for_segment(seg, start, next_start, max_desired, tm, stats):
+                break
+        stats.map_keys = m.size
+
+    def _build_for_segment(self, seg: CleanerSegment, start: int, next_start: int, max_desired: int,
+                           tm: CleanedTransactionMetadata, stats: CleanerStats) -> bool:
+        """``Cleaner.buildOffsetMapForSegment``; True when the map is full."""
+        m = self.offset_map
+        position = seg.offset_index.lookup(start)[1]
+        with open_log(seg.log_path) as buf:
+            for batch in batches(buf, position):
+                if batch.is_control:
+                    tm.on_control_batch_read(batch, _control_type(buf, batch))
+                elif not tm.on_batch_read(batch):
+                    for record in records(buf, batch):
+                        if record.key is not None and record.offset >= start:
+                            if m.size < max_desired:
+                                m.put(record.key, record.offset)
+                            else:
+                                return True
+                if batch.last_offset >= start:
+                    m.update_latest_offset(batch.last_offset)
+        m.update_latest_offset(next_start - 1)
+        return False
+
+    # -- grouping ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def group_segments_by_size(segs: list[CleanerSegment], max_size: int, max_index_size: int,
+                               first_uncleanable_offset: int) -> list[list[CleanerSegment]]:
+        """``Cleaner.groupSegmentsBySize``."""
+        groups = []
+        rest = list(segs)
+        while rest:
+            group = [rest.pop(0)]
+            log_size = group[0].size
+            index_size = len(group[0].offset_index) * 8
+            time_size = group[0].time_index_entries * 12
+            while rest:
+                nxt = rest[0]
+                last_estimate = rest[1].base_offset - 1 if len(rest) > 1 else first_uncleanable_offset - 1
+                if not (log_size + nxt.size <= max_size
+                        and index_size + len(nxt.offset_index) * 8 <= max_index_size
+                        and time_size + nxt.time_index_entries * 12 <= max_index_size
+                        and (nxt.size == 0 or last_estimate - group[0].base_offset <= INT32_MAX)):
+                    break
+                group.append(rest.pop(0))
+                log_size += nxt.size
+                index_size += len(nxt.offset_index) * 8
+                time_size += nxt.time_index_entries * 12
+            groups.append(group)
+        return groups
+
+    # -- a round -----------------------------------------------------------------------------------------------
+
+    def clean(self, segs: list[CleanerSegment], to_clean: LogToClean, log_start_offset: int, high_watermark: int,
+              active_producers: dict[int, LastRecord], config, now_ms: int) -> CleaningRound:
+        """``Cleaner.doClean``: one round at the clock ``now_ms`` (``config``: the topic's ``LogConfig``)."""
+        stats = CleanerStats()
+        before_dirty = segments_between(segs, 0, to_clean.first_dirty_offset)
+        legacy_horizon = before_dirty[-1].mtime_ms - config.delete_retention_ms if before_dirty else 0
+        upper = to_clean.first_uncleanable_offset
+        self.build_offset_map(segs, log_start_offset, to_clean.first_dirty_offset, upper, stats)
+        end_offset = self.offset_map.latest_offset + 1
+        tm = CleanedTransactionMetadata()
+        cleaned = []
+        for group in self.group_segments_by_size(segments_between(segs, 0, end_offset), config.segment_bytes,
+                                                 config.segment_index_bytes, upper):
+            cleaned.append(self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms,
+                                                tm, legacy_horizon, high_watermark, stats))
+        return CleaningRound(end_offset, cleaned, stats)
+
+    def _clean_segments(self, segs: list[CleanerSegment], group: list[CleanerSegment], log_start_offset: int,
+                        active_producers: dict[int, LastRecord], config, now_ms: int,
+                        tm: CleanedTransactionMetadata, legacy_horizon: int, high_watermark: int,
+                        stats: CleanerStats) -> CleanedSegment:
+        """``Cleaner.cleanSegments``: one group into one segment."""
+        base = group[0].base_offset
+        out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes)
+        tm.cleaned_index = out.txn_index
+        for i, seg in enumerate(group):
+            seg_upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
+            tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, seg.base_offset,
+                                                                     seg_upper))
+            retain_legacy_deletes = seg.mtime_ms > legacy_horizon
+            self._clean_into(seg, out, retain_legacy_deletes, config.delete_retention_ms, tm, active_producers,
+                             high_watermark, now_ms, stats)
+        out.become_inactive()
+        stats.bytes_written += len(out.log)
+        txn = out.txn_index.to_bytes() if len(out.txn_index) else None
+        return CleanedSegment(base, bytes(out.log), out.offset_index.to_bytes(), out.time_index.to_bytes(), txn,
+                              group[-1].mtime_ms, [s.base_offset for s in group])
+
+    def _clean_into(self, seg: CleanerSegment, out: _CleanedLog, retain_legacy_deletes: bool,
+                    delete_retention_ms: int, tm: CleanedTransactionMetadata,
+                    active_producers: dict[int, LastRecord], high_watermark: int, now_ms: int,
+                    stats: CleanerStats) -> None:
+        """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
+        m = self.offset_map
+        with open_log(seg.log_path) as buf:
+            for batch in batches(buf, 0):
+                stats.bytes_read += batch.size_in_bytes
+                horizon_now = _delete_horizon(buf, batch)
+                retention, discard_records, contains_marker_for_empty_txn = _check_batch_retention(
+                    buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
+                recs = list(records(buf, batch))
+                stats.records_read += len(recs)
+                if retention == DELETE:
+                    continue
+                write_original = batch.magic >= 2
+                kept = []
+                has_tombstone = False
+                for r in recs:
+                    if self._should_retain(batch, r, discard_records, horizon_now, retain_legacy_deletes, now_ms,
+                                           m):
+                        kept.append(r)
+                        has_tombstone = has_tombstone or r.value is None
+                    else:
+                        write_original = False
+                stats.records_kept += len(kept)
+                if kept:
+                    need_horizon = (has_tombstone or contains_marker_for_empty_txn) and horizon_now is None
+                    if write_original and not need_horizon:
+                        out.append(bytes(buf[batch.position:batch.position + batch.size_in_bytes]))
+                    else:
+                        horizon = now_ms + delete_retention_ms if need_horizon else (
+                            horizon_now if horizon_now is not None else NO_TIMESTAMP)
+                        log_append = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
+                        out.append(rebuild_batch(batch.base_offset, batch.last_offset, batch.attributes,
+                                                 batch.partition_leader_epoch, batch.producer_id,
+                                                 batch.producer_epoch, batch.base_sequence, kept, log_append,
+                                                 horizon))
+                        stats.batches_rebuilt += 1
+                    stats.tombstones_kept += sum(1 for r in kept if r.value is None)
+                elif retention == RETAIN_EMPTY:
+                    if batch.magic < 2:
+                        raise LogCleaningException("Empty batches are only supported for magic v2 and above")
+                    stats.empty_batches += 1
+                    out.append(empty_header(batch.base_offset, batch.last_offset, batch.attributes,
+                                            batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id,
+                                            batch.producer_epoch, batch.base_sequence))
+
+    @staticmethod
+    def _should_retain(batch: RecordBatch, record, discard_records: bool, horizon: int | None,
+                       retain_legacy_deletes: bool, now_ms: int, m: SkimpyOffsetMap) -> bool:
+        """``LogCleaner``'s ``RecordFilter.shouldRetainRecord`` and ``Cleaner.shouldRetainRecord``."""
+        if discard_records:
+            return False
+        if batch.is_control:
+            return True
+        if record.offset > m.latest_offset:
+            return True
+        if record.key is None:
+            return False
+        latest = record.offset >= m.get(record.key)
+        if batch.magic >= 2:
+            retain_deletes = horizon is None or now_ms < horizon
+        else:
+            retain_deletes = retain_legacy_deletes
+        return latest and (record.value is not None or retain_deletes)
+
+
+class _CleanedLog:
+    """The ``.cleaned`` segment being written: its bytes and indexes as ``LogSegment.append`` builds them, batch
+    by batch (an offset entry, keyed by the batch's last offset at its start, once more than
+    ``index.interval.bytes`` were written since the last)."""
+
+    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int) -> None:
+        self.base_offset = base_offset
+        self.interval = index_interval_bytes
+        self.log = bytearray()
+        self.offset_index = OffsetIndex(base_offset, max_index_size)
+        self.time_index = TimeIndex(base_offset, max_index_size)
+        self.txn_index = TransactionIndex(base_offset)
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        self.bytes_since_last_index_entry = 0
+
+    def append(self, batch_bytes: bytes) -> None:
+        batch = read_batch_header(batch_bytes, 0)
+        if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX:
+            raise LogCleaningException(
+                f"offset {batch.last_offset} does not fit a segment based at {self.base_offset}")
+        position = len(self.log)
+        self.log += batch_bytes
+        if batch.max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
+        if self.bytes_since_last_index_entry > self.interval:
+            self.offset_index.append(batch.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(batch_bytes)
+
+    def become_inactive(self) -> None:
+        """``LogSegment.onBecomeInactiveSegment``: the time index's last entry."""
+        if self.offset_of_max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)

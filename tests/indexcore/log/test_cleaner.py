@@ -1,0 +1,134 @@
+"""``Cleaner``'s round against Kafka 4.4's own ``Cleaner.doClean`` (``KafkaOracle cleanable`` with a dedupe buffer):
+generated compacted partitions (keys overwritten and deleted, idempotent and transactional producers with
+committed, aborted and open transactions), loaded by both at the same clock, then one round each with the same
+offset map size, topic configs and checkpoint: the round's end offset, and every file of every cleaned segment
+(``.log``, ``.index``, ``.timeindex``, ``.txnindex``) byte for byte with the ``.log``'s modification time."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, LastRecord
+from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
+from segdex.indexcore.log.log_loader import LogLoader
+from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.tools.segment_writer import segment_name
+from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.kafka_harness import KafkaInstall, KafkaOracle
+
+T0 = 1_700_000_000_000
+DAY_MS = 24 * HOUR_MS
+
+
+@pytest.fixture(scope="module")
+def kafka44(tmp_path_factory):
+    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-cleaner"))
+    yield o
+    o.close()
+
+
+def load(part: Path, config: LogConfig, now: int):
+    """segdex's load of the partition (Kafka's LogLoader at ``now``): the cleaner's segments, the active
+    producers' last records, the log start and end offsets and the first unstable offset."""
+    logs, _ = segment_logs(part)
+    loader = LogLoader(str(part), config, now, 0)
+    segs = []
+    for base, path in logs:
+        r = loader.recover_segment(path, base).result
+        st = os.stat(path)
+        segs.append(CleanerSegment(path, base, st.st_size, st.st_mtime_ns // 1_000_000, r.offset_index,
+                                   len(r.time_index), list(r.txn_index.aborted), r.next_offset))
+    loaded = loader.finish()
+    state = loader.recovery.producer_state
+    active = {pid: LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
+              for pid, e in state.producers.items()}
+    return segs, active, loaded.log_start_offset, loaded.log_end_offset, state.first_unstable_offset(
+        loaded.log_start_offset)
+
+
+def apply_round(part: Path, round_) -> None:
+    """Our round's segments into our copy, as Kafka's swap leaves them (the replaced segments' files and
+    snapshots gone)."""
+    for cleaned in round_.segments:
+        for base in cleaned.replaces:
+            for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
+                (part / (segment_name(base)[:-4] + suffix)).unlink(missing_ok=True)
+        stem = part / segment_name(cleaned.base_offset)[:-4]
+        files = {".log": cleaned.log, ".index": cleaned.offset_index, ".timeindex": cleaned.time_index,
+                 ".txnindex": cleaned.txn_index}
+        for suffix, data in files.items():
+            if data is not None:
+                Path(f"{stem}{suffix}").write_bytes(data)
+                if suffix != ".txnindex":
+                    os.utime(f"{stem}{suffix}", ns=(cleaned.mtime_ms * 10**6, cleaned.mtime_ms * 10**6))
+
+
+def compare(i: int, round_, theirs: Path) -> None:
+    for cleaned in round_.segments:
+        stem = theirs / segment_name(cleaned.base_offset)[:-4]
+        assert cleaned.log == Path(f"{stem}.log").read_bytes(), (i, cleaned.base_offset)
+        assert cleaned.offset_index == Path(f"{stem}.index").read_bytes(), (i, cleaned.base_offset)
+        assert cleaned.time_index == Path(f"{stem}.timeindex").read_bytes(), (i, cleaned.base_offset)
+        theirs_txn = Path(f"{stem}.txnindex")
+        assert cleaned.txn_index == (theirs_txn.read_bytes() if theirs_txn.exists() else None), i
+        assert cleaned.mtime_ms == os.stat(f"{stem}.log").st_mtime_ns // 1_000_000, i
+        for gone in cleaned.replaces[1:]:
+            assert not (theirs / segment_name(gone)).exists(), (i, gone)
+
+
+def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Path):
+    """Two rounds each: the second from the first's end offset, at a clock past the horizons the first stamped
+    for some, so that tombstones and markers then go."""
+    rng = random.Random(27)
+    rounds = rebuilt = txn_files = grouped = full = emptied = 0
+    for i in range(50):
+        data, last_ts = compacted_partition(rng, T0)
+        ours, theirs = tmp_path / f"ours{i}" / "c-0", tmp_path / f"theirs{i}" / "c-0"
+        ours.mkdir(parents=True)
+        for n, (base, seg) in enumerate(sorted(data.items())):
+            (ours / segment_name(base)).write_bytes(seg)
+            os.utime(ours / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+        shutil.copytree(ours, theirs)
+        segment_bytes = rng.choice([1 << 20, 1500, 600])
+        config = LogConfig(cleanup_policy="compact", index_interval_bytes=rng.choice([1, 100, 4096]),
+                           segment_bytes=segment_bytes, delete_retention_ms=rng.choice([0, HOUR_MS, DAY_MS]))
+        now = last_ts + rng.choice([0, HOUR_MS, 2 * DAY_MS])
+        dedupe = 24 * rng.choice([3, 12, 10_000])
+        checkpoint = None
+        for second in (False, True):
+            if second:
+                now += rng.choice([0, config.delete_retention_ms + 1])
+            segs, active, start, leo, unstable = load(ours, config, now)
+            if not second:
+                checkpoint = rng.choice([None, None, rng.randint(start, leo)])
+            # the high watermark: the log end, or a segment boundary (the batch ending there stays, 4.4)
+            hw = leo if len(segs) < 3 or rng.random() < 0.6 else rng.choice(segs[1:-1]).base_offset
+            facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+            view = cleaning_view(facts, start, leo, last_stable_offset(unstable, hw), checkpoint, now, config)
+            if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
+                continue
+            answer = kafka44.cleanable(theirs, now, start, hw, checkpoint, dedupe, config={
+                "cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
+                "internal.segment.bytes": segment_bytes, "delete.retention.ms": config.delete_retention_ms})
+            assert "exception" not in answer, (i, answer)
+            assert answer["lastStableOffset"] == last_stable_offset(unstable, hw), i
+            round_ = Cleaner(SkimpyOffsetMap(dedupe)).clean(segs, view.log, start, hw, active, config, now)
+            assert round_.end_offset == answer["endOffset"], i
+            compare(i, round_, theirs)
+            apply_round(ours, round_)
+            checkpoint = round_.end_offset
+            rounds += bool(round_.segments)
+            rebuilt += round_.stats.batches_rebuilt
+            full += round_.end_offset < view.log.first_uncleanable_offset
+            txn_files += sum(c.txn_index is not None for c in round_.segments)
+            grouped += sum(len(c.replaces) > 1 for c in round_.segments)
+            emptied += round_.stats.empty_batches
+    assert rounds > 50 and rebuilt > 100 and grouped > 5 and full > 5 and txn_files > 5 and emptied >= 1, (
+        rounds, rebuilt, grouped, full, txn_files, emptied)
