@@ -25,8 +25,8 @@ from typing import Any, Protocol
 from segdex.indexcore.config.log_config import INDEX_CONFIGS, LogConfig, TopicConfigResolver, is_cluster_metadata
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
-from segdex.indexcore.log.checkpoints import CorruptCheckpointException
-from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_offset_checkpoint
+from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE, CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_dir import (
     LogDirLock,
     LogDirLockedException,
@@ -135,6 +135,11 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
         except (CorruptCheckpointException, OSError) as e:
             found.notes.append(f"{log_dir}: checkpoint files ignored: {e}")
             recovery, start, hw = {}, {}, {}
+        try:
+            cleaner = read_offset_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
+        except (CorruptCheckpointException, OSError) as e:
+            found.notes.append(f"{log_dir}: {CLEANER_OFFSET_CHECKPOINT} ignored: {e}")
+            cleaner = {}
         clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
         for p in listing.partitions:
             size, count = partition_size(p.path)
@@ -144,7 +149,8 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
                 log_dir=log_dir, path=p.path, topic=p.topic, partition=p.partition, future=p.kind == "future",
                 config=topic_configs.get(p.topic, config), size_bytes=size, segment_count=count,
                 log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
-                lock_owner=lock_owner, read_only=read_only, now_ms=now_ms, clean_shutdown=clean_shutdown))
+                lock_owner=lock_owner, read_only=read_only, now_ms=now_ms, clean_shutdown=clean_shutdown,
+                cleaner_checkpoint=cleaner.get(key)))
     return found
 
 

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.fs.atomic_file import is_temporary, remove_temporaries
 from segdex.indexcore.log import scan as kernel_scan
 from segdex.indexcore.log.checkpoints import CorruptCheckpointException
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
+from segdex.indexcore.log.log_cleaner_manager import CleaningView, SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.log_dir import held_by, partition_findings
 from segdex.indexcore.log.log_loader import LogLoader, snapshot_files_in
+from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import (
     PartitionRecovery,
     SegmentRecovery,
@@ -65,6 +68,7 @@ class PartitionTask:
     quarantine: str | None = None  # recover --truncate: cut corrupt tails as Kafka does, keeping them here
     run_id: str = ""
     clean_shutdown: bool = False  # the log dir holds .kafka_cleanshutdown: the broker's next start skips recovery
+    cleaner_checkpoint: int | None = None  # its entry in the log dir's cleaner-offset-checkpoint
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class PartitionOutcome:
     # recovered whole with every file written, so the log dir's checkpoints may say so
     loaded: dict[str, Any] | None = None
     startup: StartupPreview | None = None  # verify: what the broker's next start does to this partition
+    cleaning: CleaningView | None = None  # verify, compacted topics: what Kafka's log cleaner would do next
     coordination: PartitionCoordination | None = None  # open transactions, a coordinator partition's load
 
 
@@ -205,6 +210,7 @@ class VerifyScan:
         self.staged_writes = pending if pending is not None else PendingWrites()
         self.staged_rows: dict[str, int] = {}  # target path -> index of its segment row (-1: a partition file)
         self.on_disk: list[SegmentOnDisk] | None = None  # the segments as the broker's start will find them
+        self.recovery_state: PartitionRecovery | None = None  # producer state and leader epochs after the scan
 
     def run(self) -> PartitionOutcome:
         task, out = self.task, self.out
@@ -224,6 +230,7 @@ class VerifyScan:
         recovery = self.open_recovery()
         if recovery is None:
             return out
+        self.recovery_state = getattr(recovery, "recovery", recovery)
         for i, (base, log_path) in enumerate(logs):
             if self._segment(recovery, logs, i, base, log_path):
                 break
@@ -273,8 +280,10 @@ class VerifyScan:
         return status, reason, False
 
     def finish(self) -> None:
-        """After the last segment: the startup preview (none where ``on_disk`` was not kept)."""
+        """After the last segment: the startup preview and, for a compacted topic, the cleaner's view (none where
+        ``on_disk`` was not kept)."""
         _preview(self.task, self.on_disk, self.out)
+        self.out.cleaning = _cleaning_view(self.task, self.on_disk, self.recovery_state, self.ctx)
 
 
 class ReindexScan(VerifyScan):
@@ -516,11 +525,11 @@ def summarize(task: PartitionTask, out: PartitionOutcome, ctx: RunContext) -> No
         f"{n} {s}" for s, n in sorted(counts.items()) if s != SegmentStatus.OK)
     if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
         reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
-    out.partition = _partition_row(task, out.segments, worst, reason, ctx, out.startup)
+    out.partition = _partition_row(task, out.segments, worst, reason, ctx, out.startup, out.cleaning)
 
 
 def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str, reason: str, ctx: RunContext,
-                   startup: StartupPreview | None = None) -> PartitionRow:
+                   startup: StartupPreview | None = None, cleaning: CleaningView | None = None) -> PartitionRow:
     last = segments[-1] if segments else None
     stamps = [r.max_timestamp for r in segments if r.max_timestamp is not None]
     if task.future:
@@ -534,8 +543,41 @@ def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str,
         size_bytes=sum(r.size_bytes or 0 for r in segments),
         max_timestamp=max(stamps) if stamps else None,
         status=status, reason=reason, run_id=ctx.run_id, scanned_at=ctx.scanned_at,
-        **_startup_columns(startup),
+        **_startup_columns(startup), **_cleaner_columns(task, cleaning),
     )
+
+
+def _cleaner_columns(task: PartitionTask, view: CleaningView | None) -> dict[str, Any]:
+    """The partitions table's cleaner view (verify, compacted topics; None elsewhere)."""
+    if view is None:
+        return dict.fromkeys(f.name for f in fields(PartitionRow) if f.name.startswith("cleaner_"))
+    ratio = view.log.cleanable_ratio
+    return {"cleaner_checkpoint": task.cleaner_checkpoint,
+            "cleaner_first_dirty_offset": view.offsets.first_dirty_offset,
+            "cleaner_first_uncleanable_offset": view.log.first_uncleanable_offset,
+            "cleaner_dirty_ratio": None if ratio != ratio else ratio, "cleaner_would_clean": view.would_clean,
+            "cleaner_oldest_dirty_age_ms": view.oldest_dirty_age_ms}
+
+
+def _cleaning_view(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, recovery: PartitionRecovery | None,
+                   ctx: RunContext) -> CleaningView | None:
+    """verify: ``LogCleanerManager``'s view of a compacted partition as the scan found it (its segments'
+    timestamps as Kafka's load rebuilds the indexes, its open transactions for the last stable offset, the high
+    watermark checkpointed, clamped to the log as the broker clamps it), at the scan's clock."""
+    if not on_disk or recovery is None or task.read_only is not None or not task.config.compact:
+        return None
+    try:
+        segments = [(s, LogSegment(s.log_path, s.base_offset)) for s in on_disk]
+        facts = [SegmentFacts(s.base_offset, s.result.size_bytes, seg.largest_timestamp(s.result.time_index)[0],
+                              seg.first_batch_timestamp()) for s, seg in segments]
+    except (OSError, SegdexError):
+        return None
+    start = max(task.log_start_offset or 0, on_disk[0].base_offset)
+    end = on_disk[-1].result.next_offset
+    hw = min(max(task.high_watermark if task.high_watermark is not None else end, start), end)
+    lso = last_stable_offset(recovery.producer_state.first_unstable_offset(start), hw)
+    now = int(ctx.scanned_at.timestamp() * 1000)
+    return cleaning_view(facts, start, end, lso, task.cleaner_checkpoint, now, task.config)
 
 
 def _startup_columns(p: StartupPreview | None) -> dict[str, Any]:

@@ -96,6 +96,13 @@ class PartitionRow:
     startup_deleted_segments: int | None = column(pa.int64())
     startup_lost_bytes: int | None = column(pa.int64())  # .log bytes cut or deleted
     startup_note: str | None = column(pa.string())  # a load that fails, a marker in front of a corrupt log
+    # verify, compacted topics: the log cleaner's view (LogCleanerManager) at the scan's clock
+    cleaner_checkpoint: int | None = column(pa.int64())  # the cleaner-offset-checkpoint entry, None: none
+    cleaner_first_dirty_offset: int | None = column(pa.int64())  # where Kafka's next cleaning starts
+    cleaner_first_uncleanable_offset: int | None = column(pa.int64())  # and ends (a segment's base offset)
+    cleaner_dirty_ratio: float | None = column(pa.float64())  # cleanable bytes / all bytes up to that end
+    cleaner_would_clean: bool | None = column(pa.bool_())  # past min.cleanable.dirty.ratio or max.compaction.lag
+    cleaner_oldest_dirty_age_ms: int | None = column(pa.int64())  # now - the oldest dirty segment's first batch
 
 
 PARTITIONS_SCHEMA = arrow_schema(PartitionRow)

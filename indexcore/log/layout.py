@@ -26,6 +26,7 @@ STRAY_DIR_SUFFIX = "-stray"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"  # LogCleanerManager: each partition's first dirty offset
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 META_PROPERTIES = "meta.properties"
 LOCK_FILE = ".lock"

@@ -149,6 +149,7 @@ class CleaningView:
     log: LogToClean
     max_compaction_delay: int
     would_clean: bool
+    oldest_dirty_age_ms: int | None = None  # see oldest_dirty_age_ms
 
 
 def cleaning_view(segs: list[SegmentFacts], log_start_offset: int, log_end_offset: int, last_stable: int,
@@ -158,4 +159,14 @@ def cleaning_view(segs: list[SegmentFacts], log_start_offset: int, log_end_offse
                                 config.min_compaction_lag_ms)
     delay = max_compaction_delay(segs, offsets.first_dirty_offset, now_ms, config.max_compaction_lag_ms)
     log = LogToClean.of(segs, offsets.first_dirty_offset, offsets.first_uncleanable_dirty_offset, delay > 0)
-    return CleaningView(offsets, log, delay, log.would_clean(config.min_cleanable_dirty_ratio))
+    return CleaningView(offsets, log, delay, log.would_clean(config.min_cleanable_dirty_ratio),
+                        oldest_dirty_age_ms(segs, offsets.first_dirty_offset, now_ms))
+
+
+def oldest_dirty_age_ms(segs: list[SegmentFacts], first_dirty: int, now_ms: int) -> int | None:
+    """How long the oldest dirty data has waited: ``now`` minus the earliest first-batch timestamp of the
+    non-active segments from the dirty one (what ``max.compaction.lag.ms`` is measured against); None when
+    there is none."""
+    stamps = [s.first_batch_timestamp for s in non_active_segments_from(segs, first_dirty)
+              if 0 < s.first_batch_timestamp < LONG_MAX]
+    return now_ms - min(stamps) if stamps else None

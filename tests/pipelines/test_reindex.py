@@ -361,3 +361,29 @@ def test_split_partitions_leave_what_whole_ones_leave(tmp_path, spark, split_eve
     assert recovered_split.exit_status == recovered_whole.exit_status
     assert _rows(recovered_split.run) == _rows(recovered_whole.run)
     assert _contents(split) == _contents(whole)
+
+
+def test_verify_reads_the_cleaners_checkpoint_and_says_when_it_cannot(tmp_path, spark):
+    """The log dir's cleaner-offset-checkpoint reaches each compacted partition's row; a corrupt one is a note
+    and the partitions are seen as Kafka would see them with no entry."""
+    from segdex.indexcore.log.checkpoints import write_offset_checkpoint
+    from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch
+
+    log_dir = tmp_path / "logs"
+    with SegmentWriter(log_dir, "orders", 0) as w:
+        for offset in range(4):
+            w.append(build_batch(offset, [(1_700_000_000_000 + offset, b"k", b"v")]))
+        w.roll(4)
+        w.append(build_batch(4, [(1_700_000_000_004, b"k", b"w")]))
+    write_offset_checkpoint(str(log_dir / "cleaner-offset-checkpoint"), {("orders", 0): 2})
+    topics = {"orders": LogConfig(cleanup_policy="compact")}
+    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), LogConfig(), topics,
+                          progress=False)
+    row = summary.outcomes[0].partition
+    assert (row.cleaner_checkpoint, row.cleaner_first_dirty_offset, row.cleaner_first_uncleanable_offset) == (2, 2, 4)
+    (log_dir / "cleaner-offset-checkpoint").write_text("0\n5\norders 0 2\n")  # says 5 entries, holds 1
+    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), LogConfig(), topics,
+                          progress=False)
+    assert any("cleaner-offset-checkpoint ignored" in n for n in summary.discovery.notes)
+    row = summary.outcomes[0].partition
+    assert (row.cleaner_checkpoint, row.cleaner_first_dirty_offset) == (None, 0)

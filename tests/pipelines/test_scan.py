@@ -56,3 +56,34 @@ def test_bad_input_becomes_rows(tmp_path):
     assert all(r.future and "-future" in r.reason for r in out.segments)
     assert out.partition.status == "unreadable"
     assert not (part / "00000000000000000000.index").exists()
+
+
+def test_verify_gives_a_compacted_partitions_cleaner_view(tmp_path):
+    """Three segments of a compacted topic (the last active), the cleaner's checkpoint at the second: Kafka's next
+    cleaning would start there and stop at the active segment, over the second segment's bytes of the first two's;
+    the oldest dirty data is the second segment's first batch. A topic that only deletes gets no view."""
+    from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch
+
+    t = int(NOW.timestamp() * 1000) - 10_000
+    with SegmentWriter(tmp_path, "compacted", 0) as w:
+        for offset in range(3):
+            w.append(build_batch(offset, [(t + offset, b"k", b"v" * 50)]))
+        w.roll(3)
+        for offset in range(3, 5):
+            w.append(build_batch(offset, [(t + 1000 * offset, b"k", b"w" * 50)]))
+        w.roll(5)
+        w.append(build_batch(5, [(t + 9000, b"k", b"x")]))
+    part = tmp_path / "compacted-0"
+    sizes = [os.path.getsize(part / f"{b:020d}.log") for b in (0, 3, 5)]
+    task = replace(_task(part), config=LogConfig(cleanup_policy="compact"), cleaner_checkpoint=3)
+    row = scan_partition(task, RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert (row.cleaner_checkpoint, row.cleaner_first_dirty_offset, row.cleaner_first_uncleanable_offset) == (3, 3, 5)
+    assert row.cleaner_dirty_ratio == sizes[1] / (sizes[0] + sizes[1])
+    assert row.cleaner_would_clean is (sizes[1] / (sizes[0] + sizes[1]) > 0.5)
+    assert row.cleaner_oldest_dirty_age_ms == int(NOW.timestamp() * 1000) - (t + 3000)
+    fresh = scan_partition(replace(task, cleaner_checkpoint=None), RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert (fresh.cleaner_first_dirty_offset, fresh.cleaner_dirty_ratio, fresh.cleaner_would_clean) == (0, 1.0, True)
+    past = scan_partition(replace(task, cleaner_checkpoint=99), RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert past.cleaner_first_dirty_offset == 0  # a checkpoint past the log end: Kafka starts over
+    deleting = scan_partition(_task(part), RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert deleting.cleaner_first_dirty_offset is None and deleting.cleaner_would_clean is None
