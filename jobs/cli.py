@@ -34,6 +34,7 @@ COMMANDS = {
     "sql": "segdex.jobs.sql",
     "retention": "segdex.jobs.retention",
     "compact": "segdex.jobs.compact",
+    "clean": "segdex.jobs.clean",
     "demo": "segdex.jobs.demo",
 }
 

@@ -211,6 +211,43 @@ RETENTION_ACTION_KEYS = ("run_id", "log_dir", "topic", "partition", "base_offset
 RETENTION_ACTIONS_TABLE = TableSpec(RETENTION_ACTIONS, RETENTION_ACTIONS_SCHEMA, RETENTION_ACTION_KEYS)
 
 
+CLEANING = "cleaning"
+
+
+@dataclass
+class CleaningRow:
+    """A row of ``cleaning``: one partition of a compacted topic in one ``segdex clean`` run: whether Kafka's
+    cleaner would take it at the run's clock and why, its cleanable range, and what one round would leave."""
+
+    run_id: str = column(pa.string(), nullable=False)
+    log_dir: str = column(pa.string(), nullable=False)
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    status: str = column(pa.string(), nullable=False)  # planned | not_due | error
+    would_clean: bool | None = column(pa.bool_())
+    why: str | None = column(pa.string())
+    checkpoint: int | None = column(pa.int64())  # the cleaner-offset-checkpoint entry before
+    first_dirty_offset: int | None = column(pa.int64())
+    first_uncleanable_offset: int | None = column(pa.int64())
+    dirty_ratio: float | None = column(pa.float64())
+    end_offset: int | None = column(pa.int64())  # the checkpoint after one round
+    map_full: bool | None = column(pa.bool_())  # more rounds needed
+    segments_before: int | None = column(pa.int64())
+    segments_after: int | None = column(pa.int64())
+    bytes_before: int | None = column(pa.int64())
+    bytes_after: int | None = column(pa.int64())
+    records_before: int | None = column(pa.int64())
+    records_after: int | None = column(pa.int64())
+    tombstones_kept: int | None = column(pa.int64())
+    keys: int | None = column(pa.int64())
+    error: str | None = column(pa.string())
+    now_ms: int | None = column(pa.int64())
+    run_at: datetime | None = column(TS)
+
+
+CLEANING_TABLE = TableSpec(CLEANING, arrow_schema(CleaningRow), ("run_id", "log_dir", "topic", "partition"))
+
+
 def default_metadata_path() -> str:
     """``$SEGDEX_METADATA``, else ``./segdex-metadata``."""
     return os.environ.get(METADATA_ENV) or DEFAULT_METADATA_PATH

@@ -1,0 +1,129 @@
+"""``segdex clean``: what Kafka's log cleaner would do to each compacted partition, offline (a plan: nothing in a log
+dir changes).
+
+Per partition of a topic whose ``cleanup.policy`` includes ``compact`` (Kafka's internal topics included): whether
+Kafka's cleaner would take it at ``--now`` and why (``min.cleanable.dirty.ratio``, ``max.compaction.lag.ms``), its
+cleanable range, and what one round would leave (segments, bytes and records before and after, tombstones kept,
+the ``cleaner-offset-checkpoint`` after it, whether the offset map filled). Recorded in the ``cleaning`` table.
+Exit 0 when every partition was planned, 1 when one could not be (a load that would truncate or fail, a batch
+whose codec segdex does not rebuild yet), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.status import ExitStatus
+from segdex.jobs.common import check_log_dirs, topics_on_disk
+from segdex.jobs.reindex import add_common_arguments, resolve_configs
+
+SPARK = True  # a Spark command: `-v` shows Spark's own log lines
+HELP = ("plan Kafka's log cleaner offline: which compacted partitions it would clean now, and what one round "
+        "would leave")
+COMMAND = "clean"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--now", metavar="EPOCH_MS", type=int, default=None,
+                        help="the cleaner's clock: lags, delete horizons, producer expiry (default: now)")
+    parser.add_argument("--dedupe-buffer-size", metavar="BYTES", type=int, default=None,
+                        help="one cleaner thread's offset map (default: log.cleaner.dedupe.buffer.size / "
+                             "log.cleaner.threads from --broker-config, else Kafka's 128 MiB)")
+    parser.add_argument("--no-record", action="store_true", help="print only; write no Delta table")
+    add_common_arguments(parser)
+
+
+def _cleaner_config(args: argparse.Namespace):
+    from segdex.indexcore.config.broker_config import load_properties
+    from segdex.indexcore.config.cleaner_config import CleanerConfig
+
+    props = load_properties(args.broker_config, "--broker-config") if args.broker_config else {}
+    try:
+        config = CleanerConfig.from_properties(props)
+    except ValueError as e:
+        raise SegdexError(f"--broker-config: {e}") from None
+    if args.dedupe_buffer_size is not None:
+        if args.dedupe_buffer_size < 24:
+            raise SegdexError(f"--dedupe-buffer-size must hold at least one key (24 bytes), got "
+                              f"{args.dedupe_buffer_size}")
+        config = CleanerConfig(1, args.dedupe_buffer_size, config.dedupe_buffer_load_factor, config.io_buffer_size,
+                               config.max_message_size, config.enable_cleaner, config.hash_algorithm)
+    return config
+
+
+def _fmt(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def print_run(run) -> int:
+    """One line per partition, then totals; the exit status."""
+    from segdex.jobs.report import human_bytes
+
+    status = ExitStatus.OK
+    for log_dir, why in run.discovery.refused:
+        print(f"segdex {COMMAND}: refused {log_dir}: {why}", file=sys.stderr)
+        status = ExitStatus.ATTENTION
+    due = saved = 0
+    for task, p in run.plans:
+        where = f"{task.topic}-{task.partition}"
+        if p.error:
+            print(f"error: {where}: {p.error}", file=sys.stderr)
+            status = ExitStatus.ATTENTION
+            continue
+        line = (f"{where}: {'would clean' if p.would_clean else 'not now'}: {p.why}; dirty offsets "
+                f"{_fmt(p.first_dirty_offset)}..{_fmt(p.first_uncleanable_offset)}")
+        if p.end_offset is not None:
+            line += (f"; one round: {p.segments_before} -> {p.segments_after} segments, "
+                     f"{human_bytes(p.bytes_before)} -> {human_bytes(p.bytes_after)}, records {_fmt(p.records_before)}"
+                     f" -> {_fmt(p.records_after)} ({_fmt(p.tombstones_kept)} tombstones kept), checkpoint "
+                     f"{_fmt(p.checkpoint)} -> {p.end_offset}" + ("; the offset map filled: more rounds" if p.map_full
+                                                                 else ""))
+        print(line)
+        if p.would_clean and p.end_offset is not None:
+            due += 1
+            saved += p.bytes_before - p.bytes_after
+    print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {due} Kafka would clean now, "
+          f"{human_bytes(saved)} a round would free there (now={run.now_ms})")
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        default, topics = resolve_configs(args)
+        cleaner = _cleaner_config(args)
+    except SegdexError as e:
+        print(f"segdex {COMMAND}: {e}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if args.now is not None and args.now < 0:
+        print(f"segdex {COMMAND}: --now must be epoch milliseconds, got {args.now}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if not args.log_dirs or check_log_dirs(COMMAND, args.log_dirs):
+        return ExitStatus.USAGE
+    from segdex.pipelines import cleaning
+    from segdex.pipelines.local_engine import close_engine, get_engine
+    from segdex.pipelines.schemas import default_metadata_path
+
+    topics = {t: args._resolver(t) for t in topics_on_disk(args.log_dirs)} | topics
+    now = args.now if args.now is not None else int(time.time() * 1000)
+    spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
+    try:
+        result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now)
+        status = print_run(result)
+        if not args.no_record:
+            try:
+                cleaning.record(spark, args.metadata or default_metadata_path(), result)
+            except Exception as e:  # the plan stands; the table could not take it
+                print(f"segdex {COMMAND}: the cleaning table was not written: {e}", file=sys.stderr)
+                return ExitStatus.ATTENTION
+    finally:
+        close_engine(spark)
+    return status
+
+
+if __name__ == "__main__":  # spark-submit jobs/clean.py ...
+    from segdex.jobs.cli import main
+
+    sys.exit(main([COMMAND, *sys.argv[1:]]))

@@ -1,0 +1,76 @@
+"""``segdex clean`` (plan): every compacted partition of the log dirs planned as Kafka's cleaner would clean it,
+printed and recorded in ``cleaning``; nothing on disk changes; what cannot be planned is an error line, a row and
+exit 1; bad arguments are exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+from segdex.indexcore.config.cleaner_config import CleanerConfig
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.log_cleaner import plan_cleaning
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+from segdex.jobs.cli import main as segdex
+from segdex.pipelines.metadata_store import MetadataStore
+from segdex.pipelines.schemas import CLEANING_TABLE
+from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+
+T0 = 1_700_000_000_000
+
+
+def _tree(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*"))
+            if p.is_file()}
+
+
+def test_clean_plans_every_compacted_partition_and_changes_nothing(tmp_path: Path, capsys):
+    log_dir = tmp_path / "logs"
+    rng = random.Random(5)
+    last = 0
+    for p in range(3):
+        data, last_ts = compacted_partition(rng, T0)
+        last = max(last, last_ts)
+        (log_dir / f"orders-{p}").mkdir(parents=True)
+        for base, seg in data.items():
+            (log_dir / f"orders-{p}" / segment_name(base)).write_bytes(seg)
+    (log_dir / "clicks-0").mkdir()  # a topic that only deletes: not planned
+    (log_dir / "clicks-0" / segment_name(0)).write_bytes(build_batch(0, [(T0, b"k", b"v")]))
+    (log_dir / "gz-0").mkdir()  # compacted, gzip: a round would rebuild a compressed batch
+    (log_dir / "gz-0" / segment_name(0)).write_bytes(
+        build_batch(0, [(T0, b"k", b"v"), (T0, b"j", b"w")], compression=1) + build_batch(2, [(T0, b"k", b"x")]))
+    (log_dir / "gz-0" / segment_name(3)).write_bytes(build_batch(3, [(T0, b"j", b"y")]))
+    before = _tree(log_dir)
+    now = last + HOUR_MS
+    meta = tmp_path / "meta"
+    code = segdex(["clean", "--now", str(now), "--metadata", str(meta), "--topic-config",
+                   "orders:cleanup.policy=compact", "--topic-config", "gz:cleanup.policy=compact",
+                   "--dedupe-buffer-size", str(24 * 50), str(log_dir)])
+    out, err = capsys.readouterr()
+    assert code == 1, (out, err)  # gz-0 could not be planned
+    assert "error: gz-0: not planned: rebuilding a batch compressed with codec 1" in err
+    assert _tree(log_dir) == before  # a plan writes nothing in the log dir
+    rows = {(r["topic"], r["partition"]): r for r in MetadataStore(str(meta)).read(CLEANING_TABLE.name).to_pylist()}
+    assert set(rows) == {("orders", 0), ("orders", 1), ("orders", 2), ("gz", 0)}
+    assert rows[("gz", 0)]["status"] == "error"
+    for p in range(3):
+        want = plan_cleaning(str(log_dir / f"orders-{p}"), LogConfig(cleanup_policy="compact"),
+                             CleanerConfig(dedupe_buffer_size=24 * 50), now)
+        row = rows[("orders", p)]
+        assert (row["end_offset"], row["bytes_before"], row["bytes_after"], row["records_after"],
+                row["would_clean"]) == (want.end_offset, want.bytes_before, want.bytes_after, want.records_after,
+                                        want.would_clean)
+        assert row["status"] == ("planned" if want.would_clean else "not_due")
+        assert f"orders-{p}: {'would clean' if want.would_clean else 'not now'}" in out
+    assert sum(r["bytes_after"] < r["bytes_before"] for r in rows.values() if r["bytes_before"]) >= 2
+    assert "compacted partitions" in out.splitlines()[-1]
+
+
+def test_bad_arguments_are_usage_errors(tmp_path: Path, capsys):
+    (tmp_path / "logs").mkdir()
+    assert segdex(["clean", "--dedupe-buffer-size", "3", str(tmp_path / "logs")]) == 2
+    assert "--dedupe-buffer-size must hold at least one key" in capsys.readouterr().err
+    assert segdex(["clean", "--now", "-5", str(tmp_path / "logs")]) == 2
+    assert segdex(["clean", str(tmp_path / "missing")]) == 2
+    assert segdex(["clean"]) == 2
