@@ -1,5 +1,6 @@
-"""``segdex clean``: what Kafka's log cleaner would do to each compacted partition, offline (a plan: nothing in a log
-dir changes).
+"""``segdex clean``: what Kafka's log cleaner would do to each compacted partition, offline: a plan by default
+(nothing in a log dir changes), ``--apply`` to clean as Kafka's cleaner does (one round per partition Kafka would
+clean now, every replaced file kept under ``--quarantine`` unless ``--discard``).
 
 Per partition of a topic whose ``cleanup.policy`` includes ``compact`` (Kafka's internal topics included): whether
 Kafka's cleaner would take it at ``--now`` and why (``min.cleanable.dirty.ratio``, ``max.compaction.lag.ms``), its
@@ -33,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one cleaner thread's offset map (default: log.cleaner.dedupe.buffer.size / "
                              "log.cleaner.threads from --broker-config, else Kafka's 128 MiB)")
     parser.add_argument("--no-record", action="store_true", help="print only; write no Delta table")
+    parser.add_argument("--apply", action="store_true",
+                        help="clean, one round each, the partitions Kafka's cleaner would clean now, as it would "
+                             "(refused where a broker holds the log dir's .lock); needs --quarantine or --discard")
+    parser.add_argument("--quarantine", metavar="DIR",
+                        help="with --apply: where every replaced segment file goes first, with a manifest.json "
+                             "(outside every log dir)")
+    parser.add_argument("--discard", action="store_true",
+                        help="with --apply: keep no copy of the replaced segments (disks without room for both)")
     add_common_arguments(parser)
 
 
@@ -69,6 +78,8 @@ def print_run(run) -> int:
     due = saved = 0
     for task, p in run.plans:
         where = f"{task.topic}-{task.partition}"
+        if p.finished:
+            print(f"finished: {where}: an interrupted cleaning's files, as Kafka's load would: {p.finished}")
         if p.error:
             print(f"error: {where}: {p.error}", file=sys.stderr)
             status = ExitStatus.ATTENTION
@@ -81,12 +92,20 @@ def print_run(run) -> int:
                      f" -> {_fmt(p.records_after)} ({_fmt(p.tombstones_kept)} tombstones kept), checkpoint "
                      f"{_fmt(p.checkpoint)} -> {p.end_offset}" + ("; the offset map filled: more rounds" if p.map_full
                                                                  else ""))
+        if p.applied:
+            line = line.replace(": would clean: ", ": cleaned: ", 1)
+            line += f"; replaced files kept in {p.quarantine}" if p.quarantine else "; replaced files discarded"
         print(line)
         if p.would_clean and p.end_offset is not None:
             due += 1
             saved += p.bytes_before - p.bytes_after
-    print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {due} Kafka would clean now, "
-          f"{human_bytes(saved)} a round would free there (now={run.now_ms})")
+    applied = sum(p.applied for _, p in run.plans)
+    if applied:
+        print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {applied} cleaned, {human_bytes(saved)} "
+              f"freed (now={run.now_ms})")
+    else:
+        print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {due} Kafka would clean now, "
+              f"{human_bytes(saved)} a round would free there (now={run.now_ms})")
     return status
 
 
@@ -102,6 +121,22 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     if not args.log_dirs or check_log_dirs(COMMAND, args.log_dirs):
         return ExitStatus.USAGE
+    if args.apply and bool(args.quarantine) == bool(args.discard):
+        print(f"segdex {COMMAND}: --apply needs --quarantine DIR (replaced segments kept there) or --discard "
+              f"(kept nowhere), one of them", file=sys.stderr)
+        return ExitStatus.USAGE
+    if not args.apply and (args.quarantine or args.discard):
+        print(f"segdex {COMMAND}: --quarantine and --discard go with --apply", file=sys.stderr)
+        return ExitStatus.USAGE
+    quarantine = None
+    if args.quarantine:
+        from segdex.indexcore.log.quarantine import check_quarantine_dir
+
+        try:
+            quarantine = check_quarantine_dir(args.quarantine, args.log_dirs)
+        except SegdexError as e:
+            print(f"segdex {COMMAND}: {e}", file=sys.stderr)
+            return ExitStatus.USAGE
     from segdex.pipelines import cleaning
     from segdex.pipelines.local_engine import close_engine, get_engine
     from segdex.pipelines.schemas import default_metadata_path
@@ -110,7 +145,10 @@ def run(args: argparse.Namespace) -> int:
     now = args.now if args.now is not None else int(time.time() * 1000)
     spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
     try:
-        result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now)
+        if args.apply:
+            result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine)
+        else:
+            result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now)
         status = print_run(result)
         if not args.no_record:
             try:

@@ -1,28 +1,40 @@
-"""``segdex clean``'s plan over many log dirs: every partition of a compacted topic planned in a task of its own
+"""``segdex clean`` over many log dirs: every partition of a compacted topic planned in a task of its own
 (``indexcore.log.log_cleaner.plan_cleaning``: Kafka's load, ``LogCleanerManager``'s choice, one ``Cleaner`` round
-in memory), the ``cleaning`` Delta table. Nothing in a log dir changes.
+in memory), or with ``apply`` cleaned (``clean_partition``) under each log dir's lock, the checkpoints written
+after; the ``cleaning`` Delta table.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import socket
 from datetime import UTC, datetime
 from typing import Any
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.log_cleaner import CleaningPlan, plan_cleaning
+from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.log.checkpoints import (
+    CorruptCheckpointException,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
+from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
+from segdex.indexcore.log.log_dir import held_by
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
-from .reindex import Discovery, discover
+from .reindex import Discovery, acquire_locks, discover
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
 
 STATUS_PLANNED = "planned"  # Kafka's cleaner would take it now
 STATUS_NOT_DUE = "not_due"  # compacted, but below its dirty ratio (or nothing cleanable)
 STATUS_ERROR = "error"
+STATUS_APPLIED = "applied"  # --apply: the round was written
 
 
 @dataclasses.dataclass
@@ -39,7 +51,8 @@ class CleaningRun:
         run_at = datetime.fromtimestamp(self.now_ms / 1000, UTC)
         out = []
         for task, p in self.plans:
-            status = STATUS_ERROR if p.error else STATUS_PLANNED if p.would_clean else STATUS_NOT_DUE
+            status = (STATUS_ERROR if p.error else STATUS_APPLIED if p.applied else STATUS_PLANNED if p.would_clean
+                      else STATUS_NOT_DUE)
             fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(CleaningPlan)}
             out.append(CleaningRow(run_id=self.run_id, log_dir=task.log_dir, topic=task.topic,
                                    partition=task.partition, status=status, now_ms=self.now_ms, run_at=run_at,
@@ -61,6 +74,55 @@ def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict
     tasks.sort(key=lambda t: -t.size_bytes)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner), "segdex clean")
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)))
+
+
+def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_id: str,
+               task: PartitionTask) -> CleaningPlan:
+    """One partition cleaned as Kafka would clean it now (a task's work), while the driver holds the lock."""
+    why = held_by(task.log_dir, task.lock_owner)
+    if why:
+        return CleaningPlan(error=f"refused: {why}")
+    return clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
+                           task.high_watermark, task.cleaner_checkpoint, quarantine, run_id)
+
+
+def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
+          cleaner: CleanerConfig, now_ms: int, quarantine: str | None) -> CleaningRun:
+    """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
+    ``.lock`` (a dir a broker holds is refused); then each log dir's ``cleaner-offset-checkpoint`` takes the
+    rounds' end offsets (Kafka's ``doneCleaning``), while the lock is still held."""
+    locks, refused = acquire_locks(log_dirs)
+    try:
+        owner = (socket.gethostname(), os.getpid())
+        found = discover([lk.log_dir for lk in locks], config, topic_configs, owner, now_ms)
+        found.refused[:0] = refused
+        for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
+            found.removed += remove_temporaries(lock.log_dir)
+        tasks = sorted((t for t in found.tasks if t.config.compact and t.read_only is None and not t.future),
+                       key=lambda t: -t.size_bytes)
+        run_id = runs.new_run_id("clean")
+        plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,
+                                                                      run_id), "segdex clean --apply")
+        done = list(zip(tasks, plans, strict=True))
+        for log_dir in sorted({t.log_dir for t, p in done if p.applied}):
+            _done_cleaning(log_dir, [(t, p) for t, p in done if p.applied and t.log_dir == log_dir])
+        return CleaningRun(run_id, now_ms, found, done)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]]) -> None:
+    """``LogCleanerManager.doneCleaning``: the log dir's checkpoint entries of the partitions cleaned, the others
+    kept (a checkpoint Kafka cannot read is replaced, as Kafka's next write would)."""
+    path = os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)
+    try:
+        offsets = read_offset_checkpoint(path)
+    except (CorruptCheckpointException, OSError):
+        offsets = {}
+    for task, plan in done:
+        offsets[(task.topic, task.partition)] = plan.end_offset
+    write_offset_checkpoint(path, offsets)
 
 
 def record(spark: Any, metadata_path: str, run: CleaningRun) -> int:

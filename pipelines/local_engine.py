@@ -63,8 +63,23 @@ def close_engine(engine: Any) -> None:
         engine.close()
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """The kernel kills this worker when the driver dies (``PR_SET_PDEATHSIG``): a driver killed with SIGKILL (or
+    the OOM killer) leaves no worker waiting forever on its queue."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: workers end when their queue is closed, as before
+        return
+    if os.getppid() != parent:  # the driver died before the line above took effect
+        os._exit(1)
 
 
 def _noop() -> None:
@@ -106,7 +121,7 @@ class LocalEngine:
         self._pool: ProcessPoolExecutor | None = None
         if self.workers > 1:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_worker_init)
+                                             initializer=_worker_init, initargs=(os.getpid(),))
             wait([self._pool.submit(_noop) for _ in range(self.workers)])  # fork them all now
 
     def run_tasks(self, items: Sequence[Any], fn: Callable[[Any], Any], sender: Any = None) -> list[Any]:

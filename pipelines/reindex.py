@@ -312,7 +312,7 @@ class RunFailed(SegdexError):
         self.changed = changed
 
 
-def _acquire_locks(log_dirs: list[str]) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
+def acquire_locks(log_dirs: list[str]) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
     """Take each log dir's ``.lock`` (reindex writes under it); returns the locks held and the dirs refused."""
     locks, refused = [], []
     for raw in dict.fromkeys(os.path.realpath(d) for d in log_dirs):
@@ -392,7 +392,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)  # ValueError for another mode
     writing = ctx.writing
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
-    locks, refused = _acquire_locks(log_dirs) if writing else ([], [])
+    locks, refused = acquire_locks(log_dirs) if writing else ([], [])
     try:
         owner = (socket.gethostname(), os.getpid()) if writing else None
         discovery = discover([lk.log_dir for lk in locks] if writing else log_dirs, config,

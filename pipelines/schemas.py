@@ -223,7 +223,7 @@ class CleaningRow:
     log_dir: str = column(pa.string(), nullable=False)
     topic: str = column(pa.string(), nullable=False)
     partition: int = column(pa.int32(), nullable=False)
-    status: str = column(pa.string(), nullable=False)  # planned | not_due | error
+    status: str = column(pa.string(), nullable=False)  # planned | not_due | applied | error
     would_clean: bool | None = column(pa.bool_())
     why: str | None = column(pa.string())
     checkpoint: int | None = column(pa.int64())  # the cleaner-offset-checkpoint entry before
@@ -241,6 +241,9 @@ class CleaningRow:
     tombstones_kept: int | None = column(pa.int64())
     keys: int | None = column(pa.int64())
     error: str | None = column(pa.string())
+    applied: bool | None = column(pa.bool_())
+    quarantine: str | None = column(pa.string())  # where the replaced files are kept
+    finished: str | None = column(pa.string())  # an interrupted run's leftovers, finished as Kafka's load would
     now_ms: int | None = column(pa.int64())
     run_at: datetime | None = column(TS)
 

@@ -1,6 +1,7 @@
-"""Kafka's ``LogCleaner`` for one partition directory, offline and in memory: load it as a broker's start does, ask
-``LogCleanerManager`` whether and where it would be cleaned, and run one ``Cleaner`` round without writing, to
-say what the round would leave (``CleaningPlan``).
+"""Kafka's ``LogCleaner`` for one partition directory, offline: load it as a broker's start does, ask
+``LogCleanerManager`` whether and where it would be cleaned, and run one ``Cleaner`` round in memory, to say what
+the round would leave (``plan_cleaning``: a ``CleaningPlan``) or to write it as Kafka's cleaner does
+(``clean_partition``: ``LocalLog.replaceSegments``, every replaced file kept in a quarantine first).
 
 The load is ``LogLoader``'s (every segment recovered, producers expired at ``now``): a partition whose load would
 truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a compressed
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, LastRecord, LogCleaningException
+from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, CleaningRound, LastRecord, LogCleaningException
+from segdex.indexcore.log.local_log import complete_swaps, keep_in_quarantine, replace_segments, replaced_files
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.log_loader import LogLoader
 from segdex.indexcore.log.log_segment import LogSegment
@@ -46,7 +49,10 @@ class CleaningPlan:
     records_after: int | None = None
     tombstones_kept: int | None = None
     keys: int | None = None  # keys in the offset map
-    error: str | None = None  # why it could not be planned
+    error: str | None = None  # why it could not be planned (or applied)
+    applied: bool = False  # the round was written into the partition
+    quarantine: str | None = None  # where the files it replaced are kept
+    finished: str | None = None  # what an interrupted earlier run left, finished as Kafka's load would
 
 
 def _load(partition_dir: str, config: LogConfig, now_ms: int, log_start_offset_checkpoint: int):
@@ -77,12 +83,65 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
                   checkpoint: int | None = None) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
     ``Cleaner.doClean`` in memory with this thread's offset map (``CleanerConfig``)."""
+    return _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
+                       checkpoint)[0]
+
+
+def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
+                    log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
+                    checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
+                    force: bool = False) -> CleaningPlan:
+    """``LogCleaner.cleanLog`` for one partition, applied when Kafka's cleaner would clean it now (or ``force``):
+    each cleaned segment replaces its sources as ``LocalLog.replaceSegments`` does (``local_log``), every file it
+    removes first kept under ``quarantine`` (None: discarded). The log dir's ``cleaner-offset-checkpoint`` is the
+    caller's to write (``end_offset``), once per log dir. The caller holds the log dir's ``.lock``."""
+    # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
+    finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
+    finished += complete_swaps(partition_dir)
+    plan, round_ = _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint,
+                               high_watermark, checkpoint)
+    plan.finished = "; ".join(finished) or None
+    if plan.error or round_ is None or not (plan.would_clean or force):
+        return plan
+    files = [f for c in round_.segments for f in replaced_files(partition_dir, c)]
+    need = sum(len(c.log) + len(c.offset_index) + len(c.time_index) + len(c.txn_index or b"")
+               for c in round_.segments)
+    short = _short_of_room(partition_dir, need) or (
+        quarantine and _short_of_room(quarantine, sum(os.path.getsize(f) for f in files)))
+    if short:
+        plan.error = f"not applied: {short}; nothing was changed"
+        return plan
+    if quarantine is not None:
+        manifest = keep_in_quarantine(partition_dir, files, quarantine, run_id,
+                                      f"segdex clean: replaced by cleaned segments "
+                                      f"{', '.join(str(c.base_offset) for c in round_.segments)}")
+        plan.quarantine = os.path.dirname(manifest.pieces[0].quarantined) if manifest.pieces else None
+    for cleaned in round_.segments:
+        replace_segments(partition_dir, cleaned)
+    plan.applied = True
+    return plan
+
+
+def _short_of_room(path: str, need: int) -> str | None:
+    """Why the filesystem of ``path`` cannot take ``need`` more bytes (with 1 MiB to spare), else None."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:  # a quarantine not created yet
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    if free < need + (1 << 20):
+        return f"{path}: {free:,} bytes free, {need:,} needed"
+    return None
+
+
+def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
+                log_start_offset_checkpoint: int, high_watermark: int | None,
+                checkpoint: int | None) -> tuple[CleaningPlan, CleaningRound | None]:
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
         segs, facts, loaded, state = _load(partition_dir, config, now_ms, log_start_offset_checkpoint)
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not loaded: {getattr(e, 'strerror', None) or e}"
-        return plan
+        return plan, None
     start, end = loaded.log_start_offset, loaded.log_end_offset
     hw = min(max(high_watermark if high_watermark is not None else end, start), end)
     lso = last_stable_offset(state.first_unstable_offset(start), hw)
@@ -94,7 +153,7 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
     plan.would_clean = view.would_clean
     if view.log.cleanable_bytes == 0:
         plan.why = "nothing cleanable (the active segment, the last stable offset or min.compaction.lag.ms)"
-        return plan
+        return plan, None
     if view.max_compaction_delay > 0:
         plan.why = f"max.compaction.lag.ms passed {view.max_compaction_delay} ms ago"
     elif view.would_clean:
@@ -109,10 +168,10 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
                                                                                config, now_ms)
     except UnsupportedCompressionException as e:
         plan.error = f"not planned: {e} (only uncompressed batches are rebuilt so far)"
-        return plan
+        return plan, None
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not planned: {getattr(e, 'strerror', None) or e}"
-        return plan
+        return plan, None
     replaced = [b for c in round_.segments for b in c.replaces]
     plan.end_offset = round_.end_offset
     plan.map_full = round_.end_offset < view.log.first_uncleanable_offset
@@ -120,4 +179,4 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
     plan.bytes_before, plan.bytes_after = round_.stats.bytes_read, round_.stats.bytes_written
     plan.records_before, plan.records_after = round_.stats.records_read, round_.stats.records_kept
     plan.tombstones_kept, plan.keys = round_.stats.tombstones_kept, round_.stats.map_keys
-    return plan
+    return plan, round_

@@ -74,3 +74,63 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path, capsys):
     assert segdex(["clean", "--now", "-5", str(tmp_path / "logs")]) == 2
     assert segdex(["clean", str(tmp_path / "missing")]) == 2
     assert segdex(["clean"]) == 2
+
+
+def _compacted_log_dir(root: Path, partitions: int = 2, seed: int = 8) -> tuple[Path, int]:
+    rng = random.Random(seed)
+    log_dir = root / "logs"
+    last = 0
+    for p in range(partitions):
+        data, last_ts = compacted_partition(rng, T0)
+        last = max(last, last_ts)
+        (log_dir / f"orders-{p}").mkdir(parents=True)
+        for base, seg in data.items():
+            (log_dir / f"orders-{p}" / segment_name(base)).write_bytes(seg)
+    return log_dir, last + HOUR_MS
+
+
+def test_apply_cleans_keeps_what_it_replaced_and_writes_the_checkpoint(tmp_path: Path, capsys):
+    from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+
+    log_dir, now = _compacted_log_dir(tmp_path)
+    planned = {p: plan_cleaning(str(log_dir / f"orders-{p}"), LogConfig(cleanup_policy="compact"), CleanerConfig(),
+                                now) for p in range(2)}
+    args = ["clean", "--now", str(now), "--metadata", str(tmp_path / "meta"), "--topic-config",
+            "orders:cleanup.policy=compact", str(log_dir)]
+    assert segdex([*args, "--apply", "--quarantine", str(tmp_path / "q")]) == 0
+    out = capsys.readouterr().out
+    assert "orders-0: cleaned: " in out and "replaced files kept in" in out and " 2 cleaned, " in out
+    assert read_offset_checkpoint(log_dir / "cleaner-offset-checkpoint") == {
+        ("orders", p): planned[p].end_offset for p in range(2)}
+    sizes = {p: sum(f.stat().st_size for f in (log_dir / f"orders-{p}").glob("*.log")) for p in range(2)}
+    for p in range(2):  # the round's bytes are the live ones now
+        part = log_dir / f"orders-{p}"
+        last_base = max(int(f.name[:20]) for f in part.glob("*.log"))
+        assert sizes[p] - (part / segment_name(last_base)).stat().st_size == planned[p].bytes_after
+    manifests = list((tmp_path / "q").rglob("manifest.json"))
+    assert len(manifests) == 2
+    rows = MetadataStore(str(tmp_path / "meta")).read(CLEANING_TABLE.name).to_pylist()
+    assert {r["status"] for r in rows} == {"applied"}
+    # the next plan starts where the round ended, and has nothing to do
+    assert segdex(args) == 0
+    out = capsys.readouterr().out
+    for p in range(2):
+        assert f"orders-{p}: not now: nothing cleanable" in out or f"dirty offsets {planned[p].end_offset}" in out
+
+
+def test_apply_needs_a_place_for_what_it_replaces_and_refuses_a_held_dir(tmp_path: Path, capsys):
+    from tests.support.log_dir_locks import other_holder
+
+    log_dir, now = _compacted_log_dir(tmp_path, 1)
+    base = ["clean", "--now", str(now), "--no-record", "--topic-config", "orders:cleanup.policy=compact"]
+    assert segdex([*base, "--apply", str(log_dir)]) == 2
+    assert "--apply needs --quarantine DIR" in capsys.readouterr().err
+    assert segdex([*base, "--apply", "--quarantine", str(log_dir / "q"), str(log_dir)]) == 2  # inside the log dir
+    assert segdex([*base, "--discard", str(log_dir)]) == 2  # --discard without --apply
+    (log_dir / ".lock").touch()
+    before = _tree(log_dir)
+    with other_holder(log_dir / ".lock"):
+        assert segdex([*base, "--apply", "--discard", str(log_dir)]) == 1
+    err = capsys.readouterr().err
+    assert "refused" in err and ".lock is held by another process" in err
+    assert _tree(log_dir) == before

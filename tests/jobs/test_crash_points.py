@@ -217,3 +217,105 @@ def test_retention_killed_at_a_random_call(tmp_path, seed, kafka_fixtures):
 
 def test_fixtures_present():
     assert (FIXTURES / CASE).is_dir()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# segdex clean --apply: Kafka's swap protocol, killed anywhere
+
+
+CLEAN_NOW = 1_700_100_000_000
+
+
+def compacted(root: Path) -> Path:
+    """A compacted partition of five segments: keys overwritten and deleted, an idempotent producer."""
+    from tests.support.compacted_partitions import compacted_partition
+
+    rng = random.Random(2)
+    while True:
+        data, _ = compacted_partition(rng, 1_700_000_000_000)
+        if len(data) >= 4:
+            break
+    part = root / "logs" / "table-0"
+    part.mkdir(parents=True)
+    for base, seg in data.items():
+        (part / f"{base:020d}.log").write_bytes(seg)
+    return part
+
+
+def latest_values(part: Path) -> dict[bytes, bytes | None]:
+    """Each key's last value in offset order, over the live segments (a compacted topic's meaning)."""
+    from segdex.indexcore.record.file_records import batches, open_log
+    from segdex.indexcore.record.records import records
+
+    out: dict[bytes, bytes | None] = {}
+    for log in sorted(part.glob("*.log")):
+        with open_log(log) as buf:
+            for batch in batches(buf, 0):
+                if not batch.is_control:
+                    for r in records(buf, batch):
+                        out[r.key] = r.value
+    return out
+
+
+def clean_args(log_dir: Path, quarantine: Path) -> list[str]:
+    return ["clean", "--apply", "--quarantine", str(quarantine), "--no-record", "--now", str(CLEAN_NOW),
+            "--topic-config", "table:cleanup.policy=compact", str(log_dir)]
+
+
+@pytest.fixture(scope="module")
+def kafka44_loader(tmp_path_factory):
+    from tests.support.kafka_harness import KafkaInstall, KafkaOracle
+
+    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-crash-clean"))
+    yield o
+    o.close()
+
+
+def test_clean_apply_order(tmp_path):
+    """Every replaced file is in the quarantine, fsynced, before the first .cleaned file exists; .cleaned files are
+    fsynced and renamed .swap before any old segment is renamed .deleted; the directory is fsynced after the
+    .swap files are renamed in; the checkpoint is written last, atomically."""
+    part = compacted(tmp_path)
+    proc = strace(clean_args(part.parent, tmp_path / "q"), tmp_path / "trace")
+    assert proc.returncode == 0, proc.stderr
+    evs = events(tmp_path / "trace")
+    renames = [(i, p) for i, (n, p) in enumerate(evs) if n.startswith("rename")]
+    first_cleaned = min(i for i, p in renames if p[-1].endswith(".cleaned"))
+    copies = [i for i, (n, p) in enumerate(evs) if n == "fsync" and p and str(tmp_path / "q") in p[0]]
+    assert copies and max(copies) < first_cleaned
+    swaps = [i for i, p in renames if p[-1].endswith(".swap")]
+    deleted = [i for i, p in renames if p[-1].endswith(".deleted")]
+    assert swaps and deleted and max(swaps) < min(deleted)
+    live = [i for i, p in renames if p[0].endswith(".swap")]
+    assert any(n == "fsync" and p and p[0] == str(part) for n, p in evs[max(live) + 1:])
+    checkpoint = max(i for i, p in renames if p[-1].endswith("cleaner-offset-checkpoint"))
+    assert checkpoint > max(live)
+    assert check_atomic_order(tmp_path / "trace", part.parent) >= 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44_loader):
+    clean = compacted(tmp_path / "clean")
+    before = latest_values(clean)
+    strace(clean_args(clean.parent, tmp_path / "clean-q"), tmp_path / "clean-trace")
+    assert latest_values(clean) == before  # the round keeps every key's last value (none expired at this clock)
+    counts = call_counts(tmp_path / "clean-trace", clean)
+
+    part = compacted(tmp_path / "crash")
+    what = injection(seed, counts)
+    proc = strace(clean_args(part.parent, tmp_path / "q"), tmp_path / "trace", inject=what)
+    assert proc.returncode != 0, f"not killed by {what}"
+    # Kafka's own load of what the kill left: it finishes or rolls back the swap, and no key's value is lost
+    loaded = tmp_path / "loaded" / "table-0"
+    shutil.copytree(part, loaded)
+    answer = kafka44_loader.load(loaded, CLEAN_NOW)
+    assert "exception" not in answer, (what, answer)
+    assert not [p for p in loaded.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
+    assert latest_values(loaded) == before, what
+    # segdex's next run finishes the same way and cleans
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, tmp_path / "q")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, (what, proc.stdout, proc.stderr)
+    assert not [p for p in part.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
+    assert latest_values(part) == before, what
+    assert not list(part.parent.rglob(".segdex-*")), what

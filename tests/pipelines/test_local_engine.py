@@ -131,3 +131,33 @@ def test_a_signal_stops_the_local_engine_cleanly(tmp_path: Path, how: str):
     assert {k: v for k, v in tree(log_dir).items() if k.endswith(".log")} == logs
     time.sleep(0.5)
     assert subprocess.run(["pgrep", "-g", str(child.pid)], capture_output=True).stdout == b""  # workers gone
+
+
+def test_workers_die_with_a_killed_driver(tmp_path):
+    """A driver killed with SIGKILL (no finally runs) leaves no worker behind: each dies with its parent."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import os, sys, time\nfrom segdex.pipelines.local_engine import LocalEngine\n"
+            "e = LocalEngine(2)\nprint(' '.join(str(p) for p in e._pool._processes), flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    workers = [int(p) for p in proc.stdout.readline().split()]
+    assert len(workers) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [w for w in workers if os.path.exists(f"/proc/{w}") and "Z" not in _state(w)]
+        time.sleep(0.1)
+    assert not alive, f"workers {alive} outlived their driver"
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"

@@ -1,0 +1,149 @@
+"""Kafka's ``LocalLog.replaceSegments`` as the log cleaner uses it: a cleaned segment takes the place of the
+segments it was made from, in the order Kafka's loader knows how to finish or roll back after a crash.
+
+1. The new segment's files are written as ``<base>.log.cleaned`` (``.index``, ``.timeindex``, ``.txnindex``
+   alike), each fsynced, with the modification time Kafka gives them; a crash now leaves ``.cleaned`` files, which
+   Kafka's ``LogLoader`` deletes at load: the old segments are whole.
+2. They are renamed ``.swap``: from the first rename on, Kafka's load completes the swap (it deletes the segments
+   the swap's offsets cover and renames the swap in).
+3. The old segments are renamed ``.deleted`` (Kafka's load deletes those), the ``.swap`` files renamed to their
+   live names, the directory fsynced, and the snapshots of the bases that are gone renamed ``.deleted``.
+4. The ``.deleted`` files are removed (Kafka removes them after ``file.delete.delay.ms``).
+
+Nothing is lost: before step 1 every file the replacement removes is copied durably under the quarantine (unless
+the caller discards them), with a ``manifest.json`` saying where each came from and how to put it back. The caller
+holds the log dir's ``.lock``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from segdex.indexcore.fs.atomic_file import fsync_dir, write_atomic
+from segdex.indexcore.log.cleaner import CleanedSegment
+from segdex.indexcore.log.layout import filename_prefix_from_offset
+from segdex.indexcore.log.quarantine import (
+    QuarantinedPiece,
+    QuarantineManifest,
+    _copy_durably,
+    _sha256_of,
+    _write_manifest,
+    partition_quarantine,
+)
+
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def _files_of(partition_dir: str, base: int, suffixes=SEGMENT_SUFFIXES) -> list[str]:
+    stem = os.path.join(partition_dir, filename_prefix_from_offset(base))
+    return [stem + s for s in suffixes if os.path.exists(stem + s)]
+
+
+def replaced_files(partition_dir: str, cleaned: CleanedSegment) -> list[str]:
+    """Every file the replacement removes: the old segments' files, and the snapshots of the bases that go."""
+    files = [p for base in cleaned.replaces for p in _files_of(partition_dir, base)]
+    files += [p for base in cleaned.replaces if base != cleaned.base_offset
+              for p in _files_of(partition_dir, base, (".snapshot",))]
+    return files
+
+
+def keep_in_quarantine(partition_dir: str, files: list[str], quarantine: str, run_id: str,
+                       reason: str) -> QuarantineManifest:
+    """Copy ``files`` durably under the partition's quarantine, with the manifest, before anything changes."""
+    where = partition_quarantine(quarantine, partition_dir)
+    os.makedirs(where, exist_ok=True)
+    manifest = QuarantineManifest(os.path.realpath(partition_dir), run_id, reason)
+    for path in files:
+        dst = os.path.join(where, os.path.basename(path))
+        if os.path.exists(dst):
+            dst = f"{dst}.{run_id}"
+        size, digest = _sha256_of(path)
+        _copy_durably(path, dst)
+        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
+                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
+        _write_manifest(where, manifest)
+    return manifest
+
+
+def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
+    """``LocalLog.replaceSegments`` with one cleaned segment (steps 1-4 of the module doc)."""
+    stem = os.path.join(partition_dir, filename_prefix_from_offset(cleaned.base_offset))
+    template = stem + ".log"
+    files = {".log": cleaned.log, ".index": cleaned.offset_index, ".timeindex": cleaned.time_index,
+             ".txnindex": cleaned.txn_index}
+    written = []
+    for suffix, data in files.items():
+        if data is None:
+            continue
+        path = stem + suffix + CLEANED_SUFFIX
+        write_atomic(path, data, fsync_directory=False, template=template)
+        if suffix != ".txnindex":  # Kafka sets the log's and the two indexes' times, not the txn index's
+            os.utime(path, ns=(os.stat(path).st_atime_ns, cleaned.mtime_ms * 1_000_000))
+        written.append(stem + suffix)
+    fsync_dir(partition_dir)
+    for live in written:  # .cleaned -> .swap: Kafka's load now completes the swap
+        os.rename(live + CLEANED_SUFFIX, live + SWAP_SUFFIX)
+    fsync_dir(partition_dir)
+    old = [p for base in sorted(cleaned.replaces) for p in _files_of(partition_dir, base)]
+    for path in old:
+        os.rename(path, path + DELETED_SUFFIX)
+    for live in written:
+        os.rename(live + SWAP_SUFFIX, live)
+    snapshots = [p for base in cleaned.replaces if base != cleaned.base_offset
+                 for p in _files_of(partition_dir, base, (".snapshot",))]
+    for path in snapshots:
+        os.rename(path, path + DELETED_SUFFIX)
+    fsync_dir(partition_dir)
+    for path in old + snapshots:
+        os.unlink(path + DELETED_SUFFIX)
+    fsync_dir(partition_dir)
+
+
+def complete_swaps(partition_dir: str) -> list[str]:
+    """What Kafka's ``LogLoader`` does with an interrupted cleaning's files before it loads a partition
+    (``removeTempFilesAndCollectSwapFiles``, then the swap's completion), so that a later run starts where a
+    broker's start would: ``.deleted`` and ``.cleaned`` files removed, ``.swap`` files above the lowest ``.cleaned``
+    base offset removed (their cleaning never finished), every other ``.swap`` segment renamed in after the live
+    segments its offsets cover are removed. Returns what it did, a line each (empty: nothing was left over). Files
+    a replacement removes were kept in the quarantine before the first ``.cleaned`` file was written."""
+    from segdex.indexcore.log.layout import parse_segment_file_name
+    from segdex.indexcore.record.file_records import batches, open_log
+
+    names = sorted(os.listdir(partition_dir))
+    done: list[str] = []
+    cleaned_bases = []
+    for name in names:
+        path = os.path.join(partition_dir, name)
+        if name.endswith(DELETED_SUFFIX) or name.endswith(CLEANED_SUFFIX):
+            if name.endswith(CLEANED_SUFFIX):
+                cleaned_bases.append(int(name[:20]))
+            os.unlink(path)
+            done.append(f"removed {name}")
+    min_cleaned = min(cleaned_bases) if cleaned_bases else None
+    swaps = [n for n in sorted(os.listdir(partition_dir)) if n.endswith(SWAP_SUFFIX)]
+    for name in [n for n in swaps if min_cleaned is not None and int(n[:20]) > min_cleaned]:
+        os.unlink(os.path.join(partition_dir, name))
+        done.append(f"removed {name} (its cleaning never finished)")
+    for name in [n for n in swaps if n.endswith(".log" + SWAP_SUFFIX) and os.path.exists(
+            os.path.join(partition_dir, n))]:
+        base = parse_segment_file_name(name[: -len(SWAP_SUFFIX)]).base_offset
+        with open_log(os.path.join(partition_dir, name)) as buf:
+            last = None
+            for batch in batches(buf, 0):
+                last = batch
+        upper = last.next_offset if last is not None else base
+        for live in sorted(os.listdir(partition_dir)):
+            if live.endswith(".log") and base <= int(live[:20]) < max(upper, base + 1):
+                for path in _files_of(partition_dir, int(live[:20])):
+                    os.unlink(path)
+                    done.append(f"removed {os.path.basename(path)} (replaced by {name})")
+        stem = name[:20]
+        for swap in [n for n in sorted(os.listdir(partition_dir)) if n.startswith(stem) and n.endswith(SWAP_SUFFIX)]:
+            os.rename(os.path.join(partition_dir, swap), os.path.join(partition_dir, swap[: -len(SWAP_SUFFIX)]))
+            done.append(f"renamed {swap} in")
+    if done:
+        fsync_dir(partition_dir)
+    return done
