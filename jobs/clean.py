@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quarantine", metavar="DIR",
                         help="with --apply: where every replaced segment file goes first, with a manifest.json "
                              "(outside every log dir)")
+    parser.add_argument("--until-clean", action="store_true",
+                        help="with --apply: clean round after round while the offset map fills, until what Kafka "
+                             "would clean now is clean")
     parser.add_argument("--discard", action="store_true",
                         help="with --apply: keep no copy of the replaced segments (disks without room for both)")
     add_common_arguments(parser)
@@ -84,22 +87,25 @@ def print_run(run) -> int:
             print(f"error: {where}: {p.error}", file=sys.stderr)
             status = ExitStatus.ATTENTION
             continue
-        line = (f"{where}: {'would clean' if p.would_clean else 'not now'}: {p.why}; dirty offsets "
-                f"{_fmt(p.first_dirty_offset)}..{_fmt(p.first_uncleanable_offset)}")
+        verdict = (f"cleaned in {p.rounds} rounds, the last" if p.rounds > 1 else "cleaned" if p.applied
+                   else "would clean" if p.would_clean else "not now")
+        line = (f"{where}: {verdict}: {p.why}; dirty offsets {_fmt(p.first_dirty_offset)}.."
+                f"{_fmt(p.first_uncleanable_offset)}")
         if p.end_offset is not None:
             line += (f"; one round: {p.segments_before} -> {p.segments_after} segments, "
                      f"{human_bytes(p.bytes_before)} -> {human_bytes(p.bytes_after)}, records {_fmt(p.records_before)}"
                      f" -> {_fmt(p.records_after)} ({_fmt(p.tombstones_kept)} tombstones kept), checkpoint "
                      f"{_fmt(p.checkpoint)} -> {p.end_offset}" + ("; the offset map filled: more rounds" if p.map_full
                                                                  else ""))
-        if p.applied:
-            line = line.replace(": would clean: ", ": cleaned: ", 1)
+        if p.rounds:
             line += f"; replaced files kept in {p.quarantine}" if p.quarantine else "; replaced files discarded"
         print(line)
-        if p.would_clean and p.end_offset is not None:
+        if p.rounds:
+            saved += p.bytes_freed
+        elif p.would_clean and p.end_offset is not None:
             due += 1
             saved += p.bytes_before - p.bytes_after
-    applied = sum(p.applied for _, p in run.plans)
+    applied = sum(p.rounds > 0 for _, p in run.plans)
     if applied:
         print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {applied} cleaned, {human_bytes(saved)} "
               f"freed (now={run.now_ms})")
@@ -125,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"segdex {COMMAND}: --apply needs --quarantine DIR (replaced segments kept there) or --discard "
               f"(kept nowhere), one of them", file=sys.stderr)
         return ExitStatus.USAGE
-    if not args.apply and (args.quarantine or args.discard):
-        print(f"segdex {COMMAND}: --quarantine and --discard go with --apply", file=sys.stderr)
+    if not args.apply and (args.quarantine or args.discard or args.until_clean):
+        print(f"segdex {COMMAND}: --quarantine, --discard and --until-clean go with --apply", file=sys.stderr)
         return ExitStatus.USAGE
     quarantine = None
     if args.quarantine:
@@ -146,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
     try:
         if args.apply:
-            result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine)
+            result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine,
+                                    args.until_clean)
         else:
             result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now)
         status = print_run(result)

@@ -51,7 +51,7 @@ class CleaningRun:
         run_at = datetime.fromtimestamp(self.now_ms / 1000, UTC)
         out = []
         for task, p in self.plans:
-            status = (STATUS_ERROR if p.error else STATUS_APPLIED if p.applied else STATUS_PLANNED if p.would_clean
+            status = (STATUS_ERROR if p.error else STATUS_APPLIED if p.rounds else STATUS_PLANNED if p.would_clean
                       else STATUS_NOT_DUE)
             fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(CleaningPlan)}
             out.append(CleaningRow(run_id=self.run_id, log_dir=task.log_dir, topic=task.topic,
@@ -76,18 +76,30 @@ def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)))
 
 
-def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_id: str,
+def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_id: str, until_clean: bool,
                task: PartitionTask) -> CleaningPlan:
-    """One partition cleaned as Kafka would clean it now (a task's work), while the driver holds the lock."""
-    why = held_by(task.log_dir, task.lock_owner)
-    if why:
-        return CleaningPlan(error=f"refused: {why}")
-    return clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
-                           task.high_watermark, task.cleaner_checkpoint, quarantine, run_id)
+    """One partition cleaned as Kafka would clean it now (a task's work), while the driver holds the lock; with
+    ``until_clean``, round after round while the offset map fills (each from the last one's end offset, as
+    Kafka's next cleaning would start), the last round's plan returned with the count."""
+    checkpoint, rounds, freed = task.cleaner_checkpoint, 0, 0
+    while True:
+        why = held_by(task.log_dir, task.lock_owner)
+        if why:
+            return CleaningPlan(error=f"refused: {why}", rounds=rounds)
+        # after a first round, the rest of the range is cleaned whatever its dirty ratio: until it is clean
+        plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
+                               task.high_watermark, checkpoint, quarantine, f"{run_id}-{rounds}" if rounds else run_id,
+                               force=rounds > 0)
+        rounds += plan.applied
+        freed += plan.bytes_freed
+        plan.rounds, plan.bytes_freed = rounds, freed
+        if not (until_clean and plan.applied and plan.map_full):
+            return plan
+        checkpoint = plan.end_offset
 
 
 def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-          cleaner: CleanerConfig, now_ms: int, quarantine: str | None) -> CleaningRun:
+          cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False) -> CleaningRun:
     """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
     ``.lock`` (a dir a broker holds is refused); then each log dir's ``cleaner-offset-checkpoint`` takes the
     rounds' end offsets (Kafka's ``doneCleaning``), while the lock is still held."""
@@ -102,10 +114,10 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
                        key=lambda t: -t.size_bytes)
         run_id = runs.new_run_id("clean")
         plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,
-                                                                      run_id), "segdex clean --apply")
+                                                                      run_id, until_clean), "segdex clean --apply")
         done = list(zip(tasks, plans, strict=True))
-        for log_dir in sorted({t.log_dir for t, p in done if p.applied}):
-            _done_cleaning(log_dir, [(t, p) for t, p in done if p.applied and t.log_dir == log_dir])
+        for log_dir in sorted({t.log_dir for t, p in done if p.rounds}):
+            _done_cleaning(log_dir, [(t, p) for t, p in done if p.rounds and t.log_dir == log_dir])
         return CleaningRun(run_id, now_ms, found, done)
     finally:
         for lock in locks:
@@ -120,8 +132,8 @@ def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]])
         offsets = read_offset_checkpoint(path)
     except (CorruptCheckpointException, OSError):
         offsets = {}
-    for task, plan in done:
-        offsets[(task.topic, task.partition)] = plan.end_offset
+    for task, plan in done:  # the last applied round's end (a round Kafka would not take after it ends nothing)
+        offsets[(task.topic, task.partition)] = plan.end_offset if plan.applied else plan.checkpoint
     write_offset_checkpoint(path, offsets)
 
 

@@ -244,6 +244,8 @@ class CleaningRow:
     applied: bool | None = column(pa.bool_())
     quarantine: str | None = column(pa.string())  # where the replaced files are kept
     finished: str | None = column(pa.string())  # an interrupted run's leftovers, finished as Kafka's load would
+    rounds: int | None = column(pa.int32())  # rounds applied
+    bytes_freed: int | None = column(pa.int64())  # by the rounds applied
     now_ms: int | None = column(pa.int64())
     run_at: datetime | None = column(TS)
 

@@ -25,6 +25,7 @@ Rebuilding a compressed batch needs the codec's exact output: only uncompressed 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import SegdexError
@@ -32,7 +33,7 @@ from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import TimeIndex
 from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
 from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
-from segdex.indexcore.log.log_cleaner_manager import LogToClean
+from segdex.indexcore.log.log_cleaner_manager import LogToClean, segments
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.batch_header import (
     BASE_TIMESTAMP_OFFSET,
@@ -106,33 +107,21 @@ class CleanerStats:
 
 @dataclass
 class CleaningRound:
-    """``Cleaner.doClean``'s result: the end offset (for ``cleaner-offset-checkpoint``), the cleaned segments."""
+    """A round's result, as ``Cleaner.doClean`` returns it: the end offset (for ``cleaner-offset-checkpoint``), the
+    cleaned segments."""
 
     end_offset: int
     segments: list[CleanedSegment] = field(default_factory=list)
     stats: CleanerStats = field(default_factory=CleanerStats)
 
 
-def floor_index(segs: list[CleanerSegment], offset: int) -> int:
-    """Index of the segment holding ``offset`` (``floorSegment``), -1 when none lies at or below it."""
-    i = -1
-    for j, s in enumerate(segs):
-        if s.base_offset <= offset:
-            i = j
-        else:
-            break
-    return i
-
-
-def segments_between(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
-    """``LogSegments.values(from, to)``."""
-    if start == end:
-        return []
-    if end < start:
-        raise LogCleaningException(f"Invalid log segment range: requested segments from offset {start} which is "
-                                   f"greater than limit offset {end}")
-    lo = max(floor_index(segs, start), 0)
-    return [s for s in segs[lo:] if s.base_offset < end]
+def _segment_range(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
+    """``LogSegments.values(from, to)`` (``log_cleaner_manager.segments``); a range Kafka refuses aborts the
+    round."""
+    try:
+        return segments(segs, start, end)
+    except ValueError as e:
+        raise LogCleaningException(f"Invalid log segment range: {e}") from None
 
 
 def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: int, base_offset: int,
@@ -141,7 +130,7 @@ def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: i
     holding ``base_offset`` on, each ``.txnindex`` entry ending at or after the log start offset (not the base
     offset: Kafka's own comparison) and starting below the bound, until one whose last stable offset reaches the
     bound."""
-    i = floor_index(segs, base_offset)
+    i = bisect.bisect_right([s.base_offset for s in segs], base_offset) - 1  # LogSegments.floorSegment
     if i < 0:
         return []
     out = []
@@ -206,7 +195,7 @@ class Cleaner:
         """``Cleaner.buildOffsetMap``."""
         m = self.offset_map
         m.clear()
-        dirty = segments_between(segs, start, end)
+        dirty = _segment_range(segs, start, end)
         tm = CleanedTransactionMetadata()
         tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
         max_desired = int(m.slots * self.load_factor)
@@ -271,14 +260,14 @@ class Cleaner:
               active_producers: dict[int, LastRecord], config, now_ms: int) -> CleaningRound:
         """``Cleaner.doClean``: one round at the clock ``now_ms`` (``config``: the topic's ``LogConfig``)."""
         stats = CleanerStats()
-        before_dirty = segments_between(segs, 0, to_clean.first_dirty_offset)
+        before_dirty = _segment_range(segs, 0, to_clean.first_dirty_offset)
         legacy_horizon = before_dirty[-1].mtime_ms - config.delete_retention_ms if before_dirty else 0
         upper = to_clean.first_uncleanable_offset
         self.build_offset_map(segs, log_start_offset, to_clean.first_dirty_offset, upper, stats)
         end_offset = self.offset_map.latest_offset + 1
         tm = CleanedTransactionMetadata()
         cleaned = []
-        for group in self.group_segments_by_size(segments_between(segs, 0, end_offset), config.segment_bytes,
+        for group in self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
                                                  config.segment_index_bytes, upper):
             cleaned.append(self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms,
                                                 tm, legacy_horizon, high_watermark, stats))

@@ -53,9 +53,11 @@ class CleaningPlan:
     applied: bool = False  # the round was written into the partition
     quarantine: str | None = None  # where the files it replaced are kept
     finished: str | None = None  # what an interrupted earlier run left, finished as Kafka's load would
+    rounds: int = 0  # rounds applied (--until-clean: more than one)
+    bytes_freed: int = 0  # by the rounds applied
 
 
-def _load(partition_dir: str, config: LogConfig, now_ms: int, log_start_offset_checkpoint: int):
+def _loaded_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int, log_start_offset_checkpoint: int):
     logs, _ = segment_logs(partition_dir)
     if not logs:
         raise LogCleaningException("no segment")
@@ -91,7 +93,7 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
                     log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                     checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
                     force: bool = False) -> CleaningPlan:
-    """``LogCleaner.cleanLog`` for one partition, applied when Kafka's cleaner would clean it now (or ``force``):
+    """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``):
     each cleaned segment replaces its sources as ``LocalLog.replaceSegments`` does (``local_log``), every file it
     removes first kept under ``quarantine`` (None: discarded). The log dir's ``cleaner-offset-checkpoint`` is the
     caller's to write (``end_offset``), once per log dir. The caller holds the log dir's ``.lock``."""
@@ -119,6 +121,7 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
     for cleaned in round_.segments:
         replace_segments(partition_dir, cleaned)
     plan.applied = True
+    plan.bytes_freed = plan.bytes_before - plan.bytes_after
     return plan
 
 
@@ -138,7 +141,7 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
                 checkpoint: int | None) -> tuple[CleaningPlan, CleaningRound | None]:
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
-        segs, facts, loaded, state = _load(partition_dir, config, now_ms, log_start_offset_checkpoint)
+        segs, facts, loaded, state = _loaded_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not loaded: {getattr(e, 'strerror', None) or e}"
         return plan, None

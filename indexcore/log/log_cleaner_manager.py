@@ -42,9 +42,9 @@ class OffsetsToClean:
     force_update_checkpoint: bool = False
 
 
-def segments(segs: list[SegmentFacts], start: int, end: int) -> list[SegmentFacts]:
-    """``LogSegments.values(from, to)``: the segments with a base offset in ``[floorKey(from), to)`` (from the
-    first segment when none lies at or below ``from``)."""
+def segments(segs: list, start: int, end: int) -> list:
+    """``LogSegments.values(from, to)``: the segments (anything with a ``base_offset``, in offset order) with a
+    base offset in ``[floorKey(from), to)`` (from the first segment when none lies at or below ``from``)."""
     if start == end:
         return []
     if end < start:

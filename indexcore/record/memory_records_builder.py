@@ -33,9 +33,9 @@ class UnsupportedCompressionException(Exception):
 
 
 def varint(value: int) -> bytes:
-    """Zig-zag varint/varlong (``ByteUtils.writeVarint``/``writeVarlong``)."""
-    z = (value << 1) ^ (value >> 63)
-    z &= (1 << 64) - 1
+    """Zig-zag varint/varlong (``ByteUtils.writeVarint``/``writeVarlong``); any int, so that tests can also write
+    the oversized ones a reader must refuse."""
+    z = value << 1 if value >= 0 else (-value << 1) - 1
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -49,8 +49,9 @@ def _field(data: bytes | None) -> bytes:
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                  headers: Iterable[tuple[str, bytes | None]] = ()) -> bytes:
-    """``DefaultRecord.writeTo``: one record, attributes 0 (header keys re-encoded as UTF-8, as Java's String)."""
+                  headers: Iterable[tuple[str | bytes, bytes | None]] = ()) -> bytes:
+    """``DefaultRecord.writeTo``: one record, attributes 0 (header keys as UTF-8: a ``str`` is encoded, as Java's
+    String is; ``bytes`` are written as given)."""
     headers = list(headers)
     body = bytearray(b"\x00")
     body += varint(timestamp_delta)
@@ -59,7 +60,7 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     body += _field(value)
     body += varint(len(headers))
     for hkey, hvalue in headers:
-        body += _field(hkey.encode("utf-8"))
+        body += _field(hkey.encode("utf-8") if isinstance(hkey, str) else hkey)
         body += _field(hvalue)
     return varint(len(body)) + bytes(body)
 

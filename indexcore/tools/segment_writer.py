@@ -17,13 +17,14 @@ import os
 import random
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import crc32c
 
 from segdex.indexcore.log.layout import segment_file_name
 from segdex.indexcore.record.compression import compress
+from segdex.indexcore.record.memory_records_builder import encode_record, varint
 from segdex.indexcore.record.record_batch import (
     CONTROL_FLAG_MASK,
     NO_PARTITION_LEADER_EPOCH,
@@ -48,41 +49,8 @@ _INT32 = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
 
+
 RecordLike = Record | tuple  # Record, or (timestamp, key, value[, headers]) with offsets base_offset + i
-
-
-def varint(value: int) -> bytes:
-    """Zig-zag varint/varlong encoding of the Kafka protocol guide."""
-    z = value << 1 if value >= 0 else (-value << 1) - 1
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _nullable(data: bytes | str | None) -> bytes:
-    if data is None:
-        return varint(-1)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return varint(len(data)) + data
-
-
-def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                  headers: Sequence[tuple[str | bytes, bytes | None]] = ()) -> bytes:
-    """One v2 record (``DefaultRecord.writeTo``): length, attributes, deltas, key, value, headers."""
-    body = bytearray(b"\x00")  # attributes: unused
-    body += varint(timestamp_delta)
-    body += varint(offset_delta)
-    body += _nullable(key)
-    body += _nullable(value)
-    body += varint(len(headers))
-    for hkey, hvalue in headers:
-        body += _nullable(hkey)
-        body += _nullable(hvalue)
-    return varint(len(body)) + bytes(body)
 
 
 def _normalise(base_offset: int, records: Iterable[RecordLike]) -> list[Record]:

@@ -134,3 +134,26 @@ def test_apply_needs_a_place_for_what_it_replaces_and_refuses_a_held_dir(tmp_pat
     err = capsys.readouterr().err
     assert "refused" in err and ".lock is held by another process" in err
     assert _tree(log_dir) == before
+
+
+def test_until_clean_repeats_rounds_while_the_offset_map_fills(tmp_path: Path, capsys):
+    """An offset map of 5 keys over a partition of many: one round stops early (the map filled); --until-clean
+    goes on, each round from the last one's end, until the range Kafka would clean is clean."""
+    from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+
+    log_dir, now = _compacted_log_dir(tmp_path, 1, seed=11)
+    one = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
+                        CleanerConfig(dedupe_buffer_size=24 * 5), now)
+    assert one.map_full and one.end_offset < one.first_uncleanable_offset
+    args = ["clean", "--now", str(now), "--no-record", "--dedupe-buffer-size", str(24 * 5), "--topic-config",
+            "orders:cleanup.policy=compact", "--apply", "--discard", "--until-clean", str(log_dir)]
+    assert segdex(args) == 0
+    out = capsys.readouterr().out
+    rounds = int(out.split("cleaned in ")[1].split(" rounds")[0])
+    assert "replaced files discarded" in out and " 0 bytes freed" not in out
+    assert rounds > 1
+    end = read_offset_checkpoint(log_dir / "cleaner-offset-checkpoint")[("orders", 0)]
+    assert end > one.end_offset
+    again = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
+                          CleanerConfig(dedupe_buffer_size=24 * 5), now, checkpoint=end)
+    assert not again.would_clean or not again.map_full  # nothing left that needs another full round
