@@ -22,14 +22,6 @@ import os
 from segdex.indexcore.fs.atomic_file import fsync_dir, write_atomic
 from segdex.indexcore.log.cleaner import CleanedSegment
 from segdex.indexcore.log.layout import filename_prefix_from_offset
-from segdex.indexcore.log.quarantine import (
-    QuarantinedPiece,
-    QuarantineManifest,
-    _copy_durably,
-    _sha256_of,
-    _write_manifest,
-    partition_quarantine,
-)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -48,24 +40,6 @@ def replaced_files(partition_dir: str, cleaned: CleanedSegment) -> list[str]:
     files += [p for base in cleaned.replaces if base != cleaned.base_offset
               for p in _files_of(partition_dir, base, (".snapshot",))]
     return files
-
-
-def keep_in_quarantine(partition_dir: str, files: list[str], quarantine: str, run_id: str,
-                       reason: str) -> QuarantineManifest:
-    """Copy ``files`` durably under the partition's quarantine, with the manifest, before anything changes."""
-    where = partition_quarantine(quarantine, partition_dir)
-    os.makedirs(where, exist_ok=True)
-    manifest = QuarantineManifest(os.path.realpath(partition_dir), run_id, reason)
-    for path in files:
-        dst = os.path.join(where, os.path.basename(path))
-        if os.path.exists(dst):
-            dst = f"{dst}.{run_id}"
-        size, digest = _sha256_of(path)
-        _copy_durably(path, dst)
-        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
-                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
-        _write_manifest(where, manifest)
-    return manifest
 
 
 def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:

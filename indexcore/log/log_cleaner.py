@@ -18,11 +18,12 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
 from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, CleaningRound, LastRecord, LogCleaningException
-from segdex.indexcore.log.local_log import complete_swaps, keep_in_quarantine, replace_segments, replaced_files
+from segdex.indexcore.log.local_log import complete_swaps, replace_segments, replaced_files
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.log_loader import LogLoader
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.quarantine import keep_in_quarantine
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
 from segdex.indexcore.status import SegmentStatus

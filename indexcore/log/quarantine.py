@@ -1,4 +1,5 @@
-"""What ``segdex recover --truncate`` removes from a partition, kept whole under a quarantine directory.
+"""What ``segdex recover --truncate`` and ``segdex clean --apply`` remove from a partition, kept whole under a
+quarantine directory.
 
 Kafka's recovery cuts a segment at its first invalid batch and deletes every later segment of the partition
 (``LogLoader.recoverLog``: ``truncate`` then ``removeAndDeleteSegmentsAsync``). segdex does the same cut, but
@@ -113,15 +114,7 @@ def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int
         f"truncate -s {valid_bytes} '{os.path.realpath(log_path)}' && cat '{tail}' >> '{os.path.realpath(log_path)}'"))
     _write_manifest(where, manifest)
     moved = [p for later in later_logs for p in (later, *index_paths(later).values()) if os.path.exists(p)]
-    for path in moved:
-        dst = os.path.join(where, os.path.basename(path))
-        if os.path.exists(dst):
-            dst = f"{dst}.{run_id}"
-        size, digest = _sha256_of(path)
-        _copy_durably(path, dst)
-        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
-                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
-        _write_manifest(where, manifest)
+    _keep_files(where, manifest, moved)
     # everything is kept: now change the partition as Kafka's recovery would
     with open(log_path, "r+b") as f:
         f.truncate(valid_bytes)
@@ -129,4 +122,29 @@ def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int
     for path in moved:
         os.unlink(path)
     fsync_dir(partition_dir)
+    return manifest
+
+
+def _keep_files(where: str, manifest: QuarantineManifest, files: list[str]) -> None:
+    """Copy each file whole and durably under ``where`` (a name already there gets the run id appended), each a
+    piece of the manifest, which is rewritten after each copy."""
+    for path in files:
+        dst = os.path.join(where, os.path.basename(path))
+        if os.path.exists(dst):
+            dst = f"{dst}.{manifest.run_id}"
+        size, digest = _sha256_of(path)
+        _copy_durably(path, dst)
+        manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
+                                                f"cp -p '{dst}' '{os.path.realpath(path)}'"))
+        _write_manifest(where, manifest)
+
+
+def keep_in_quarantine(partition_dir: str, files: list[str], quarantine: str, run_id: str,
+                       reason: str) -> QuarantineManifest:
+    """Copy ``files`` of a partition durably under its quarantine, with the manifest, before anything changes
+    (``segdex clean --apply``: the segments a cleaning replaces)."""
+    where = partition_quarantine(quarantine, partition_dir)
+    os.makedirs(where, exist_ok=True)
+    manifest = QuarantineManifest(os.path.realpath(partition_dir), run_id, reason)
+    _keep_files(where, manifest, files)
     return manifest
