@@ -239,6 +239,7 @@ class CleaningRow:
     records_before: int | None = column(pa.int64())
     records_after: int | None = column(pa.int64())
     tombstones_kept: int | None = column(pa.int64())
+    tombstones_removed: int | None = column(pa.int64())
     keys: int | None = column(pa.int64())
     error: str | None = column(pa.string())
     applied: bool | None = column(pa.bool_())

@@ -101,6 +101,7 @@ class CleanerStats:
     records_kept: int = 0
     batches_rebuilt: int = 0
     tombstones_kept: int = 0
+    tombstones_removed: int = 0
     empty_batches: int = 0  # batches kept with no record (an active producer's last, the round's last)
     map_keys: int = 0
 
@@ -309,6 +310,7 @@ class Cleaner:
                 recs = list(records(buf, batch))
                 stats.records_read += len(recs)
                 if retention == DELETE:
+                    stats.tombstones_removed += sum(1 for r in recs if r.value is None and not batch.is_control)
                     continue
                 write_original = batch.magic >= 2
                 kept = []
@@ -320,6 +322,7 @@ class Cleaner:
                         has_tombstone = has_tombstone or r.value is None
                     else:
                         write_original = False
+                        stats.tombstones_removed += r.value is None and not batch.is_control
                 stats.records_kept += len(kept)
                 if kept:
                     need_horizon = (has_tombstone or contains_marker_for_empty_txn) and horizon_now is None

@@ -49,6 +49,7 @@ class CleaningPlan:
     records_before: int | None = None
     records_after: int | None = None
     tombstones_kept: int | None = None
+    tombstones_removed: int | None = None
     keys: int | None = None  # keys in the offset map
     error: str | None = None  # why it could not be planned (or applied)
     applied: bool = False  # the round was written into the partition
@@ -183,4 +184,5 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     plan.bytes_before, plan.bytes_after = round_.stats.bytes_read, round_.stats.bytes_written
     plan.records_before, plan.records_after = round_.stats.records_read, round_.stats.records_kept
     plan.tombstones_kept, plan.keys = round_.stats.tombstones_kept, round_.stats.map_keys
+    plan.tombstones_removed = round_.stats.tombstones_removed
     return plan, round_

@@ -132,3 +132,31 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
             emptied += round_.stats.empty_batches
     assert rounds > 50 and rebuilt > 100 and grouped > 5 and full > 5 and txn_files > 5 and emptied >= 1, (
         rounds, rebuilt, grouped, full, txn_files, emptied)
+
+
+def test_a_round_counts_what_it_removes_and_stamps_the_horizon(tmp_path: Path):
+    """a's tombstone is superseded (removed); b's is the latest (kept, its batch rebuilt with the horizon
+    now + delete.retention.ms in the base timestamp and attribute bit 6)."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import records
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(T0, b"a", None), (T0 + 1, b"a", b"x"),
+                                                         (T0 + 2, b"b", None)]))
+    (part / segment_name(3)).write_bytes(build_batch(3, [(T0 + 3, b"c", b"y")]))
+    config = LogConfig(cleanup_policy="compact", delete_retention_ms=1000)
+    now = T0 + 10
+    segs, active, start, leo, unstable = load(part, config, now)
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+    round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
+    s = round_.stats
+    assert (s.records_read, s.records_kept, s.tombstones_removed, s.tombstones_kept, s.batches_rebuilt) == (
+        3, 2, 1, 1, 1)
+    (cleaned,) = round_.segments
+    (batch,) = list(batches(cleaned.log, 0))
+    assert batch.attributes & 0x40 and int.from_bytes(cleaned.log[27:35], "big") == now + 1000
+    assert [(r.offset, r.key, r.value) for r in records(cleaned.log, batch)] == [(1, b"a", b"x"), (2, b"b", None)]
+    assert round_.end_offset == 3
