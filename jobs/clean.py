@@ -22,8 +22,8 @@ from segdex.jobs.common import check_log_dirs, topics_on_disk
 from segdex.jobs.reindex import add_common_arguments, resolve_configs
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
-HELP = ("plan Kafka's log cleaner offline: which compacted partitions it would clean now, and what one round "
-        "would leave")
+HELP = ("Kafka's log compaction offline: which compacted partitions its cleaner would clean now and what a round "
+        "would leave; --apply cleans them as it would")
 COMMAND = "clean"
 
 
@@ -171,5 +171,8 @@ def run(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":  # spark-submit jobs/clean.py ...
     from segdex.jobs.cli import main
+    from segdex.pipelines.spark_session import stop_active
 
-    sys.exit(main([COMMAND, *sys.argv[1:]]))
+    code = main([COMMAND, *sys.argv[1:]])
+    stop_active()
+    sys.exit(code)
