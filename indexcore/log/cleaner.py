@@ -19,8 +19,9 @@ A round (``Cleaner.doClean``), for a ``LogToClean`` at the clock ``now``:
    indexes are built batch by batch as ``LogSegment.append`` builds them, the ``.txnindex`` from the ABORT
    markers kept; the files take the group's last segment's modification time.
 
-Rebuilding a compressed batch needs the codec's exact output: only uncompressed batches are rebuilt for now
-(``UnsupportedCompressionException`` otherwise); compressed batches copied whole are fine.
+Rebuilding a compressed batch needs the codec's exact output: gzip (``java.util.zip`` over the same libz) and lz4
+(Kafka's frame, lz4's fast compressor) give Kafka's bytes; snappy and zstd raise ``UnsupportedCompressionException``
+for now. Compressed batches copied whole are fine.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class CleanerStats:
     records_read: int = 0
     records_kept: int = 0
     batches_rebuilt: int = 0
+    compressed_rebuilt: dict[int, int] = field(default_factory=dict)  # of which recompressed, by codec
     tombstones_kept: int = 0
     tombstones_removed: int = 0
     empty_batches: int = 0  # batches kept with no record (an active producer's last, the round's last)
@@ -337,6 +339,9 @@ class Cleaner:
                                                  batch.producer_epoch, batch.base_sequence, kept, log_append,
                                                  horizon))
                         stats.batches_rebuilt += 1
+                        if batch.compression_type:
+                            codec = batch.compression_type
+                            stats.compressed_rebuilt[codec] = stats.compressed_rebuilt.get(codec, 0) + 1
                     stats.tombstones_kept += sum(1 for r in kept if r.value is None)
                 elif retention == RETAIN_EMPTY:
                     if batch.magic < 2:

@@ -81,6 +81,30 @@ def _finish(header_fields: list, payload: bytes) -> bytes:
     return bytes(out)
 
 
+GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])  # java.util.zip.GZIPOutputStream (JDK 16+: OS 255)
+
+
+def java_gzip(data: bytes) -> bytes:
+    """What Kafka's ``GzipCompression`` writes (``GZIPOutputStream`` over a ``Deflater`` at the default level, no
+    flush until the end): its fixed header, raw deflate (level 6, 15-bit window, memLevel 8) and the CRC-32 and
+    length trailer. Byte for byte where the JVM's zlib is this interpreter's (the JDK links the system libz)."""
+    import struct
+    import zlib
+
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY)
+    body = deflater.compress(data) + deflater.flush()
+    return GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+
+
+def _lz4(data: bytes) -> bytes:
+    from segdex.indexcore.record.compression import CompressionType, compress
+
+    return compress(CompressionType.LZ4, data)
+
+
+REBUILDABLE_CODECS = {0: lambda data: data, 1: java_gzip, 3: _lz4}  # codec -> Kafka's bytes for it
+
+
 def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition_leader_epoch: int,
                   producer_id: int, producer_epoch: int, base_sequence: int, records: list[Record],
                   log_append_time: int = NO_TIMESTAMP, delete_horizon_ms: int = NO_TIMESTAMP) -> bytes:
@@ -88,9 +112,10 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
     its base offset, producer fields, leader epoch and flags kept, its last offset kept
     (``overrideLastOffset``), the delete horizon as base timestamp when there is one (attribute bit 6) and the
     first record's timestamp otherwise; max timestamp the log-append time, or the largest record timestamp.
-    Only uncompressed batches are written (others raise ``UnsupportedCompressionException``)."""
+    Uncompressed, gzip and lz4 batches are written (``REBUILDABLE_CODECS``); snappy and zstd raise
+    ``UnsupportedCompressionException`` until their bytes are Kafka's."""
     codec = attributes & COMPRESSION_CODEC_MASK
-    if codec != 0:
+    if codec not in REBUILDABLE_CODECS:
         raise UnsupportedCompressionException(f"rebuilding a batch compressed with codec {codec}")
     attributes &= ~DELETE_HORIZON_FLAG_MASK
     if delete_horizon_ms >= 0:
@@ -105,8 +130,8 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
         for r in records:
             if r.timestamp > max_timestamp:
                 max_timestamp = r.timestamp
-    payload = b"".join(encode_record(r.offset - base_offset, r.timestamp - base_timestamp, r.key, r.value,
-                                     r.headers) for r in records)
+    payload = REBUILDABLE_CODECS[codec](b"".join(encode_record(r.offset - base_offset, r.timestamp - base_timestamp,
+                                                               r.key, r.value, r.headers) for r in records))
     return _finish([base_offset, 0, partition_leader_epoch, 2, 0, attributes, last_offset - base_offset,
                     base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, len(records)], payload)
 

@@ -37,9 +37,9 @@ def test_clean_plans_every_compacted_partition_and_changes_nothing(tmp_path: Pat
             (log_dir / f"orders-{p}" / segment_name(base)).write_bytes(seg)
     (log_dir / "clicks-0").mkdir()  # a topic that only deletes: not planned
     (log_dir / "clicks-0" / segment_name(0)).write_bytes(build_batch(0, [(T0, b"k", b"v")]))
-    (log_dir / "gz-0").mkdir()  # compacted, gzip: a round would rebuild a compressed batch
+    (log_dir / "gz-0").mkdir()  # compacted, snappy: a round would rebuild a batch of a codec not matched yet
     (log_dir / "gz-0" / segment_name(0)).write_bytes(
-        build_batch(0, [(T0, b"k", b"v"), (T0, b"j", b"w")], compression=1) + build_batch(2, [(T0, b"k", b"x")]))
+        build_batch(0, [(T0, b"k", b"v"), (T0, b"j", b"w")], compression=2) + build_batch(2, [(T0, b"k", b"x")]))
     (log_dir / "gz-0" / segment_name(3)).write_bytes(build_batch(3, [(T0, b"j", b"y")]))
     before = _tree(log_dir)
     now = last + HOUR_MS
@@ -49,7 +49,7 @@ def test_clean_plans_every_compacted_partition_and_changes_nothing(tmp_path: Pat
                    "--dedupe-buffer-size", str(24 * 50), str(log_dir)])
     out, err = capsys.readouterr()
     assert code == 1, (out, err)  # gz-0 could not be planned
-    assert "error: gz-0: not planned: rebuilding a batch compressed with codec 1" in err
+    assert "error: gz-0: not planned: rebuilding a batch compressed with codec 2" in err
     assert _tree(log_dir) == before  # a plan writes nothing in the log dir
     rows = {(r["topic"], r["partition"]): r for r in MetadataStore(str(meta)).read(CLEANING_TABLE.name).to_pylist()}
     assert set(rows) == {("orders", 0), ("orders", 1), ("orders", 2), ("gz", 0)}

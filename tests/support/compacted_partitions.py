@@ -14,8 +14,9 @@ from segdex.indexcore.tools.segment_writer import Record, build_batch
 HOUR_MS = 3_600_000
 
 
-def compacted_partition(rng: random.Random, t0: int) -> tuple[dict[int, bytes], int]:
-    """(segments by base offset, the timestamp of the last batch)."""
+def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (0,)) -> tuple[dict[int, bytes], int]:
+    """(segments by base offset, the timestamp of the last batch); data batches compressed with one of ``codecs``
+    each."""
     keys = [f"key-{i}".encode() for i in range(rng.choice([3, 20, 200]))]
     producers = {pid: {"epoch": 0, "seq": 0, "txn": False, "transactional": rng.random() < 0.5}
                  for pid in rng.sample(range(1000, 1100), rng.choice([0, 1, 4]))}
@@ -41,10 +42,11 @@ def compacted_partition(rng: random.Random, t0: int) -> tuple[dict[int, bytes], 
             if p["txn"]:
                 transactional.append(len(batches))
             batches.append(build_batch(offset, recs, producer_id=pid, producer_epoch=p["epoch"],
-                                       base_sequence=p["seq"], is_transactional=p["txn"]))
+                                       base_sequence=p["seq"], is_transactional=p["txn"],
+                                       compression=_codec(rng, codecs)))
             p["seq"] += n
         else:
-            batches.append(build_batch(offset, recs))
+            batches.append(build_batch(offset, recs, compression=_codec(rng, codecs)))
         offset += n
     cuts = set(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randint(1, 5))))
     if transactional and rng.random() < 0.5:  # a segment ending with transactional data (aborted, maybe)
@@ -54,3 +56,7 @@ def compacted_partition(rng: random.Random, t0: int) -> tuple[dict[int, bytes], 
     for lo, hi in zip([0, *cuts], [*cuts, len(batches)], strict=True):
         segments[int.from_bytes(batches[lo][:8], "big")] = b"".join(batches[lo:hi])
     return segments, ts
+
+
+def _codec(rng: random.Random, codecs: tuple[int, ...]) -> int:
+    return rng.choice(codecs) if len(codecs) > 1 else codecs[0]  # one codec: the draws of uncompressed cases
