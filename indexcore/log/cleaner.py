@@ -19,9 +19,9 @@ A round (``Cleaner.doClean``), for a ``LogToClean`` at the clock ``now``:
    indexes are built batch by batch as ``LogSegment.append`` builds them, the ``.txnindex`` from the ABORT
    markers kept; the files take the group's last segment's modification time.
 
-Rebuilding a compressed batch needs the codec's exact output: gzip (``java.util.zip`` over the same libz) and lz4
-(Kafka's frame, lz4's fast compressor) give Kafka's bytes; snappy and zstd raise ``UnsupportedCompressionException``
-for now. Compressed batches copied whole are fine.
+Rebuilding a compressed batch needs the codec's exact output: gzip (``java.util.zip`` over the same libz), lz4
+(Kafka's frame, lz4's fast compressor) and zstd (zstd-jni's stream, the same zstd) give Kafka's bytes; snappy raises
+``UnsupportedCompressionException`` for now. Compressed batches copied whole are fine.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ the round would leave (``plan_cleaning``: a ``CleaningPlan``) or to write it as 
 (``clean_partition``: ``LocalLog.replaceSegments``, every replaced file kept in a quarantine first).
 
 The load is ``LogLoader``'s (every segment recovered, producers expired at ``now``): a partition whose load would
-truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a snappy or zstd
-batch is not planned either until those codecs give Kafka's bytes (``error``).
+truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a snappy batch is
+not planned either until that codec gives Kafka's bytes (``error``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
         round_ = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor).clean(segs, view.log, start, hw, active,
                                                                                config, now_ms)
     except UnsupportedCompressionException as e:
-        plan.error = f"not planned: {e} (batches are rebuilt uncompressed, gzip or lz4 so far)"
+        plan.error = f"not planned: {e} (batches are rebuilt uncompressed, gzip, lz4 or zstd so far)"
         return plan, None
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not planned: {getattr(e, 'strerror', None) or e}"

@@ -102,7 +102,18 @@ def _lz4(data: bytes) -> bytes:
     return compress(CompressionType.LZ4, data)
 
 
-REBUILDABLE_CODECS = {0: lambda data: data, 1: java_gzip, 3: _lz4}  # codec -> Kafka's bytes for it
+def _zstd(data: bytes) -> bytes:
+    """What Kafka's ``ZstdCompression`` writes (zstd-jni's ``ZstdOutputStreamNoFinalizer`` at level 3 behind a
+    ``BufferedOutputStream``): a frame with no content size and no checksum, the data flushed as a block, then an
+    empty last block when the stream closes. Byte for byte with the same zstd (1.5.7 in Kafka 4.4's zstd-jni
+    1.5.7-17 and in zstandard 0.25)."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor(level=3, write_content_size=False, write_checksum=False).compressobj()
+    return c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
+
+
+REBUILDABLE_CODECS = {0: lambda data: data, 1: java_gzip, 3: _lz4, 4: _zstd}  # codec -> Kafka's bytes for it
 
 
 def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition_leader_epoch: int,
@@ -112,8 +123,8 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
     its base offset, producer fields, leader epoch and flags kept, its last offset kept
     (``overrideLastOffset``), the delete horizon as base timestamp when there is one (attribute bit 6) and the
     first record's timestamp otherwise; max timestamp the log-append time, or the largest record timestamp.
-    Uncompressed, gzip and lz4 batches are written (``REBUILDABLE_CODECS``); snappy and zstd raise
-    ``UnsupportedCompressionException`` until their bytes are Kafka's."""
+    Uncompressed, gzip, lz4 and zstd batches are written (``REBUILDABLE_CODECS``); snappy raises
+    ``UnsupportedCompressionException`` until its bytes are Kafka's."""
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec not in REBUILDABLE_CODECS:
         raise UnsupportedCompressionException(f"rebuilding a batch compressed with codec {codec}")
