@@ -157,3 +157,21 @@ def test_until_clean_repeats_rounds_while_the_offset_map_fills(tmp_path: Path, c
     again = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
                           CleanerConfig(dedupe_buffer_size=24 * 5), now, checkpoint=end)
     assert not again.would_clean or not again.map_full  # nothing left that needs another full round
+
+
+def test_a_corrupt_partition_is_left_alone_and_the_others_cleaned(tmp_path: Path, capsys):
+    """A flipped byte in a compacted partition's cleanable range: that partition untouched (named with its file and
+    why), exit 1; the other partition of the log dir cleaned."""
+    log_dir, now = _compacted_log_dir(tmp_path)
+    first = sorted((log_dir / "orders-1").glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    data[70] ^= 0xFF  # inside the first batch: its CRC no longer matches
+    first.write_bytes(bytes(data))
+    before = {p.name: p.read_bytes() for p in (log_dir / "orders-1").iterdir()}
+    code = segdex(["clean", "--now", str(now), "--no-record", "--topic-config", "orders:cleanup.policy=compact",
+                   "--apply", "--discard", str(log_dir)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert f"error: orders-1: not loaded: {first.name}: corrupt_log_tail" in err
+    assert {p.name: p.read_bytes() for p in (log_dir / "orders-1").iterdir()} == before
+    assert "orders-0: cleaned: " in out
