@@ -133,7 +133,7 @@ def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: i
     holding ``base_offset`` on, each ``.txnindex`` entry ending at or after the log start offset (not the base
     offset: Kafka's own comparison) and starting below the bound, until one whose last stable offset reaches the
     bound."""
-    i = bisect.bisect_right([s.base_offset for s in segs], base_offset) - 1  # LogSegments.floorSegment
+    i = bisect.bisect_right(segs, base_offset, key=lambda s: s.base_offset) - 1  # LogSegments.floorSegment
     if i < 0:
         return []
     out = []
@@ -236,24 +236,26 @@ class Cleaner:
                                first_uncleanable_offset: int) -> list[list[CleanerSegment]]:
         """``Cleaner.groupSegmentsBySize``."""
         groups = []
-        rest = list(segs)
-        while rest:
-            group = [rest.pop(0)]
+        i = 0
+        while i < len(segs):
+            group = [segs[i]]
             log_size = group[0].size
             index_size = len(group[0].offset_index) * 8
             time_size = group[0].time_index_entries * 12
-            while rest:
-                nxt = rest[0]
-                last_estimate = rest[1].base_offset - 1 if len(rest) > 1 else first_uncleanable_offset - 1
+            i += 1
+            while i < len(segs):
+                nxt = segs[i]
+                last_estimate = segs[i + 1].base_offset - 1 if i + 1 < len(segs) else first_uncleanable_offset - 1
                 if not (log_size + nxt.size <= max_size
                         and index_size + len(nxt.offset_index) * 8 <= max_index_size
                         and time_size + nxt.time_index_entries * 12 <= max_index_size
                         and (nxt.size == 0 or last_estimate - group[0].base_offset <= INT32_MAX)):
                     break
-                group.append(rest.pop(0))
+                group.append(nxt)
                 log_size += nxt.size
                 index_size += len(nxt.offset_index) * 8
                 time_size += nxt.time_index_entries * 12
+                i += 1
             groups.append(group)
         return groups
 

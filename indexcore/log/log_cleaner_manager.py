@@ -20,6 +20,8 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
+
 LONG_MAX = 2**63 - 1
 
 
@@ -49,11 +51,12 @@ def segments(segs: list, start: int, end: int) -> list:
         return []
     if end < start:
         raise ValueError(f"invalid segment range: end {end} below start {start}")
-    bases = [s.base_offset for s in segs]
-    i = bisect.bisect_right(bases, start) - 1
-    lo = max(i, 0)
-    hi = bisect.bisect_left(bases, end)
-    return segs[lo:hi]
+    lo = max(bisect.bisect_right(segs, start, key=_base) - 1, 0)
+    return segs[lo:bisect.bisect_left(segs, end, key=_base)]
+
+
+def _base(segment) -> int:
+    return segment.base_offset
 
 
 def non_active_segments_from(segs: list[SegmentFacts], start: int) -> list[SegmentFacts]:
@@ -129,6 +132,20 @@ class LogToClean:
         """Whether ``grabFilthiestCompactedLog`` takes it: bytes to clean, and past the lag or the ratio."""
         return self.total_bytes > 0 and (
             (self.need_compaction_now and self.cleanable_bytes > 0) or self.cleanable_ratio > min_cleanable_ratio)
+
+
+def segment_facts(log_path: str, base_offset: int, result: RecoveryResult) -> SegmentFacts:
+    """What the cleaner's choice reads of a segment recovered as Kafka's load recovers it: its size, its largest
+    timestamp as the rebuilt time index gives it, its first batch's timestamp."""
+    segment = LogSegment(log_path, base_offset)
+    return SegmentFacts(base_offset, result.size_bytes, segment.largest_timestamp(result.time_index)[0],
+                        segment.first_batch_timestamp())
+
+
+def clamped_high_watermark(high_watermark: int | None, log_start_offset: int, log_end_offset: int) -> int:
+    """The checkpointed high watermark (None: none, the log end) clamped to the log, as the broker clamps it."""
+    hw = high_watermark if high_watermark is not None else log_end_offset
+    return min(max(hw, log_start_offset), log_end_offset)
 
 
 def last_stable_offset(first_unstable_offset: int | None, high_watermark: int) -> int:
