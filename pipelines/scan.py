@@ -22,10 +22,15 @@ from segdex.indexcore.fs.atomic_file import is_temporary, remove_temporaries
 from segdex.indexcore.log import scan as kernel_scan
 from segdex.indexcore.log.checkpoints import CorruptCheckpointException
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOG_FILE_SUFFIX, index_paths
-from segdex.indexcore.log.log_cleaner_manager import CleaningView, SegmentFacts, cleaning_view, last_stable_offset
+from segdex.indexcore.log.log_cleaner_manager import (
+    CleaningView,
+    clamped_high_watermark,
+    cleaning_view,
+    last_stable_offset,
+    segment_facts,
+)
 from segdex.indexcore.log.log_dir import held_by, partition_findings
 from segdex.indexcore.log.log_loader import LogLoader, snapshot_files_in
-from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import (
     PartitionRecovery,
     SegmentRecovery,
@@ -237,7 +242,7 @@ class VerifyScan:
         self.finish()
         if task.read_only is None:
             out.coordination = coordination(task.path, task.topic, task.partition,
-                                            getattr(recovery, "recovery", recovery).producer_state)
+                                            self.recovery_state.producer_state)
         _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
         summarize(task, out, self.ctx)
         return out
@@ -253,8 +258,7 @@ class VerifyScan:
                  log_path: str) -> bool:
         """Scan one segment into its row; True when the later segments are not scanned (moved to quarantine)."""
         task, out = self.task, self.out
-        ordered = getattr(recovery, "recovery", recovery)
-        completed = ordered.completed
+        completed = self.recovery_state.completed
         seg = recovery.recover_segment(log_path, base, self.ctx.native)
         self.on_disk = _on_disk(self.on_disk, seg)
         # the metadata log's active segment is never closed by Kafka, even at a clean stop
@@ -263,7 +267,7 @@ class VerifyScan:
         out.found[status] += 1
         if seg.result is not None:
             out.bytes += seg.result.size_bytes
-        if ordered.completed == completed:  # a segment completed from its span was reported by the span's task
+        if self.recovery_state.completed == completed:  # one completed from its span was reported by the span's task
             spark_tasks.report(1, seg.result.size_bytes if seg.result is not None else 0)
         status, reason, stop = self.act(seg, logs[i + 1:], status, reason)
         if SegmentStatus(status).needs_attention:
@@ -567,14 +571,12 @@ def _cleaning_view(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, rec
     if not on_disk or recovery is None or task.read_only is not None or not task.config.compact:
         return None
     try:
-        segments = [(s, LogSegment(s.log_path, s.base_offset)) for s in on_disk]
-        facts = [SegmentFacts(s.base_offset, s.result.size_bytes, seg.largest_timestamp(s.result.time_index)[0],
-                              seg.first_batch_timestamp()) for s, seg in segments]
+        facts = [segment_facts(s.log_path, s.base_offset, s.result) for s in on_disk]
     except (OSError, SegdexError):
         return None
     start = max(task.log_start_offset or 0, on_disk[0].base_offset)
     end = on_disk[-1].result.next_offset
-    hw = min(max(task.high_watermark if task.high_watermark is not None else end, start), end)
+    hw = clamped_high_watermark(task.high_watermark, start, end)
     lso = last_stable_offset(recovery.producer_state.first_unstable_offset(start), hw)
     now = int(ctx.scanned_at.timestamp() * 1000)
     return cleaning_view(facts, start, end, lso, task.cleaner_checkpoint, now, task.config)

@@ -19,10 +19,16 @@ from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
 from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, CleaningRound, LastRecord, LogCleaningException
 from segdex.indexcore.log.local_log import complete_swaps, replace_segments, replaced_files
-from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
+from segdex.indexcore.log.log_cleaner_manager import (
+    SegmentFacts,
+    clamped_high_watermark,
+    cleaning_view,
+    last_stable_offset,
+    segment_facts,
+)
 from segdex.indexcore.log.log_loader import LogLoader
-from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.quarantine import keep_in_quarantine
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
@@ -59,7 +65,27 @@ class CleaningPlan:
     bytes_freed: int = 0  # by the rounds applied
 
 
-def _loaded_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int, log_start_offset_checkpoint: int):
+@dataclass
+class LoadedForCleaning:
+    """A partition as Kafka's load leaves it, as the cleaner reads it: its segments, their facts for
+    ``LogCleanerManager``, the log start and end offsets, the producer state at the end."""
+
+    segments: list[CleanerSegment]
+    facts: list[SegmentFacts]
+    log_start_offset: int
+    log_end_offset: int
+    producer_state: ProducerStateManager
+
+    def active_producers(self) -> dict[int, LastRecord]:
+        """``UnifiedLog.lastRecordsOfActiveProducers``."""
+        return {pid: LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
+                for pid, e in self.producer_state.producers.items()}
+
+
+def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
+                      log_start_offset_checkpoint: int = 0) -> LoadedForCleaning:
+    """The partition loaded as ``LogLoader`` loads it at ``now_ms``; ``LogCleaningException`` when a segment is not
+    whole (the broker's load would truncate or fail)."""
     logs, _ = segment_logs(partition_dir)
     if not logs:
         raise LogCleaningException("no segment")
@@ -72,14 +98,13 @@ def _loaded_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int, log
             raise LogCleaningException(f"{os.path.basename(path)}: {seg.status}: {why}; the broker's load would not "
                                        f"leave it as it is (segdex recover first)")
         r = seg.result
-        st = os.stat(path)
-        segs.append(CleanerSegment(path, base, st.st_size, st.st_mtime_ns // 1_000_000, r.offset_index,
-                                   len(r.time_index), list(r.txn_index.aborted), r.next_offset))
-        log_segment = LogSegment(path, base)
-        facts.append(SegmentFacts(base, st.st_size, log_segment.largest_timestamp(r.time_index)[0],
-                                  log_segment.first_batch_timestamp()))
+        mtime_ms = os.stat(path).st_mtime_ns // 1_000_000
+        segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, r.offset_index, len(r.time_index),
+                                   list(r.txn_index.aborted), r.next_offset))
+        facts.append(segment_facts(path, base, r))
     loaded = loader.finish()
-    return segs, facts, loaded, loader.recovery.producer_state
+    return LoadedForCleaning(segs, facts, loaded.log_start_offset, loaded.log_end_offset,
+                             loader.recovery.producer_state)
 
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
@@ -143,14 +168,14 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
                 checkpoint: int | None) -> tuple[CleaningPlan, CleaningRound | None]:
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
-        segs, facts, loaded, state = _loaded_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
+        loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not loaded: {getattr(e, 'strerror', None) or e}"
         return plan, None
     start, end = loaded.log_start_offset, loaded.log_end_offset
-    hw = min(max(high_watermark if high_watermark is not None else end, start), end)
-    lso = last_stable_offset(state.first_unstable_offset(start), hw)
-    view = cleaning_view(facts, start, end, lso, checkpoint, now_ms, config)
+    hw = clamped_high_watermark(high_watermark, start, end)
+    lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), hw)
+    view = cleaning_view(loaded.facts, start, end, lso, checkpoint, now_ms, config)
     ratio = view.log.cleanable_ratio
     plan.first_dirty_offset = view.offsets.first_dirty_offset
     plan.first_uncleanable_offset = view.log.first_uncleanable_offset
@@ -165,12 +190,10 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
         plan.why = f"dirty ratio {ratio:.3f} > min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
-    active = {pid: LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
-              for pid, e in state.producers.items()}
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
     try:
-        round_ = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor).clean(segs, view.log, start, hw, active,
-                                                                               config, now_ms)
+        round_ = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor).clean(
+            loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
     except UnsupportedCompressionException as e:
         plan.error = f"not planned: {e} (batches are rebuilt uncompressed, gzip, lz4 or zstd so far)"
         return plan, None

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, LastRecord
+from segdex.indexcore.log.cleaner import Cleaner
+from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
-from segdex.indexcore.log.log_loader import LogLoader
-from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
@@ -38,20 +37,9 @@ def kafka44(tmp_path_factory):
 def load(part: Path, config: LogConfig, now: int):
     """segdex's load of the partition (Kafka's LogLoader at ``now``): the cleaner's segments, the active
     producers' last records, the log start and end offsets and the first unstable offset."""
-    logs, _ = segment_logs(part)
-    loader = LogLoader(str(part), config, now, 0)
-    segs = []
-    for base, path in logs:
-        r = loader.recover_segment(path, base).result
-        st = os.stat(path)
-        segs.append(CleanerSegment(path, base, st.st_size, st.st_mtime_ns // 1_000_000, r.offset_index,
-                                   len(r.time_index), list(r.txn_index.aborted), r.next_offset))
-    loaded = loader.finish()
-    state = loader.recovery.producer_state
-    active = {pid: LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch)
-              for pid, e in state.producers.items()}
-    return segs, active, loaded.log_start_offset, loaded.log_end_offset, state.first_unstable_offset(
-        loaded.log_start_offset)
+    loaded = load_for_cleaning(str(part), config, now)
+    return (loaded.segments, loaded.active_producers(), loaded.log_start_offset, loaded.log_end_offset,
+            loaded.producer_state.first_unstable_offset(loaded.log_start_offset))
 
 
 def apply_round(part: Path, round_) -> None:
