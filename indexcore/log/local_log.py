@@ -21,7 +21,9 @@ import os
 
 from segdex.indexcore.fs.atomic_file import fsync_dir, write_atomic
 from segdex.indexcore.log.cleaner import CleanedSegment
-from segdex.indexcore.log.layout import filename_prefix_from_offset
+from segdex.indexcore.log.layout import filename_prefix_from_offset, parse_segment_file_name
+from segdex.indexcore.log.log_segment import last_batch
+from segdex.indexcore.record.file_records import open_log
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -34,12 +36,16 @@ def _files_of(partition_dir: str, base: int, suffixes=SEGMENT_SUFFIXES) -> list[
     return [stem + s for s in suffixes if os.path.exists(stem + s)]
 
 
+def _gone_snapshots(partition_dir: str, cleaned: CleanedSegment) -> list[str]:
+    """The producer snapshots of the replaced bases other than the cleaned segment's own (Kafka deletes them)."""
+    return [p for base in cleaned.replaces if base != cleaned.base_offset
+            for p in _files_of(partition_dir, base, (".snapshot",))]
+
+
 def replaced_files(partition_dir: str, cleaned: CleanedSegment) -> list[str]:
     """Every file the replacement removes: the old segments' files, and the snapshots of the bases that go."""
-    files = [p for base in cleaned.replaces for p in _files_of(partition_dir, base)]
-    files += [p for base in cleaned.replaces if base != cleaned.base_offset
-              for p in _files_of(partition_dir, base, (".snapshot",))]
-    return files
+    return [p for base in cleaned.replaces for p in _files_of(partition_dir, base)] + _gone_snapshots(
+        partition_dir, cleaned)
 
 
 def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
@@ -66,8 +72,7 @@ def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
         os.rename(path, path + DELETED_SUFFIX)
     for live in written:
         os.rename(live + SWAP_SUFFIX, live)
-    snapshots = [p for base in cleaned.replaces if base != cleaned.base_offset
-                 for p in _files_of(partition_dir, base, (".snapshot",))]
+    snapshots = _gone_snapshots(partition_dir, cleaned)
     for path in snapshots:
         os.rename(path, path + DELETED_SUFFIX)
     fsync_dir(partition_dir)
@@ -83,9 +88,6 @@ def complete_swaps(partition_dir: str) -> list[str]:
     base offset removed (their cleaning never finished), every other ``.swap`` segment renamed in after the live
     segments its offsets cover are removed. Returns what it did, a line each (empty: nothing was left over). Files
     a replacement removes were kept in the quarantine before the first ``.cleaned`` file was written."""
-    from segdex.indexcore.log.layout import parse_segment_file_name
-    from segdex.indexcore.record.file_records import batches, open_log
-
     names = sorted(os.listdir(partition_dir))
     done: list[str] = []
     cleaned_bases = []
@@ -105,9 +107,7 @@ def complete_swaps(partition_dir: str) -> list[str]:
             os.path.join(partition_dir, n))]:
         base = parse_segment_file_name(name[: -len(SWAP_SUFFIX)]).base_offset
         with open_log(os.path.join(partition_dir, name)) as buf:
-            last = None
-            for batch in batches(buf, 0):
-                last = batch
+            last = last_batch(buf, 0, quiet=False)  # readNextOffset of the swapped segment
         upper = last.next_offset if last is not None else base
         for live in sorted(os.listdir(partition_dir)):
             if live.endswith(".log") and base <= int(live[:20]) < max(upper, base + 1):

@@ -266,7 +266,7 @@ def _index_bytes(path: str) -> bytes:
         return b""
 
 
-def _last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:
+def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:
     """The last whole batch from ``start`` to the end (``FileRecords.batches``' last); ``quiet``: a corrupt tail
     ends the read at the batch before it instead of raising."""
     last = None
@@ -318,14 +318,14 @@ class LogSegment:
             if tolerate_damage:
                 position = index.entry(len(index) - 1)[1] if len(index) else 0
                 for start in ((position, 0) if position else (0,)):
-                    last = _last_batch(buf, start, quiet=True)
+                    last = last_batch(buf, start, quiet=True)
                     if last is not None:
                         return last.next_offset
                 return self.base_offset
             target = index.last_offset
             _, position = index.lookup(target)
             start = next((b.position for b in batches(buf, max(position, 0)) if b.last_offset >= target), None)
-            last = _last_batch(buf, start, quiet=False) if start is not None else None
+            last = last_batch(buf, start, quiet=False) if start is not None else None
             return last.next_offset if last is not None else self.base_offset
 
     def first_batch_timestamp(self) -> int:
