@@ -96,11 +96,7 @@ def load() -> Callable | None:
         _native_error = "disabled by SEGDEX_NO_NATIVE"
         return None
     try:
-        # By name: a static ``from . import _fastscan`` reads, to import-graph tools that cannot see a compiled
-        # module, as an import of this package by this module (a false cycle with ``__init__``).
-        fastscan = importlib.import_module(f"{__package__}._fastscan")
-        crc = find_crc32c()
-        _native = fastscan.make_kernel(crc.address, crc.library, crc.path, raw=crc.raw)
+        _native = _make_kernel()
     except Exception as e:  # ImportError (not built), or the crc32c library could not be found
         _native_error = f"{type(e).__name__}: {e}"
     return _native
@@ -121,7 +117,19 @@ def load_single_threaded() -> Callable | None:
     if k is None or k.threads == 1:
         return k
     if _single is None:
-        fastscan = importlib.import_module(f"{__package__}._fastscan")
-        crc = find_crc32c()
-        _single = fastscan.make_kernel(crc.address, crc.library, crc.path, threads=1, raw=crc.raw)
+        _single = _make_kernel(threads=1)
     return _single
+
+
+_crc: CrcFunction | None = None
+
+
+def _make_kernel(threads: int = 0) -> Callable:
+    """A kernel over the CRC-32C function found once per process (``threads`` 0: the default)."""
+    global _crc
+    # By name: a static ``from . import _fastscan`` reads, to import-graph tools that cannot see a compiled
+    # module, as an import of this package by this module (a false cycle with ``__init__``).
+    fastscan = importlib.import_module(f"{__package__}._fastscan")
+    if _crc is None:
+        _crc = find_crc32c()
+    return fastscan.make_kernel(_crc.address, _crc.library, _crc.path, threads=threads, raw=_crc.raw)
