@@ -13,6 +13,7 @@ whose codec segdex does not rebuild yet), 2 usage.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 
@@ -61,8 +62,7 @@ def _cleaner_config(args: argparse.Namespace):
         if args.dedupe_buffer_size < 24:
             raise SegdexError(f"--dedupe-buffer-size must hold at least one key (24 bytes), got "
                               f"{args.dedupe_buffer_size}")
-        config = CleanerConfig(1, args.dedupe_buffer_size, config.dedupe_buffer_load_factor, config.io_buffer_size,
-                               config.max_message_size, config.enable_cleaner, config.hash_algorithm)
+        config = dataclasses.replace(config, num_threads=1, dedupe_buffer_size=args.dedupe_buffer_size)
     return config
 
 

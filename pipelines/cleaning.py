@@ -60,6 +60,13 @@ class CleaningRun:
         return out
 
 
+def _compacted(found: Discovery) -> list[PartitionTask]:
+    """The partitions a cleaner works on (compacted topics; the KRaft metadata log and ``-future`` dirs aside),
+    the biggest first."""
+    return sorted((t for t in found.tasks if t.config.compact and t.read_only is None and not t.future),
+                  key=lambda t: -t.size_bytes)
+
+
 def plan_task(now_ms: int, cleaner: CleanerConfig, task: PartitionTask) -> CleaningPlan:
     """One partition's plan (a task's work)."""
     return plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0, task.high_watermark,
@@ -70,8 +77,7 @@ def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict
          cleaner: CleanerConfig, now_ms: int) -> CleaningRun:
     """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside)."""
     found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
-    tasks = [t for t in found.tasks if t.config.compact and t.read_only is None and not t.future]
-    tasks.sort(key=lambda t: -t.size_bytes)
+    tasks = _compacted(found)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner), "segdex clean")
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)))
 
@@ -110,8 +116,7 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
         found.refused[:0] = refused
         for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
             found.removed += remove_temporaries(lock.log_dir)
-        tasks = sorted((t for t in found.tasks if t.config.compact and t.read_only is None and not t.future),
-                       key=lambda t: -t.size_bytes)
+        tasks = _compacted(found)
         run_id = runs.new_run_id("clean")
         plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,
                                                                       run_id, until_clean), "segdex clean --apply")
