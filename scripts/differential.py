@@ -1,6 +1,11 @@
 """Differential run: N generated (and damaged) partitions, each recovered by Kafka's own code and by segdex.
 
     .venv/bin/python -m scripts.differential [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
+    .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,1,3,4]
+
+With ``--cleaner`` the cases are compacted partitions cleaned two rounds each by Kafka 4.4's own cleaner and by
+segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the cleaner's view and end offsets;
+half of them draw ``min.compaction.lag.ms`` and small ``segment.index.bytes`` too.
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
@@ -18,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.support.cleaner_cases import CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
 from tests.support.segment_cases import Draw, generate, judge
 
@@ -28,7 +34,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kafka", action="append", help=f"Kafka version (repeatable; default {KAFKA_VERSIONS})")
     parser.add_argument("--show", type=int, default=3, help="mismatches printed per class")
+    parser.add_argument("--cleaner", action="store_true", help="the log cleaner's rounds (Kafka 4.4.0)")
+    parser.add_argument("--codecs", default="0,0,1,3,4",
+                        help="--cleaner: the data batches' codecs drawn from (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
     args = parser.parse_args()
+    if args.cleaner:
+        codecs = tuple(int(c) for c in args.codecs.split(","))
+        return cleaner_run(args.cases, args.seed, args.show, codecs)
     failed = False
     for version in args.kafka or KAFKA_VERSIONS:
         with tempfile.TemporaryDirectory(prefix="segdex-diff-") as tmp:
@@ -59,6 +71,38 @@ def main() -> int:
             for line in lines[: args.show]:
                 print(f"     {line[:400]}")
     return 1 if failed else 0
+
+
+def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> int:
+    """``--cleaner``: the cases against Kafka 4.4.0's cleaner, their mismatches by class, what they covered."""
+    by_class: collections.Counter[str] = collections.Counter()
+    bad: dict[str, list[str]] = collections.defaultdict(list)
+    total = CleanerVerdict()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="segdex-diff-") as tmp:
+        oracle = KafkaOracle(KafkaInstall("4.4.0"), Path(tmp) / "oracle")
+        try:
+            for i in range(cases):
+                case_seed = seed * 1_000_003 + i
+                v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide=i % 2 == 1)
+                by_class[v.kind] += 1
+                total.add(v)
+                if v.mismatches:
+                    bad[v.kind].append(f"seed {case_seed} (wide={i % 2 == 1}): {'; '.join(v.mismatches)}")
+        finally:
+            oracle.close()
+    mismatched = sum(len(v) for v in bad.values())
+    print(f"Kafka 4.4.0's cleaner: {cases} cases in {time.monotonic() - start:.0f}s, {mismatched} mismatches")
+    print(f"  rounds {total.rounds}, batches rebuilt {total.rebuilt} (recompressed by codec {total.recompressed}), "
+          f"rounds the offset map cut short {total.full}, segments grouped {total.grouped}, "
+          f".txnindex files {total.txn_files}, batches left empty {total.emptied}")
+    for kind, n in sorted(by_class.items()):
+        print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
+    for kind, lines in sorted(bad.items()):
+        print(f"  -- {kind}")
+        for line in lines[:show]:
+            print(f"     {line[:600]}")
+    return 1 if mismatched else 0
 
 
 if __name__ == "__main__":

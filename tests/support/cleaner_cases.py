@@ -1,0 +1,200 @@
+"""Cleaning rounds judged against Kafka's own cleaner: one generated compacted partition (``compacted_partition``)
+with drawn topic configs, clock, offset map size, checkpoint and high watermark, cleaned for two rounds by segdex
+(``Cleaner``) and by Kafka 4.x (``KafkaOracle cleanable``: ``LogCleanerManager.cleanableOffsets``,
+``LogToClean`` and ``Cleaner.doClean``) at the same clock, the second round from the first's end offset.
+
+What is compared, round by round: the cleaner's view (first dirty and uncleanable offsets, the checkpoint's
+forced update, the compaction delay, clean and cleanable bytes, the ratio), the last stable offset, the round's
+end offset, and every file of every cleaned segment (``.log``, ``.index``, ``.timeindex``, ``.txnindex``) byte
+for byte with the ``.log``'s modification time; replaced segments gone on both sides.
+
+Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
+--cleaner`` (thousands)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.cleaner import Cleaner, CleaningRound
+from segdex.indexcore.log.log_cleaner import load_for_cleaning
+from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
+from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.tools.segment_writer import segment_name
+from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.kafka_harness import KafkaOracle
+
+T0 = 1_700_000_000_000
+DAY_MS = 24 * HOUR_MS
+CODECS = (0, 0, 1, 3, 4)  # none twice as often, gzip, lz4, zstd (snappy: see memory_records_builder)
+
+
+@dataclass
+class CleanerVerdict:
+    """One case's outcome: its mismatches (empty when Kafka and segdex agree) and what it covered."""
+
+    kind: str = ""
+    mismatches: list[str] = field(default_factory=list)
+    rounds: int = 0
+    rebuilt: int = 0
+    full: int = 0  # rounds that stopped before the first uncleanable offset (the offset map filled)
+    txn_files: int = 0
+    grouped: int = 0
+    emptied: int = 0
+    recompressed: dict[int, int] = field(default_factory=dict)
+
+    def count(self, round_: CleaningRound, first_uncleanable_offset: int) -> None:
+        """What one round covered."""
+        self.rounds += bool(round_.segments)
+        self.rebuilt += round_.stats.batches_rebuilt
+        self.full += round_.end_offset < first_uncleanable_offset
+        self.txn_files += sum(c.txn_index is not None for c in round_.segments)
+        self.grouped += sum(len(c.replaces) > 1 for c in round_.segments)
+        self.emptied += round_.stats.empty_batches
+        self.add_recompressed(round_.stats.compressed_rebuilt)
+
+    def add(self, other: CleanerVerdict) -> None:
+        """Another case's coverage added to this one's."""
+        for name in ("rounds", "rebuilt", "full", "txn_files", "grouped", "emptied"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.add_recompressed(other.recompressed)
+
+    def add_recompressed(self, by_codec: dict[int, int]) -> None:
+        for codec, n in by_codec.items():
+            self.recompressed[codec] = self.recompressed.get(codec, 0) + n
+
+
+def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
+                   wide: bool = False) -> CleanerVerdict:
+    """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
+
+    ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
+    (the cleaner's grouping by index size)."""
+    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide)
+    verdict = CleanerVerdict(kind=f"{'wide' if wide else 'base'}/map of {dedupe // 24} keys")
+    kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
+                    "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
+                    "min.compaction.lag.ms": config.min_compaction_lag_ms,
+                    "segment.index.bytes": config.segment_index_bytes}
+    checkpoint = None
+    for second in (False, True):
+        if second:
+            now += rng.choice([0, config.delete_retention_ms + 1])
+        loaded = load_for_cleaning(str(ours), config, now)
+        segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+        unstable = loaded.producer_state.first_unstable_offset(start)
+        if not second:
+            checkpoint = rng.choice([None, None, rng.randint(start, leo)])
+        # the high watermark: the log end, or a segment boundary (the batch ending there stays, 4.4)
+        hw = leo if len(segs) < 3 or rng.random() < 0.6 else rng.choice(segs[1:-1]).base_offset
+        view = cleaning_view(loaded.facts, start, leo, last_stable_offset(unstable, hw), checkpoint, now, config)
+        answer = oracle.cleanable(theirs, now, start, hw, checkpoint,
+                                  dedupe if view.log.cleanable_bytes else 0, config=kafka_config)
+        where = f"round {int(second) + 1}"
+        if "exception" in answer or "unsupported" in answer:
+            verdict.mismatches.append(f"{where}: Kafka answered {answer}")
+            return verdict
+        mine = {"lastStableOffset": last_stable_offset(unstable, hw), "logEndOffset": leo,
+                "firstDirtyOffset": view.offsets.first_dirty_offset,
+                "firstUncleanableDirtyOffset": view.offsets.first_uncleanable_dirty_offset,
+                "forceUpdateCheckpoint": view.offsets.force_update_checkpoint,
+                "maxCompactionDelay": view.max_compaction_delay,
+                "firstUncleanableOffset": view.log.first_uncleanable_offset, "cleanBytes": view.log.clean_bytes,
+                "cleanableBytes": view.log.cleanable_bytes, "totalBytes": view.log.total_bytes}
+        differ = {k: (v, answer[k]) for k, v in mine.items() if answer[k] != v}
+        if differ:
+            verdict.mismatches.append(f"{where}: the view differs (ours, Kafka's): {differ}")
+            return verdict
+        if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
+            continue
+        try:
+            round_ = Cleaner(SkimpyOffsetMap(dedupe)).clean(segs, view.log, start, hw, loaded.active_producers(),
+                                                            config, now)
+        except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on
+            verdict.mismatches.append(f"{where}: segdex raised {type(e).__name__}: {e}")
+            return verdict
+        if round_.end_offset != answer["endOffset"]:
+            verdict.mismatches.append(f"{where}: end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
+            return verdict
+        verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs)]
+        if verdict.mismatches:
+            return verdict
+        _apply_round(ours, round_)
+        checkpoint = round_.end_offset
+        verdict.count(round_, view.log.first_uncleanable_offset)
+    return verdict
+
+
+def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...],
+          wide: bool) -> tuple[Path, Path, LogConfig, int, int]:
+    """The case's two copies of one partition, its topic config, clock and offset map size."""
+    shutil.rmtree(work, ignore_errors=True)
+    data, last_ts = compacted_partition(rng, T0, codecs=codecs)
+    ours, theirs = work / "ours" / "c-0", work / "theirs" / "c-0"
+    ours.mkdir(parents=True)
+    for n, (base, seg) in enumerate(sorted(data.items())):
+        (ours / segment_name(base)).write_bytes(seg)
+        os.utime(ours / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+    shutil.copytree(ours, theirs)
+    segment_bytes = rng.choice([1 << 20, 1500, 600])
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=rng.choice([1, 100, 4096]),
+                       segment_bytes=segment_bytes, delete_retention_ms=rng.choice([0, HOUR_MS, DAY_MS]))
+    if wide:
+        config = replace(config, min_compaction_lag_ms=rng.choice([0, 0, HOUR_MS, DAY_MS]))
+        if rng.random() < 0.5:  # indexes just big enough for the segments as written (a broker rolls when full)
+            segs = load_for_cleaning(str(ours), config, last_ts).segments
+            need = max(max(len(s.offset_index) * 8, s.time_index_entries * 12) for s in segs)
+            config = replace(config, segment_index_bytes=need + rng.choice([24, 48, 240]))
+    now = last_ts + rng.choice([0, HOUR_MS, 2 * DAY_MS])
+    dedupe = 24 * rng.choice([3, 12, 10_000])
+    return ours, theirs, config, now, dedupe
+
+
+def _apply_round(part: Path, round_: CleaningRound) -> None:
+    """Our round's segments into our copy, as Kafka's swap leaves them (the replaced segments' files and
+    snapshots gone)."""
+    for cleaned in round_.segments:
+        for base in cleaned.replaces:
+            for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
+                (part / (segment_name(base)[:-4] + suffix)).unlink(missing_ok=True)
+        stem = part / segment_name(cleaned.base_offset)[:-4]
+        files = {".log": cleaned.log, ".index": cleaned.offset_index, ".timeindex": cleaned.time_index,
+                 ".txnindex": cleaned.txn_index}
+        for suffix, data in files.items():
+            if data is not None:
+                Path(f"{stem}{suffix}").write_bytes(data)
+                if suffix != ".txnindex":
+                    os.utime(f"{stem}{suffix}", ns=(cleaned.mtime_ms * 10**6, cleaned.mtime_ms * 10**6))
+
+
+def _compare(round_: CleaningRound, theirs: Path) -> list[str]:
+    """Every cleaned segment's files against the ones Kafka's round left."""
+    out = []
+    for cleaned in round_.segments:
+        stem = theirs / segment_name(cleaned.base_offset)[:-4]
+        txn = Path(f"{stem}.txnindex")
+        files = {".log": (cleaned.log, Path(f"{stem}.log")), ".index": (cleaned.offset_index, Path(f"{stem}.index")),
+                 ".timeindex": (cleaned.time_index, Path(f"{stem}.timeindex")), ".txnindex": (cleaned.txn_index, txn)}
+        for suffix, (mine, path) in files.items():
+            kafkas = path.read_bytes() if path.exists() else None
+            if mine != kafkas:
+                out.append(f"segment {cleaned.base_offset}{suffix}: {_first_difference(mine, kafkas)}")
+        log = Path(f"{stem}.log")
+        if log.exists() and cleaned.mtime_ms != log.stat().st_mtime_ns // 1_000_000:
+            out.append(f"segment {cleaned.base_offset}: mtime {cleaned.mtime_ms} != Kafka's "
+                       f"{log.stat().st_mtime_ns // 1_000_000}")
+        out += [f"segment {gone} left by Kafka's swap" for gone in cleaned.replaces[1:]
+                if (theirs / segment_name(gone)).exists()]
+    return out
+
+
+def _first_difference(mine: bytes | None, kafkas: bytes | None) -> str:
+    if mine is None or kafkas is None:
+        size = ["absent" if b is None else f"{len(b)} bytes" for b in (mine, kafkas)]
+        return f"ours {size[0]}, Kafka's {size[1]}"
+    at = next((i for i, (a, b) in enumerate(zip(mine, kafkas, strict=False)) if a != b), min(len(mine), len(kafkas)))
+    return f"{len(mine)} vs {len(kafkas)} bytes, first difference at {at}"
