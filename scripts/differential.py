@@ -1,7 +1,7 @@
 """Differential run: N generated (and damaged) partitions, each recovered by Kafka's own code and by segdex.
 
     .venv/bin/python -m scripts.differential [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
-    .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,1,3,4]
+    .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,0,1,2,3,4]
 
 With ``--cleaner`` the cases are compacted partitions cleaned two rounds each by Kafka 4.4's own cleaner and by
 segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the cleaner's view and end offsets;
@@ -35,7 +35,7 @@ def main() -> int:
     parser.add_argument("--kafka", action="append", help=f"Kafka version (repeatable; default {KAFKA_VERSIONS})")
     parser.add_argument("--show", type=int, default=3, help="mismatches printed per class")
     parser.add_argument("--cleaner", action="store_true", help="the log cleaner's rounds (Kafka 4.4.0)")
-    parser.add_argument("--codecs", default="0,0,1,3,4",
+    parser.add_argument("--codecs", default="0,0,1,2,3,4",
                         help="--cleaner: the data batches' codecs drawn from (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
     args = parser.parse_args()
     if args.cleaner:

@@ -19,9 +19,14 @@ A round (``Cleaner.doClean``), for a ``LogToClean`` at the clock ``now``:
    indexes are built batch by batch as ``LogSegment.append`` builds them, the ``.txnindex`` from the ABORT
    markers kept; the files take the group's last segment's modification time.
 
-Rebuilding a compressed batch needs the codec's exact output: gzip (``java.util.zip`` over the same libz), lz4
-(Kafka's frame, lz4's fast compressor) and zstd (zstd-jni's stream, the same zstd) give Kafka's bytes; snappy raises
-``UnsupportedCompressionException`` for now. Compressed batches copied whole are fine.
+Rebuilding a compressed batch needs the codec's exact output: gzip (``java.util.zip`` over the same libz), snappy
+(snappy-java's 32 KiB blocks of Google snappy 1.1.10, the ``_snappy`` kernel), lz4 (Kafka's frame, lz4's fast
+compressor) and zstd (zstd-jni's stream, the same zstd) give Kafka's bytes; snappy raises
+``UnsupportedCompressionException`` where its kernel is not built. Compressed batches copied whole are fine.
+
+Plain batches (uncompressed, no producer, neither transactional nor control) go through the ``_cleaner`` kernel
+where it is built (``SkimpyOffsetMap.native``): the offset map's loop and the dropped or whole-kept batches of
+``cleanInto`` in C, every other batch here, one at a time, in the same order.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 # BatchRetention
 DELETE, DELETE_EMPTY, RETAIN_EMPTY = "DELETE", "DELETE_EMPTY", "RETAIN_EMPTY"
+# what the cleaner kernel's loops (``_cleaner.c``) stop at: no batch left, the offset map full, a batch to copy
+_END, _FULL, _COPY = 0, 1, 3
 
 
 class LogCleaningException(SegdexError):
@@ -106,6 +113,15 @@ class CleanerStats:
     tombstones_removed: int = 0
     empty_batches: int = 0  # batches kept with no record (an active producer's last, the round's last)
     map_keys: int = 0
+
+    def add_counts(self, records_read: int, records_kept: int, tombstones_removed: int, tombstones_kept: int,
+                   bytes_read: int) -> None:
+        """What the kernel's ``filter`` counted of the plain batches it dropped or handed back whole."""
+        self.records_read += records_read
+        self.records_kept += records_kept
+        self.tombstones_removed += tombstones_removed
+        self.tombstones_kept += tombstones_kept
+        self.bytes_read += bytes_read
 
 
 @dataclass
@@ -214,7 +230,16 @@ class Cleaner:
         m = self.offset_map
         position = seg.offset_index.lookup(start)[1]
         with open_log(seg.log_path) as buf:
-            for batch in batches(buf, position):
+            while True:
+                if m.native is not None:  # plain batches in the kernel, up to the next one for Python
+                    status, position = m.native.build(buf, position, start, max_desired)
+                    if status == _FULL:
+                        return True
+                    if status == _END:
+                        break
+                batch = next(batches(buf, position), None)
+                if batch is None:
+                    break
                 if batch.is_control:
                     tm.on_control_batch_read(batch, _control_type(buf, batch))
                 elif not tm.on_batch_read(batch):
@@ -226,6 +251,7 @@ class Cleaner:
                                 return True
                 if batch.last_offset >= start:
                     m.update_latest_offset(batch.last_offset)
+                position = batch.position + batch.size_in_bytes
         m.update_latest_offset(next_start - 1)
         return False
 
@@ -306,52 +332,75 @@ class Cleaner:
         """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
         m = self.offset_map
         with open_log(seg.log_path) as buf:
-            for batch in batches(buf, 0):
-                stats.bytes_read += batch.size_in_bytes
-                horizon_now = _delete_horizon(buf, batch)
-                retention, discard_records, contains_marker_for_empty_txn = _check_batch_retention(
-                    buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
-                recs = list(records(buf, batch))
-                stats.records_read += len(recs)
-                if retention == DELETE:
-                    stats.tombstones_removed += sum(1 for r in recs if r.value is None and not batch.is_control)
-                    continue
-                write_original = batch.magic >= 2
-                kept = []
-                has_tombstone = False
-                for r in recs:
-                    if self._should_retain(batch, r, discard_records, horizon_now, retain_legacy_deletes, now_ms,
-                                           m):
-                        kept.append(r)
-                        has_tombstone = has_tombstone or r.value is None
-                    else:
-                        write_original = False
-                        stats.tombstones_removed += r.value is None and not batch.is_control
-                stats.records_kept += len(kept)
-                if kept:
-                    need_horizon = (has_tombstone or contains_marker_for_empty_txn) and horizon_now is None
-                    if write_original and not need_horizon:
-                        out.append(bytes(buf[batch.position:batch.position + batch.size_in_bytes]))
-                    else:
-                        horizon = now_ms + delete_retention_ms if need_horizon else (
-                            horizon_now if horizon_now is not None else NO_TIMESTAMP)
-                        log_append = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
-                        out.append(rebuild_batch(batch.base_offset, batch.last_offset, batch.attributes,
-                                                 batch.partition_leader_epoch, batch.producer_id,
-                                                 batch.producer_epoch, batch.base_sequence, kept, log_append,
-                                                 horizon))
-                        stats.batches_rebuilt += 1
-                        if batch.compression_type:
-                            codec = batch.compression_type
-                            stats.compressed_rebuilt[codec] = stats.compressed_rebuilt.get(codec, 0) + 1
-                    stats.tombstones_kept += sum(1 for r in kept if r.value is None)
-                elif retention == RETAIN_EMPTY:
-                    if batch.magic < 2:
-                        raise LogCleaningException("Empty batches are only supported for magic v2 and above")
-                    stats.empty_batches += 1
-                    out.append(empty_header(batch.base_offset, batch.last_offset, batch.attributes,
-                                            batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id,
-                                            batch.producer_epoch, batch.base_sequence))
+            position = 0
+            while True:
+                if m.native is not None:  # plain batches in the kernel: dropped there, or one to copy or for Python
+                    status, position, size, *counts = m.native.filter(buf, position, now_ms, high_watermark)
+                    stats.add_counts(*counts)
+                    if status == _END:
+                        break
+                    if status == _COPY:
+                        out.append(bytes(buf[position:position + size]))
+                        position += size
+                        continue
+                batch = next(batches(buf, position), None)
+                if batch is None:
+                    break
+                position = batch.position + batch.size_in_bytes
+                self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
+                                  high_watermark, now_ms, stats)
+
+    def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
+                     delete_retention_ms: int, tm: CleanedTransactionMetadata,
+                     active_producers: dict[int, LastRecord], high_watermark: int, now_ms: int,
+                     stats: CleanerStats) -> None:
+        """One batch of ``cleanInto``: dropped, copied, rebuilt or left empty."""
+        m = self.offset_map
+        stats.bytes_read += batch.size_in_bytes
+        horizon_now = _delete_horizon(buf, batch)
+        retention, discard_records, contains_marker_for_empty_txn = _check_batch_retention(
+            buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
+        recs = list(records(buf, batch))
+        stats.records_read += len(recs)
+        if retention == DELETE:
+            stats.tombstones_removed += sum(1 for r in recs if r.value is None and not batch.is_control)
+            return
+        write_original = batch.magic >= 2
+        kept = []
+        has_tombstone = False
+        for r in recs:
+            if self._should_retain(batch, r, discard_records, horizon_now, retain_legacy_deletes, now_ms,
+                                   m):
+                kept.append(r)
+                has_tombstone = has_tombstone or r.value is None
+            else:
+                write_original = False
+                stats.tombstones_removed += r.value is None and not batch.is_control
+        stats.records_kept += len(kept)
+        if kept:
+            need_horizon = (has_tombstone or contains_marker_for_empty_txn) and horizon_now is None
+            if write_original and not need_horizon:
+                out.append(bytes(buf[batch.position:batch.position + batch.size_in_bytes]))
+            else:
+                horizon = now_ms + delete_retention_ms if need_horizon else (
+                    horizon_now if horizon_now is not None else NO_TIMESTAMP)
+                log_append = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
+                out.append(rebuild_batch(batch.base_offset, batch.last_offset, batch.attributes,
+                                         batch.partition_leader_epoch, batch.producer_id,
+                                         batch.producer_epoch, batch.base_sequence, kept, log_append,
+                                         horizon))
+                stats.batches_rebuilt += 1
+                if batch.compression_type:
+                    codec = batch.compression_type
+                    stats.compressed_rebuilt[codec] = stats.compressed_rebuilt.get(codec, 0) + 1
+            stats.tombstones_kept += sum(1 for r in kept if r.value is None)
+        elif retention == RETAIN_EMPTY:
+            if batch.magic < 2:
+                raise LogCleaningException("Empty batches are only supported for magic v2 and above")
+            stats.empty_batches += 1
+            out.append(empty_header(batch.base_offset, batch.last_offset, batch.attributes,
+                                    batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id,
+                                    batch.producer_epoch, batch.base_sequence))
 
     @staticmethod
     def _should_retain(batch: RecordBatch, record, discard_records: bool, horizon: int | None,

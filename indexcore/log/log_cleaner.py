@@ -5,7 +5,7 @@ the round would leave (``plan_cleaning``: a ``CleaningPlan``) or to write it as 
 
 The load is ``LogLoader``'s (every segment recovered, producers expired at ``now``): a partition whose load would
 truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a snappy batch is
-not planned either until that codec gives Kafka's bytes (``error``).
+not planned either where the snappy kernel is not built (``error``).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
         round_ = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor).clean(
             loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
     except UnsupportedCompressionException as e:
-        plan.error = f"not planned: {e} (batches are rebuilt uncompressed, gzip, lz4 or zstd so far)"
+        plan.error = f"not planned: {e} (snappy batches are rebuilt by the _snappy kernel, not built here)"
         return plan, None
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not planned: {getattr(e, 'strerror', None) or e}"

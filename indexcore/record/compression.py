@@ -3,6 +3,7 @@ sample-data writer needs it (LZ4 frames with python-lz4, laid out as Kafka's pro
 
 from __future__ import annotations
 
+import importlib
 import struct
 
 import cramjam
@@ -14,7 +15,29 @@ from segdex.indexcore.record.record_batch import CompressionType, compression_na
 # Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER_SIZE = 16
+XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream's default block (Kafka's SnappyFactory keeps it)
 INT32 = struct.Struct(">i")
+
+
+def snappy_java_raw():
+    """snappy-java 1.1.10's raw compression (the ``_snappy`` kernel: Google snappy 1.1.10 as its jar builds it), or
+    None where the kernel is not built."""
+    try:
+        # by name, as the other kernels: a compiled module an import-graph tool cannot see
+        return importlib.import_module(f"{__package__}._snappy").compress_raw
+    except ImportError:
+        return None
+
+
+def xerial_snappy(data: bytes, compress_raw=None) -> bytes:
+    """``SnappyOutputStream`` over ``data``: the header, then each 32 KiB block compressed on its own, its
+    length first (``compress_raw``: snappy-java's when built, else cramjam's, which decodes the same)."""
+    raw = compress_raw or snappy_java_raw() or (lambda b: bytes(cramjam.snappy.compress_raw(b)))
+    out = [XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
+    for at in range(0, len(data), XERIAL_BLOCK_SIZE):
+        block = raw(data[at:at + XERIAL_BLOCK_SIZE])
+        out += [INT32.pack(len(block)), block]
+    return b"".join(out)
 
 
 def _xerial_snappy(data: bytes) -> bytes:
@@ -75,8 +98,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == CompressionType.GZIP:
         return bytes(cramjam.gzip.compress(data))
     if codec == CompressionType.SNAPPY:
-        block = bytes(cramjam.snappy.compress_raw(data))
-        return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + INT32.pack(len(block)) + block
+        return xerial_snappy(bytes(data))
     if codec == CompressionType.LZ4:
         # The frame KafkaLZ4BlockOutputStream writes: FLG 0x60 (version 1, independent blocks, no block or
         # content checksum, no content size), BD 0x40 (64 KiB blocks). python-lz4 gives its bytes exactly.

@@ -113,7 +113,19 @@ def _zstd(data: bytes) -> bytes:
     return c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + c.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
 
 
-REBUILDABLE_CODECS = {0: lambda data: data, 1: java_gzip, 3: _lz4, 4: _zstd}  # codec -> Kafka's bytes for it
+def _rebuildable_codecs() -> dict:
+    """Codec -> Kafka's bytes for it; snappy only where the ``_snappy`` kernel (snappy-java's compression) is
+    built."""
+    from segdex.indexcore.record.compression import snappy_java_raw, xerial_snappy
+
+    codecs = {0: lambda data: data, 1: java_gzip, 3: _lz4, 4: _zstd}
+    raw = snappy_java_raw()
+    if raw is not None:
+        codecs[2] = lambda data: xerial_snappy(data, raw)
+    return dict(sorted(codecs.items()))
+
+
+REBUILDABLE_CODECS = _rebuildable_codecs()
 
 
 def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition_leader_epoch: int,
@@ -123,8 +135,8 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
     its base offset, producer fields, leader epoch and flags kept, its last offset kept
     (``overrideLastOffset``), the delete horizon as base timestamp when there is one (attribute bit 6) and the
     first record's timestamp otherwise; max timestamp the log-append time, or the largest record timestamp.
-    Uncompressed, gzip, lz4 and zstd batches are written (``REBUILDABLE_CODECS``); snappy raises
-    ``UnsupportedCompressionException`` until its bytes are Kafka's."""
+    Every codec is written as Kafka writes it (``REBUILDABLE_CODECS``); snappy raises
+    ``UnsupportedCompressionException`` where its kernel is not built."""
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec not in REBUILDABLE_CODECS:
         raise UnsupportedCompressionException(f"rebuilding a batch compressed with codec {codec}")

@@ -13,8 +13,17 @@ def test_slots_are_kafkas_for_md5_and_sha256():
     assert SkimpyOffsetMap(134_217_728, "SHA-256").slots == 3_355_443
 
 
-def test_put_get_and_the_latest_offset():
-    m = SkimpyOffsetMap(24 * 3)
+def _map(memory: int, native: bool) -> SkimpyOffsetMap:
+    m = SkimpyOffsetMap(memory)
+    assert m.native is not None  # the kernel is built (setup.py) and libcrypto's MD5 found
+    if not native:
+        m.native = None  # the dict
+    return m
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_put_get_and_the_latest_offset(native: bool):
+    m = _map(24 * 3, native)
     assert (m.get(b"a"), m.latest_offset, m.size) == (-1, -1, 0)
     m.put(b"a", 5)
     m.put(b"b", 6)
@@ -27,3 +36,16 @@ def test_put_get_and_the_latest_offset():
         m.put(b"a", 22)  # Kafka checks the entry count before it looks the key up
     m.clear()
     assert (m.size, m.latest_offset, m.get(b"a")) == (0, -1, -1)
+
+
+def test_the_kernels_table_answers_as_the_dict_past_its_growth():
+    """The kernel's table starts at 1,024 entries and doubles: 50,000 keys, overwritten, read back."""
+    kernel, plain = _map(24 * 60_000, True), _map(24 * 60_000, False)
+    for m in (kernel, plain):
+        for i in range(100_000):
+            m.put(b"key-%d" % (i % 50_000), i)
+    assert kernel.size == plain.size == 50_000
+    assert all(kernel.get(b"key-%d" % i) == plain.get(b"key-%d" % i) == 50_000 + i for i in range(0, 50_000, 7))
+    assert kernel.get(b"absent") == -1 and kernel.latest_offset == 99_999
+    with pytest.raises(TypeError):
+        kernel.native.put("not bytes", 1)

@@ -39,3 +39,40 @@ def test_a_truncated_xerial_block_is_refused():
     with pytest.raises(DecompressionException) as e:
         decompress(2, cut)
     assert str(e.value) == "Truncated xerial snappy block"
+
+
+def test_snappy_is_snappy_javas_for_every_batch_kafka_wrote():
+    """The ``_snappy`` kernel in SnappyOutputStream's framing gives back the very payload of each snappy batch of
+    Kafka's fixture (written through snappy-java): decompressed, then compressed again, byte for byte."""
+    from segdex.indexcore.record.compression import snappy_java_raw, xerial_snappy
+    from segdex.indexcore.record.file_records import batches
+    from tests.support.fixtures import FIXTURES
+
+    raw = snappy_java_raw()
+    assert raw is not None  # built by setup.py
+    log = (FIXTURES / "v2_snappy" / "broker" / "00000000000000000000.log").read_bytes()
+    n = 0
+    for batch in batches(log):
+        payload = log[batch.position + 61:batch.position + batch.size_in_bytes]
+        assert xerial_snappy(decompress(2, payload), raw) == payload, batch.base_offset
+        n += 1
+    assert n >= 100
+    # cramjam's snappy (snappy 1.1.8's hash) is not snappy-java's: what made the kernel necessary
+    assert any(xerial_snappy(decompress(2, log[b.position + 61:b.position + b.size_in_bytes]),
+                             lambda d: bytes(cramjam.snappy.compress_raw(d)))
+               != log[b.position + 61:b.position + b.size_in_bytes] for b in batches(log))
+
+
+def test_snappy_output_stream_blocks_are_32_kib():
+    from segdex.indexcore.record.compression import XERIAL_BLOCK_SIZE, xerial_snappy
+
+    data = bytes(range(256)) * 300  # 76,800 bytes: blocks of 32 KiB, 32 KiB and 11,264 bytes
+    out = xerial_snappy(data)
+    assert out[:16] == XERIAL_HEADER and decompress(2, out) == data
+    pos, sizes = 16, []
+    while pos < len(out):
+        (length,) = struct.unpack_from(">i", out, pos)
+        sizes.append(len(cramjam.snappy.decompress_raw(out[pos + 4:pos + 4 + length])))
+        pos += 4 + length
+    assert sizes == [XERIAL_BLOCK_SIZE, XERIAL_BLOCK_SIZE, 76_800 - 2 * XERIAL_BLOCK_SIZE]
+    assert xerial_snappy(b"") == XERIAL_HEADER  # an empty stream: the header alone

@@ -1,0 +1,401 @@
+/* The log cleaner's native kernel: Kafka's SkimpyOffsetMap (digest -> latest offset) and the two per-batch loops
+ * of a cleaning round over the batches that need no producer or transaction state: Cleaner.buildOffsetMapForSegment
+ * and Cleaner.cleanInto's filter (log/cleaner.py holds the rules; this file runs them for "plain" batches).
+ *
+ * A plain batch: magic 2, uncompressed, neither transactional nor control, no producer id. Every other batch, and
+ * a plain one whose records do not parse, is handed back to Python at its position (status SPECIAL), which
+ * handles that one batch and calls again after it. A plain batch whose cleaning would rebuild it (some records
+ * kept, or a tombstone kept that needs a delete horizon) is handed back too; one kept whole is handed back as
+ * COPY (Python appends its bytes and indexes it); one with nothing kept is dropped here, its counts added.
+ *
+ * Digests are MD5 (Kafka 4.4's SkimpyOffsetMap) through libcrypto's one-shot MD5(), whose address the caller
+ * passes (found with ctypes, as the scan kernel's CRC-32C function). The map answers what Kafka's answers: which
+ * digests it holds, their offsets, its size and the latest offset; its table is a plain open-addressing one that
+ * grows with the keys (Kafka's probing order never shows in a result).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scan/_layout.h"
+
+#define DIGEST 16
+#define RECORD_OVERHEAD_V0 14
+#define DELETE_HORIZON_FLAG_MASK 64
+
+enum { END = 0, FULL = 1, SPECIAL = 2, COPY = 3 };
+
+typedef unsigned char *(*md5_fn)(const unsigned char *d, size_t n, unsigned char *md);
+
+typedef struct {
+    uint8_t digest[DIGEST];
+    int64_t offset; /* -1: an empty slot */
+} entry_t;
+
+typedef struct {
+    PyObject_HEAD
+    entry_t *table;
+    uint64_t mask; /* capacity - 1, capacity a power of two */
+    Py_ssize_t size;
+    Py_ssize_t slots; /* Kafka's slots: size never passes it */
+    int64_t latest_offset;
+    md5_fn md5;
+    long long plain_batches; /* batches build and filter handled here, since the map was made */
+} OffsetMap;
+
+static int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+static int32_t be32(const uint8_t *p) { return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]); }
+static int16_t be16(const uint8_t *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+
+/* A zig-zag varint (varlong) at *pos below end; 0 when truncated or too long. */
+static int read_varint(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *pos, int64_t *out) {
+    uint64_t raw = 0;
+    int shift = 0;
+    for (;;) {
+        if (*pos >= end) return 0;
+        uint8_t b = buf[(*pos)++];
+        raw |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (shift > 63) return 0;
+    }
+    *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+    return 1;
+}
+
+/* A length-prefixed field (-1: null); 0 when it runs past end. */
+static int read_field(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *pos, const uint8_t **data, int64_t *len) {
+    if (!read_varint(buf, end, pos, len)) return 0;
+    if (*len < 0) { *data = NULL; return 1; }
+    if (*pos + *len > end) return 0;
+    *data = buf + *pos;
+    *pos += *len;
+    return 1;
+}
+
+typedef struct {
+    int64_t offset_delta;
+    const uint8_t *key;
+    int64_t key_len;
+    int value_null;
+} rec_t;
+
+/* The records of a plain batch, checked as records.v2_records checks them; -1 when they do not parse. */
+static Py_ssize_t parse_records(const uint8_t *buf, Py_ssize_t start, Py_ssize_t end, int32_t count, rec_t **recs,
+                                Py_ssize_t *cap) {
+    if (count < 0) return -1;
+    if (count > *cap) {
+        rec_t *grown = realloc(*recs, sizeof(rec_t) * (size_t)count);
+        if (!grown) return -1;
+        *recs = grown;
+        *cap = count;
+    }
+    Py_ssize_t pos = start;
+    for (int32_t i = 0; i < count; i++) {
+        int64_t length, v;
+        const uint8_t *value, *hk, *hv;
+        int64_t value_len, hk_len, hv_len;
+        rec_t *r = &(*recs)[i];
+        if (!read_varint(buf, end, &pos, &length)) return -1;
+        Py_ssize_t rec_end = pos + length;
+        if (length < 0 || rec_end > end) return -1;
+        pos += 1; /* attributes */
+        if (!read_varint(buf, end, &pos, &v)) return -1; /* timestamp delta */
+        if (!read_varint(buf, end, &pos, &r->offset_delta)) return -1;
+        if (!read_field(buf, end, &pos, &r->key, &r->key_len)) return -1;
+        if (!read_field(buf, end, &pos, &value, &value_len)) return -1;
+        r->value_null = value == NULL;
+        int64_t headers;
+        if (!read_varint(buf, end, &pos, &headers)) return -1;
+        for (int64_t h = 0; h < headers; h++) {
+            if (!read_field(buf, end, &pos, &hk, &hk_len)) return -1;
+            if (!read_field(buf, end, &pos, &hv, &hv_len)) return -1;
+        }
+        if (pos != rec_end) return -1;
+        if (i == count - 1 && pos != end) return -1;
+    }
+    return count;
+}
+
+static entry_t *find_slot(OffsetMap *m, const uint8_t *digest) {
+    uint64_t h;
+    memcpy(&h, digest, 8);
+    for (uint64_t i = h & m->mask;; i = (i + 1) & m->mask) {
+        entry_t *e = &m->table[i];
+        if (e->offset < 0 || memcmp(e->digest, digest, DIGEST) == 0) return e;
+    }
+}
+
+static int grow(OffsetMap *m) {
+    uint64_t cap = (m->mask + 1) * 2;
+    entry_t *old = m->table, *table = malloc(sizeof(entry_t) * cap);
+    if (!table) return 0;
+    for (uint64_t i = 0; i < cap; i++) table[i].offset = -1;
+    uint64_t old_cap = m->mask + 1;
+    m->table = table;
+    m->mask = cap - 1;
+    for (uint64_t i = 0; i < old_cap; i++) {
+        if (old[i].offset >= 0) *find_slot(m, old[i].digest) = old[i];
+    }
+    free(old);
+    return 1;
+}
+
+/* SkimpyOffsetMap.put; 0 on no memory. */
+static int map_put(OffsetMap *m, const uint8_t *key, size_t len, int64_t offset) {
+    uint8_t digest[DIGEST];
+    m->md5(key, len, digest);
+    entry_t *e = find_slot(m, digest);
+    if (e->offset < 0) {
+        memcpy(e->digest, digest, DIGEST);
+        m->size++;
+    }
+    e->offset = offset;
+    m->latest_offset = offset;
+    if ((uint64_t)m->size * 10 > (m->mask + 1) * 7 && !grow(m)) return 0;
+    return 1;
+}
+
+static int64_t map_get(OffsetMap *m, const uint8_t *key, size_t len) {
+    uint8_t digest[DIGEST];
+    m->md5(key, len, digest);
+    entry_t *e = find_slot(m, digest);
+    return e->offset;
+}
+
+static int plain(const uint8_t *b) {
+    int16_t attributes = be16(b + ATTRIBUTES_OFFSET);
+    return b[MAGIC_OFFSET] == 2 && !(attributes & (COMPRESSION_CODEC_MASK | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK))
+        && be64(b + PRODUCER_ID_OFFSET) == -1;
+}
+
+static int map_clear_table(OffsetMap *m, uint64_t cap) {
+    entry_t *table = malloc(sizeof(entry_t) * cap);
+    if (!table) return 0;
+    for (uint64_t i = 0; i < cap; i++) table[i].offset = -1;
+    free(m->table);
+    m->table = table;
+    m->mask = cap - 1;
+    m->size = 0;
+    return 1;
+}
+
+static int OffsetMap_init(OffsetMap *m, PyObject *args, PyObject *kw) {
+    Py_ssize_t slots;
+    unsigned long long address;
+    if (!PyArg_ParseTuple(args, "nK", &slots, &address)) return -1;
+    m->slots = slots;
+    m->md5 = (md5_fn)(uintptr_t)address;
+    m->latest_offset = -1;
+    if (!map_clear_table(m, 1024)) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static void OffsetMap_dealloc(OffsetMap *m) {
+    free(m->table);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyObject *OffsetMap_put(OffsetMap *m, PyObject *args) {
+    Py_buffer key;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "y*L", &key, &offset)) return NULL;
+    if (m->size >= m->slots) {
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_ValueError, "attempted to add a new entry to a full offset map");
+        return NULL;
+    }
+    int ok = map_put(m, key.buf, (size_t)key.len, offset);
+    PyBuffer_Release(&key);
+    if (!ok) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyObject *OffsetMap_get(OffsetMap *m, PyObject *args) {
+    Py_buffer key;
+    if (!PyArg_ParseTuple(args, "y*", &key)) return NULL;
+    int64_t offset = map_get(m, key.buf, (size_t)key.len);
+    PyBuffer_Release(&key);
+    return PyLong_FromLongLong(offset);
+}
+
+static PyObject *OffsetMap_clear(OffsetMap *m, PyObject *unused) {
+    if (!map_clear_table(m, 1024)) return PyErr_NoMemory();
+    m->latest_offset = -1;
+    Py_RETURN_NONE;
+}
+
+/* build(buf, position, start, max_desired) -> (status, position): Cleaner.buildOffsetMapForSegment's loop over
+ * plain batches from position. END: no whole batch left; FULL: the map reached max_desired keys at a record
+ * (the round ends there); SPECIAL: the batch at position is Python's. */
+static PyObject *OffsetMap_build(OffsetMap *m, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    long long start;
+    Py_ssize_t max_desired;
+    if (!PyArg_ParseTuple(args, "y*nLn", &view, &pos, &start, &max_desired)) return NULL;
+    const uint8_t *buf = view.buf;
+    Py_ssize_t n = view.len;
+    rec_t *recs = NULL;
+    Py_ssize_t cap = 0;
+    int status = END, nomem = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos < n - HEADER_SIZE_UP_TO_MAGIC) {
+        const uint8_t *b = buf + pos;
+        int32_t size = be32(b + LENGTH_OFFSET);
+        if (size < RECORD_OVERHEAD_V0) { status = SPECIAL; break; }
+        if (pos > n - LOG_OVERHEAD - size) break; /* a partial batch at the end */
+        if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD || !plain(b)) { status = SPECIAL; break; }
+        Py_ssize_t end = pos + LOG_OVERHEAD + size;
+        int32_t count = be32(b + RECORDS_COUNT_OFFSET);
+        if (parse_records(buf, pos + RECORDS_OFFSET, end, count, &recs, &cap) < 0) { status = SPECIAL; break; }
+        int64_t base = be64(b + BASE_OFFSET_OFFSET);
+        for (int32_t i = 0; i < count && status == END; i++) {
+            int64_t offset = base + recs[i].offset_delta;
+            if (recs[i].key == NULL || offset < start) continue;
+            if (m->size < max_desired) {
+                if (!map_put(m, recs[i].key, (size_t)recs[i].key_len, offset)) { nomem = 1; status = FULL; }
+            } else {
+                status = FULL;
+            }
+        }
+        if (status != END) break;
+        int64_t last = base + be32(b + LAST_OFFSET_DELTA_OFFSET);
+        if (last >= start) m->latest_offset = last;
+        m->plain_batches++;
+        pos = end;
+    }
+    Py_END_ALLOW_THREADS
+    free(recs);
+    PyBuffer_Release(&view);
+    if (nomem) return PyErr_NoMemory();
+    return Py_BuildValue("(in)", status, pos);
+}
+
+/* filter(buf, position, now_ms, high_watermark) -> (status, position, size, records_read, records_kept,
+ * tombstones_removed, tombstones_kept, bytes_read): cleanInto over plain batches from position (the batch ending at
+ * the high watermark is Python's: it stays even when emptied). The counts are those of the batches dropped here and
+ * of the COPY batch. */
+static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    long long now_ms, high_watermark;
+    if (!PyArg_ParseTuple(args, "y*nLL", &view, &pos, &now_ms, &high_watermark)) return NULL;
+    const uint8_t *buf = view.buf;
+    Py_ssize_t n = view.len, size_out = 0;
+    long long read = 0, kept_total = 0, tomb_removed = 0, tomb_kept = 0, bytes_read = 0;
+    rec_t *recs = NULL;
+    Py_ssize_t cap = 0;
+    int status = END;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos < n - HEADER_SIZE_UP_TO_MAGIC) {
+        const uint8_t *b = buf + pos;
+        int32_t size = be32(b + LENGTH_OFFSET);
+        if (size < RECORD_OVERHEAD_V0) { status = SPECIAL; break; }
+        if (pos > n - LOG_OVERHEAD - size) break;
+        if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD || !plain(b)) { status = SPECIAL; break; }
+        int64_t base = be64(b + BASE_OFFSET_OFFSET);
+        int64_t last = base + be32(b + LAST_OFFSET_DELTA_OFFSET);
+        if (last + 1 == high_watermark) { status = SPECIAL; break; }
+        Py_ssize_t end = pos + LOG_OVERHEAD + size;
+        int32_t count = be32(b + RECORDS_COUNT_OFFSET);
+        if (parse_records(buf, pos + RECORDS_OFFSET, end, count, &recs, &cap) < 0) { status = SPECIAL; break; }
+        int16_t attributes = be16(b + ATTRIBUTES_OFFSET);
+        int has_horizon = (attributes & DELETE_HORIZON_FLAG_MASK) != 0;
+        int retain_deletes = !has_horizon || now_ms < be64(b + BASE_TIMESTAMP_OFFSET);
+        int32_t kept = 0, kept_tombstones = 0, removed_tombstones = 0;
+        for (int32_t i = 0; i < count; i++) {
+            rec_t *r = &recs[i];
+            int64_t offset = base + r->offset_delta;
+            int retain;
+            if (offset > m->latest_offset) retain = 1;
+            else if (r->key == NULL) retain = 0;
+            else retain = offset >= map_get(m, r->key, (size_t)r->key_len) && (!r->value_null || retain_deletes);
+            if (retain) { kept++; kept_tombstones += r->value_null; }
+            else removed_tombstones += r->value_null;
+        }
+        if (kept == 0) { /* DELETE_EMPTY with nothing kept: the batch goes */
+            m->plain_batches++;
+            read += count;
+            tomb_removed += removed_tombstones;
+            bytes_read += LOG_OVERHEAD + size;
+            pos = end;
+            continue;
+        }
+        if (kept < count || (kept_tombstones && !has_horizon)) { status = SPECIAL; break; } /* rebuilt */
+        read += count;
+        kept_total += kept;
+        tomb_kept += kept_tombstones;
+        bytes_read += LOG_OVERHEAD + size;
+        size_out = LOG_OVERHEAD + size;
+        m->plain_batches++;
+        status = COPY;
+        break;
+    }
+    Py_END_ALLOW_THREADS
+    free(recs);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(innLLLLL)", status, pos, size_out, read, kept_total, tomb_removed, tomb_kept, bytes_read);
+}
+
+static PyObject *OffsetMap_get_size(OffsetMap *m, void *closure) { return PyLong_FromSsize_t(m->size); }
+static PyObject *OffsetMap_get_plain(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->plain_batches); }
+static PyObject *OffsetMap_get_latest(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->latest_offset); }
+static int OffsetMap_set_latest(OffsetMap *m, PyObject *value, void *closure) {
+    long long v = PyLong_AsLongLong(value);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    m->latest_offset = v;
+    return 0;
+}
+
+static PyMethodDef OffsetMap_methods[] = {
+    {"put", (PyCFunction)OffsetMap_put, METH_VARARGS, "put(key, offset): the key's latest offset."},
+    {"get", (PyCFunction)OffsetMap_get, METH_VARARGS, "get(key): the key's latest offset, -1 when absent."},
+    {"clear", (PyCFunction)OffsetMap_clear, METH_NOARGS, "clear(): no keys, latest offset -1."},
+    {"build", (PyCFunction)OffsetMap_build, METH_VARARGS, "The offset map's loop over plain batches."},
+    {"filter", (PyCFunction)OffsetMap_filter, METH_VARARGS, "cleanInto's loop over plain batches."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef OffsetMap_getset[] = {
+    {"size", (getter)OffsetMap_get_size, NULL, "distinct keys put", NULL},
+    {"plain_batches", (getter)OffsetMap_get_plain, NULL, "batches the loops handled in C", NULL},
+    {"latest_offset", (getter)OffsetMap_get_latest, (setter)OffsetMap_set_latest, "the last offset put or passed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject OffsetMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "segdex.indexcore.log._cleaner.OffsetMap",
+    .tp_basicsize = sizeof(OffsetMap),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "OffsetMap(slots, md5_address): SkimpyOffsetMap's answers, and the cleaner's loops over plain batches.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)OffsetMap_init,
+    .tp_dealloc = (destructor)OffsetMap_dealloc,
+    .tp_methods = OffsetMap_methods,
+    .tp_getset = OffsetMap_getset,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "segdex.indexcore.log._cleaner", "Native kernel of the log cleaner.", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cleaner(void) {
+    if (PyType_Ready(&OffsetMapType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    Py_INCREF(&OffsetMapType);
+    if (PyModule_AddObject(m, "OffsetMap", (PyObject *)&OffsetMapType) < 0) return NULL;
+    PyModule_AddIntConstant(m, "END", END);
+    PyModule_AddIntConstant(m, "FULL", FULL);
+    PyModule_AddIntConstant(m, "SPECIAL", SPECIAL);
+    PyModule_AddIntConstant(m, "COPY", COPY);
+    return m;
+}
