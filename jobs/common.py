@@ -108,7 +108,9 @@ def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = No
     described, sources = described_topics(args, paths)
     resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
                                    broker_origins=broker.origins if broker is not None else None,
-                                   described=described, described_sources=sources)
+                                   described=described, described_sources=sources,
+                                   internal=broker.internal if broker is not None else None,
+                                   internal_origins=broker.internal_origins if broker is not None else None)
     return resolver, broker
 
 

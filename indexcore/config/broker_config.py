@@ -1,4 +1,5 @@
-"""The broker's ``server.properties``: its log dirs and the ``log.*`` defaults its topics inherit.
+"""The broker's ``server.properties``: its log dirs, the ``log.*`` defaults its topics inherit, and the configs it
+creates its internal topics with (``offsets.topic.segment.bytes`` is ``__consumer_offsets``'s ``segment.bytes``).
 
 A topic without an override of its own takes the broker's ``log.*`` setting, else Kafka's default (``LogConfig``'s
 server default properties, ``ServerLogConfigs``). This module reads the file as ``java.util.Properties`` does
@@ -29,6 +30,15 @@ BROKER_SYNONYMS: dict[str, str] = {
     "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
 }
+# broker property -> (internal topic, the topic config the broker creates it with): GroupCoordinatorService's
+# groupMetadataTopicConfigs, TransactionStateManager's transactionTopicConfigs, ShareCoordinatorService's
+# shareGroupStateTopicConfigs
+INTERNAL_TOPIC_SYNONYMS: dict[str, tuple[str, str]] = {
+    "offsets.topic.segment.bytes": ("__consumer_offsets", "segment.bytes"),
+    "transaction.state.log.segment.bytes": ("__transaction_state", "segment.bytes"),
+    "share.coordinator.state.topic.segment.bytes": ("__share_group_state", "segment.bytes"),
+}
+
 RETENTION_MS, RETENTION_MINUTES, RETENTION_HOURS = "log.retention.ms", "log.retention.minutes", "log.retention.hours"
 RETENTION_UNITS_MS = {RETENTION_MS: 1, RETENTION_MINUTES: 60_000, RETENTION_HOURS: 3_600_000}
 
@@ -41,6 +51,8 @@ class BrokerConfig:
     log_dirs: list[str]
     defaults: dict[str, str] = field(default_factory=dict)  # topic config name -> value
     origins: dict[str, str] = field(default_factory=dict)  # topic config name -> the broker property it came from
+    internal: dict[str, dict[str, str]] = field(default_factory=dict)  # internal topic -> its configs set here
+    internal_origins: dict[str, dict[str, str]] = field(default_factory=dict)  # ... -> the broker properties
 
 
 def load_properties(path: str | os.PathLike, option: str, kind: str = "properties file") -> dict[str, str]:
@@ -106,7 +118,16 @@ def read_broker_config(path: str | os.PathLike) -> BrokerConfig:
     retention = retention_ms(props)
     if retention is not None:
         config.defaults["retention.ms"], config.origins["retention.ms"] = retention
+    for broker_key, (topic, topic_key) in INTERNAL_TOPIC_SYNONYMS.items():
+        if broker_key in props:
+            try:
+                parse_value(topic_key, props[broker_key])
+            except ConfigException as e:
+                raise ConfigException(f"{path}: {broker_key}: {e}") from None
+            config.internal.setdefault(topic, {})[topic_key] = props[broker_key].strip()
+            config.internal_origins.setdefault(topic, {})[topic_key] = broker_key
     return config
 
 
-__all__ = ["BROKER_SYNONYMS", "BrokerConfig", "load_properties", "read_broker_config", "retention_ms", "topic_names"]
+__all__ = ["BROKER_SYNONYMS", "INTERNAL_TOPIC_SYNONYMS", "BrokerConfig", "load_properties", "read_broker_config",
+           "retention_ms", "topic_names"]

@@ -56,7 +56,7 @@ class CleanerConfig:
                 raise ValueError(f"{name}={raw.strip()}: must be at least {minimum}")
             return value
 
-        return cls(
+        config = cls(
             num_threads=get(LOG_CLEANER_THREADS_PROP, int, 1, 0) or 1,
             dedupe_buffer_size=get(LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP, int, 134_217_728),
             dedupe_buffer_load_factor=get(LOG_CLEANER_DEDUPE_BUFFER_LOAD_FACTOR_PROP, float, 0.9),
@@ -64,3 +64,7 @@ class CleanerConfig:
             max_message_size=get("message.max.bytes", int, 1_048_588, 0),
             enable_cleaner=get(LOG_CLEANER_ENABLE_PROP, lambda s: s.lower() == "true", True),
         )
+        if config.dedupe_buffer_size // config.num_threads <= 1024 * 1024:  # KafkaConfig.validateValues
+            raise ValueError(f"{LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP}={config.dedupe_buffer_size}: must be at least 1MB "
+                             f"per cleaner thread ({config.num_threads} threads; Kafka refuses to start)")
+        return config

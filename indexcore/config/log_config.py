@@ -10,8 +10,10 @@ Where a topic's value comes from, highest first (``TopicConfigResolver``):
 1. ``--topic-config TOPIC:KEY=VALUE`` (a topic override, as ``kafka-configs --alter`` sets);
 2. the configs Kafka sets when it creates an internal topic (``__consumer_offsets`` and ``__transaction_state``
    are ``cleanup.policy=compact``; ``__share_group_state`` is ``delete`` with ``retention.ms=-1``, its
-   coordinator moves the log start offset itself): a topic-level override in Kafka too, so a ``--config``
-   default for every topic does not reach them;
+   coordinator moves the log start offset itself; their ``segment.bytes`` the broker's
+   ``offsets.topic.segment.bytes``, ``transaction.state.log.segment.bytes`` and
+   ``share.coordinator.state.topic.segment.bytes`` from ``--broker-config``, 100 MiB by default): a topic-level
+   override in Kafka too, so a ``--config`` default for every topic does not reach them;
 3. ``--config KEY=VALUE`` (a default for every topic; topic or broker names);
 4. what the cluster reports (``--topic-configs``, the saved ``kafka-configs --describe`` output,
    ``indexcore.topic_configs_file``): the topic's overrides, and with ``--all`` the brokers' settings too;
@@ -212,9 +214,14 @@ class TopicConfigResolver:
                  topic_configs: Mapping[str, Mapping[str, str]] | None = None,
                  broker: Mapping[str, str] | None = None, broker_origins: Mapping[str, str] | None = None,
                  described: Mapping[str, Mapping[str, str]] | None = None,
-                 described_sources: Mapping[str, Mapping[str, str]] | None = None) -> None:
+                 described_sources: Mapping[str, Mapping[str, str]] | None = None,
+                 internal: Mapping[str, Mapping[str, str]] | None = None,
+                 internal_origins: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.described = {t: dict(kv) for t, kv in (described or {}).items()}
         self.described_sources = {t: dict(kv) for t, kv in (described_sources or {}).items()}
+        # Kafka's internal-topic configs, with the broker's own settings of them (offsets.topic.segment.bytes, ...)
+        self.internal = {t: {**kv, **(internal or {}).get(t, {})} for t, kv in INTERNAL_TOPIC_CONFIGS.items()}
+        self.internal_origins = {t: dict(kv) for t, kv in (internal_origins or {}).items()}
         self.broker = dict(broker or {})
         self.broker_origins = dict(broker_origins or {})
         self.config = dict(config or {})
@@ -233,10 +240,11 @@ class TopicConfigResolver:
             return cached
         values: dict[str, str] = {}
         sources: dict[str, str] = {}
-        origins = {SOURCE_BROKER: self.broker_origins, SOURCE_DESCRIBED: self.described_sources.get(topic, {})}
+        origins = {SOURCE_BROKER: self.broker_origins, SOURCE_DESCRIBED: self.described_sources.get(topic, {}),
+                   SOURCE_INTERNAL_TOPIC: self.internal_origins.get(topic, {})}
         for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_DESCRIBED, self.described.get(topic)),
                               (SOURCE_CONFIG, self.config),
-                              (SOURCE_INTERNAL_TOPIC, INTERNAL_TOPIC_CONFIGS.get(topic)),
+                              (SOURCE_INTERNAL_TOPIC, self.internal.get(topic)),
                               (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
             for key, value in (layer or {}).items():
                 values[key] = value

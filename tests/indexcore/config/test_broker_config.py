@@ -172,3 +172,26 @@ def test_a_retention_of_zero_stays_zero(tmp_path: Path, line: str, value: str, o
 def test_a_broker_config_without_log_dirs_names_none(tmp_path: Path):
     config = read_broker_config(_server_properties(tmp_path, "log.segment.bytes=1048576\n"))
     assert (config.log_dirs, config.defaults) == ([], {"segment.bytes": "1048576"})
+
+
+def test_the_internal_topics_take_the_segment_bytes_the_broker_creates_them_with(tmp_path):
+    """``offsets.topic.segment.bytes`` is ``__consumer_offsets``'s ``segment.bytes`` (and so how Kafka's cleaner
+    groups its segments), not ``log.segment.bytes``; the real-broker cleaning test found segdex had 100 MiB."""
+    props = tmp_path / "server.properties"
+    props.write_text("log.dirs=/data\nlog.segment.bytes=2097152\noffsets.topic.segment.bytes=1048576\n"
+                     "transaction.state.log.segment.bytes=3145728\n")
+    broker = read_broker_config(props)
+    assert broker.internal == {"__consumer_offsets": {"segment.bytes": "1048576"},
+                               "__transaction_state": {"segment.bytes": "3145728"}}
+    resolver = TopicConfigResolver(broker=broker.defaults, broker_origins=broker.origins, internal=broker.internal,
+                                   internal_origins=broker.internal_origins)
+    offsets = resolver.resolve("__consumer_offsets")
+    assert offsets.config.segment_bytes == 1_048_576 and offsets.config.cleanup_policy == "compact"
+    assert offsets.sources["segment.bytes"] == "internal topic (offsets.topic.segment.bytes)"
+    assert resolver("__transaction_state").segment_bytes == 3_145_728
+    assert resolver("__share_group_state").segment_bytes == 100 * 1024 * 1024  # not set: Kafka's default
+    assert resolver("orders").segment_bytes == 2_097_152  # log.segment.bytes for every other topic
+    assert TopicConfigResolver()("__consumer_offsets").segment_bytes == 100 * 1024 * 1024
+    props.write_text("offsets.topic.segment.bytes=ten\n")
+    with pytest.raises(ConfigException, match="offsets.topic.segment.bytes"):
+        read_broker_config(props)

@@ -11,9 +11,9 @@ def test_defaults_and_each_threads_share():
     c = CleanerConfig()
     assert (c.offset_map_memory, c.thread_io_buffer_size, c.dedupe_buffer_load_factor, c.hash_algorithm) == (
         134_217_728, 262_144, 0.9, "MD5")
-    four = CleanerConfig.from_properties({"log.cleaner.threads": "4", "log.cleaner.dedupe.buffer.size": "1000",
+    four = CleanerConfig.from_properties({"log.cleaner.threads": "4", "log.cleaner.dedupe.buffer.size": "4194308",
                                           "log.cleaner.io.buffer.size": "800", "log.cleaner.enable": "false"})
-    assert (four.offset_map_memory, four.thread_io_buffer_size, four.enable_cleaner) == (250, 100, False)
+    assert (four.offset_map_memory, four.thread_io_buffer_size, four.enable_cleaner) == (1_048_577, 100, False)
     huge = CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(8 << 30)})
     assert huge.offset_map_memory == 2**31 - 1  # capped at Integer.MAX_VALUE per thread
 
@@ -23,3 +23,8 @@ def test_a_value_kafka_refuses():
         CleanerConfig.from_properties({"log.cleaner.io.buffer.size": "-1"})
     with pytest.raises(ValueError):
         CleanerConfig.from_properties({"log.cleaner.threads": "two"})
+    # KafkaConfig: more than 1 MiB per thread (the real-broker test saw Kafka 4.4 refuse exactly 1 MiB)
+    with pytest.raises(ValueError, match="must be at least 1MB per cleaner thread"):
+        CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(1 << 20)})
+    with pytest.raises(ValueError, match="2 threads"):
+        CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(2 << 20), "log.cleaner.threads": "2"})
