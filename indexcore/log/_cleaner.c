@@ -4,9 +4,11 @@
  *
  * A plain batch: magic 2, uncompressed, neither transactional nor control, no producer id. Every other batch, and
  * a plain one whose records do not parse, is handed back to Python at its position (status SPECIAL), which
- * handles that one batch and calls again after it. A plain batch whose cleaning would rebuild it (some records
- * kept, or a tombstone kept that needs a delete horizon) is handed back too; one kept whole is handed back as
- * COPY (Python appends its bytes and indexes it); one with nothing kept is dropped here, its counts added.
+ * handles that one batch and calls again after it. A plain batch kept whole is handed back as COPY (Python appends
+ * its bytes and indexes it); one whose cleaning rebuilds it (some records kept, or a tombstone kept that needs a
+ * delete horizon) as REBUILT with the bytes MemoryRecordsBuilder writes (records re-encoded with attributes 0 and
+ * timestamp deltas from the new base, the CRC-32C through the scan kernel's function); one with nothing kept is
+ * dropped here, its counts added.
  *
  * Digests are MD5 (Kafka 4.4's SkimpyOffsetMap) through libcrypto's one-shot MD5(), whose address the caller
  * passes (found with ctypes, as the scan kernel's CRC-32C function). The map answers what Kafka's answers: which
@@ -24,10 +26,14 @@
 #define DIGEST 16
 #define RECORD_OVERHEAD_V0 14
 #define DELETE_HORIZON_FLAG_MASK 64
+#define TIMESTAMP_TYPE_MASK 8
 
-enum { END = 0, FULL = 1, SPECIAL = 2, COPY = 3 };
+enum { END = 0, FULL = 1, SPECIAL = 2, COPY = 3, REBUILT = 4 };
 
 typedef unsigned char *(*md5_fn)(const unsigned char *d, size_t n, unsigned char *md);
+/* crc32c_extend(crc, data, n) of google-crc32c, or a "raw" one taking and returning the uninverted register (the
+ * crc32c package's hardware function): as the scan kernel calls them (scan/native.py). */
+typedef uint32_t (*crc32c_fn)(uint32_t crc, const uint8_t *data, size_t n);
 
 typedef struct {
     uint8_t digest[DIGEST];
@@ -43,6 +49,8 @@ typedef struct {
     int64_t latest_offset;
     md5_fn md5;
     long long plain_batches; /* batches build and filter handled here, since the map was made */
+    crc32c_fn crc; /* NULL: no rebuilding here */
+    int crc_raw;
 } OffsetMap;
 
 static int64_t be64(const uint8_t *p) {
@@ -80,10 +88,14 @@ static int read_field(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *pos, const
 }
 
 typedef struct {
+    int64_t timestamp_delta;
     int64_t offset_delta;
-    const uint8_t *key;
-    int64_t key_len;
+    const uint8_t *key, *value;
+    int64_t key_len, value_len;
     int value_null;
+    int64_t headers; /* header count */
+    Py_ssize_t headers_at; /* the first header's position */
+    int kept;
 } rec_t;
 
 /* The records of a plain batch, checked as records.v2_records checks them; -1 when they do not parse. */
@@ -98,7 +110,7 @@ static Py_ssize_t parse_records(const uint8_t *buf, Py_ssize_t start, Py_ssize_t
     }
     Py_ssize_t pos = start;
     for (int32_t i = 0; i < count; i++) {
-        int64_t length, v;
+        int64_t length;
         const uint8_t *value, *hk, *hv;
         int64_t value_len, hk_len, hv_len;
         rec_t *r = &(*recs)[i];
@@ -106,13 +118,17 @@ static Py_ssize_t parse_records(const uint8_t *buf, Py_ssize_t start, Py_ssize_t
         Py_ssize_t rec_end = pos + length;
         if (length < 0 || rec_end > end) return -1;
         pos += 1; /* attributes */
-        if (!read_varint(buf, end, &pos, &v)) return -1; /* timestamp delta */
+        if (!read_varint(buf, end, &pos, &r->timestamp_delta)) return -1;
         if (!read_varint(buf, end, &pos, &r->offset_delta)) return -1;
         if (!read_field(buf, end, &pos, &r->key, &r->key_len)) return -1;
         if (!read_field(buf, end, &pos, &value, &value_len)) return -1;
+        r->value = value;
+        r->value_len = value_len;
         r->value_null = value == NULL;
         int64_t headers;
         if (!read_varint(buf, end, &pos, &headers)) return -1;
+        r->headers = headers;
+        r->headers_at = pos;
         for (int64_t h = 0; h < headers; h++) {
             if (!read_field(buf, end, &pos, &hk, &hk_len)) return -1;
             if (!read_field(buf, end, &pos, &hv, &hv_len)) return -1;
@@ -188,10 +204,21 @@ static int map_clear_table(OffsetMap *m, uint64_t cap) {
 
 static int OffsetMap_init(OffsetMap *m, PyObject *args, PyObject *kw) {
     Py_ssize_t slots;
-    unsigned long long address;
-    if (!PyArg_ParseTuple(args, "nK", &slots, &address)) return -1;
+    unsigned long long address, crc_address = 0;
+    int crc_raw = 0;
+    if (!PyArg_ParseTuple(args, "nK|Kp", &slots, &address, &crc_address, &crc_raw)) return -1;
     m->slots = slots;
     m->md5 = (md5_fn)(uintptr_t)address;
+    m->crc = (crc32c_fn)(uintptr_t)crc_address;
+    m->crc_raw = crc_raw;
+    if (m->crc) { /* the CRC-32C check value */
+        uint32_t c = m->crc_raw ? ~m->crc(0xFFFFFFFFu, (const uint8_t *)"123456789", 9)
+                                : m->crc(0, (const uint8_t *)"123456789", 9);
+        if (c != 0xE3069283u) {
+            PyErr_SetString(PyExc_ValueError, "the CRC-32C function given does not compute CRC-32C");
+            return -1;
+        }
+    }
     m->latest_offset = -1;
     if (!map_clear_table(m, 1024)) { PyErr_NoMemory(); return -1; }
     return 0;
@@ -278,21 +305,171 @@ static PyObject *OffsetMap_build(OffsetMap *m, PyObject *args) {
     return Py_BuildValue("(in)", status, pos);
 }
 
-/* filter(buf, position, now_ms, high_watermark) -> (status, position, size, records_read, records_kept,
- * tombstones_removed, tombstones_kept, bytes_read): cleanInto over plain batches from position (the batch ending at
- * the high watermark is Python's: it stays even when emptied). The counts are those of the batches dropped here and
- * of the COPY batch. */
+
+static uint8_t *write_varint(uint8_t *op, int64_t value) {
+    uint64_t z = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    while (z >= 0x80) {
+        *op++ = (uint8_t)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    *op++ = (uint8_t)z;
+    return op;
+}
+
+static size_t varint_size(int64_t value) {
+    uint8_t scratch[10];
+    return (size_t)(write_varint(scratch, value) - scratch);
+}
+
+static uint8_t *write_field(uint8_t *op, const uint8_t *data, int64_t len) {
+    if (data == NULL) return write_varint(op, -1);
+    op = write_varint(op, len);
+    memcpy(op, data, (size_t)len);
+    return op + len;
+}
+
+static void put_be64(uint8_t *p, int64_t v) { for (int i = 7; i >= 0; i--, v = (int64_t)((uint64_t)v >> 8)) p[i] = (uint8_t)v; }
+static void put_be32(uint8_t *p, int32_t v) { for (int i = 3; i >= 0; i--, v = (int32_t)((uint32_t)v >> 8)) p[i] = (uint8_t)v; }
+static void put_be16(uint8_t *p, int16_t v) { p[0] = (uint8_t)((uint16_t)v >> 8); p[1] = (uint8_t)v; }
+
+/* One kept record as DefaultRecord.writeTo writes it (attributes 0), its timestamp delta from the new base. */
+static uint8_t *write_record(uint8_t *op, const uint8_t *buf, Py_ssize_t end, const rec_t *r, int64_t ts_delta) {
+    uint8_t body[32]; /* the fixed-size head: attributes, two varlongs */
+    uint8_t *bp = body;
+    *bp++ = 0;
+    bp = write_varint(bp, ts_delta);
+    bp = write_varint(bp, r->offset_delta);
+    size_t len = (size_t)(bp - body) + varint_size(r->key == NULL ? -1 : r->key_len)
+        + (r->key ? (size_t)r->key_len : 0) + varint_size(r->value_null ? -1 : r->value_len)
+        + (r->value_null ? 0 : (size_t)r->value_len) + varint_size(r->headers);
+    Py_ssize_t hp = r->headers_at;
+    for (int64_t h = 0; h < r->headers; h++) {
+        const uint8_t *hk, *hv;
+        int64_t hk_len, hv_len;
+        read_field(buf, end, &hp, &hk, &hk_len);
+        read_field(buf, end, &hp, &hv, &hv_len);
+        len += varint_size(hk ? hk_len : -1) + (hk ? (size_t)hk_len : 0) + varint_size(hv ? hv_len : -1)
+            + (hv ? (size_t)hv_len : 0);
+    }
+    op = write_varint(op, (int64_t)len);
+    memcpy(op, body, (size_t)(bp - body));
+    op += bp - body;
+    op = write_field(op, r->key, r->key_len);
+    op = write_field(op, r->value_null ? NULL : r->value, r->value_len);
+    op = write_varint(op, r->headers);
+    hp = r->headers_at;
+    for (int64_t h = 0; h < r->headers; h++) {
+        const uint8_t *hk, *hv;
+        int64_t hk_len, hv_len;
+        read_field(buf, end, &hp, &hk, &hk_len);
+        read_field(buf, end, &hp, &hv, &hv_len);
+        op = write_field(op, hk, hk_len);
+        op = write_field(op, hv, hv_len);
+    }
+    return op;
+}
+
+/* MemoryRecordsBuilder over a plain batch's kept records (memory_records_builder.rebuild_batch): into out (room for
+ * the batch's size + 13 bytes a record), its length returned. */
+static size_t rebuild(const OffsetMap *m, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, const rec_t *recs,
+                      int32_t count, int32_t kept, int64_t horizon, uint8_t *out) {
+    const uint8_t *b = buf + pos;
+    int16_t attributes = be16(b + ATTRIBUTES_OFFSET) & ~DELETE_HORIZON_FLAG_MASK;
+    int log_append = (attributes & TIMESTAMP_TYPE_MASK) != 0;
+    int64_t orig_base_ts = be64(b + BASE_TIMESTAMP_OFFSET), orig_max_ts = be64(b + MAX_TIMESTAMP_OFFSET);
+    int64_t base_ts = NO_TIMESTAMP, max_ts = NO_TIMESTAMP;
+    int first = 1;
+    for (int32_t i = 0; i < count; i++) {
+        if (!recs[i].kept) continue;
+        int64_t ts = log_append ? orig_max_ts : orig_base_ts + recs[i].timestamp_delta;
+        if (first) { base_ts = ts; first = 0; }
+        if (ts > max_ts) max_ts = ts;
+    }
+    if (horizon >= 0) {
+        attributes |= DELETE_HORIZON_FLAG_MASK;
+        base_ts = horizon;
+    }
+    if (log_append) max_ts = orig_max_ts;
+    uint8_t *op = out + RECORD_BATCH_OVERHEAD;
+    for (int32_t i = 0; i < count; i++) {
+        if (!recs[i].kept) continue;
+        int64_t ts = log_append ? orig_max_ts : orig_base_ts + recs[i].timestamp_delta;
+        op = write_record(op, buf, end, &recs[i], ts - base_ts);
+    }
+    size_t size = (size_t)(op - out);
+    memcpy(out, b, RECORD_BATCH_OVERHEAD); /* base offset, leader epoch, producer fields, last offset delta kept */
+    put_be32(out + LENGTH_OFFSET, (int32_t)(size - LOG_OVERHEAD));
+    out[MAGIC_OFFSET] = 2;
+    put_be16(out + ATTRIBUTES_OFFSET, attributes);
+    put_be64(out + BASE_TIMESTAMP_OFFSET, base_ts);
+    put_be64(out + MAX_TIMESTAMP_OFFSET, max_ts);
+    put_be32(out + RECORDS_COUNT_OFFSET, kept);
+    const uint8_t *crc_from = out + ATTRIBUTES_OFFSET;
+    size_t crc_len = size - ATTRIBUTES_OFFSET;
+    uint32_t crc = m->crc_raw ? ~m->crc(0xFFFFFFFFu, crc_from, crc_len) : m->crc(0, crc_from, crc_len);
+    put_be32(out + CRC_OFFSET, (int32_t)crc);
+    return size;
+}
+
+/* Whether data is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF): a header key
+ * that is not would be rewritten by Java's String round trip, which the Python path does as Java does. */
+static int utf8_valid(const uint8_t *p, int64_t n) {
+    int64_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) { i++; continue; }
+        int len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n) return 0;
+        for (int k = 1; k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Whether every kept record's header keys survive a String round trip unchanged. */
+static int header_keys_valid(const uint8_t *buf, Py_ssize_t end, const rec_t *recs, int32_t count) {
+    for (int32_t i = 0; i < count; i++) {
+        if (!recs[i].kept) continue;
+        Py_ssize_t hp = recs[i].headers_at;
+        for (int64_t h = 0; h < recs[i].headers; h++) {
+            const uint8_t *hk, *hv;
+            int64_t hk_len, hv_len;
+            read_field(buf, end, &hp, &hk, &hk_len);
+            read_field(buf, end, &hp, &hv, &hv_len);
+            if (hk == NULL || !utf8_valid(hk, hk_len)) return 0; /* a null key: Python's path decides */
+        }
+    }
+    return 1;
+}
+
+/* filter(buf, position, now_ms, high_watermark, delete_retention_ms) -> (status, position, size, records_read,
+ * records_kept, tombstones_removed, tombstones_kept, bytes_read, rebuilt): cleanInto over plain batches from position
+ * (the batch ending at the high watermark is Python's: it stays even when emptied). COPY: the batch at position
+ * (size bytes) is kept whole; REBUILT: it is kept as the bytes rebuilt (with a CRC function given, else SPECIAL). The
+ * counts are those of the batches dropped here and of the COPY or REBUILT batch. */
 static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
-    long long now_ms, high_watermark;
-    if (!PyArg_ParseTuple(args, "y*nLL", &view, &pos, &now_ms, &high_watermark)) return NULL;
+    long long now_ms, high_watermark, delete_retention_ms;
+    if (!PyArg_ParseTuple(args, "y*nLLL", &view, &pos, &now_ms, &high_watermark, &delete_retention_ms)) return NULL;
     const uint8_t *buf = view.buf;
     Py_ssize_t n = view.len, size_out = 0;
     long long read = 0, kept_total = 0, tomb_removed = 0, tomb_kept = 0, bytes_read = 0;
     rec_t *recs = NULL;
     Py_ssize_t cap = 0;
-    int status = END;
+    uint8_t *rebuilt = NULL;
+    size_t rebuilt_size = 0;
+    int status = END, nomem = 0;
     Py_BEGIN_ALLOW_THREADS
     while (pos < n - HEADER_SIZE_UP_TO_MAGIC) {
         const uint8_t *b = buf + pos;
@@ -308,16 +485,16 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
         if (parse_records(buf, pos + RECORDS_OFFSET, end, count, &recs, &cap) < 0) { status = SPECIAL; break; }
         int16_t attributes = be16(b + ATTRIBUTES_OFFSET);
         int has_horizon = (attributes & DELETE_HORIZON_FLAG_MASK) != 0;
-        int retain_deletes = !has_horizon || now_ms < be64(b + BASE_TIMESTAMP_OFFSET);
+        int64_t horizon_now = has_horizon ? be64(b + BASE_TIMESTAMP_OFFSET) : NO_TIMESTAMP;
+        int retain_deletes = !has_horizon || now_ms < horizon_now;
         int32_t kept = 0, kept_tombstones = 0, removed_tombstones = 0;
         for (int32_t i = 0; i < count; i++) {
             rec_t *r = &recs[i];
             int64_t offset = base + r->offset_delta;
-            int retain;
-            if (offset > m->latest_offset) retain = 1;
-            else if (r->key == NULL) retain = 0;
-            else retain = offset >= map_get(m, r->key, (size_t)r->key_len) && (!r->value_null || retain_deletes);
-            if (retain) { kept++; kept_tombstones += r->value_null; }
+            if (offset > m->latest_offset) r->kept = 1;
+            else if (r->key == NULL) r->kept = 0;
+            else r->kept = offset >= map_get(m, r->key, (size_t)r->key_len) && (!r->value_null || retain_deletes);
+            if (r->kept) { kept++; kept_tombstones += r->value_null; }
             else removed_tombstones += r->value_null;
         }
         if (kept == 0) { /* DELETE_EMPTY with nothing kept: the batch goes */
@@ -328,20 +505,40 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
             pos = end;
             continue;
         }
-        if (kept < count || (kept_tombstones && !has_horizon)) { status = SPECIAL; break; } /* rebuilt */
+        int need_horizon = kept_tombstones && !has_horizon;
+        if (kept < count || need_horizon) { /* rebuilt, with the horizon stamped where a tombstone needs one */
+            if (!m->crc || !header_keys_valid(buf, end, recs, count)) { status = SPECIAL; break; }
+            rebuilt = malloc((size_t)(LOG_OVERHEAD + size) + 13 * (size_t)count + RECORD_BATCH_OVERHEAD);
+            if (!rebuilt) { nomem = 1; break; }
+            int64_t horizon = need_horizon ? now_ms + delete_retention_ms : horizon_now;
+            rebuilt_size = rebuild(m, buf, pos, end, recs, count, kept, horizon, rebuilt);
+            status = REBUILT;
+        } else {
+            status = COPY;
+        }
         read += count;
         kept_total += kept;
         tomb_kept += kept_tombstones;
+        tomb_removed += removed_tombstones;
         bytes_read += LOG_OVERHEAD + size;
         size_out = LOG_OVERHEAD + size;
         m->plain_batches++;
-        status = COPY;
         break;
     }
     Py_END_ALLOW_THREADS
     free(recs);
     PyBuffer_Release(&view);
-    return Py_BuildValue("(innLLLLL)", status, pos, size_out, read, kept_total, tomb_removed, tomb_kept, bytes_read);
+    if (nomem) return PyErr_NoMemory();
+    PyObject *bytes = Py_None;
+    if (rebuilt) {
+        bytes = PyBytes_FromStringAndSize((const char *)rebuilt, (Py_ssize_t)rebuilt_size);
+        free(rebuilt);
+        if (!bytes) return NULL;
+    } else {
+        Py_INCREF(bytes);
+    }
+    return Py_BuildValue("(innLLLLLN)", status, pos, size_out, read, kept_total, tomb_removed, tomb_kept, bytes_read,
+                         bytes);
 }
 
 static PyObject *OffsetMap_get_size(OffsetMap *m, void *closure) { return PyLong_FromSsize_t(m->size); }
@@ -397,5 +594,6 @@ PyMODINIT_FUNC PyInit__cleaner(void) {
     PyModule_AddIntConstant(m, "FULL", FULL);
     PyModule_AddIntConstant(m, "SPECIAL", SPECIAL);
     PyModule_AddIntConstant(m, "COPY", COPY);
+    PyModule_AddIntConstant(m, "REBUILT", REBUILT);
     return m;
 }

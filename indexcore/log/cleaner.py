@@ -25,8 +25,8 @@ compressor) and zstd (zstd-jni's stream, the same zstd) give Kafka's bytes; snap
 ``UnsupportedCompressionException`` where its kernel is not built. Compressed batches copied whole are fine.
 
 Plain batches (uncompressed, no producer, neither transactional nor control) go through the ``_cleaner`` kernel
-where it is built (``SkimpyOffsetMap.native``): the offset map's loop and the dropped or whole-kept batches of
-``cleanInto`` in C, every other batch here, one at a time, in the same order.
+where it is built (``SkimpyOffsetMap.native``): the offset map's loop and ``cleanInto``'s dropped, whole-kept and
+rebuilt plain batches in C, every other batch here, one at a time, in the same order.
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 # BatchRetention
 DELETE, DELETE_EMPTY, RETAIN_EMPTY = "DELETE", "DELETE_EMPTY", "RETAIN_EMPTY"
-# what the cleaner kernel's loops (``_cleaner.c``) stop at: no batch left, the offset map full, a batch to copy
-_END, _FULL, _COPY = 0, 1, 3
+# what the cleaner kernel's loops (``_cleaner.c``) stop at: no batch left, the offset map full, a batch to copy, one
+# rebuilt
+_END, _FULL, _COPY, _REBUILT = 0, 1, 3, 4
 
 
 class LogCleaningException(SegdexError):
@@ -116,7 +117,7 @@ class CleanerStats:
 
     def add_counts(self, records_read: int, records_kept: int, tombstones_removed: int, tombstones_kept: int,
                    bytes_read: int) -> None:
-        """What the kernel's ``filter`` counted of the plain batches it dropped or handed back whole."""
+        """What the kernel's ``filter`` counted of the plain batches it dropped, or handed back whole or rebuilt."""
         self.records_read += records_read
         self.records_kept += records_kept
         self.tombstones_removed += tombstones_removed
@@ -335,12 +336,14 @@ class Cleaner:
             position = 0
             while True:
                 if m.native is not None:  # plain batches in the kernel: dropped there, or one to copy or for Python
-                    status, position, size, *counts = m.native.filter(buf, position, now_ms, high_watermark)
+                    status, position, size, *counts, rebuilt = m.native.filter(buf, position, now_ms,
+                                                                               high_watermark, delete_retention_ms)
                     stats.add_counts(*counts)
                     if status == _END:
                         break
-                    if status == _COPY:
-                        out.append(bytes(buf[position:position + size]))
+                    if status in (_COPY, _REBUILT):
+                        out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]))
+                        stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
                 batch = next(batches(buf, position), None)

@@ -66,9 +66,16 @@ def native_offset_map(slots: int, hash_algorithm: str):
     try:
         # by name, as the scan kernel: a compiled module an import-graph tool cannot see
         module = importlib.import_module(f"{__package__}._cleaner")
-        return module.OffsetMap(slots, md5_address())
+        md5 = md5_address()
     except (ImportError, OSError):
         return None
+    try:  # the scan kernel's CRC-32C function lets the kernel rebuild plain batches too
+        from segdex.indexcore.log.scan.native import find_crc32c
+
+        crc = find_crc32c()
+        return module.OffsetMap(slots, md5, crc.address, crc.raw)
+    except (ImportError, ValueError):
+        return module.OffsetMap(slots, md5)
 
 
 class SkimpyOffsetMap:

@@ -123,7 +123,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs)]
         if verdict.mismatches:
             return verdict
-        _apply_round(ours, round_)
+        apply_round(ours, round_)
         checkpoint = round_.end_offset
         verdict.count(round_, view.log.first_uncleanable_offset)
     return verdict
@@ -154,7 +154,7 @@ def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...],
     return ours, theirs, config, now, dedupe
 
 
-def _apply_round(part: Path, round_: CleaningRound) -> None:
+def apply_round(part: Path, round_: CleaningRound) -> None:
     """Our round's segments into our copy, as Kafka's swap leaves them (the replaced segments' files and
     snapshots gone)."""
     for cleaned in round_.segments:

@@ -17,7 +17,7 @@ from segdex.indexcore.log.cleaner import Cleaner
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
-from segdex.indexcore.tools.segment_writer import segment_name
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 from tests.support.cleaner_cases import T0, CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
@@ -60,7 +60,6 @@ def test_a_round_counts_what_it_removes_and_stamps_the_horizon(tmp_path: Path):
     now + delete.retention.ms in the base timestamp and attribute bit 6)."""
     from segdex.indexcore.record.file_records import batches
     from segdex.indexcore.record.records import records
-    from segdex.indexcore.tools.segment_writer import build_batch
 
     part = tmp_path / "c-0"
     part.mkdir()
@@ -83,16 +82,41 @@ def test_a_round_counts_what_it_removes_and_stamps_the_horizon(tmp_path: Path):
     assert round_.end_offset == 3
 
 
+def _plain_partition(rng: random.Random) -> tuple[dict[int, bytes], int]:
+    """Plain batches only (no producer, uncompressed): records with headers (ASCII, non-ASCII and not UTF-8 keys,
+    null values), some batches with LogAppendTime, tombstones, keyless records."""
+    keys = [f"k{i}".encode() for i in range(rng.choice([4, 40]))]
+    segments, offset, ts = {}, 0, T0
+    for _ in range(rng.randint(2, 5)):
+        base, batches_ = offset, []
+        for _ in range(rng.randint(2, 12)):
+            ts += rng.choice([1, 1000, 3_600_000])
+            recs = []
+            for i in range(rng.randint(1, 6)):
+                headers = [(rng.choice(["h", "ключ", b"\xff\xfe"]), rng.choice([None, b"v"]))
+                           for _ in range(rng.choice([0, 0, 1, 2]))]
+                recs.append((ts + i, rng.choice([*keys, None]) if rng.random() < 0.95 else None,
+                             None if rng.random() < 0.15 else rng.randbytes(rng.randint(0, 30)), headers))
+            lat = ts + 50 if rng.random() < 0.2 else None
+            batches_.append(build_batch(offset, recs, log_append_time=lat))
+            offset += len(recs)
+        segments[base] = b"".join(batches_)
+    segments[offset] = build_batch(offset, [(ts, b"k0", b"last")])
+    return segments, ts
+
+
 def test_the_kernel_and_the_python_loops_give_the_same_rounds(tmp_path: Path):
-    """The cleaner's kernel (``_cleaner.c``: the offset map, plain batches dropped or copied in C) against its
-    Python loops on the same segments: 80 generated partitions, uncompressed and compressed, with and without
-    producers, offset maps from 3 keys to all: equal rounds (files, end offsets, every count)."""
+    """The cleaner's kernel (``_cleaner.c``: the offset map; plain batches dropped, copied and rebuilt in C) against
+    its Python loops on the same segments, two rounds (the second over the first's output, horizons stamped):
+    generated partitions of every kind (uncompressed and lz4, with and without producers) and of plain batches
+    with headers and LogAppendTime, offset maps from 3 keys to all: equal rounds (files, end offsets, counts)."""
+    from tests.support.cleaner_cases import apply_round
     from tests.support.compacted_partitions import compacted_partition
 
     rng = random.Random(29)
     in_kernel = 0
-    for i in range(80):
-        data, last_ts = compacted_partition(rng, T0, codecs=(0, 0, 0, 3))
+    for i in range(100):
+        data, last_ts = (compacted_partition(rng, T0, codecs=(0, 0, 0, 3)) if i % 2 else _plain_partition(rng))
         part = tmp_path / f"p{i}" / "c-0"
         part.mkdir(parents=True)
         for base, seg in sorted(data.items()):
@@ -100,21 +124,26 @@ def test_the_kernel_and_the_python_loops_give_the_same_rounds(tmp_path: Path):
         config = LogConfig(cleanup_policy="compact", index_interval_bytes=rng.choice([1, 4096]),
                            segment_bytes=rng.choice([1 << 20, 900]), delete_retention_ms=rng.choice([0, 10**9]))
         now = last_ts + rng.choice([0, 10**10])
-        segs, active, start, leo, unstable = load(part, config, now)
-        facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-        view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
-        if not view.log.cleanable_bytes:
-            continue
         dedupe = 24 * rng.choice([3, 12, 10_000])
-        rounds = []
-        for native in (True, False):
-            m = SkimpyOffsetMap(dedupe)
-            assert m.native is not None
-            if not native:
-                m.native = None
-            else:
-                kernel = m.native
-            rounds.append(Cleaner(m).clean(segs, view.log, start, leo, active, config, now))
-        assert rounds[0] == rounds[1], i
-        in_kernel += kernel.plain_batches
-    assert in_kernel > 1000  # batches the kernel mapped, dropped or copied
+        checkpoint = None
+        for second in (False, True):
+            now += second * rng.choice([0, 2 * 10**9])
+            segs, active, start, leo, unstable = load(part, config, now)
+            facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+            view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), checkpoint, now, config)
+            if not view.log.cleanable_bytes:
+                break
+            rounds = []
+            for native in (True, False):
+                m = SkimpyOffsetMap(dedupe)
+                assert m.native is not None
+                if native:
+                    kernel = m.native
+                else:
+                    m.native = None
+                rounds.append(Cleaner(m).clean(segs, view.log, start, leo, active, config, now))
+            assert rounds[0] == rounds[1], (i, second)
+            in_kernel += kernel.plain_batches
+            apply_round(part, rounds[0])
+            checkpoint = rounds[0].end_offset
+    assert in_kernel > 1500  # batches the kernel mapped, dropped, copied or rebuilt
