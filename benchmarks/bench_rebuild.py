@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
     version = args.kafka or KAFKA_VERSIONS[0]
-    oracle = KafkaOracle(KafkaInstall(version), Path(tempfile.mkdtemp(prefix="segdex-bench-kafka-")))
+    oracle = KafkaOracle(KafkaInstall(version), Path(tempfile.mkdtemp(prefix="segdex-bench-kafka-")),
+                         broker_jvm=True)
     try:
         return run(args, oracle, version)
     finally:

@@ -86,7 +86,7 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
     """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``."""
     cluster_id = (pristine / "data" / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
     broker = KafkaBroker(install, work, {"num.recovery.threads.per.data.dir": str(threads)},
-                         data_dir=work / "data", cluster_id=cluster_id)
+                         data_dir=work / "data", cluster_id=cluster_id, broker_jvm=True)
     t0 = time.perf_counter()
     try:
         broker.start(timeout=1800)

@@ -73,13 +73,23 @@ class KafkaInstall:
         return self
 
     def java(self, main: str, *args: str, extra_cp: tuple[Path, ...] = (), log_config: Path | None = None,
-             heap: str = "512m") -> list[str]:
-        cmd = ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+             heap: str = "512m", broker_jvm: bool = False) -> list[str]:
+        """The command line of ``main`` on this release's classpath. Tests start small JVMs (serial GC, C1 only:
+        quick to start); ``broker_jvm`` gives the JVM ``kafka-server-start.sh`` gives a broker (1 GiB heap, G1, C2
+        as ``KAFKA_JVM_PERFORMANCE_OPTS``), what the benchmarks compare against."""
+        if broker_jvm:
+            cmd = ["java", "-Xmx1G", "-Xms1G", *BROKER_JVM_OPTS]
+        else:
+            cmd = ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
         if log_config is not None:
             cmd += [f"-Dlog4j2.configurationFile={log_config / 'log4j2.properties'}",
                     f"-Dlog4j.configuration=file:{log_config / 'log4j.properties'}"]
         return [*cmd, "-cp", self.classpath(*extra_cp), main, *args]
 
+
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS, which every broker started by kafka-server-start.sh runs with
+BROKER_JVM_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+                   "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true")
 
 # LogLoader's lines for a segment it recovers: at open (index missing or corrupt), and in recoverLog
 _RECOVERED = re.compile(r"(?:Recovering unflushed segment (\d+)\.|corresponding to log file \S*?(\d{20})\.log)")
@@ -108,8 +118,9 @@ class KafkaBroker:
     """
 
     def __init__(self, install: KafkaInstall, root: Path, props: dict[str, str] | None = None,
-                 data_dir: Path | None = None, cluster_id: str | None = None) -> None:
+                 data_dir: Path | None = None, cluster_id: str | None = None, broker_jvm: bool = False) -> None:
         self.install = install.check()
+        self.broker_jvm = broker_jvm
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(data_dir) if data_dir is not None else self.root / "data"
@@ -172,7 +183,7 @@ class KafkaBroker:
             log.write(f"----- start {time.strftime('%H:%M:%S')}\n")
             log.flush()
             self.proc = subprocess.Popen(self.install.java("kafka.Kafka", str(config), log_config=self.root,
-                                                           heap="768m"),
+                                                           heap="768m", broker_jvm=self.broker_jvm),
                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, cwd=self.root)
         deadline = time.monotonic() + timeout
@@ -232,7 +243,8 @@ class KafkaBroker:
                 same_ports: bool = False) -> KafkaBroker:
         """The same node (cluster id, node id) on another copy of its log dir. With ``same_ports`` it listens
         where this broker did (this one must be stopped), so that clients connected to it reconnect there."""
-        other = KafkaBroker(self.install, root, {**self.extra, **(props or {})}, data_dir, self.cluster_id)
+        other = KafkaBroker(self.install, root, {**self.extra, **(props or {})}, data_dir, self.cluster_id,
+                            self.broker_jvm)
         if same_ports:
             assert self.proc is None, "a sibling on the same ports needs this broker stopped"
             other.port, other.controller_port = self.port, self.controller_port
@@ -261,7 +273,7 @@ def delete_index_files(log_dir: Path, topics: set[str] | None = None) -> int:
 class KafkaOracle:
     """Kafka's own ``LogSegment.recover`` over partition dirs, one long-lived JVM (``KafkaOracle.java``)."""
 
-    def __init__(self, install: KafkaInstall, work: Path) -> None:
+    def __init__(self, install: KafkaInstall, work: Path, broker_jvm: bool = False) -> None:
         self.install = install.check()
         work.mkdir(parents=True, exist_ok=True)
         # LogLoader's INFO lines go to a file of their own: which segments a load recovered (``load``)
@@ -283,7 +295,7 @@ class KafkaOracle:
         for name, text in (("log4j2.properties", log4j2), ("log4j.properties", log4j1)):
             (work / name).write_text(text)
         self.proc = subprocess.Popen(
-            install.java("KafkaOracle", extra_cp=(install.home / "oracle",), log_config=work),
+            install.java("KafkaOracle", extra_cp=(install.home / "oracle",), log_config=work, broker_jvm=broker_jvm),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True)
 

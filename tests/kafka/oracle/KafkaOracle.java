@@ -202,7 +202,8 @@ public final class KafkaOracle {
      * {@code LogCleanerManager.cleanableOffsets} with the checkpointed offset ({@code -}: none),
      * {@code maxCompactionDelay} and {@code LogToClean}, all at {@code now}; with {@code dedupe > 0} also one
      * {@code Cleaner.doClean} round with an offset map of that many bytes, which rewrites the dir as Kafka's
-     * cleaner does (its {@code .deleted} files removed) and answers the round's end offset.
+     * cleaner does (its {@code .deleted} files removed) and answers the round's end offset and its milliseconds
+     * ({@code cleanMs}: {@code doClean} alone, what the cleaning benchmark compares).
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
                                     String configPairs) throws Exception {
@@ -254,8 +255,11 @@ public final class KafkaOracle {
                 Object cleaner = cleanerClass.getConstructor(int.class, Class.forName(pkg + "OffsetMap"), int.class,
                     int.class, double.class, throttlerClass, Time.class, java.util.function.Consumer.class)
                     .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, checkDone);
+                long t0 = System.nanoTime();
                 Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
-                answer.append(",\"endOffset\":").append(((Map.Entry<?, ?>) result).getKey());
+                double cleanMs = (System.nanoTime() - t0) / 1e6;
+                answer.append(",\"endOffset\":").append(((Map.Entry<?, ?>) result).getKey())
+                    .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
             }
             return answer.append("}").toString();
         } catch (InvocationTargetException ite) {

@@ -1,0 +1,225 @@
+"""``segdex clean`` against Kafka's own cleaner thread, side by side in one run: GB/s, records/s and the ratio.
+
+    .venv/bin/python -m benchmarks.bench_clean [--offsets-gib 1] [--topic-partitions 64] [--topic-mib 16] [--runs 3]
+
+Two shapes, each cleaned from a fresh copy (page cache warm, synced) in one round with the same offset map
+(``log.cleaner.dedupe.buffer.size`` 128 MiB for one thread, as a broker's default) and the same clock:
+
+- ``__consumer_offsets``-like: one partition of ``--offsets-gib`` GiB in 100 MiB segments (the topic's
+  ``offsets.topic.segment.bytes``), uncompressed batches of 1 to 8 offset commits (``OffsetCommitKey`` v1 and
+  ``OffsetCommitValue`` v3 sized records) from 5,000 groups, each group committing its partitions again and again;
+- a compacted topic: ``--topic-partitions`` partitions of ``--topic-mib`` MiB in 4 MiB segments, batches of 10
+  records with 20,000 keys per partition and 100 to 1,000 byte values.
+
+Kafka: ``Cleaner.doClean`` in Kafka 4.4.0's own classes (``KafkaOracle cleanable``: one cleaner thread, the log
+loaded first, only ``doClean`` timed), one partition after another as one cleaner thread takes them. segdex:
+``Cleaner.clean`` in this process (the same work: offset map, grouping, cleaning into memory, one core), and the
+whole ``segdex clean --apply --discard`` command (load, plan, clean, swap, fsync; every core) on the same data.
+Medians of ``--runs``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log.cleaner import Cleaner
+from segdex.indexcore.log.log_cleaner import load_for_cleaning
+from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
+from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.tools.segment_writer import Record, build_batch, segment_name
+
+DEDUPE = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size, one cleaner thread
+T0 = 1_700_000_000_000
+NOW = T0 + 30 * 86_400_000
+BASE_OFFSET = struct.Struct(">q")  # a batch's first field; its CRC covers only what follows the attributes
+
+
+def _commit_key(group: str, topic: str, partition: int) -> bytes:
+    """``OffsetCommitKey`` v1: version, group, topic, partition."""
+    g, t = group.encode(), topic.encode()
+    return struct.pack(">hh", 1, len(g)) + g + struct.pack(">h", len(t)) + t + struct.pack(">i", partition)
+
+
+def _commit_value(offset: int) -> bytes:
+    """``OffsetCommitValue`` v3: version, offset, leader epoch, metadata (empty), commit timestamp."""
+    return struct.pack(">hqihq", 3, offset, 0, 0, T0)
+
+
+def write_partition(part: Path, pool: list[bytes], total: int, segment_bytes: int, rng: random.Random) -> int:
+    """``part`` filled with batches drawn from ``pool`` (their base offsets rewritten) up to ``total`` bytes, rolled
+    at ``segment_bytes``; a small active segment last. Answers the records written."""
+    part.mkdir(parents=True, exist_ok=True)
+    offset, written, n_records = 0, 0, 0
+    counts = [int.from_bytes(b[57:61], "big") for b in pool]  # each batch's record count
+    while written < total:
+        base, chunks, size = offset, [], 0
+        while size < segment_bytes - 65536 and written + size < total:
+            i = rng.randrange(len(pool))
+            b = bytearray(pool[i])
+            BASE_OFFSET.pack_into(b, 0, offset)
+            chunks.append(b)
+            size += len(b)
+            offset += counts[i]
+            n_records += counts[i]
+        (part / segment_name(base)).write_bytes(b"".join(chunks))
+        written += size
+    active = bytearray(pool[0])
+    BASE_OFFSET.pack_into(active, 0, offset)
+    (part / segment_name(offset)).write_bytes(bytes(active))
+    return n_records + counts[0]
+
+
+def offsets_pool(rng: random.Random) -> list[bytes]:
+    """Commit batches of 5,000 groups, each over its own 1 to 8 partitions of a few topics."""
+    pool = []
+    for g in range(5000):
+        topic = f"orders-{g % 40}"
+        parts = rng.sample(range(64), rng.randint(1, 8))
+        recs = [Record(i, T0, _commit_key(f"group-{g}", topic, p), _commit_value(rng.randrange(1 << 40)))
+                for i, p in enumerate(parts)]
+        pool.append(build_batch(0, recs))
+    return pool
+
+
+def topic_pool(rng: random.Random) -> list[bytes]:
+    """Batches of 10 records over 20,000 keys, values of 100 to 1,000 bytes."""
+    return [build_batch(0, [Record(i, T0, f"key-{rng.randrange(20000)}".encode(), rng.randbytes(rng.randint(100, 1000)))
+                            for i in range(10)]) for _ in range(4000)]
+
+
+def ensure_data(root: Path, offsets_gib: float, partitions: int, topic_mib: int) -> tuple[Path, Path, int, int]:
+    """The pristine log dirs (generated once): (offsets dir, topic dir, their records)."""
+    rng = random.Random(27)
+    offsets, topic = root / f"offsets-{offsets_gib}g", root / f"topic-{partitions}x{topic_mib}m"
+
+    def make_offsets() -> int:
+        return write_partition(offsets / "__consumer_offsets-0", offsets_pool(rng), int(offsets_gib * (1 << 30)),
+                               100 << 20, rng)
+
+    def make_topic() -> int:
+        pool = topic_pool(rng)
+        return sum(write_partition(topic / f"compacted-{p}", pool, topic_mib << 20, 4 << 20, rng)
+                   for p in range(partitions))
+
+    counts = []
+    for d, make in ((offsets, make_offsets), (topic, make_topic)):
+        stamp = d / ".complete"
+        if not stamp.exists():
+            shutil.rmtree(d, ignore_errors=True)
+            t = time.perf_counter()
+            n = make()
+            os.sync()
+            stamp.write_text(str(n))
+            print(f"  generated {d.name} ({n:,} records) in {time.perf_counter() - t:.0f} s", flush=True)
+        counts.append(int(stamp.read_text()))
+    return offsets, topic, counts[0], counts[1]
+
+
+def fresh_copy(pristine: Path, work: Path) -> Path:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work, ignore=shutil.ignore_patterns(".complete"))
+    os.sync()
+    return work
+
+
+def config_for(part: Path) -> LogConfig:
+    segment = 100 << 20 if part.name.startswith("__consumer_offsets") else 4 << 20
+    return LogConfig(cleanup_policy="compact", segment_bytes=segment)
+
+
+def kafka_clean(oracle, log_dir: Path) -> float:
+    """Seconds of ``doClean`` summed over the dir's partitions (one cleaner thread takes one at a time)."""
+    total = 0.0
+    for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        config = config_for(part)
+        answer = oracle.cleanable(part, NOW, 0, -1, None, DEDUPE, config={
+            "cleanup.policy": "compact", "internal.segment.bytes": config.segment_bytes})
+        if "cleanMs" not in answer:
+            raise SystemExit(f"Kafka's cleaner failed on {part}: {answer}")
+        total += answer["cleanMs"] / 1000
+    return total
+
+
+def segdex_round(log_dir: Path) -> tuple[float, int]:
+    """Seconds of ``Cleaner.clean`` (the load not counted, as Kafka's) over the dir's partitions, one at a
+    time in this process; and the bytes left."""
+    total, left = 0.0, 0
+    for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        config = config_for(part)
+        loaded = load_for_cleaning(str(part), config, NOW)
+        start, leo = loaded.log_start_offset, loaded.log_end_offset
+        lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), leo)
+        view = cleaning_view(loaded.facts, start, leo, lso, None, NOW, config)
+        t = time.perf_counter()
+        round_ = Cleaner(SkimpyOffsetMap(DEDUPE)).clean(loaded.segments, view.log, start, leo,
+                                                        loaded.active_producers(), config, NOW)
+        total += time.perf_counter() - t
+        left += sum(len(c.log) for c in round_.segments)
+    return total, left
+
+
+def segdex_command(log_dir: Path, work: Path) -> float:
+    exe = Path(sys.executable).parent / "segdex"
+    t = time.perf_counter()
+    proc = subprocess.run([str(exe), "clean", "--apply", "--discard", "--no-record", "--no-progress",
+                           "--now", str(NOW), "--dedupe-buffer-size", str(DEDUPE),
+                           "--config", "cleanup.policy=compact", "--topic-config",
+                           "__consumer_offsets:segment.bytes=104857600", "--config", "segment.bytes=4194304",
+                           "--metadata", str(work / "meta"), str(log_dir)], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"segdex clean failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--offsets-gib", type=float, default=1.0)
+    ap.add_argument("--topic-partitions", type=int, default=64)
+    ap.add_argument("--topic-mib", type=int, default=16)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "segdex-bench-clean")
+    args = ap.parse_args(argv)
+    from tests.support.kafka_harness import KafkaInstall, KafkaOracle
+
+    offsets, topic, n_offsets, n_topic = ensure_data(args.root, args.offsets_gib, args.topic_partitions,
+                                                     args.topic_mib)
+    oracle = KafkaOracle(KafkaInstall("4.4.0"), args.root / "oracle", broker_jvm=True)
+    try:
+        kafka_clean(oracle, fresh_copy(topic, args.root / "warm"))  # the JIT warm
+        print(f"segdex clean vs Kafka 4.4.0's cleaner thread: medians of {args.runs}, dedupe buffer "
+              f"{DEDUPE >> 20} MiB, {os.cpu_count()} cores")
+        print(f"{'shape':34} {'GB':>6} {'records':>12} {'Kafka doClean':>14} {'segdex round':>13} "
+              f"{'ratio':>6} {'segdex clean --apply':>21} {'ratio':>6}")
+        for name, pristine, n in (("__consumer_offsets-like, 1 part.", offsets, n_offsets),
+                                  (f"compacted, {args.topic_partitions} partitions", topic, n_topic)):
+            size = sum(f.stat().st_size for f in pristine.rglob("*.log"))
+            kafka = statistics.median(kafka_clean(oracle, fresh_copy(pristine, args.root / "theirs"))
+                                      for _ in range(args.runs))
+            ours = statistics.median(segdex_round(fresh_copy(pristine, args.root / "ours"))[0]
+                                     for _ in range(args.runs))
+            whole = statistics.median(segdex_command(fresh_copy(pristine, args.root / "cmd"), args.root)
+                                      for _ in range(args.runs))
+            print(f"{name:34} {size / 1e9:6.2f} {n:12,} {kafka:11.2f} s {ours:10.2f} s {ours / kafka:5.2f}x "
+                  f"{whole:18.2f} s {whole / kafka:5.2f}x", flush=True)
+            print(f"{'':34} {'':6} {'':12} {size / kafka / 1e9:7.2f} GB/s {size / ours / 1e9:7.2f} GB/s "
+                  f"{'':6} {size / whole / 1e9:13.2f} GB/s; records/s: Kafka {n / kafka:,.0f}, "
+                  f"segdex {n / ours:,.0f}")
+    finally:
+        oracle.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
