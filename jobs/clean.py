@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --apply: where every replaced segment file goes first, with a manifest.json "
                              "(outside every log dir)")
     parser.add_argument("--until-clean", action="store_true",
-                        help="with --apply: clean round after round while the offset map fills, until what Kafka "
-                             "would clean now is clean")
+                        help="round after round while the offset map fills, until what Kafka would clean now is "
+                             "clean (a plan: every round in memory; with --apply: each written)")
     parser.add_argument("--discard", action="store_true",
                         help="with --apply: keep no copy of the replaced segments (disks without room for both)")
     add_common_arguments(parser)
@@ -87,32 +87,32 @@ def print_run(run) -> int:
             print(f"error: {where}: {p.error}", file=sys.stderr)
             status = ExitStatus.ATTENTION
             continue
-        verdict = (f"cleaned in {p.rounds} rounds, the last" if p.rounds > 1 else "cleaned" if p.applied
-                   else "would clean" if p.would_clean else "not now")
+        verdict = ("cleaned" if p.applied else "would clean" if p.would_clean else "not now")
         line = (f"{where}: {verdict}: {p.why}; dirty offsets {_fmt(p.first_dirty_offset)}.."
                 f"{_fmt(p.first_uncleanable_offset)}")
         if p.end_offset is not None:
-            line += (f"; one round: {p.segments_before} -> {p.segments_after} segments, "
+            rounds = "one round" if p.rounds <= 1 else f"{p.rounds} rounds"
+            line += (f"; {rounds}: {p.segments_before} -> {p.segments_after} segments, "
                      f"{human_bytes(p.bytes_before)} -> {human_bytes(p.bytes_after)}, records {_fmt(p.records_before)}"
                      f" -> {_fmt(p.records_after)} (tombstones: {_fmt(p.tombstones_removed)} removed, "
                      f"{_fmt(p.tombstones_kept)} kept), checkpoint "
                      f"{_fmt(p.checkpoint)} -> {p.end_offset}" + ("; the offset map filled: more rounds" if p.map_full
                                                                  else ""))
-        if p.rounds:
+        if p.applied:
             line += f"; replaced files kept in {p.quarantine}" if p.quarantine else "; replaced files discarded"
         print(line)
-        if p.rounds:
+        if p.applied:
             saved += p.bytes_freed
         elif p.would_clean and p.end_offset is not None:
             due += 1
             saved += p.bytes_before - p.bytes_after
-    applied = sum(p.rounds > 0 for _, p in run.plans)
+    applied = sum(p.applied for _, p in run.plans)
     if applied:
         print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {applied} cleaned, {human_bytes(saved)} "
               f"freed (now={run.now_ms})")
     else:
         print(f"{COMMAND} {run.run_id}: {len(run.plans)} compacted partitions, {due} Kafka would clean now, "
-              f"{human_bytes(saved)} a round would free there (now={run.now_ms})")
+              f"{human_bytes(saved)} cleaning would free there (now={run.now_ms})")
     return status
 
 
@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"segdex {COMMAND}: --apply needs --quarantine DIR (replaced segments kept there) or --discard "
               f"(kept nowhere), one of them", file=sys.stderr)
         return ExitStatus.USAGE
-    if not args.apply and (args.quarantine or args.discard or args.until_clean):
-        print(f"segdex {COMMAND}: --quarantine, --discard and --until-clean go with --apply", file=sys.stderr)
+    if not args.apply and (args.quarantine or args.discard):
+        print(f"segdex {COMMAND}: --quarantine and --discard go with --apply", file=sys.stderr)
         return ExitStatus.USAGE
     quarantine = None
     if args.quarantine:
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine,
                                     args.until_clean)
         else:
-            result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now)
+            result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now, args.until_clean)
         status = print_run(result)
         if not args.no_record:
             try:

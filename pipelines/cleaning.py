@@ -51,7 +51,7 @@ class CleaningRun:
         run_at = datetime.fromtimestamp(self.now_ms / 1000, UTC)
         out = []
         for task, p in self.plans:
-            status = (STATUS_ERROR if p.error else STATUS_APPLIED if p.rounds else STATUS_PLANNED if p.would_clean
+            status = (STATUS_ERROR if p.error else STATUS_APPLIED if p.applied else STATUS_PLANNED if p.would_clean
                       else STATUS_NOT_DUE)
             fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(CleaningPlan)}
             out.append(CleaningRow(run_id=self.run_id, log_dir=task.log_dir, topic=task.topic,
@@ -67,18 +67,20 @@ def _compacted(found: Discovery) -> list[PartitionTask]:
                   key=lambda t: -t.size_bytes)
 
 
-def plan_task(now_ms: int, cleaner: CleanerConfig, task: PartitionTask) -> CleaningPlan:
+def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: PartitionTask) -> CleaningPlan:
     """One partition's plan (a task's work)."""
     return plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0, task.high_watermark,
-                         task.cleaner_checkpoint)
+                         task.cleaner_checkpoint, until_clean)
 
 
 def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-         cleaner: CleanerConfig, now_ms: int) -> CleaningRun:
-    """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside)."""
+         cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
+    """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
+    ``until_clean`` every round Kafka's cleaner would need, in memory."""
     found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
     tasks = _compacted(found)
-    plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner), "segdex clean")
+    plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
+                                  "segdex clean")
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)))
 
 
@@ -87,20 +89,29 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
     """One partition cleaned as Kafka would clean it now (a task's work), while the driver holds the lock; with
     ``until_clean``, round after round while the offset map fills (each from the last one's end offset, as
     Kafka's next cleaning would start), the last round's plan returned with the count."""
-    checkpoint, rounds, freed = task.cleaner_checkpoint, 0, 0
+    checkpoint, total = task.cleaner_checkpoint, None
     while True:
         why = held_by(task.log_dir, task.lock_owner)
         if why:
-            return CleaningPlan(error=f"refused: {why}", rounds=rounds)
+            if total is None:
+                return CleaningPlan(error=f"refused: {why}")
+            total.error = f"refused after {total.rounds} rounds: {why}"
+            return total
         # after a first round, the rest of the range is cleaned whatever its dirty ratio: until it is clean
+        rounds = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
                                task.high_watermark, checkpoint, quarantine, f"{run_id}-{rounds}" if rounds else run_id,
                                force=rounds > 0)
-        rounds += plan.applied
-        freed += plan.bytes_freed
-        plan.rounds, plan.bytes_freed = rounds, freed
+        plan.rounds = int(plan.applied)
+        if total is None:
+            total = plan
+        elif plan.applied:
+            total = total.followed_by(plan)
+        else:  # the range was clean after all, or this round failed: what the rounds applied did stands
+            total.error = plan.error
+            return total
         if not (until_clean and plan.applied and plan.map_full):
-            return plan
+            return total
         checkpoint = plan.end_offset
 
 
@@ -121,8 +132,8 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
         plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,
                                                                       run_id, until_clean), "segdex clean --apply")
         done = list(zip(tasks, plans, strict=True))
-        for log_dir in sorted({t.log_dir for t, p in done if p.rounds}):
-            _done_cleaning(log_dir, [(t, p) for t, p in done if p.rounds and t.log_dir == log_dir])
+        for log_dir in sorted({t.log_dir for t, p in done if p.applied}):
+            _done_cleaning(log_dir, [(t, p) for t, p in done if p.applied and t.log_dir == log_dir])
         return CleaningRun(run_id, now_ms, found, done)
     finally:
         for lock in locks:

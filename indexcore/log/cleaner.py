@@ -32,14 +32,16 @@ rebuilt plain batches in C, every other batch here, one at a time, in the same o
 from __future__ import annotations
 
 import bisect
+import contextlib
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.index.offset_index import OffsetIndex
+from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
 from segdex.indexcore.index.time_index import TimeIndex
-from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
+from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
 from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
-from segdex.indexcore.log.log_cleaner_manager import LogToClean, segments
+from segdex.indexcore.log.log_cleaner_manager import LONG_MAX, LogToClean, SegmentFacts, segments
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.batch_header import (
     BASE_TIMESTAMP_OFFSET,
@@ -77,6 +79,7 @@ class CleanerSegment:
     time_index_entries: int
     aborted: list[AbortedTxn]
     next_offset: int  # LogSegment.readNextOffset: after its last batch, its base offset when it has none
+    data: bytes | None = None  # a segment a planned round left, in memory (no file): its .log bytes
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,26 @@ class CleanedSegment:
     txn_index: bytes | None  # None: no .txnindex file
     mtime_ms: int
     replaces: list[int]  # base offsets of the segments it replaces (its own first)
+
+    def as_segment(self, max_index_size: int) -> CleanerSegment:
+        """The segment as the log holds it after the swap, in memory: what a planned next round reads."""
+        last = None
+        for last in batches(self.log, 0):  # noqa: B007 - the last batch: LogSegment.readNextOffset
+            pass
+        return CleanerSegment(f"(planned round's segment {self.base_offset})", self.base_offset, len(self.log),
+                              self.mtime_ms, OffsetIndex.from_bytes(self.offset_index, self.base_offset,
+                                                                    max_index_size),
+                              len(self.time_index) // TIME_INDEX_ENTRY_SIZE,
+                              parse_transaction_index(self.txn_index) if self.txn_index else [],
+                              last.last_offset + 1 if last is not None else self.base_offset, data=self.log)
+
+    def facts(self) -> SegmentFacts:
+        """``LogCleanerManager``'s facts of it: its size, its largest timestamp (the time index's last entry,
+        else the modification time the swap gave it) and its first batch's max timestamp."""
+        largest = TimeIndex.from_bytes(self.time_index, self.base_offset).last_entry()[0]
+        first = next(batches(self.log, 0), None)
+        return SegmentFacts(self.base_offset, len(self.log), largest if largest >= 0 else self.mtime_ms,
+                            first.max_timestamp if first is not None and first.max_timestamp >= 0 else LONG_MAX)
 
 
 @dataclass
@@ -134,6 +157,16 @@ class CleaningRound:
     segments: list[CleanedSegment] = field(default_factory=list)
     stats: CleanerStats = field(default_factory=CleanerStats)
 
+    def swapped(self, segs: list[CleanerSegment], facts: list[SegmentFacts],
+                max_index_size: int) -> tuple[list[CleanerSegment], list[SegmentFacts]]:
+        """The log's segments (and their facts) after this round's ``LocalLog.replaceSegments``, in memory: each
+        cleaned segment in place of those it replaces, as a broker's cleaner holds the log for its next pass."""
+        gone = {base for c in self.segments for base in c.replaces}
+        kept = [(s, f) for s, f in zip(segs, facts, strict=True) if s.base_offset not in gone]
+        new = [(c.as_segment(max_index_size), c.facts()) for c in self.segments]
+        both = sorted(kept + new, key=lambda sf: sf[0].base_offset)
+        return [s for s, _ in both], [f for _, f in both]
+
 
 def _segment_range(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
     """``LogSegments.values(from, to)`` (``log_cleaner_manager.segments``); a range Kafka refuses aborts the
@@ -142,6 +175,11 @@ def _segment_range(segs: list[CleanerSegment], start: int, end: int) -> list[Cle
         return segments(segs, start, end)
     except ValueError as e:
         raise LogCleaningException(f"Invalid log segment range: {e}") from None
+
+
+def _open_segment(seg: CleanerSegment):
+    """The segment's ``.log`` mapped, or its bytes when a planned round left it in memory."""
+    return contextlib.nullcontext(seg.data) if seg.data is not None else open_log(seg.log_path)
 
 
 def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: int, base_offset: int,
@@ -230,7 +268,7 @@ class Cleaner:
         """``Cleaner.buildOffsetMapForSegment``; True when the map is full."""
         m = self.offset_map
         position = seg.offset_index.lookup(start)[1]
-        with open_log(seg.log_path) as buf:
+        with _open_segment(seg) as buf:
             while True:
                 if m.native is not None:  # plain batches in the kernel, up to the next one for Python
                     status, position = m.native.build(buf, position, start, max_desired)
@@ -332,7 +370,7 @@ class Cleaner:
                     stats: CleanerStats) -> None:
         """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
         m = self.offset_map
-        with open_log(seg.log_path) as buf:
+        with _open_segment(seg) as buf:
             position = 0
             while True:
                 if m.native is not None:  # plain batches in the kernel: dropped there, or one to copy or for Python

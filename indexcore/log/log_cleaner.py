@@ -10,6 +10,7 @@ not planned either where the snappy kernel is not built (``error``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -61,8 +62,31 @@ class CleaningPlan:
     applied: bool = False  # the round was written into the partition
     quarantine: str | None = None  # where the files it replaced are kept
     finished: str | None = None  # what an interrupted earlier run left, finished as Kafka's load would
-    rounds: int = 0  # rounds applied (--until-clean: more than one)
+    rounds: int = 0  # rounds applied, or planned (--until-clean: more than one)
     bytes_freed: int = 0  # by the rounds applied
+
+    def followed_by(self, later: CleaningPlan) -> CleaningPlan:
+        """This round's plan and the next one's, as one (``--until-clean``): the choice, range start and ratio of
+        the first; the end offset, what is left and whether the map filled, of the last. A later round reads the
+        earlier one's output again (every segment below its end offset) plus original segments: only those count
+        as before."""
+        def originals(first: int | None, then_read: int | None, then_written: int | None) -> int | None:
+            if None in (first, then_read, then_written):
+                return None
+            return first + then_read - then_written
+
+        return dataclasses.replace(
+            self, end_offset=later.end_offset, map_full=later.map_full,
+            segments_before=originals(self.segments_before, later.segments_before, self.segments_after),
+            segments_after=later.segments_after,
+            bytes_before=originals(self.bytes_before, later.bytes_before, self.bytes_after),
+            bytes_after=later.bytes_after,
+            records_before=originals(self.records_before, later.records_before, self.records_after),
+            records_after=later.records_after, tombstones_kept=later.tombstones_kept,
+            tombstones_removed=(self.tombstones_removed or 0) + (later.tombstones_removed or 0), keys=later.keys,
+            error=later.error or self.error, applied=self.applied or later.applied,
+            quarantine=later.quarantine or self.quarantine, rounds=self.rounds + later.rounds,
+            bytes_freed=self.bytes_freed + later.bytes_freed)
 
 
 @dataclass
@@ -109,11 +133,13 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
-                  checkpoint: int | None = None) -> CleaningPlan:
+                  checkpoint: int | None = None, until_clean: bool = False) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
-    ``Cleaner.doClean`` in memory with this thread's offset map (``CleanerConfig``)."""
+    ``Cleaner.doClean`` in memory with this thread's offset map (``CleanerConfig``); with ``until_clean``, while
+    the offset map fills, the next rounds too, each over the segments the last one left (in memory, as a
+    broker's cleaner holds the log between its passes), until the range is clean."""
     return _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                       checkpoint)[0]
+                       checkpoint, until_clean)[0]
 
 
 def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
@@ -165,7 +191,7 @@ def _short_of_room(path: str, need: int) -> str | None:
 
 def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                 log_start_offset_checkpoint: int, high_watermark: int | None,
-                checkpoint: int | None) -> tuple[CleaningPlan, CleaningRound | None]:
+                checkpoint: int | None, until_clean: bool = False) -> tuple[CleaningPlan, CleaningRound | None]:
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
         loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
@@ -191,21 +217,46 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor)
     try:
-        round_ = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor).clean(
-            loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
+        round_ = cleaning.clean(loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
     except UnsupportedCompressionException as e:
         plan.error = f"not planned: {e} (snappy batches are rebuilt by the _snappy kernel, not built here)"
         return plan, None
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not planned: {getattr(e, 'strerror', None) or e}"
         return plan, None
+    _round_plan(plan, round_, view.log.first_uncleanable_offset)
+    if until_clean:
+        segs, facts = loaded.segments, loaded.facts
+        previous = round_
+        while plan.map_full:
+            segs, facts = previous.swapped(segs, facts, config.segment_index_bytes)
+            view = cleaning_view(facts, start, end, lso, previous.end_offset, now_ms, config)
+            if view.log.cleanable_bytes == 0:
+                break
+            try:
+                later = cleaning.clean(segs, view.log, start, hw, loaded.active_producers(), config, now_ms)
+            except (UnsupportedCompressionException, LogCleaningException, SegdexError, OSError) as e:
+                plan.error = f"round {plan.rounds + 1} not planned: {getattr(e, 'strerror', None) or e}"
+                break
+            if later.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
+                plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
+                break
+            plan = plan.followed_by(_round_plan(CleaningPlan(), later, view.log.first_uncleanable_offset))
+            previous = later
+    return plan, round_
+
+
+def _round_plan(plan: CleaningPlan, round_: CleaningRound, first_uncleanable_offset: int) -> CleaningPlan:
+    """``plan`` filled with one round's figures."""
     replaced = [b for c in round_.segments for b in c.replaces]
     plan.end_offset = round_.end_offset
-    plan.map_full = round_.end_offset < view.log.first_uncleanable_offset
+    plan.map_full = round_.end_offset < first_uncleanable_offset
     plan.segments_before, plan.segments_after = len(replaced), len(round_.segments)
     plan.bytes_before, plan.bytes_after = round_.stats.bytes_read, round_.stats.bytes_written
     plan.records_before, plan.records_after = round_.stats.records_read, round_.stats.records_kept
     plan.tombstones_kept, plan.keys = round_.stats.tombstones_kept, round_.stats.map_keys
     plan.tombstones_removed = round_.stats.tombstones_removed
-    return plan, round_
+    plan.rounds = 1
+    return plan

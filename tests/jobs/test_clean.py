@@ -145,16 +145,28 @@ def test_until_clean_repeats_rounds_while_the_offset_map_fills(tmp_path: Path, c
     log_dir, now = _compacted_log_dir(tmp_path, 1, seed=11)
     one = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
                         CleanerConfig(dedupe_buffer_size=24 * 5), now)
-    assert one.map_full and one.end_offset < one.first_uncleanable_offset
+    assert one.map_full and one.end_offset < one.first_uncleanable_offset and one.rounds == 1
+    # the plan of every round, in memory: what the applied rounds then leave on disk
+    before = _tree(log_dir)
+    planned = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
+                            CleanerConfig(dedupe_buffer_size=24 * 5), now, until_clean=True)
+    assert planned.rounds > 1 and not planned.map_full and planned.end_offset > one.end_offset
+    assert planned.bytes_before > one.bytes_before and planned.records_before > one.records_before
     args = ["clean", "--now", str(now), "--no-record", "--dedupe-buffer-size", str(24 * 5), "--topic-config",
-            "orders:cleanup.policy=compact", "--apply", "--discard", "--until-clean", str(log_dir)]
+            "orders:cleanup.policy=compact", "--until-clean", str(log_dir)]
     assert segdex(args) == 0
     out = capsys.readouterr().out
-    rounds = int(out.split("cleaned in ")[1].split(" rounds")[0])
+    assert "orders-0: would clean: " in out and f"; {planned.rounds} rounds: " in out
+    assert _tree(log_dir) == before  # a plan, however many rounds: nothing written
+    assert segdex([*args[:-1], "--apply", "--discard", str(log_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "orders-0: cleaned: " in out and f"; {planned.rounds} rounds: " in out
     assert "replaced files discarded" in out and " 0 bytes freed" not in out
-    assert rounds > 1
     end = read_offset_checkpoint(log_dir / "cleaner-offset-checkpoint")[("orders", 0)]
-    assert end > one.end_offset
+    assert end == planned.end_offset
+    below = [p for p in (log_dir / "orders-0").glob("*.log") if int(p.stem) < end]
+    assert sum(p.stat().st_size for p in below) == planned.bytes_after
+    assert f"{planned.segments_before} -> {planned.segments_after} segments" in out
     again = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
                           CleanerConfig(dedupe_buffer_size=24 * 5), now, checkpoint=end)
     assert not again.would_clean or not again.map_full  # nothing left that needs another full round

@@ -269,7 +269,7 @@ def test_segdex_removes_the_bytes_kafkas_cleaner_removes(scenario):
         cleaned_after = sum(size for base, size in scenario["a_segments"][tp] if base < checkpoint.get(tp, 0))
         assert cleaned_after < cleaned_before * (0.4 if tp[0] == COMPACTED else 0.1), (tp, out)
     assert ours == kafkas, (removed, out)
-    assert re.search(rf"{COMPACTED}-1: cleaned in \d+ rounds", out), out  # the offset map filled: --until-clean
+    assert re.search(rf"{COMPACTED}-1: cleaned: .*; [2-9] rounds: ", out), out  # the offset map filled: --until-clean
     # the topic's tombstones were in the cleaned range (kept until their delete horizon, stamped now)
     assert re.search(rf"{COMPACTED}-0: cleaned: .* \(tombstones: \d+ removed, [1-9]\d* kept\)", out), out
     assert any(scenario["quarantine"].rglob("manifest.json"))  # what the rounds replaced, kept
