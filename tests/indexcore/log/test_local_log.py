@@ -43,3 +43,43 @@ def test_nothing_left_over_is_nothing_done(tmp_path: Path):
     _segment(part, 0, 3)
     assert complete_swaps(str(part)) == []
     assert [p.name for p in part.iterdir()] == [segment_name(0)]
+
+
+def test_index_swaps_left_after_the_log_was_swapped_in_are_renamed_in(tmp_path: Path):
+    """Killed between the ``.log.swap`` rename and its indexes' (the crash-point walk found a ``.txnindex.swap``
+    left behind): Kafka's load renames every ``.swap`` in, indexes too, and deletes nothing live."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    cleaned = _segment(part, 0, 10)  # already swapped in
+    for suffix in (".index", ".timeindex", ".txnindex"):
+        (part / (segment_name(0)[:-4] + suffix + ".swap")).write_bytes(suffix.encode())
+    _segment(part, 10, 2)
+    (part / (segment_name(10)[:-4] + ".snapshot")).write_bytes(b"s")
+    (part / "00000000000000000005.checkpoint.deleted").write_bytes(b"k")  # a KRaft snapshot's: LogLoader leaves it
+    done = complete_swaps(str(part))
+    indexes = [segment_name(0)[:-4] + s for s in (".index", ".timeindex", ".txnindex")]
+    assert sorted(p.name for p in part.iterdir()) == sorted([
+        "00000000000000000005.checkpoint.deleted", segment_name(0), segment_name(10),
+        segment_name(10)[:-4] + ".snapshot", *indexes])
+    assert (part / segment_name(0)).read_bytes() == cleaned
+    assert (part / (segment_name(0)[:-4] + ".txnindex")).read_bytes() == b".txnindex"
+    assert sum("renamed" in d for d in done) == 3
+
+
+def test_a_swap_at_the_lowest_cleaned_offset_goes_and_the_covered_range_with_its_snapshots(tmp_path: Path):
+    """``offsetFromFile(swap) >= minCleanedFileOffset`` removes the swap (not only above it); a ``.log.swap``
+    covering offsets 0..7 removes every live file numbered in that range, producer snapshots included."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    _segment(part, 0, 4)
+    _segment(part, 4, 4)
+    (part / (segment_name(4)[:-4] + ".snapshot")).write_bytes(b"s")
+    _segment(part, 8, 4)
+    (part / (segment_name(8)[:-4] + ".snapshot")).write_bytes(b"s")
+    swapped = _segment(part, 0, 8, ".swap")
+    _segment(part, 8, 2, ".swap")  # at the lowest .cleaned base: its operation never finished
+    (part / (segment_name(8) + ".cleaned")).write_bytes(b"")
+    complete_swaps(str(part))
+    assert sorted(p.name for p in part.iterdir()) == [segment_name(0), segment_name(8),
+                                                      segment_name(8)[:-4] + ".snapshot"]
+    assert (part / segment_name(0)).read_bytes() == swapped
