@@ -95,7 +95,8 @@ def print_run(run) -> int:
             line += (f"; {rounds}: {p.segments_before} -> {p.segments_after} segments, "
                      f"{human_bytes(p.bytes_before)} -> {human_bytes(p.bytes_after)}, records {_fmt(p.records_before)}"
                      f" -> {_fmt(p.records_after)} (tombstones: {_fmt(p.tombstones_removed)} removed, "
-                     f"{_fmt(p.tombstones_kept)} kept), checkpoint "
+                     f"{_fmt(p.tombstones_kept)} kept" + (f"; aborted transactions' records: {p.aborted_removed:,}"
+                                                          f" removed" if p.aborted_removed else "") + "), checkpoint "
                      f"{_fmt(p.checkpoint)} -> {p.end_offset}" + ("; the offset map filled: more rounds" if p.map_full
                                                                  else ""))
         if p.applied:

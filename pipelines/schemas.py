@@ -240,12 +240,13 @@ class CleaningRow:
     records_after: int | None = column(pa.int64())
     tombstones_kept: int | None = column(pa.int64())
     tombstones_removed: int | None = column(pa.int64())
+    aborted_removed: int | None = column(pa.int64())  # records of aborted transactions removed
     keys: int | None = column(pa.int64())
     error: str | None = column(pa.string())
     applied: bool | None = column(pa.bool_())
     quarantine: str | None = column(pa.string())  # where the replaced files are kept
     finished: str | None = column(pa.string())  # an interrupted run's leftovers, finished as Kafka's load would
-    rounds: int | None = column(pa.int32())  # rounds applied
+    rounds: int | None = column(pa.int32())  # rounds applied (or planned, with --until-clean)
     bytes_freed: int | None = column(pa.int64())  # by the rounds applied
     now_ms: int | None = column(pa.int64())
     run_at: datetime | None = column(TS)

@@ -136,6 +136,7 @@ class CleanerStats:
     tombstones_kept: int = 0
     tombstones_removed: int = 0
     empty_batches: int = 0  # batches kept with no record (an active producer's last, the round's last)
+    aborted_removed: int = 0  # records of aborted transactions removed (their tombstones too)
     map_keys: int = 0
 
     def add_counts(self, records_read: int, records_kept: int, tombstones_removed: int, tombstones_kept: int,
@@ -403,6 +404,8 @@ class Cleaner:
             buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
         recs = list(records(buf, batch))
         stats.records_read += len(recs)
+        if discard_records and not batch.is_control:
+            stats.aborted_removed += len(recs)
         if retention == DELETE:
             stats.tombstones_removed += sum(1 for r in recs if r.value is None and not batch.is_control)
             return

@@ -57,6 +57,7 @@ class CleaningPlan:
     records_after: int | None = None
     tombstones_kept: int | None = None
     tombstones_removed: int | None = None
+    aborted_removed: int | None = None  # records of aborted transactions the round removes
     keys: int | None = None  # keys in the offset map
     error: str | None = None  # why it could not be planned (or applied)
     applied: bool = False  # the round was written into the partition
@@ -83,7 +84,8 @@ class CleaningPlan:
             bytes_after=later.bytes_after,
             records_before=originals(self.records_before, later.records_before, self.records_after),
             records_after=later.records_after, tombstones_kept=later.tombstones_kept,
-            tombstones_removed=(self.tombstones_removed or 0) + (later.tombstones_removed or 0), keys=later.keys,
+            tombstones_removed=(self.tombstones_removed or 0) + (later.tombstones_removed or 0),
+            aborted_removed=(self.aborted_removed or 0) + (later.aborted_removed or 0), keys=later.keys,
             error=later.error or self.error, applied=self.applied or later.applied,
             quarantine=later.quarantine or self.quarantine, rounds=self.rounds + later.rounds,
             bytes_freed=self.bytes_freed + later.bytes_freed)
@@ -258,5 +260,6 @@ def _round_plan(plan: CleaningPlan, round_: CleaningRound, first_uncleanable_off
     plan.records_before, plan.records_after = round_.stats.records_read, round_.stats.records_kept
     plan.tombstones_kept, plan.keys = round_.stats.tombstones_kept, round_.stats.map_keys
     plan.tombstones_removed = round_.stats.tombstones_removed
+    plan.aborted_removed = round_.stats.aborted_removed
     plan.rounds = 1
     return plan

@@ -147,3 +147,26 @@ def test_the_kernel_and_the_python_loops_give_the_same_rounds(tmp_path: Path):
             apply_round(part, rounds[0])
             checkpoint = rounds[0].end_offset
     assert in_kernel > 1500  # batches the kernel mapped, dropped, copied or rebuilt
+
+
+def test_a_round_counts_the_aborted_transactions_records_it_removes(tmp_path: Path):
+    """Producer 7's transaction (2 records, one a tombstone) aborted: its records go and are counted as
+    aborted; the marker stays (its horizon is not due) and the other producer's committed data stays."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    seg = (build_batch(0, [(T0, b"a", b"1"), (T0, b"b", None)], producer_id=7, producer_epoch=0, base_sequence=0,
+                       is_transactional=True)
+           + build_batch(2, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=T0 + 1)
+           + build_batch(3, [(T0 + 2, b"c", b"2")], producer_id=8, producer_epoch=0, base_sequence=0,
+                         is_transactional=True)
+           + build_batch(4, [], producer_id=8, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T0 + 3))
+    (part / segment_name(0)).write_bytes(seg)
+    (part / segment_name(5)).write_bytes(build_batch(5, [(T0 + 4, b"d", b"3")]))
+    config = LogConfig(cleanup_policy="compact")
+    now = T0 + 10
+    segs, active, start, leo, unstable = load(part, config, now)
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+    round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
+    s = round_.stats
+    assert (s.aborted_removed, s.tombstones_removed, s.records_kept) == (2, 1, 3)  # c, and both markers
