@@ -327,8 +327,8 @@ class KafkaOracle:
         """Kafka's log cleaner's view of ``partition_dir`` (a ``<topic>-<n>`` dir, loaded in place as ``load``
         loads it): ``LogCleanerManager.cleanableOffsets``, ``maxCompactionDelay`` and ``LogToClean`` at ``now_ms``
         with the checkpointed offset ``checkpoint`` (None: no entry) and the high watermark (-1: the log end);
-        with ``dedupe_bytes`` also one ``Cleaner.doClean`` round (``endOffset``), which rewrites the dir. Kafka
-        4.x only (``{"unsupported": ...}`` from 3.9)."""
+        with ``dedupe_bytes`` also one ``Cleaner.doClean`` round (``endOffset``, ``cleanMs``), which rewrites the
+        dir. Kafka 4.x's Java cleaner, or 3.x's Scala one (``kafka.log``) by the same names."""
         pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
         cp = "-" if checkpoint is None else str(checkpoint)
         return self._ask(f"cleanable\t{partition_dir}\t{log_start_offset}\t{now_ms}\t{high_watermark}\t{cp}"

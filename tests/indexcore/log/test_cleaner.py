@@ -7,7 +7,9 @@ with the ``.log``'s modification time."""
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,60 @@ def test_a_round_counts_the_aborted_transactions_records_it_removes(tmp_path: Pa
     round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
     s = round_.stats
     assert (s.aborted_removed, s.tombstones_removed, s.records_kept) == (2, 1, 3)  # c, and both markers
+
+
+@pytest.fixture(scope="module")
+def kafka39(tmp_path_factory):
+    o = KafkaOracle(KafkaInstall("3.9.2"), tmp_path_factory.mktemp("oracle-cleaner-39"))
+    yield o
+    o.close()
+
+
+def test_kafka_3_9_2_leaves_the_same_log_bytes_but_for_the_round_end_batch(kafka39, tmp_path: Path):
+    """segdex follows Kafka 4.4's cleaner; 3.9.2's Scala cleaner (the same generated cases, one round, the high
+    watermark at the log end) leaves the same end offset and the same ``.log`` bytes, except where its rule
+    keeping the batch that ends the round (KAFKA-17076, 4.0-4.3 and 3.9.2; 4.4 keeps the one ending at the high
+    watermark instead) keeps one more batch, emptied. Its indexes differ by design: 3.9 appends an index entry
+    per read buffer, 4.1+ per batch (KAFKA-806)."""
+    from segdex.indexcore.record.file_records import batches
+    from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+
+    rng = random.Random(39)
+    same = kept_more = 0
+    for i in range(80):
+        data, last_ts = compacted_partition(rng, T0, codecs=(0, 0, 1, 3, 4))
+        ours, theirs = tmp_path / f"o{i}" / "c-0", tmp_path / f"t{i}" / "c-0"
+        ours.mkdir(parents=True)
+        for n, (base, seg) in enumerate(sorted(data.items())):
+            (ours / segment_name(base)).write_bytes(seg)
+            os.utime(ours / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+        shutil.copytree(ours, theirs)
+        config = LogConfig(cleanup_policy="compact", delete_retention_ms=rng.choice([0, 24 * HOUR_MS]))
+        now = last_ts + rng.choice([0, HOUR_MS])
+        dedupe = 24 * rng.choice([12, 10_000])
+        segs, active, start, leo, unstable = load(ours, config, now)
+        facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+        view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+        if not view.log.cleanable_bytes:
+            continue
+        answer = kafka39.cleanable(theirs, now, start, -1, None, dedupe,
+                                   config={"cleanup.policy": "compact",
+                                           "delete.retention.ms": config.delete_retention_ms})
+        assert "endOffset" in answer, answer
+        round_ = Cleaner(SkimpyOffsetMap(dedupe)).clean(segs, view.log, start, leo, active, config, now)
+        assert round_.end_offset == answer["endOffset"], i
+        for cleaned in round_.segments:
+            kafkas = (theirs / segment_name(cleaned.base_offset)).read_bytes()
+            if cleaned.log == kafkas:
+                same += 1
+                continue
+            # one batch more in 3.9.2's, with no record, ending where the round's range ends
+            extra = [b for b in batches(kafkas, 0) if kafkas[b.position:b.position + b.size_in_bytes]
+                     not in cleaned.log]
+            assert len(extra) == 1, (i, cleaned.base_offset)
+            b = extra[0]
+            assert b.records_count == 0 and b.next_offset == view.log.first_uncleanable_offset, (i, b)
+            assert kafkas[:b.position] + kafkas[b.position + b.size_in_bytes:] == cleaned.log, i
+            kept_more += 1
+    print(f"3.9.2: {same} cleaned .log files equal, {kept_more} with its round-end batch kept")
+    assert same > 40 and kept_more >= 2, (same, kept_more)

@@ -213,7 +213,7 @@ public final class KafkaOracle {
             unified = Class.forName(pkg + "UnifiedLog");
             Class.forName(pkg + "LogCleanerManager");
         } catch (ClassNotFoundException e) {
-            return "{\"unsupported\":\"the log cleaner is Java from Kafka 4.x only\"}";
+            return cleanableScala(dir, logStartOffset, now, hw, checkpoint, dedupe, configPairs);
         }
         Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
         if (opened[0] instanceof String) return (String) opened[0];
@@ -259,6 +259,89 @@ public final class KafkaOracle {
                 Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
                 double cleanMs = (System.nanoTime() - t0) / 1e6;
                 answer.append(",\"endOffset\":").append(((Map.Entry<?, ?>) result).getKey())
+                    .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
+            }
+            return answer.append("}").toString();
+        } catch (InvocationTargetException ite) {
+            return "{\"exception\":" + quote(describe(ite.getCause())) + "}";
+        } finally {
+            log.getClass().getMethod("close").invoke(log);
+            ((KafkaScheduler) opened[1]).shutdown();
+        }
+    }
+
+    /**
+     * {@code cleanable} on Kafka 3.x, whose log cleaner is Scala ({@code kafka.log}): the same answers through the
+     * Scala classes (the {@code LogCleanerManager} object's {@code cleanableOffsets} with a Scala {@code Option}, its
+     * private {@code maxCompactionDelay}, {@code LogToClean} with the partition, {@code Cleaner.doClean} with a Scala
+     * function as {@code checkDone}), all by reflection so that this file compiles against 4.x too.
+     */
+    private static String cleanableScala(File dir, long logStartOffset, long now, long hw, String checkpoint,
+                                         int dedupe, String configPairs) throws Exception {
+        Class<?> unified;
+        Class<?> managerObject;
+        try {
+            unified = Class.forName("kafka.log.UnifiedLog");
+            managerObject = Class.forName("kafka.log.LogCleanerManager$");
+        } catch (ClassNotFoundException e) {
+            return "{\"unsupported\":\"no log cleaner classes found\"}";
+        }
+        Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
+        if (opened[0] instanceof String) return (String) opened[0];
+        Object log = opened[0];
+        try {
+            long leo = (Long) unified.getMethod("logEndOffset").invoke(log);
+            unified.getMethod("updateHighWatermark", long.class).invoke(log, hw < 0 ? leo : hw);
+            Object manager = managerObject.getField("MODULE$").get(null);
+            Class<?> optionClass = Class.forName("scala.Option");
+            Object option = checkpoint.equals("-") ? Class.forName("scala.None$").getField("MODULE$").get(null)
+                : optionClass.getMethod("apply", Object.class).invoke(null, Long.valueOf(checkpoint));
+            Object o = managerObject.getMethod("cleanableOffsets", unified, optionClass, long.class)
+                .invoke(manager, log, option, now);
+            long firstDirty = (Long) accessor(o, "firstDirtyOffset");
+            long uncleanableDirty = (Long) accessor(o, "firstUncleanableDirtyOffset");
+            boolean force = (Boolean) accessor(o, "forceUpdateCheckpoint");
+            Method delayOf = managerObject.getMethod("kafka$log$LogCleanerManager$$maxCompactionDelay", unified,
+                long.class, long.class);
+            long delay = (Long) delayOf.invoke(manager, log, firstDirty, now);
+            TopicPartition tp = (TopicPartition) unified.getMethod("topicPartition").invoke(log);
+            Class<?> toClean = Class.forName("kafka.log.LogToClean");
+            Object ltc = toClean.getConstructor(TopicPartition.class, unified, long.class, long.class, boolean.class)
+                .newInstance(tp, log, firstDirty, uncleanableDirty, delay > 0);
+            StringBuilder answer = new StringBuilder("{\"lastStableOffset\":"
+                + unified.getMethod("lastStableOffset").invoke(log) + ",\"logEndOffset\":" + leo
+                + ",\"firstDirtyOffset\":" + firstDirty + ",\"firstUncleanableDirtyOffset\":" + uncleanableDirty
+                + ",\"forceUpdateCheckpoint\":" + force + ",\"maxCompactionDelay\":" + delay);
+            for (String name : new String[] {"firstUncleanableOffset", "cleanBytes", "cleanableBytes", "totalBytes",
+                                             "cleanableRatio"}) {
+                answer.append(",\"").append(name).append("\":").append(accessor(ltc, name));
+            }
+            if (dedupe > 0) {
+                String pkg = "org.apache.kafka.storage.internals.log.";
+                Time time = new FixedTime(now);
+                Object map = Class.forName(pkg + "SkimpyOffsetMap").getConstructor(int.class, String.class)
+                    .newInstance(dedupe, "MD5");
+                Class<?> throttlerClass = Class.forName("org.apache.kafka.storage.internals.utils.Throttler");
+                Object throttler = throttlerClass.getConstructor(double.class, long.class, String.class, String.class,
+                    Time.class).newInstance(Double.MAX_VALUE, Long.MAX_VALUE, "cleaner-io", "bytes", time);
+                Class<?> function1 = Class.forName("scala.Function1");
+                Object unit = Class.forName("scala.runtime.BoxedUnit").getField("UNIT").get(null);
+                Object checkDone = java.lang.reflect.Proxy.newProxyInstance(function1.getClassLoader(),
+                    new Class<?>[] {function1}, (proxy, method, args) -> {
+                        if (method.getName().equals("apply")) return unit;
+                        if (method.getName().equals("toString")) return "checkDone";
+                        if (method.getName().equals("hashCode")) return 0;
+                        if (method.getName().equals("equals")) return proxy == args[0];
+                        throw new UnsupportedOperationException(method.getName());
+                    });
+                Class<?> cleanerClass = Class.forName("kafka.log.Cleaner");
+                Object cleaner = cleanerClass.getConstructor(int.class, Class.forName(pkg + "OffsetMap"), int.class,
+                    int.class, double.class, throttlerClass, Time.class, function1)
+                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, checkDone);
+                long t0 = System.nanoTime();
+                Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
+                double cleanMs = (System.nanoTime() - t0) / 1e6;
+                answer.append(",\"endOffset\":").append(result.getClass().getMethod("_1").invoke(result))
                     .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
             }
             return answer.append("}").toString();
