@@ -18,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -488,18 +489,23 @@ def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list
             segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
             config_rows: list[TopicConfigRow] | None = None, coordination: CoordinatorTables | None = None) -> None:
     store = MetadataStore(metadata_path, spark)
+    merges: list[tuple[Any, list, Scope | None]] = []  # (table, rows, scope), one commit each
     if config_rows:
-        store.upsert(schemas.TOPIC_CONFIGS_TABLE, config_rows)
+        merges.append((schemas.TOPIC_CONFIGS_TABLE, config_rows, None))
     scope = rescanned_scope(discovery, outcomes)
     if segment_rows or scope:
-        store.upsert(schemas.SEGMENTS_TABLE, segment_rows, scope)
+        merges.append((schemas.SEGMENTS_TABLE, segment_rows, scope))
     if partition_rows or scope:
-        store.upsert(schemas.PARTITIONS_TABLE, partition_rows, scope)
+        merges.append((schemas.PARTITIONS_TABLE, partition_rows, scope))
     if coordination is not None:
         listed = Scope("log_dir", frozenset(discovery.listed)) if discovery.listed else None
         for table, rows in zip(schemas.COORDINATOR_TABLES, (coordination.group_offsets, coordination.groups,
                                                              coordination.transactions,
                                                              coordination.open_transactions), strict=True):
             if rows or (listed is not None and store.exists(table.name)):
-                store.upsert(table, rows, listed)
+                merges.append((table, rows, listed))
+    # one table each, so they commit side by side (the writers release the GIL); the run's row only after all
+    with ThreadPoolExecutor(max(1, len(merges))) as pool:
+        for done in [pool.submit(store.upsert, table, rows, sc) for table, rows, sc in merges]:
+            done.result()
     store.upsert(schemas.RUNS_TABLE, [run_row])
