@@ -271,7 +271,9 @@ def test_segdex_removes_the_bytes_kafkas_cleaner_removes(scenario):
     assert ours == kafkas, (removed, out)
     assert re.search(rf"{COMPACTED}-1: cleaned: .*; [2-9] rounds: ", out), out  # the offset map filled: --until-clean
     # the topic's tombstones were in the cleaned range (kept until their delete horizon, stamped now)
-    assert re.search(rf"{COMPACTED}-0: cleaned: .* \(tombstones: \d+ removed, [1-9]\d* kept\)", out), out
+    assert re.search(rf"{COMPACTED}-0: cleaned: .* \(tombstones: \d+ removed, [1-9]\d* kept[;)]", out), out
+    # and the aborted transaction's records went, counted apart
+    assert re.search(rf"{COMPACTED}-0: cleaned: .*; aborted transactions' records: [1-9][\d,]* removed\)", out), out
     assert any(scenario["quarantine"].rglob("manifest.json"))  # what the rounds replaced, kept
 
 
