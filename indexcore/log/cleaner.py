@@ -95,7 +95,7 @@ class CleanedSegment:
     """One group's cleaned segment: the files Kafka's cleaner leaves, and the segments it replaces."""
 
     base_offset: int
-    log: bytes
+    log: bytes  # empty when the Cleaner keeps no files (a plan's round)
     offset_index: bytes
     time_index: bytes
     txn_index: bytes | None  # None: no .txnindex file
@@ -243,9 +243,12 @@ def _check_batch_retention(buf, batch: RecordBatch, horizon: int | None, tm: Cle
 class Cleaner:
     """``Cleaner`` for one partition's segments (in offset order, the last one active)."""
 
-    def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9) -> None:
+    def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9, keep_files: bool = True) -> None:
+        """``keep_files`` False: a plan's round, which keeps the cleaned segments' sizes, indexes and counts but
+        not their ``.log`` bytes (``CleanedSegment.log`` empty), so that its memory is the indexes', not the log's."""
         self.offset_map = offset_map
         self.load_factor = load_factor
+        self.keep_files = keep_files
 
     # -- the offset map --------------------------------------------------------------------------------------
 
@@ -350,7 +353,7 @@ class Cleaner:
                         stats: CleanerStats) -> CleanedSegment:
         """``Cleaner.cleanSegments``: one group into one segment."""
         base = group[0].base_offset
-        out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes)
+        out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes, self.keep_files)
         tm.cleaned_index = out.txn_index
         for i, seg in enumerate(group):
             seg_upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
@@ -360,10 +363,10 @@ class Cleaner:
             self._clean_into(seg, out, retain_legacy_deletes, config.delete_retention_ms, tm, active_producers,
                              high_watermark, now_ms, stats)
         out.become_inactive()
-        stats.bytes_written += len(out.log)
+        stats.bytes_written += out.size
         txn = out.txn_index.to_bytes() if len(out.txn_index) else None
-        return CleanedSegment(base, bytes(out.log), out.offset_index.to_bytes(), out.time_index.to_bytes(), txn,
-                              group[-1].mtime_ms, [s.base_offset for s in group])
+        return CleanedSegment(base, bytes(out.log) if out.log is not None else b"", out.offset_index.to_bytes(),
+                              out.time_index.to_bytes(), txn, group[-1].mtime_ms, [s.base_offset for s in group])
 
     def _clean_into(self, seg: CleanerSegment, out: _CleanedLog, retain_legacy_deletes: bool,
                     delete_retention_ms: int, tm: CleanedTransactionMetadata,
@@ -471,10 +474,11 @@ class _CleanedLog:
     by batch (an offset entry, keyed by the batch's last offset at its start, once more than
     ``index.interval.bytes`` were written since the last)."""
 
-    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int) -> None:
+    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool = True) -> None:
         self.base_offset = base_offset
         self.interval = index_interval_bytes
-        self.log = bytearray()
+        self.log: bytearray | None = bytearray() if keep else None  # None: a plan's, its bytes only counted
+        self.size = 0
         self.offset_index = OffsetIndex(base_offset, max_index_size)
         self.time_index = TimeIndex(base_offset, max_index_size)
         self.txn_index = TransactionIndex(base_offset)
@@ -487,8 +491,10 @@ class _CleanedLog:
         if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX:
             raise LogCleaningException(
                 f"offset {batch.last_offset} does not fit a segment based at {self.base_offset}")
-        position = len(self.log)
-        self.log += batch_bytes
+        position = self.size
+        if self.log is not None:
+            self.log += batch_bytes
+        self.size += len(batch_bytes)
         if batch.max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
         if self.bytes_since_last_index_entry > self.interval:

@@ -141,7 +141,7 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
     the offset map fills, the next rounds too, each over the segments the last one left (in memory, as a
     broker's cleaner holds the log between its passes), until the range is clean."""
     return _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                       checkpoint, until_clean)[0]
+                       checkpoint, until_clean, keep_files=until_clean)[0]
 
 
 def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
@@ -193,7 +193,8 @@ def _short_of_room(path: str, need: int) -> str | None:
 
 def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                 log_start_offset_checkpoint: int, high_watermark: int | None,
-                checkpoint: int | None, until_clean: bool = False) -> tuple[CleaningPlan, CleaningRound | None]:
+                checkpoint: int | None, until_clean: bool = False,
+                keep_files: bool = True) -> tuple[CleaningPlan, CleaningRound | None]:
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
         loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
@@ -219,7 +220,7 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, keep_files)
     try:
         round_ = cleaning.clean(loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
     except UnsupportedCompressionException as e:

@@ -233,3 +233,37 @@ def test_kafka_3_9_2_leaves_the_same_log_bytes_but_for_the_round_end_batch(kafka
             kept_more += 1
     print(f"3.9.2: {same} cleaned .log files equal, {kept_more} with its round-end batch kept")
     assert same > 40 and kept_more >= 2, (same, kept_more)
+
+
+def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path):
+    """``Cleaner(keep_files=False)`` (a plan without --until-clean): the same end offset, counts, indexes and
+    groups as the round that keeps its files, an empty ``.log``, and a peak of Python memory a fraction of the
+    kept round's (2 MB of distinct keys, all kept)."""
+    import tracemalloc
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    value = b"v" * 1000
+    for s in range(4):
+        base = s * 1000
+        (part / segment_name(base)).write_bytes(b"".join(
+            build_batch(base + i * 10, [(T0, f"k{base + i * 10 + j}".encode(), value) for j in range(10)])
+            for i in range(50)))
+    (part / segment_name(4000)).write_bytes(build_batch(4000, [(T0, b"last", b"x")]))
+    config = LogConfig(cleanup_policy="compact", segment_bytes=1 << 30)
+    segs, active, start, leo, unstable = load(part, config, T0)
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, T0, config)
+    rounds, peaks = [], []
+    for keep in (True, False):
+        tracemalloc.start()
+        rounds.append(Cleaner(SkimpyOffsetMap(24 * 10_000), keep_files=keep).clean(segs, view.log, start, leo,
+                                                                                   active, config, T0))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    kept, planned = rounds
+    assert (planned.end_offset, planned.stats) == (kept.end_offset, kept.stats)
+    assert kept.stats.bytes_written == len(kept.segments[0].log) > 2_000_000
+    assert [(c.base_offset, c.replaces, c.offset_index, c.time_index, c.log) for c in planned.segments] == [
+        (c.base_offset, c.replaces, c.offset_index, c.time_index, b"") for c in kept.segments]
+    assert peaks[1] < peaks[0] / 4, peaks
