@@ -91,8 +91,26 @@ def _copy_durably(src: str, dst: str, start: int = 0) -> None:
 
 
 def _write_manifest(where: str, manifest: QuarantineManifest) -> None:
-    data = json.dumps({**asdict(manifest), "pieces": [asdict(p) for p in manifest.pieces]}, indent=2) + "\n"
-    write_atomic(os.path.join(where, MANIFEST), data.encode())
+    """The manifest of this run, with every earlier run's into the same place kept under ``earlier`` (oldest
+    first): a second run, or a second cleaning round, must not lose the first one's record of its pieces. An
+    earlier manifest that cannot be read is kept beside it, renamed."""
+    path = os.path.join(where, MANIFEST)
+    earlier: list = []
+    if os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f)
+            if not isinstance(old, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError):
+            os.replace(path, f"{path}.unreadable.{manifest.run_id}")
+        else:
+            earlier = list(old.get("earlier") or [])
+            if old.get("run_id") != manifest.run_id:  # another run's: it becomes history
+                earlier.append({k: v for k, v in old.items() if k != "earlier"})
+    data = json.dumps({**asdict(manifest), "pieces": [asdict(p) for p in manifest.pieces], "earlier": earlier},
+                      indent=2) + "\n"
+    write_atomic(path, data.encode())
 
 
 def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int, later_logs: list[str],

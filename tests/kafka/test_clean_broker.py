@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import time
 from pathlib import Path
@@ -274,7 +275,10 @@ def test_segdex_removes_the_bytes_kafkas_cleaner_removes(scenario):
     assert re.search(rf"{COMPACTED}-0: cleaned: .* \(tombstones: \d+ removed, [1-9]\d* kept[;)]", out), out
     # and the aborted transaction's records went, counted apart
     assert re.search(rf"{COMPACTED}-0: cleaned: .*; aborted transactions' records: [1-9][\d,]* removed\)", out), out
-    assert any(scenario["quarantine"].rglob("manifest.json"))  # what the rounds replaced, kept
+    # what the rounds replaced, kept: prices-1's rounds each left their manifest (the later ones keep the earlier)
+    manifests = {m.parent.name: json.loads(m.read_text()) for m in scenario["quarantine"].rglob("manifest.json")}
+    rounds = int(re.search(rf"{COMPACTED}-1: cleaned: .*; (\d) rounds: ", out).group(1))
+    assert len(manifests[f"{COMPACTED}-1"]["earlier"]) == rounds - 1, manifests[f"{COMPACTED}-1"]
 
 
 def test_segdex_leaves_the_segments_kafkas_cleaner_leaves(scenario):

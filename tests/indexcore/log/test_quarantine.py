@@ -138,7 +138,7 @@ def test_whole_files_moved_away_are_recorded_whole(tmp_path: Path):
         "file", str(later.resolve()), len(data), hashlib.sha256(data).hexdigest(), 0)
     (written,) = (tmp_path / "q").glob("*/t-0/*.json")
     on_disk = json.loads(written.read_text())
-    assert sorted(on_disk) == ["partition_dir", "pieces", "reason", "run_id"]
+    assert sorted(on_disk) == ["earlier", "partition_dir", "pieces", "reason", "run_id"] and on_disk["earlier"] == []
     assert on_disk["pieces"] == [vars(tail), vars(whole)]
 
 
@@ -166,3 +166,31 @@ def test_a_quarantine_that_cannot_be_written():
         assert check_quarantine_dir(str(q), []) == str(q.resolve())  # root may write it
     finally:
         q.rmdir()
+
+
+def test_a_later_run_into_the_same_quarantine_keeps_the_earlier_manifest(tmp_path: Path):
+    """Two cleaning runs (or two rounds of one) replacing segments of one partition: the second run's manifest
+    keeps the first's under ``earlier``, each piece with its source, digest and restore command; the pieces
+    themselves never overwrite each other. An unreadable manifest is kept aside, renamed."""
+    from segdex.indexcore.log.quarantine import keep_in_quarantine
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    seg = part / f"{SEG0}.log"
+    q = tmp_path / "q"
+    seg.write_bytes(b"first")
+    first = keep_in_quarantine(str(part), [str(seg)], str(q), "run-1", "cleaned, round 1")
+    seg.write_bytes(b"second")
+    keep_in_quarantine(str(part), [str(seg)], str(q), "run-2", "cleaned, round 2")
+    where = Path(partition_quarantine(str(q), str(part)))
+    on_disk = json.loads((where / MANIFEST).read_text())
+    assert on_disk["run_id"] == "run-2" and len(on_disk["pieces"]) == 1
+    assert [e["run_id"] for e in on_disk["earlier"]] == ["run-1"]
+    (old,) = on_disk["earlier"][0]["pieces"]
+    assert old["quarantined"] == first.pieces[0].quarantined and Path(old["quarantined"]).read_bytes() == b"first"
+    assert old["sha256"] == hashlib.sha256(b"first").hexdigest()
+    assert Path(on_disk["pieces"][0]["quarantined"]).read_bytes() == b"second"
+    (where / MANIFEST).write_text("{not json")
+    keep_in_quarantine(str(part), [str(seg)], str(q), "run-3", "cleaned again")
+    assert (where / f"{MANIFEST}.unreadable.run-3").read_text() == "{not json"
+    assert json.loads((where / MANIFEST).read_text())["earlier"] == []
