@@ -29,6 +29,7 @@
 #define TIMESTAMP_TYPE_MASK 8
 
 enum { END = 0, FULL = 1, SPECIAL = 2, COPY = 3, REBUILT = 4 };
+enum { PLAIN = -1 }; /* next_plain: a plain batch, its records parsed */
 
 typedef unsigned char *(*md5_fn)(const unsigned char *d, size_t n, unsigned char *md);
 /* crc32c_extend(crc, data, n) of google-crc32c, or a "raw" one taking and returning the uninverted register (the
@@ -258,6 +259,22 @@ static PyObject *OffsetMap_clear(OffsetMap *m, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* The batch at pos, as both loops take it: END when no whole batch is left (a partial one at the end), SPECIAL when
+ * it is Python's (a bad size, not plain, records that do not parse), else PLAIN with its end and records count and
+ * its records in *recs. */
+static int next_plain(const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *end, int32_t *count,
+                      rec_t **recs, Py_ssize_t *cap) {
+    if (pos >= n - HEADER_SIZE_UP_TO_MAGIC) return END;
+    const uint8_t *b = buf + pos;
+    int32_t size = be32(b + LENGTH_OFFSET);
+    if (size < RECORD_OVERHEAD_V0) return SPECIAL;
+    if (pos > n - LOG_OVERHEAD - size) return END;
+    if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD || !plain(b)) return SPECIAL;
+    *end = pos + LOG_OVERHEAD + size;
+    *count = be32(b + RECORDS_COUNT_OFFSET);
+    return parse_records(buf, pos + RECORDS_OFFSET, *end, *count, recs, cap) < 0 ? SPECIAL : PLAIN;
+}
+
 /* build(buf, position, start, max_desired) -> (status, position): Cleaner.buildOffsetMapForSegment's loop over
  * plain batches from position. END: no whole batch left; FULL: the map reached max_desired keys at a record
  * (the round ends there); SPECIAL: the batch at position is Python's. */
@@ -273,15 +290,12 @@ static PyObject *OffsetMap_build(OffsetMap *m, PyObject *args) {
     Py_ssize_t cap = 0;
     int status = END, nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    while (pos < n - HEADER_SIZE_UP_TO_MAGIC) {
+    for (;;) {
+        Py_ssize_t end;
+        int32_t count;
+        int next = next_plain(buf, n, pos, &end, &count, &recs, &cap);
+        if (next != PLAIN) { status = next; break; }
         const uint8_t *b = buf + pos;
-        int32_t size = be32(b + LENGTH_OFFSET);
-        if (size < RECORD_OVERHEAD_V0) { status = SPECIAL; break; }
-        if (pos > n - LOG_OVERHEAD - size) break; /* a partial batch at the end */
-        if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD || !plain(b)) { status = SPECIAL; break; }
-        Py_ssize_t end = pos + LOG_OVERHEAD + size;
-        int32_t count = be32(b + RECORDS_COUNT_OFFSET);
-        if (parse_records(buf, pos + RECORDS_OFFSET, end, count, &recs, &cap) < 0) { status = SPECIAL; break; }
         int64_t base = be64(b + BASE_OFFSET_OFFSET);
         for (int32_t i = 0; i < count && status == END; i++) {
             int64_t offset = base + recs[i].offset_delta;
@@ -471,18 +485,16 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     size_t rebuilt_size = 0;
     int status = END, nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    while (pos < n - HEADER_SIZE_UP_TO_MAGIC) {
+    for (;;) {
+        Py_ssize_t end;
+        int32_t count;
+        int next = next_plain(buf, n, pos, &end, &count, &recs, &cap);
+        if (next != PLAIN) { status = next; break; }
         const uint8_t *b = buf + pos;
-        int32_t size = be32(b + LENGTH_OFFSET);
-        if (size < RECORD_OVERHEAD_V0) { status = SPECIAL; break; }
-        if (pos > n - LOG_OVERHEAD - size) break;
-        if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD || !plain(b)) { status = SPECIAL; break; }
+        int32_t size = (int32_t)(end - pos - LOG_OVERHEAD);
         int64_t base = be64(b + BASE_OFFSET_OFFSET);
         int64_t last = base + be32(b + LAST_OFFSET_DELTA_OFFSET);
         if (last + 1 == high_watermark) { status = SPECIAL; break; }
-        Py_ssize_t end = pos + LOG_OVERHEAD + size;
-        int32_t count = be32(b + RECORDS_COUNT_OFFSET);
-        if (parse_records(buf, pos + RECORDS_OFFSET, end, count, &recs, &cap) < 0) { status = SPECIAL; break; }
         int16_t attributes = be16(b + ATTRIBUTES_OFFSET);
         int has_horizon = (attributes & DELETE_HORIZON_FLAG_MASK) != 0;
         int64_t horizon_now = has_horizon ? be64(b + BASE_TIMESTAMP_OFFSET) : NO_TIMESTAMP;
