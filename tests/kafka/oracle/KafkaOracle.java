@@ -197,8 +197,106 @@ public final class KafkaOracle {
     }
 
     /**
-     * The log cleaner's view of one partition (Kafka 4.x's Java classes only): the log opened as {@code load}
-     * opens it, its high watermark set to {@code hw} (-1: the log end offset), then
+     * Where a Kafka release keeps its log cleaner, all by reflection so that this file compiles against every
+     * release: 4.x's Java classes ({@code org.apache.kafka.storage.internals.log}: static {@code cleanableOffsets}
+     * with an {@code Optional}, a {@code Consumer} as {@code checkDone}, a {@code Map.Entry} from {@code doClean}), or
+     * 3.x's Scala ones ({@code kafka.log}: the {@code LogCleanerManager} object with a Scala {@code Option}, its
+     * private {@code maxCompactionDelay}, {@code LogToClean} with the partition, a proxy {@code Function1} as
+     * {@code checkDone}, a {@code Tuple2} from {@code doClean}).
+     */
+    private static final class CleanerClasses {
+        static final String STORAGE = "org.apache.kafka.storage.internals.log.";
+        final boolean scala;
+        final Class<?> unified;
+        final Class<?> toClean;
+        final Class<?> cleaner;
+        final Class<?> checkDoneType;
+        final Object manager; // the Scala object whose methods these are; null for 4.x's statics
+        final Method offsets;
+        final Method delay;
+
+        private CleanerClasses(boolean scala) throws ReflectiveOperationException {
+            this.scala = scala;
+            String pkg = scala ? "kafka.log." : STORAGE;
+            unified = Class.forName(pkg + "UnifiedLog");
+            toClean = Class.forName(pkg + "LogToClean");
+            cleaner = Class.forName(pkg + "Cleaner");
+            if (scala) {
+                Class<?> object = Class.forName("kafka.log.LogCleanerManager$");
+                manager = object.getField("MODULE$").get(null);
+                checkDoneType = Class.forName("scala.Function1");
+                offsets = object.getMethod("cleanableOffsets", unified, Class.forName("scala.Option"), long.class);
+                delay = object.getMethod("kafka$log$LogCleanerManager$$maxCompactionDelay", unified, long.class,
+                    long.class);
+            } else {
+                Class<?> managerClass = Class.forName(pkg + "LogCleanerManager");
+                manager = null;
+                checkDoneType = java.util.function.Consumer.class;
+                offsets = managerClass.getDeclaredMethod("cleanableOffsets", unified, Optional.class, long.class);
+                delay = managerClass.getDeclaredMethod("maxCompactionDelay", unified, long.class, long.class);
+                offsets.setAccessible(true);
+                delay.setAccessible(true);
+            }
+        }
+
+        /** 4.x's classes, else 3.x's; null when this release has neither. */
+        static CleanerClasses find() throws ReflectiveOperationException {
+            for (boolean scala : new boolean[] {false, true}) {
+                try {
+                    return new CleanerClasses(scala);
+                } catch (ClassNotFoundException e) {
+                    // not this release's
+                }
+            }
+            return null;
+        }
+
+        /** {@code LogCleanerManager.cleanableOffsets} with the checkpointed offset ({@code -}: none). */
+        Object cleanableOffsets(Object log, String checkpoint, long now) throws ReflectiveOperationException {
+            Long offset = checkpoint.equals("-") ? null : Long.valueOf(checkpoint);
+            Object option = !scala ? Optional.ofNullable(offset) : offset == null
+                ? Class.forName("scala.None$").getField("MODULE$").get(null)
+                : Class.forName("scala.Option").getMethod("apply", Object.class).invoke(null, offset);
+            return offsets.invoke(manager, log, option, now);
+        }
+
+        Object logToClean(Object log, long firstDirty, long uncleanable, boolean needCompactionNow)
+                throws ReflectiveOperationException {
+            if (!scala) {
+                return toClean.getConstructor(unified, long.class, long.class, boolean.class)
+                    .newInstance(log, firstDirty, uncleanable, needCompactionNow);
+            }
+            TopicPartition tp = (TopicPartition) unified.getMethod("topicPartition").invoke(log);
+            return toClean.getConstructor(TopicPartition.class, unified, long.class, long.class, boolean.class)
+                .newInstance(tp, log, firstDirty, uncleanable, needCompactionNow);
+        }
+
+        /** A {@code checkDone} that does nothing. */
+        Object checkDone() throws ReflectiveOperationException {
+            if (!scala) {
+                java.util.function.Consumer<TopicPartition> none = tp -> { };
+                return none;
+            }
+            Object unit = Class.forName("scala.runtime.BoxedUnit").getField("UNIT").get(null);
+            return java.lang.reflect.Proxy.newProxyInstance(checkDoneType.getClassLoader(),
+                new Class<?>[] {checkDoneType}, (proxy, method, args) -> {
+                    if (method.getName().equals("apply")) return unit;
+                    if (method.getName().equals("toString")) return "checkDone";
+                    if (method.getName().equals("hashCode")) return 0;
+                    if (method.getName().equals("equals")) return proxy == args[0];
+                    throw new UnsupportedOperationException(method.getName());
+                });
+        }
+
+        /** The end offset {@code doClean} answers with its stats. */
+        Object endOffset(Object result) throws ReflectiveOperationException {
+            return scala ? result.getClass().getMethod("_1").invoke(result) : ((Map.Entry<?, ?>) result).getKey();
+        }
+    }
+
+    /**
+     * The log cleaner's view of one partition (4.x's Java classes or 3.x's Scala ones, {@code CleanerClasses}): the
+     * log opened as {@code load} opens it, its high watermark set to {@code hw} (-1: the log end offset), then
      * {@code LogCleanerManager.cleanableOffsets} with the checkpointed offset ({@code -}: none),
      * {@code maxCompactionDelay} and {@code LogToClean}, all at {@code now}; with {@code dedupe > 0} also one
      * {@code Cleaner.doClean} round with an offset map of that many bytes, which rewrites the dir as Kafka's
@@ -207,36 +305,22 @@ public final class KafkaOracle {
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
                                     String configPairs) throws Exception {
-        String pkg = "org.apache.kafka.storage.internals.log.";
-        Class<?> unified;
-        try {
-            unified = Class.forName(pkg + "UnifiedLog");
-            Class.forName(pkg + "LogCleanerManager");
-        } catch (ClassNotFoundException e) {
-            return cleanableScala(dir, logStartOffset, now, hw, checkpoint, dedupe, configPairs);
-        }
+        CleanerClasses k = CleanerClasses.find();
+        if (k == null) return "{\"unsupported\":\"no log cleaner classes found\"}";
         Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
         if (opened[0] instanceof String) return (String) opened[0];
         Object log = opened[0];
         try {
-            long leo = (Long) unified.getMethod("logEndOffset").invoke(log);
-            unified.getMethod("updateHighWatermark", long.class).invoke(log, hw < 0 ? leo : hw);
-            Class<?> manager = Class.forName(pkg + "LogCleanerManager");
-            Method offsets = manager.getDeclaredMethod("cleanableOffsets", unified, Optional.class, long.class);
-            offsets.setAccessible(true);
-            Object o = offsets.invoke(null, log,
-                checkpoint.equals("-") ? Optional.empty() : Optional.of(Long.parseLong(checkpoint)), now);
+            long leo = (Long) k.unified.getMethod("logEndOffset").invoke(log);
+            k.unified.getMethod("updateHighWatermark", long.class).invoke(log, hw < 0 ? leo : hw);
+            Object o = k.cleanableOffsets(log, checkpoint, now);
             long firstDirty = (Long) accessor(o, "firstDirtyOffset");
             long uncleanableDirty = (Long) accessor(o, "firstUncleanableDirtyOffset");
             boolean force = (Boolean) accessor(o, "forceUpdateCheckpoint");
-            Method delayOf = manager.getDeclaredMethod("maxCompactionDelay", unified, long.class, long.class);
-            delayOf.setAccessible(true);
-            long delay = (Long) delayOf.invoke(null, log, firstDirty, now);
-            Class<?> toClean = Class.forName(pkg + "LogToClean");
-            Object ltc = toClean.getConstructor(unified, long.class, long.class, boolean.class)
-                .newInstance(log, firstDirty, uncleanableDirty, delay > 0);
+            long delay = (Long) k.delay.invoke(k.manager, log, firstDirty, now);
+            Object ltc = k.logToClean(log, firstDirty, uncleanableDirty, delay > 0);
             StringBuilder answer = new StringBuilder("{\"lastStableOffset\":"
-                + unified.getMethod("lastStableOffset").invoke(log) + ",\"logEndOffset\":" + leo
+                + k.unified.getMethod("lastStableOffset").invoke(log) + ",\"logEndOffset\":" + leo
                 + ",\"firstDirtyOffset\":" + firstDirty + ",\"firstUncleanableDirtyOffset\":" + uncleanableDirty
                 + ",\"forceUpdateCheckpoint\":" + force + ",\"maxCompactionDelay\":" + delay);
             for (String name : new String[] {"firstUncleanableOffset", "cleanBytes", "cleanableBytes", "totalBytes",
@@ -245,103 +329,19 @@ public final class KafkaOracle {
             }
             if (dedupe > 0) {
                 Time time = new FixedTime(now);
-                Object map = Class.forName(pkg + "SkimpyOffsetMap").getConstructor(int.class, String.class)
-                    .newInstance(dedupe, "MD5");
+                Object map = Class.forName(CleanerClasses.STORAGE + "SkimpyOffsetMap")
+                    .getConstructor(int.class, String.class).newInstance(dedupe, "MD5");
                 Class<?> throttlerClass = Class.forName("org.apache.kafka.storage.internals.utils.Throttler");
                 Object throttler = throttlerClass.getConstructor(double.class, long.class, String.class, String.class,
                     Time.class).newInstance(Double.MAX_VALUE, Long.MAX_VALUE, "cleaner-io", "bytes", time);
-                Class<?> cleanerClass = Class.forName(pkg + "Cleaner");
-                java.util.function.Consumer<TopicPartition> checkDone = tp -> { };
-                Object cleaner = cleanerClass.getConstructor(int.class, Class.forName(pkg + "OffsetMap"), int.class,
-                    int.class, double.class, throttlerClass, Time.class, java.util.function.Consumer.class)
-                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, checkDone);
+                Class<?> offsetMap = Class.forName(CleanerClasses.STORAGE + "OffsetMap");
+                Object cleaner = k.cleaner.getConstructor(int.class, offsetMap, int.class, int.class, double.class,
+                    throttlerClass, Time.class, k.checkDoneType)
+                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, k.checkDone());
                 long t0 = System.nanoTime();
-                Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
+                Object result = k.cleaner.getMethod("doClean", k.toClean, long.class).invoke(cleaner, ltc, now);
                 double cleanMs = (System.nanoTime() - t0) / 1e6;
-                answer.append(",\"endOffset\":").append(((Map.Entry<?, ?>) result).getKey())
-                    .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
-            }
-            return answer.append("}").toString();
-        } catch (InvocationTargetException ite) {
-            return "{\"exception\":" + quote(describe(ite.getCause())) + "}";
-        } finally {
-            log.getClass().getMethod("close").invoke(log);
-            ((KafkaScheduler) opened[1]).shutdown();
-        }
-    }
-
-    /**
-     * {@code cleanable} on Kafka 3.x, whose log cleaner is Scala ({@code kafka.log}): the same answers through the
-     * Scala classes (the {@code LogCleanerManager} object's {@code cleanableOffsets} with a Scala {@code Option}, its
-     * private {@code maxCompactionDelay}, {@code LogToClean} with the partition, {@code Cleaner.doClean} with a Scala
-     * function as {@code checkDone}), all by reflection so that this file compiles against 4.x too.
-     */
-    private static String cleanableScala(File dir, long logStartOffset, long now, long hw, String checkpoint,
-                                         int dedupe, String configPairs) throws Exception {
-        Class<?> unified;
-        Class<?> managerObject;
-        try {
-            unified = Class.forName("kafka.log.UnifiedLog");
-            managerObject = Class.forName("kafka.log.LogCleanerManager$");
-        } catch (ClassNotFoundException e) {
-            return "{\"unsupported\":\"no log cleaner classes found\"}";
-        }
-        Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
-        if (opened[0] instanceof String) return (String) opened[0];
-        Object log = opened[0];
-        try {
-            long leo = (Long) unified.getMethod("logEndOffset").invoke(log);
-            unified.getMethod("updateHighWatermark", long.class).invoke(log, hw < 0 ? leo : hw);
-            Object manager = managerObject.getField("MODULE$").get(null);
-            Class<?> optionClass = Class.forName("scala.Option");
-            Object option = checkpoint.equals("-") ? Class.forName("scala.None$").getField("MODULE$").get(null)
-                : optionClass.getMethod("apply", Object.class).invoke(null, Long.valueOf(checkpoint));
-            Object o = managerObject.getMethod("cleanableOffsets", unified, optionClass, long.class)
-                .invoke(manager, log, option, now);
-            long firstDirty = (Long) accessor(o, "firstDirtyOffset");
-            long uncleanableDirty = (Long) accessor(o, "firstUncleanableDirtyOffset");
-            boolean force = (Boolean) accessor(o, "forceUpdateCheckpoint");
-            Method delayOf = managerObject.getMethod("kafka$log$LogCleanerManager$$maxCompactionDelay", unified,
-                long.class, long.class);
-            long delay = (Long) delayOf.invoke(manager, log, firstDirty, now);
-            TopicPartition tp = (TopicPartition) unified.getMethod("topicPartition").invoke(log);
-            Class<?> toClean = Class.forName("kafka.log.LogToClean");
-            Object ltc = toClean.getConstructor(TopicPartition.class, unified, long.class, long.class, boolean.class)
-                .newInstance(tp, log, firstDirty, uncleanableDirty, delay > 0);
-            StringBuilder answer = new StringBuilder("{\"lastStableOffset\":"
-                + unified.getMethod("lastStableOffset").invoke(log) + ",\"logEndOffset\":" + leo
-                + ",\"firstDirtyOffset\":" + firstDirty + ",\"firstUncleanableDirtyOffset\":" + uncleanableDirty
-                + ",\"forceUpdateCheckpoint\":" + force + ",\"maxCompactionDelay\":" + delay);
-            for (String name : new String[] {"firstUncleanableOffset", "cleanBytes", "cleanableBytes", "totalBytes",
-                                             "cleanableRatio"}) {
-                answer.append(",\"").append(name).append("\":").append(accessor(ltc, name));
-            }
-            if (dedupe > 0) {
-                String pkg = "org.apache.kafka.storage.internals.log.";
-                Time time = new FixedTime(now);
-                Object map = Class.forName(pkg + "SkimpyOffsetMap").getConstructor(int.class, String.class)
-                    .newInstance(dedupe, "MD5");
-                Class<?> throttlerClass = Class.forName("org.apache.kafka.storage.internals.utils.Throttler");
-                Object throttler = throttlerClass.getConstructor(double.class, long.class, String.class, String.class,
-                    Time.class).newInstance(Double.MAX_VALUE, Long.MAX_VALUE, "cleaner-io", "bytes", time);
-                Class<?> function1 = Class.forName("scala.Function1");
-                Object unit = Class.forName("scala.runtime.BoxedUnit").getField("UNIT").get(null);
-                Object checkDone = java.lang.reflect.Proxy.newProxyInstance(function1.getClassLoader(),
-                    new Class<?>[] {function1}, (proxy, method, args) -> {
-                        if (method.getName().equals("apply")) return unit;
-                        if (method.getName().equals("toString")) return "checkDone";
-                        if (method.getName().equals("hashCode")) return 0;
-                        if (method.getName().equals("equals")) return proxy == args[0];
-                        throw new UnsupportedOperationException(method.getName());
-                    });
-                Class<?> cleanerClass = Class.forName("kafka.log.Cleaner");
-                Object cleaner = cleanerClass.getConstructor(int.class, Class.forName(pkg + "OffsetMap"), int.class,
-                    int.class, double.class, throttlerClass, Time.class, function1)
-                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, checkDone);
-                long t0 = System.nanoTime();
-                Object result = cleanerClass.getMethod("doClean", toClean, long.class).invoke(cleaner, ltc, now);
-                double cleanMs = (System.nanoTime() - t0) / 1e6;
-                answer.append(",\"endOffset\":").append(result.getClass().getMethod("_1").invoke(result))
+                answer.append(",\"endOffset\":").append(k.endOffset(result))
                     .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
             }
             return answer.append("}").toString();
