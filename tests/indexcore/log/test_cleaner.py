@@ -49,12 +49,16 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
     assert all(total.recompressed.get(c, 0) > 5 for c in (1, 2, 3, 4)), total.recompressed
 
 
-def load(part: Path, config: LogConfig, now: int):
-    """segdex's load of the partition (Kafka's LogLoader at ``now``): the cleaner's segments, the active
-    producers' last records, the log start and end offsets and the first unstable offset."""
+def load(part: Path, config: LogConfig, now: int, checkpoint: int | None = None):
+    """segdex's load of the partition (Kafka's LogLoader at ``now``) and the cleaner's view of it with the high
+    watermark at the log end: the cleaner's segments, the active producers' last records, the log start and end
+    offsets, the ``CleaningView``."""
     loaded = load_for_cleaning(str(part), config, now)
-    return (loaded.segments, loaded.active_producers(), loaded.log_start_offset, loaded.log_end_offset,
-            loaded.producer_state.first_unstable_offset(loaded.log_start_offset))
+    start, leo, segs = loaded.log_start_offset, loaded.log_end_offset, loaded.segments
+    unstable = loaded.producer_state.first_unstable_offset(start)
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), checkpoint, now, config)
+    return segs, loaded.active_producers(), start, leo, view
 
 
 def test_a_round_counts_what_it_removes_and_stamps_the_horizon(tmp_path: Path):
@@ -70,9 +74,7 @@ def test_a_round_counts_what_it_removes_and_stamps_the_horizon(tmp_path: Path):
     (part / segment_name(3)).write_bytes(build_batch(3, [(T0 + 3, b"c", b"y")]))
     config = LogConfig(cleanup_policy="compact", delete_retention_ms=1000)
     now = T0 + 10
-    segs, active, start, leo, unstable = load(part, config, now)
-    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+    segs, active, start, leo, view = load(part, config, now)
     round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
     s = round_.stats
     assert (s.records_read, s.records_kept, s.tombstones_removed, s.tombstones_kept, s.batches_rebuilt) == (
@@ -130,9 +132,7 @@ def test_the_kernel_and_the_python_loops_give_the_same_rounds(tmp_path: Path):
         checkpoint = None
         for second in (False, True):
             now += second * rng.choice([0, 2 * 10**9])
-            segs, active, start, leo, unstable = load(part, config, now)
-            facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-            view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), checkpoint, now, config)
+            segs, active, start, leo, view = load(part, config, now, checkpoint)
             if not view.log.cleanable_bytes:
                 break
             rounds = []
@@ -166,9 +166,7 @@ def test_a_round_counts_the_aborted_transactions_records_it_removes(tmp_path: Pa
     (part / segment_name(5)).write_bytes(build_batch(5, [(T0 + 4, b"d", b"3")]))
     config = LogConfig(cleanup_policy="compact")
     now = T0 + 10
-    segs, active, start, leo, unstable = load(part, config, now)
-    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+    segs, active, start, leo, view = load(part, config, now)
     round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
     s = round_.stats
     assert (s.aborted_removed, s.tombstones_removed, s.records_kept) == (2, 1, 3)  # c, and both markers
@@ -204,9 +202,7 @@ def test_kafka_3_9_2_leaves_the_same_log_bytes_but_for_the_round_end_batch(kafka
         config = LogConfig(cleanup_policy="compact", delete_retention_ms=rng.choice([0, 24 * HOUR_MS]))
         now = last_ts + rng.choice([0, HOUR_MS])
         dedupe = 24 * rng.choice([12, 10_000])
-        segs, active, start, leo, unstable = load(ours, config, now)
-        facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-        view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, now, config)
+        segs, active, start, leo, view = load(ours, config, now)
         if not view.log.cleanable_bytes:
             continue
         answer = kafka39.cleanable(theirs, now, start, -1, None, dedupe,
@@ -251,9 +247,7 @@ def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path)
             for i in range(50)))
     (part / segment_name(4000)).write_bytes(build_batch(4000, [(T0, b"last", b"x")]))
     config = LogConfig(cleanup_policy="compact", segment_bytes=1 << 30)
-    segs, active, start, leo, unstable = load(part, config, T0)
-    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
-    view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), None, T0, config)
+    segs, active, start, leo, view = load(part, config, T0)
     rounds, peaks = [], []
     for keep in (True, False):
         tracemalloc.start()
