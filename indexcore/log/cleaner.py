@@ -42,6 +42,7 @@ from segdex.indexcore.index.time_index import TimeIndex
 from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
 from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
 from segdex.indexcore.log.log_cleaner_manager import LONG_MAX, LogToClean, SegmentFacts, segments
+from segdex.indexcore.log.log_segment import last_batch
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.batch_header import (
     BASE_TIMESTAMP_OFFSET,
@@ -104,9 +105,7 @@ class CleanedSegment:
 
     def as_segment(self, max_index_size: int) -> CleanerSegment:
         """The segment as the log holds it after the swap, in memory: what a planned next round reads."""
-        last = None
-        for last in batches(self.log, 0):  # noqa: B007 - the last batch: LogSegment.readNextOffset
-            pass
+        last = last_batch(self.log, 0, quiet=False)  # LogSegment.readNextOffset
         return CleanerSegment(f"(planned round's segment {self.base_offset})", self.base_offset, len(self.log),
                               self.mtime_ms, OffsetIndex.from_bytes(self.offset_index, self.base_offset,
                                                                     max_index_size),
