@@ -49,8 +49,11 @@ def get_engine(master: str | None = None, app_name: str = "segdex", remote: str 
 
     if not wants_local_engine(master, remote):
         return get_spark(master, app_name, remote=remote)
+    from .lazy_pandas import defer_pandas
+
     started = time.monotonic()
     engine = LocalEngine()
+    defer_pandas()  # no Spark here, so no pandas for pyarrow to look for (after the fork: workers need neither)
     START_SECONDS.pop("spark start", None)
     START_SECONDS["engine start"] = time.monotonic() - started
     return engine
