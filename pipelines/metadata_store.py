@@ -382,6 +382,9 @@ class MetadataStore:
 
         uri = self.uri(table.name)
         if not DeltaTable.is_deltatable(uri):
+            if _is_local(uri):  # a new table holds what MERGE would insert: one commit, no MERGE to plan
+                write_deltalake(uri, data, mode="append")  # (the caller holds _writer_lock: no one else creates it)
+                return
             write_deltalake(uri, table.schema.empty_table(), mode="append")
         source, deletes = self._source(table, data, scope)
         columns = {c: f"s.{_quote(c)}" for c in table.schema.names}

@@ -123,12 +123,12 @@ def test_sql_and_time_travel_through_spark_connect(server, sample, tmp_path):
                  "SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM segments")
     assert now.returncode == 0, now.stderr
     first = segdex("sql", "--remote", server.url, "--metadata", meta, "--format", "json",
-                   "SELECT count(*) AS n FROM segments VERSION AS OF 0")
+                   "SELECT count(*) AS n FROM runs VERSION AS OF 0")
     assert first.returncode == 0, first.stderr
     history = segdex("sql", "--remote", server.url, "--metadata", meta, "--format", "json",
                      "SELECT version, operation FROM (DESCRIBE HISTORY segments)")
     assert json.loads(now.stdout.splitlines()[0])["n"] == sum(1 for _ in remote.rglob("*.log"))
-    assert json.loads(first.stdout.splitlines()[0])["n"] == 0  # the table's first version: created empty
+    assert json.loads(first.stdout.splitlines()[0])["n"] == 1  # the table's first version: the first run
     if history.returncode == 0:  # DESCRIBE HISTORY as a subquery is Delta-version dependent; the versions count
         assert len(history.stdout.splitlines()) >= 2
     bad = segdex("sql", "--remote", server.url, "--metadata", meta, "SELECT nope FROM segments")
