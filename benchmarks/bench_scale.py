@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.bench_startup import compile_modules
 from segdex.pipelines.sample_logdir import generate_uniform
 
 SUMMARY = re.compile(r" in ([\d.]+)s \((.*?)\), driver peak ([\d.]+) (B|KB|MB|GB)")
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", nargs="+", default=["verify", "reindex", "recover"],
                     choices=["verify", "reindex", "recover"])
     args = ap.parse_args(argv)
+    compile_modules()
     args.dir.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; segments of {args.segment_kib} KiB, "
           f"4 per partition; median of {args.runs} run(s), the whole command each", flush=True)
