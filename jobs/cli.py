@@ -22,6 +22,11 @@ import sys
 from segdex.indexcore.errors import NothingChangedError
 from segdex.indexcore.status import ExitStatus
 
+# numpy (loaded with pyarrow) starts OpenBLAS with a thread per core that spins about 0.1 s before it sleeps:
+# CPU taken from the scan's workers on a small host, for linear algebra segdex never does. Before any import
+# of numpy; a value the user set stays.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 COMMANDS = {
     "rebuild": "segdex.jobs.rebuild",
     "dump": "segdex.jobs.dump",
