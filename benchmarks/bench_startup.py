@@ -73,13 +73,53 @@ def make_pristine(root: Path, install: KafkaInstall, partitions: int, segments: 
 
 
 def fresh_copy(pristine: Path, work: Path) -> Path:
-    """A copy of the pristine dir, on disk before the contender starts (a log dir at rest, as after a restore):
+    """The pristine dir at ``work``, on disk before the contender starts (a log dir at rest, as after a restore):
     otherwise the copy's own writeback competes with it, and a run that makes its files durable with
-    ``syncfs`` waits for gigabytes it did not write."""
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(pristine / "data", work / "data")
+    ``syncfs`` waits for gigabytes it did not write.
+
+    Copied the first time; after that restored in place: every file the last contender added or changed moves
+    aside into ``trash_of(work)`` (emptied at the bench's end) and the ones it left as they were (same size
+    and mtime: the ``.log`` files) stay. Deleting the old copy instead frees its inodes, and on ext4 without a
+    journal (this project's machines) each file created in the next 5 minutes then walks past them in the
+    inode allocator (``recently_deleted``): 0.2-0.3 ms a file instead of 7 us, a cost no log dir at rest has."""
+    if not (work / "data").is_dir():
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(pristine / "data", work / "data")
+    else:
+        trash = trash_of(work) / f"{time.monotonic_ns()}"
+        trash.mkdir(parents=True)
+        for entry in work.iterdir():
+            if entry.name != "data":
+                entry.rename(trash / entry.name)
+        _restore(pristine / "data", work / "data", trash / "data")
     os.sync()
     return work
+
+
+def trash_of(work: Path) -> Path:
+    return work.parent / f"{work.name}.trash"
+
+
+def _restore(source: Path, target: Path, trash: Path) -> None:
+    """``target`` made equal to ``source`` again, moving what differs into ``trash`` rather than deleting it."""
+    wanted = {e.name: e for e in source.iterdir()}
+    for entry in list(target.iterdir()):
+        origin = wanted.get(entry.name)
+        if origin is not None and origin.is_dir() and entry.is_dir() and not entry.is_symlink():
+            _restore(origin, entry, trash / entry.name)
+            continue
+        if origin is not None and origin.is_file() and entry.is_file():
+            a, b = origin.stat(), entry.stat()
+            if (a.st_size, a.st_mtime_ns) == (b.st_size, b.st_mtime_ns):
+                continue
+        trash.mkdir(parents=True, exist_ok=True)
+        entry.rename(trash / entry.name)
+    for name, origin in wanted.items():
+        if not (target / name).exists():
+            if origin.is_dir():
+                shutil.copytree(origin, target / name)
+            else:
+                shutil.copy2(origin, target / name)
 
 
 def compile_modules() -> None:
@@ -228,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.setdefault(f"segdex {command} + kafka start", []).append(took + started)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(trash_of(work), ignore_errors=True)
     medians = {k: statistics.median(v) for k, v in results.items()}
     for name, runs in results.items():
         print(f"  {name:42} {medians[name]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in runs)}")
