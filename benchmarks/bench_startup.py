@@ -22,6 +22,7 @@ Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the 
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import re
 import shutil
@@ -43,6 +44,7 @@ SHAPES = {
     "small": {"records_per_batch": 1, "value_size": 112, "key_size": 8},  # 190 B batches
     "medium": {"records_per_batch": 1, "value_size": 1000, "key_size": 8},  # 1.1 KiB batches
 }
+STRAY = re.compile(r"(.+)\.[0-9a-f]{32}-(?:stray|delete)")
 LOADED = re.compile(r"Loaded (\d+) logs in (\d+)ms")
 
 
@@ -78,10 +80,11 @@ def fresh_copy(pristine: Path, work: Path) -> Path:
     ``syncfs`` waits for gigabytes it did not write.
 
     Copied the first time; after that restored in place: every file the last contender added or changed moves
-    aside into ``trash_of(work)`` (emptied at the bench's end) and the ones it left as they were (same size
-    and mtime: the ``.log`` files) stay. Deleting the old copy instead frees its inodes, and on ext4 without a
-    journal (this project's machines) each file created in the next 5 minutes then walks past them in the
-    inode allocator (``recently_deleted``): 0.2-0.3 ms a file instead of 7 us, a cost no log dir at rest has."""
+    aside into ``trash_of(work)`` (emptied at the bench's end) and the ones it left as they were (same bytes:
+    the ``.log`` files) stay, with the pristine's mtime. Deleting the old copy instead frees its inodes, and on
+    ext4 without a journal (this project's machines) each file created in the next 5 minutes then walks past
+    them in the inode allocator (``recently_deleted``): 0.2-0.3 ms a file instead of 7 us, a cost no log dir at
+    rest has."""
     if not (work / "data").is_dir():
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(pristine / "data", work / "data")
@@ -103,6 +106,10 @@ def trash_of(work: Path) -> Path:
 def _restore(source: Path, target: Path, trash: Path) -> None:
     """``target`` made equal to ``source`` again, moving what differs into ``trash`` rather than deleting it."""
     wanted = {e.name: e for e in source.iterdir()}
+    for entry in list(target.iterdir()):  # a broker renames logs of topics its metadata lacks: <dir>.<id>-stray
+        renamed = STRAY.fullmatch(entry.name)
+        if renamed and renamed.group(1) in wanted and not (target / renamed.group(1)).exists():
+            entry.rename(target / renamed.group(1))
     for entry in list(target.iterdir()):
         origin = wanted.get(entry.name)
         if origin is not None and origin.is_dir() and entry.is_dir() and not entry.is_symlink():
@@ -110,7 +117,8 @@ def _restore(source: Path, target: Path, trash: Path) -> None:
             continue
         if origin is not None and origin.is_file() and entry.is_file():
             a, b = origin.stat(), entry.stat()
-            if (a.st_size, a.st_mtime_ns) == (b.st_size, b.st_mtime_ns):
+            if a.st_size == b.st_size and (a.st_mtime_ns == b.st_mtime_ns or filecmp.cmp(origin, entry, False)):
+                os.utime(entry, ns=(a.st_atime_ns, a.st_mtime_ns))  # a broker's recovery touches what it reads
                 continue
         trash.mkdir(parents=True, exist_ok=True)
         entry.rename(trash / entry.name)
