@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from segdex.indexcore.errors import SegdexError
 
@@ -351,6 +350,8 @@ class MetadataStore:
             return empty
         current = self.read(table.name, columns=list(dict.fromkeys((*table.keys, scope.column,
                                                                     *scope.keep_columns))))
+        import pyarrow.compute as pc  # only where stale rows are looked for: 0.03 s of every command's start
+
         current = current.filter(pc.is_in(current.column(scope.column), pa.array(sorted(scope.values))))
         fresh = set(zip(*(data.column(k).to_pylist() for k in table.keys), strict=True))
         keep_cols = [current.column(c).to_pylist() for c in scope.keep_columns]
