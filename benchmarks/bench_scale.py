@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_startup import compile_modules
+from benchmarks.bench_startup import compile_modules, fresh_copy
 from segdex.pipelines.sample_logdir import generate_uniform
 
 SUMMARY = re.compile(r" in ([\d.]+)s \((.*?)\), driver peak ([\d.]+) (B|KB|MB|GB)")
@@ -43,9 +43,10 @@ def ensure_data(root: Path, segments: int, segment_kib: int) -> Path:
 
 
 def run(command: str, pristine: Path, work: Path) -> tuple[float, float, str]:
-    """(wall seconds, driver peak bytes, phases) of one whole command on a fresh copy of ``pristine``."""
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(pristine / "data", work / "data")
+    """(wall seconds, driver peak bytes, phases) of one whole command on a fresh copy of ``pristine``
+    (``bench_startup.fresh_copy``: restored in place, so that no inodes freed just before slow the files the
+    command creates)."""
+    fresh_copy(pristine, work)
     exe = Path(sys.executable).parent / "segdex"
     t0 = time.perf_counter()
     proc = subprocess.run([str(exe), command, "--no-progress", "--metadata", str(work / "meta"), str(work / "data")],
@@ -76,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.segments:
             pristine = ensure_data(args.dir.resolve(), n, args.segment_kib)
             for command in args.commands:
-                runs = [run(command, pristine, work) for _ in range(args.runs)]
+                runs = [run(command, pristine, work / str(n)) for _ in range(args.runs)]
                 wall = statistics.median(r[0] for r in runs)
                 peak = statistics.median(r[1] for r in runs)
                 per_segment.setdefault(command, {})[n] = wall / n
                 print(f"  {n:>7,} segments  {command:8} {wall:7.2f} s  {wall / n * 1e3:6.3f} ms/segment  "
                       f"driver peak {peak / 1e6:6.0f} MB ({peak / n:,.0f} B/segment)  ({runs[0][2]})", flush=True)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # the copies and their trash dirs (trash_of) inside it
     lo, hi = min(args.segments), max(args.segments)
     if lo != hi:
         for command, by_n in per_segment.items():

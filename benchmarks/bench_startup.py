@@ -17,6 +17,8 @@ Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the 
 
     .venv/bin/python -m benchmarks.bench_startup                 # 8 partitions x 4 x 16 MiB (512 MiB)
     .venv/bin/python -m benchmarks.bench_startup --partitions 64 # the 4.3 GB dir of issue 12's table
+    .venv/bin/python -m benchmarks.bench_startup --partitions 64 --cases uniform:small uniform:medium \\
+        uniform:large one-partition:large                          # issue 29's table, one process
 """
 
 from __future__ import annotations
@@ -226,57 +228,76 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
-    parser.add_argument("--shape", choices=list(SHAPES), default="large",
-                        help="16 KiB batches (large), 1.1 KiB (medium) or 190 B single-record batches (small)")
+    parser.add_argument("--shape", nargs="+", choices=list(SHAPES), default=["large"],
+                        help="16 KiB batches (large), 1.1 KiB (medium) or 190 B single-record batches (small); "
+                             "several: each in turn")
     parser.add_argument("--segdex", nargs="+", choices=["reindex", "recover"], default=["recover", "reindex"],
                         help="the segdex commands timed before a broker start")
-    parser.add_argument("--layout", choices=["uniform", "one-partition"], default="uniform",
+    parser.add_argument("--layout", nargs="+", choices=["uniform", "one-partition"], default=["uniform"],
                         help="uniform: --partitions partitions; one-partition: the same segments in a single "
-                             "partition (a bloated __consumer_offsets, a hot topic's leader)")
+                             "partition (a bloated __consumer_offsets, a hot topic's leader); several: each in turn")
+    parser.add_argument("--cases", nargs="+", metavar="LAYOUT:SHAPE",
+                        help="instead of every --layout with every --shape: these pairs, in this order")
     args = parser.parse_args(argv)
+    cases = [(*c.split(":", 1), "")[:2] for c in args.cases] if args.cases else \
+        [(layout, shape) for layout in args.layout for shape in args.shape]
+    for layout, shape in cases:
+        if layout not in ("uniform", "one-partition") or shape not in SHAPES:
+            parser.error(f"--cases {layout}:{shape}: a layout (uniform, one-partition) and a shape "
+                         f"({', '.join(SHAPES)})")
     install = KafkaInstall(args.kafka).check()
     compile_modules()
     args.dir.mkdir(parents=True, exist_ok=True)
+    works: list[Path] = []
+    try:  # nothing is deleted before the last shape is measured (see fresh_copy)
+        for layout, shape in cases:
+            works.append(Path(tempfile.mkdtemp(prefix="segdex-startup-", dir=args.dir)))
+            measure(args, install, layout, shape, works[-1])
+    finally:
+        for work in works:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(trash_of(work), ignore_errors=True)
+    return 0
+
+
+def measure(args: argparse.Namespace, install: KafkaInstall, layout: str, shape: str, work: Path) -> None:
+    """One layout and shape: every contender ``args.runs`` times, alternating within each run; the medians."""
     pristine = make_pristine(args.dir.resolve(), install, args.partitions, args.segments, args.segment_mib * MiB,
-                             args.shape, args.layout)
+                             shape, layout)
     total = sum(p.stat().st_size for p in (pristine / "data").rglob("*.log"))
     parts = len(list((pristine / "data").glob("bench-*")))
     engine = "Spark (SEGDEX_ENGINE=spark)" if os.environ.get("SEGDEX_ENGINE") == "spark" else \
         "its embedded default (the one-host engine where nothing asks for Spark)"
     print(f"segdex on {engine}; broker start after lost indexes: Kafka {install.version}, {parts} partition(s) x "
           f"{args.partitions * args.segments // parts} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of "
-          f"{args.shape} batches ({args.layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache")
+          f"{shape} batches ({layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache",
+          flush=True)
     results: dict[str, list[float]] = {}
     phases: dict[str, list[float]] = {}
-    work = Path(tempfile.mkdtemp(prefix="segdex-startup-", dir=args.dir))
-    try:
-        for _ in range(args.runs):  # contenders alternate within each run
-            fresh_copy(pristine, work)  # the limit is read from the very pages the contenders read
-            seconds, nbytes = read_crc_pass(work / "data")
-            results.setdefault("read+CRC32C pass over the .log files", []).append(seconds)
-            seconds, nbytes = read_crc_pass(work / "data", _read_crc)
-            results.setdefault("  the same with read() (a copy per file)", []).append(seconds)
-            results.setdefault("segdex verify (whole command)", []).append(run_segdex(work, "verify", phases))
-            for threads in (1, 2):
-                started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads)
-                results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
-                if loaded is not None:
-                    results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
-            for command in args.segdex:
-                fresh_copy(pristine, work)
-                took = run_segdex(work, command, phases)
-                started, loaded = start_broker(install, pristine, work, 2)
-                if command == "recover":
-                    log = (work / "broker.log").read_text(errors="replace")
-                    assert "Skipping recovery of" in log and "Recovering unflushed segment" not in log, log[-2000:]
-                results.setdefault(f"segdex {command} (whole command)", []).append(took)
-                results.setdefault(f"kafka start after segdex {command}, 2 threads", []).append(started)
-                if loaded is not None:
-                    results.setdefault(f"  of which LogManager loading after {command}", []).append(loaded)
-                results.setdefault(f"segdex {command} + kafka start", []).append(took + started)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(trash_of(work), ignore_errors=True)
+    for _ in range(args.runs):  # contenders alternate within each run
+        fresh_copy(pristine, work)  # the limit is read from the very pages the contenders read
+        seconds, nbytes = read_crc_pass(work / "data")
+        results.setdefault("read+CRC32C pass over the .log files", []).append(seconds)
+        seconds, nbytes = read_crc_pass(work / "data", _read_crc)
+        results.setdefault("  the same with read() (a copy per file)", []).append(seconds)
+        results.setdefault("segdex verify (whole command)", []).append(run_segdex(work, "verify", phases))
+        for threads in (1, 2):
+            started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads)
+            results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
+            if loaded is not None:
+                results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
+        for command in args.segdex:
+            fresh_copy(pristine, work)
+            took = run_segdex(work, command, phases)
+            started, loaded = start_broker(install, pristine, work, 2)
+            if command == "recover":
+                log = (work / "broker.log").read_text(errors="replace")
+                assert "Skipping recovery of" in log and "Recovering unflushed segment" not in log, log[-2000:]
+            results.setdefault(f"segdex {command} (whole command)", []).append(took)
+            results.setdefault(f"kafka start after segdex {command}, 2 threads", []).append(started)
+            if loaded is not None:
+                results.setdefault(f"  of which LogManager loading after {command}", []).append(loaded)
+            results.setdefault(f"segdex {command} + kafka start", []).append(took + started)
     medians = {k: statistics.median(v) for k, v in results.items()}
     for name, runs in results.items():
         print(f"  {name:42} {medians[name]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in runs)}")
@@ -293,8 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         both, took = medians[f"segdex {command} + kafka start"], medians[f"segdex {command} (whole command)"]
         print(f"  -> {command} + start / start alone (2 threads) = {both / alone:.2f}x "
               f"(1 thread: {both / medians['kafka start, 1 recovery thread(s)']:.2f}x); "
-              f"segdex {command} / Kafka's own loading (2 threads) = {took / kafka_loading:.2f}x")
-    return 0
+              f"segdex {command} / Kafka's own loading (2 threads) = {took / kafka_loading:.2f}x", flush=True)
 
 
 if __name__ == "__main__":
