@@ -167,23 +167,20 @@ class PendingWrites:
             return []
         failed = dict(self._make_durable([tmp for tmp, _ in self.staged]))
         errors: list[tuple[str, str]] = []
-        directories: list[str] = []
+        directories: dict[str, list[str]] = {}  # in rename order: each directory's replaced files
         for tmp, path in self.staged:
             try:
                 if tmp in failed:
                     raise OSError(failed[tmp])
                 os.replace(tmp, path)
-                d = os.path.dirname(os.path.abspath(path))
-                if d not in directories:
-                    directories.append(d)
+                directories.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
             except OSError as e:
                 errors.append((path, e.strerror or str(e)))
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
         # A rename whose directory could not be made durable may not survive a crash: its file counts as failed.
-        for directory, why in self._make_durable(directories, directory=True):
-            errors += [(path, f"fsync of its directory failed: {why}") for _, path in self.staged
-                       if os.path.dirname(os.path.abspath(path)) == directory]
+        for directory, why in self._make_durable(list(directories), directory=True):
+            errors += [(path, f"fsync of its directory failed: {why}") for path in directories[directory]]
         self.staged.clear()
         self._close_filesystems()
         return errors
