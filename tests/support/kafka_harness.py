@@ -95,6 +95,10 @@ BROKER_JVM_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:In
 _RECOVERED = re.compile(r"(?:Recovering unflushed segment (\d+)\.|corresponding to log file \S*?(\d{20})\.log)")
 
 
+class _PortTaken(RuntimeError):
+    """The broker exited at start because one of its ports was taken meanwhile."""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -126,6 +130,8 @@ class KafkaBroker:
         self.data_dir = Path(data_dir) if data_dir is not None else self.root / "data"
         self.cluster_id = cluster_id or new_cluster_id()
         self.port, self.controller_port = free_port(), free_port()
+        self._started = False  # once started, a restart keeps the ports (clients reconnect there)
+        self._fixed_ports = False  # a sibling on another broker's ports (sibling(same_ports=True))
         self.extra = dict(props or {})
         self.proc: subprocess.Popen | None = None
         self.log_path = self.root / "broker.log"
@@ -176,6 +182,25 @@ class KafkaBroker:
             raise RuntimeError(f"kafka-storage format failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
 
     def start(self, timeout: float = 90.0) -> KafkaBroker:
+        """Start the broker and wait for "Kafka Server started". A port ``free_port`` chose can be taken before
+        the broker binds it (any client's connection may get it as its local port): a broker that exits on
+        "Address already in use" is started again, on new ports the first time it starts (a restart keeps its
+        ports: clients reconnect there), up to 3 times."""
+        for attempt in range(3):
+            try:
+                self._start_once(timeout)
+                self._started = True
+                return self
+            except _PortTaken:
+                if attempt == 2:
+                    raise
+                if self._started or self._fixed_ports:
+                    time.sleep(1.0)
+                else:
+                    self.port, self.controller_port = free_port(), free_port()
+        return self
+
+    def _start_once(self, timeout: float) -> None:
         if not (self.data_dir / "meta.properties").exists():
             self.format()
         config = self.write_properties()
@@ -190,12 +215,16 @@ class KafkaBroker:
         offset = self.log_path.stat().st_size
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"Kafka {self.install.version} exited {self.proc.returncode} at start:\n"
-                                   f"{self.tail()}")
+                code, self.proc = self.proc.returncode, None
+                with open(self.log_path, errors="replace") as f:
+                    f.seek(max(0, offset - 1))
+                    if "Address already in use" in f.read():
+                        raise _PortTaken()
+                raise RuntimeError(f"Kafka {self.install.version} exited {code} at start:\n{self.tail()}")
             with open(self.log_path, errors="replace") as f:
                 f.seek(max(0, offset - 1))
                 if "Kafka Server started" in f.read():
-                    return self
+                    return
             time.sleep(0.2)
         self.kill()
         raise RuntimeError(f"Kafka {self.install.version} did not start in {timeout}s:\n{self.tail()}")
@@ -248,6 +277,7 @@ class KafkaBroker:
         if same_ports:
             assert self.proc is None, "a sibling on the same ports needs this broker stopped"
             other.port, other.controller_port = self.port, self.controller_port
+            other._fixed_ports = True
         return other
 
     def __enter__(self) -> KafkaBroker:
