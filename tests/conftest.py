@@ -95,11 +95,28 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
-def oracle(request, tmp_path_factory):
-    """Kafka's own recovery and load code (``kafka_harness.KafkaOracle``), one JVM per Kafka version and module."""
+def _oracle(version: str, tmp_path_factory):
+    """Kafka ``version``'s own code (``kafka_harness.KafkaOracle``) in a JVM of its own, closed after use."""
     from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
-    o = KafkaOracle(KafkaInstall(request.param), tmp_path_factory.mktemp(f"oracle-{request.param}"))
+    o = KafkaOracle(KafkaInstall(version), tmp_path_factory.mktemp(f"oracle-{version}"))
     yield o
     o.close()
+
+
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def oracle(request, tmp_path_factory):
+    """Kafka's own recovery and load code, one JVM per Kafka version and module."""
+    yield from _oracle(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def kafka44(tmp_path_factory):
+    """Kafka 4.4.0's own code (its cleaner, load and recovery), one JVM per module."""
+    yield from _oracle("4.4.0", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def kafka39(tmp_path_factory):
+    """Kafka 3.9.2's own code (its Scala cleaner, load and recovery), one JVM per module."""
+    yield from _oracle("3.9.2", tmp_path_factory)

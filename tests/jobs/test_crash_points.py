@@ -310,15 +310,6 @@ def clean_args(log_dir: Path, quarantine: Path) -> list[str]:
             "--topic-config", "table:cleanup.policy=compact", str(log_dir)]
 
 
-@pytest.fixture(scope="module")
-def kafka44_loader(tmp_path_factory):
-    from tests.support.kafka_harness import KafkaInstall, KafkaOracle
-
-    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-crash-clean"))
-    yield o
-    o.close()
-
-
 def test_clean_apply_order(tmp_path):
     """Every replaced file is in the quarantine, fsynced, before the first .cleaned file exists; .cleaned files are
     fsynced and renamed .swap before any old segment is renamed .deleted; the directory is fsynced after the
@@ -342,7 +333,7 @@ def test_clean_apply_order(tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44_loader):
+def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44):
     clean = compacted(tmp_path / "clean")
     before = latest_values(clean)
     strace(clean_args(clean.parent, tmp_path / "clean-q"), tmp_path / "clean-trace")
@@ -356,7 +347,7 @@ def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44_loader):
     # Kafka's own load of what the kill left: it finishes or rolls back the swap, and no key's value is lost
     loaded = tmp_path / "loaded" / "table-0"
     shutil.copytree(part, loaded)
-    answer = kafka44_loader.load(loaded, CLEAN_NOW)
+    answer = kafka44.load(loaded, CLEAN_NOW)
     assert "exception" not in answer, (what, answer)
     assert not [p for p in loaded.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
     assert latest_values(loaded) == before, what
@@ -385,7 +376,7 @@ def swap_in_renames(trace: Path) -> list[tuple[int, str]]:
     return out
 
 
-def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, kafka44_loader):
+def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, kafka44):
     """Killed at each ``.swap`` renamed in (the ``.log``'s, then its indexes'): Kafka's load and segdex's next run
     rename the rest in, lose no value and leave no ``.swap`` (the walk over every call, scripts/crash_every_point.py,
     found a ``.txnindex.swap`` segdex left behind here)."""
@@ -402,7 +393,7 @@ def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, kafka44_loader):
         assert (part / name).exists(), name  # killed just before this rename
         loaded = root / "loaded" / "table-0"
         shutil.copytree(part, loaded)
-        answer = kafka44_loader.load(loaded, CLEAN_NOW)
+        answer = kafka44.load(loaded, CLEAN_NOW)
         assert "exception" not in answer, (name, answer)
         proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q")],
                               cwd=REPO, capture_output=True, text=True)

@@ -12,8 +12,6 @@ import random
 import shutil
 from pathlib import Path
 
-import pytest
-
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.cleaner import Cleaner
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
@@ -21,14 +19,6 @@ from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 from tests.support.cleaner_cases import T0, CleanerVerdict, judge_cleaning
-from tests.support.kafka_harness import KafkaInstall, KafkaOracle
-
-
-@pytest.fixture(scope="module")
-def kafka44(tmp_path_factory):
-    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-cleaner"))
-    yield o
-    o.close()
 
 
 def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Path):
@@ -170,13 +160,6 @@ def test_a_round_counts_the_aborted_transactions_records_it_removes(tmp_path: Pa
     round_ = Cleaner(SkimpyOffsetMap(24 * 100)).clean(segs, view.log, start, leo, active, config, now)
     s = round_.stats
     assert (s.aborted_removed, s.tombstones_removed, s.records_kept) == (2, 1, 3)  # c, and both markers
-
-
-@pytest.fixture(scope="module")
-def kafka39(tmp_path_factory):
-    o = KafkaOracle(KafkaInstall("3.9.2"), tmp_path_factory.mktemp("oracle-cleaner-39"))
-    yield o
-    o.close()
 
 
 def test_kafka_3_9_2_leaves_the_same_log_bytes_but_for_the_round_end_batch(kafka39, tmp_path: Path):

@@ -11,24 +11,14 @@ import random
 import shutil
 from pathlib import Path
 
-import pytest
-
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.log_cleaner import clean_partition, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
-from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
 T0 = 1_700_000_000_000
 LIVE = (".log", ".index", ".timeindex", ".txnindex")
-
-
-@pytest.fixture(scope="module")
-def kafka44(tmp_path_factory):
-    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-clean-apply"))
-    yield o
-    o.close()
 
 
 def _live(part: Path) -> dict[str, bytes]:

@@ -24,7 +24,6 @@ from segdex.indexcore.log.log_cleaner_manager import (
 from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
-from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
 T0 = 1_700_000_000_000
 DAY_MS = 24 * HOUR_MS
@@ -43,13 +42,6 @@ def _facts(part: Path) -> tuple[list[SegmentFacts], int, int | None]:
                                   seg.segment.first_batch_timestamp()))
         leo = seg.result.next_offset
     return facts, leo, recovery.producer_state.first_unstable_offset(logs[0][0])
-
-
-@pytest.fixture(scope="module")
-def kafka44(tmp_path_factory):
-    o = KafkaOracle(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("oracle-cleaner"))
-    yield o
-    o.close()
 
 
 def test_the_choice_equals_kafkas_for_generated_partitions(kafka44, tmp_path: Path):
