@@ -37,11 +37,16 @@ SEEDS = range(12)
 
 
 def strace(args: list[str], out: Path, inject: str | None = None) -> subprocess.CompletedProcess:
+    """``segdex ARGS`` under strace (``strace_python``)."""
+    return strace_python(["-m", "segdex.jobs.cli", *args], out, inject)
+
+
+def strace_python(argv: list[str], out: Path, inject: str | None = None) -> subprocess.CompletedProcess:
+    """``python ARGV`` with the traced calls written to ``out``; ``inject`` an strace fault (``name:...``)."""
     cmd = [STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(out)]
     if inject:
         cmd += ["-e", f"inject={inject}"]
-    return subprocess.run([*cmd, sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run([*cmd, sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
 RESUMED = re.compile(r"^(?P<pid>\d+)\s+<\.\.\. \w+ resumed>(?P<rest>.*)$")
@@ -167,11 +172,7 @@ def batch_write_trace(tmp_path: Path, dirty_limit: int, inject: str | None = Non
             "for i in range(8):\n    p.stage(f'{sys.argv[1]}/{i:020d}.index', bytes([i]) * 80)\n"
             "print(p.commit())\n")
     trace = tmp_path / "trace"
-    cmd = [STRACE, "-f", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(trace)]
-    if inject:
-        cmd += ["-e", f"inject={inject}"]
-    proc = subprocess.run([*cmd, sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    proc = strace_python(["-c", code, str(tmp_path)], trace, inject)
     assert proc.returncode == 0, proc.stderr
     return trace, proc.stdout.strip()
 
