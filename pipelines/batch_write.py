@@ -94,6 +94,8 @@ class PendingWrites:
     staged: list[tuple[str, str]] = field(default_factory=list)  # (tmp, target)
     # a directory descriptor per filesystem (st_dev), opened before its first temporary file: for syncfs
     _filesystems: dict[int, int] = field(default_factory=dict, repr=False)
+    _devices: dict[str, int] = field(default_factory=dict, repr=False)  # directory -> st_dev, stat'd once
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False)  # tmp -> bytes staged
 
     def stage(self, path: str, data: bytes, template: str | None = None) -> bool:
         """Stage ``data`` for ``path`` unless the file already holds exactly it; True when staged. The temporary
@@ -103,52 +105,50 @@ class PendingWrites:
         self._watch_filesystem(os.path.dirname(os.path.abspath(path)))
         tmp = create_temporary(path, data, FileAttributes.for_target(path, template), sync=False)
         self.staged.append((tmp, path))
+        self._sizes[tmp] = len(data)
         return True
 
     def _watch_filesystem(self, directory: str) -> None:
-        if _SYNCFS is None:
+        if _SYNCFS is None or directory in self._devices:
             return
         with contextlib.suppress(OSError):  # no descriptor: that filesystem's files are fsynced one by one
             dev = os.stat(directory).st_dev
             if dev not in self._filesystems:
                 self._filesystems[dev] = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            self._devices[directory] = dev
 
     def _close_filesystems(self) -> None:
         for fd in self._filesystems.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._filesystems.clear()
+        self._devices.clear()
+        self._sizes.clear()
 
     def _make_durable(self, paths: list[str], directory: bool = False) -> list[tuple[str, str]]:
         """Every path's bytes (or entries) on disk: one syncfs per filesystem where bounded (module doc), else
         or on its failure an fsync per path. Returns ``(path, error)`` for failures."""
         rest: list[str] = []
         by_dev: dict[int, list[str]] = {}
-        for path in paths:
-            try:
-                by_dev.setdefault(os.stat(path).st_dev, []).append(path)
-            except OSError:
-                rest.append(path)  # its fsync says why
+        for path in paths:  # a directory, or a temporary file in its target's directory: watched at stage
+            dev = self._devices.get(path if directory else os.path.dirname(path))
+            if dev is None:
+                rest.append(path)  # no descriptor for its filesystem: fsynced on its own
+            else:
+                by_dev.setdefault(dev, []).append(path)
         dirty = dirty_bytes() if by_dev else None
-        bounded = dirty is not None and dirty <= SYNCFS_DIRTY_LIMIT + self._staged_bytes()
+        bounded = dirty is not None and dirty <= SYNCFS_DIRTY_LIMIT + sum(self._sizes.values())
         for dev, group in by_dev.items():
-            fd = self._filesystems.get(dev)
-            if fd is None or not bounded or syncfs(fd) is not None:
+            if not bounded or syncfs(self._filesystems[dev]) is not None:
                 rest += group
         return _fsync_all(rest, directory)
-
-    def _staged_bytes(self) -> int:
-        total = 0
-        for tmp, _ in self.staged:
-            with contextlib.suppress(OSError):
-                total += os.stat(tmp).st_size
-        return total
 
     def discard(self, targets: set[str] | None = None) -> None:
         """Remove the temporaries of ``targets`` (every staged file when None); they will not be committed."""
         keep = []
         for tmp, target in self.staged:
             if targets is None or target in targets:
+                self._sizes.pop(tmp, None)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
             else:
@@ -178,6 +178,7 @@ class PendingWrites:
                 errors.append((path, e.strerror or str(e)))
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
+        self._sizes.clear()  # renamed or removed: the directories' flush allows for no batch bytes
         # A rename whose directory could not be made durable may not survive a crash: its file counts as failed.
         for directory, why in self._make_durable(list(directories), directory=True):
             errors += [(path, f"fsync of its directory failed: {why}") for path in directories[directory]]
