@@ -78,6 +78,17 @@ static inline void put64(uint8_t *p, uint64_t v) {
 enum { SCAN_STOP = 0, SCAN_NEED_SPACE = 1 };
 
 /*
+ * The scan asks for every cache line PREFETCH_AHEAD bytes before it reaches it. The data comes from the
+ * page cache through a fresh mapping, so from memory, and the hardware prefetchers stop at each 4 KiB page:
+ * without this the header loads of the next batches wait on memory. Measured over 32 segments, one
+ * process: 190 B batches -18 %, 1.1 KiB -9 %, 16 KiB unchanged; every line beats page starts only, and
+ * 2 to 6 KiB ahead are alike. (Checking three batches' CRCs in interleaved SSE4.2 streams was tried too: it
+ * is slower here, 1.04x at 190 B and 1.25x at 1.1 KiB, as the scan waits on memory, not on the CRC.)
+ */
+#define PREFETCH_AHEAD 4096
+#define CACHE_LINE 64
+
+/*
  * The CRC helper. It walks the batch headers from `start` under the same structural conditions as the
  * scan (so it sees the same batches), and checks the CRC of each batch whose start lies in an odd block
  * ((position - start) / HELPER_BLOCK odd). After each batch it publishes `progress` = the next batch's
@@ -182,6 +193,7 @@ static int scan(scan_ctx *c) {
     int64_t run_base_seq = st[S_RUN_BASE_SEQUENCE], run_base_offset = st[S_RUN_BASE_OFFSET];
     int64_t run_last_offset = st[S_RUN_LAST_OFFSET], run_max_ts = st[S_RUN_MAX_TIMESTAMP];
     int rc = SCAN_STOP;
+    int64_t prefetched = (position + PREFETCH_AHEAD) & ~(int64_t)(CACHE_LINE - 1);
 
     helper_t helper;
     helper_t *hp = NULL;
@@ -286,6 +298,9 @@ static int scan(scan_ctx *c) {
             run_max_ts = batch_max_ts;
         }
         position += size;
+        int64_t want = position + PREFETCH_AHEAD < end ? position + PREFETCH_AHEAD : end;
+        for (; prefetched < want; prefetched += CACHE_LINE)
+            __builtin_prefetch(buf + prefetched);
     }
     if (hp) {
         atomic_store_explicit(&helper.stop, 1, memory_order_relaxed);
