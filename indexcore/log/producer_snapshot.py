@@ -30,6 +30,7 @@ from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.java_hash_map import hash_map_order
 from segdex.indexcore.log.layout import PRODUCER_SNAPSHOT_FILE_SUFFIX, segment_file_name
 from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+from segdex.indexcore.record import crc32c
 
 CURRENT_VERSION = 1
 
@@ -89,8 +90,6 @@ def snapshot_bytes(entries: Iterable[ProducerStateEntry]) -> bytes:
             e.producer_id, e.producer_epoch, e.last_seq, e.last_data_offset, e.last_offset_delta, e.last_timestamp,
             e.coordinator_epoch, -1 if e.current_txn_first_offset is None else e.current_txn_first_offset)
         n += 1
-    import crc32c
-
     covered = struct.pack(">i", n) + bytes(body)
     return struct.pack(">hI", CURRENT_VERSION, crc32c.crc32c(covered)) + covered
 
@@ -106,8 +105,6 @@ def read_snapshot(data: bytes, name: str = "snapshot") -> list[ProducerStateEntr
     if count < 0 or len(data) < HEADER_SIZE + count * ENTRY_SIZE:
         raise CorruptSnapshotException(f"{name}: snapshot failed schema validation: {count} entries in "
                                        f"{len(data)} bytes")
-    import crc32c
-
     computed = crc32c.crc32c(memoryview(data)[PRODUCER_ENTRIES_OFFSET:])
     if computed != crc:
         raise CorruptSnapshotException(f"{name}: snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "

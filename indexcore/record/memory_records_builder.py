@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from segdex.indexcore.record import crc32c
 from segdex.indexcore.record.batch_header import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -65,18 +66,13 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     return varint(len(body)) + bytes(body)
 
 
-def _crc32c(data) -> int:
-    import crc32c
-
-    return crc32c.crc32c(data)
-
 
 def _finish(header_fields: list, payload: bytes) -> bytes:
     """The batch: header fields in ``RECORD_BATCH_V2`` order (length and crc computed here), then the records."""
     header_fields[1] = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload)
     header_fields[4] = 0
     out = bytearray(RECORD_BATCH_V2.pack(*header_fields)) + payload
-    header_fields[4] = _crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
+    header_fields[4] = crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
     RECORD_BATCH_V2.pack_into(out, 0, *header_fields)
     return bytes(out)
 

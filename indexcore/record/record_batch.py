@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from segdex.indexcore.errors import CorruptRecordException
+from segdex.indexcore.record import crc32c
 
 # The v2 header layout and its attribute bits are the scan package's (one definition for Python and C); every
 # batch starts with baseOffset (int64) and batchLength/messageSize (int32), and Kafka reads up to the magic byte
@@ -163,10 +164,6 @@ def compute_checksum(buf, batch: RecordBatch) -> int:
     """The CRC Kafka computes: CRC-32C from attributes (v2), CRC-32 from magic (v0/v1)."""
     end = batch.position + batch.size_in_bytes
     if batch.magic >= 2:
-        # Imported here: the crc32c package's import costs ~30 ms (importlib.metadata), paid by every
-        # `segdex rebuild` process although the native kernel does the CRCs of plain batches.
-        import crc32c
-
         return crc32c.crc32c(memoryview(buf)[batch.position + ATTRIBUTES_V2_OFFSET:end])
     return zlib.crc32(memoryview(buf)[batch.position + LEGACY_CRC_FROM:end]) & 0xFFFFFFFF
 

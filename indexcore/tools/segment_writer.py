@@ -20,9 +20,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import crc32c
-
 from segdex.indexcore.log.layout import segment_file_name
+from segdex.indexcore.record import crc32c
 from segdex.indexcore.record.compression import compress
 from segdex.indexcore.record.memory_records_builder import encode_record, varint
 from segdex.indexcore.record.record_batch import (

@@ -31,22 +31,21 @@ class CrcFunction(NamedTuple):
 
 
 def _adler_candidate() -> Iterator[tuple[str, str, bool]]:
-    """The ``crc32c`` package's hardware function, when the CPU has SSE4.2 (its own probe)."""
+    """The ``crc32c`` package's hardware function, when the CPU has SSE4.2 (its own probe). Its extension is found
+    without importing the package (see ``record.crc32c``)."""
     import ctypes
 
+    from segdex.indexcore.record.crc32c import extension_path
+
     try:
-        import crc32c
-    except ImportError:
+        path = extension_path()
+        lib = ctypes.CDLL(path)
+        if not lib._crc32c_intel_probe():
+            return
+        lib.crc32c_init_hw_adler()  # its shift tables (the extension's own init builds them too)
+    except (ImportError, OSError, AttributeError):
         return
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(crc32c.__file__)), "_crc32c*.so"))):
-        try:
-            lib = ctypes.CDLL(path)
-            if not lib._crc32c_intel_probe():
-                continue
-            lib.crc32c_init_hw_adler()  # its shift tables (the package's import builds them too)
-        except (OSError, AttributeError):
-            continue
-        yield path, "_crc32c_hw_adler", True
+    yield path, "_crc32c_hw_adler", True
 
 
 def _candidates() -> Iterator[tuple[str, str, bool]]:

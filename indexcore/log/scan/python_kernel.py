@@ -32,6 +32,7 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
+from segdex.indexcore.record import crc32c
 from segdex.indexcore.record.batch_header import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -97,8 +98,6 @@ def scan_simple(state: array, buf, offset_data: bytearray, offset_max: int, time
                 time_max: int) -> None:
     """Advance over valid, plain magic-2 batches of the accepted leader epoch and of no producer or a single one
     (the run's); stop before any other. The run's last producer batch is left in the S_RUN_* slots."""
-    import crc32c
-
     position, end, interval = state[S_POSITION], state[S_END], state[S_INDEX_INTERVAL]
     mv = memoryview(buf)
     while position < end - HEADER_SIZE_UP_TO_MAGIC:

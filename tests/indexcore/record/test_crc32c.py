@@ -1,0 +1,55 @@
+"""``record.crc32c``: Kafka's CRC-32C from the crc32c package's extension, without the package's import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import crc32c as package
+
+from segdex.indexcore.record import crc32c
+
+
+def test_check_value_and_continuation_match_the_package():
+    assert crc32c.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert crc32c.crc32c(b"6789", crc32c.crc32c(b"12345")) == 0xE3069283
+    data = os.urandom(10_000)
+    assert crc32c.crc32c(memoryview(data)[21:]) == package.crc32c(data[21:])
+    assert crc32c.crc32c(bytearray(data)) == package.crc32c(data)
+    assert crc32c.crc32c(b"") == 0
+
+
+def test_extension_path_is_the_packages_own_extension():
+    assert os.path.dirname(crc32c.extension_path()) == os.path.dirname(package.__file__)
+
+
+def _fresh(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_a_scan_process_imports_neither_the_package_nor_importlib_metadata():
+    """The kernel found, a segment's record CRC and a producer snapshot computed: the package's ``__init__``
+    (which imports ``importlib.metadata``, 60 ms) never ran."""
+    seen = _fresh(
+        "import json, sys\n"
+        "from segdex.indexcore.log.scan import native\n"
+        "from segdex.indexcore.log.producer_snapshot import snapshot_bytes\n"
+        "from segdex.indexcore.record import crc32c\n"
+        "kernel = native.load()\n"
+        "crc32c.crc32c(b'x')\n"
+        "snapshot_bytes([])\n"
+        "print(json.dumps({'kernel': kernel is not None, 'package': 'crc32c' in sys.modules,\n"
+        "                  'metadata': 'importlib.metadata' in sys.modules}))\n")
+    assert seen == {"kernel": True, "package": False, "metadata": False}
+
+
+def test_a_package_imported_first_is_the_one_used():
+    seen = _fresh(
+        "import json, sys, crc32c as package\n"
+        "from segdex.indexcore.record import crc32c\n"
+        "ok = crc32c.crc32c(b'123456789') == 0xE3069283\n"
+        "print(json.dumps({'ok': ok, 'same': crc32c._extension() is sys.modules['crc32c._crc32c']}))\n")
+    assert seen == {"ok": True, "same": True}
