@@ -164,11 +164,14 @@ def test_compact_apply_order(tmp_path):
     assert check_atomic_order(tmp_path / "trace", part) == 5
 
 
-def batch_write_trace(tmp_path: Path, dirty_limit: int, inject: str | None = None) -> tuple[Path, str]:
+def batch_write_trace(tmp_path: Path, dirty_limit: int | None, inject: str | None = None) -> tuple[Path, str]:
     """The executors' batched writer (``PendingWrites``), as reindex's tasks use it, over 8 files under
-    strace; ``dirty_limit`` is what the machine may have dirty for it to take one syncfs."""
+    strace; ``dirty_limit`` is what the machine may have dirty besides them for it to take one syncfs (None:
+    more is dirty than any bound allows)."""
+    bound = (f"batch_write.SYNCFS_DIRTY_LIMIT = {dirty_limit}\n" if dirty_limit is not None
+             else "batch_write.syncfs_bounded = lambda dirty, batch: False\n")
     code = ("import sys\nfrom segdex.pipelines import batch_write\n"
-            f"batch_write.SYNCFS_DIRTY_LIMIT = {dirty_limit}\np = batch_write.PendingWrites()\n"
+            f"{bound}p = batch_write.PendingWrites()\n"
             "for i in range(8):\n    p.stage(f'{sys.argv[1]}/{i:020d}.index', bytes([i]) * 80)\n"
             "print(p.commit())\n")
     trace = tmp_path / "trace"
@@ -186,7 +189,7 @@ def test_batch_write_order_with_one_syncfs(tmp_path):
 
 
 def test_batch_write_order_with_an_fsync_per_file_when_much_is_dirty(tmp_path):
-    trace, errors = batch_write_trace(tmp_path, -1)  # as when the machine has more dirty than the limit
+    trace, errors = batch_write_trace(tmp_path, None)  # as when the machine has more dirty than the bound
     assert errors == "[]"
     assert check_atomic_order(trace, tmp_path) == 8
     names = [n for n, _ in events(trace)]

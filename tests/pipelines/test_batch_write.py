@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from segdex.pipelines import batch_write
 from segdex.pipelines.batch_write import PendingWrites
 
 
@@ -41,3 +42,26 @@ def test_discard_removes_temporaries(tmp_path):
     w.discard()
     assert list(tmp_path.iterdir()) == []
     assert w.commit() == []
+
+
+def test_a_batchs_footprint_is_counted_in_pages(tmp_path):
+    """Each staged file counts its bytes rounded up to pages and a page for its inode and entry: 2,000 index
+    files of 8 bytes dirty 16 MB of page cache, not 16 KB (counted so, a recover of 100,000 small segments
+    took 293,741 fsyncs instead of one syncfs per group)."""
+    p = batch_write.PendingWrites()
+    for i in range(2000):
+        assert p.stage(str(tmp_path / f"{i:020d}.index"), bytes(8))
+    p.stage(str(tmp_path / "big.timeindex"), bytes(batch_write.PAGE + 1))
+    assert sum(p._footprints.values()) == 2000 * 2 * batch_write.PAGE + 3 * batch_write.PAGE
+    assert p.commit() == []
+    assert p._footprints == {}
+
+
+def test_syncfs_is_bounded_by_the_limit_or_the_batch_whichever_is_more():
+    limit = batch_write.SYNCFS_DIRTY_LIMIT
+    small, big = 1 << 20, 4 * limit
+    assert batch_write.syncfs_bounded(small + limit, small)
+    assert not batch_write.syncfs_bounded(small + limit + 1, small)
+    assert batch_write.syncfs_bounded(2 * big, big)  # a sibling's batch as big as this one's beside it
+    assert not batch_write.syncfs_bounded(2 * big + 1, big)
+    assert not batch_write.syncfs_bounded(None, small)
