@@ -299,6 +299,8 @@ static int scan(scan_ctx *c) {
         }
         position += size;
         int64_t want = position + PREFETCH_AHEAD < end ? position + PREFETCH_AHEAD : end;
+        if (prefetched < position) /* a batch longer than PREFETCH_AHEAD: its lines are read already */
+            prefetched = position & ~(int64_t)(CACHE_LINE - 1);
         for (; prefetched < want; prefetched += CACHE_LINE)
             __builtin_prefetch(buf + prefetched);
     }
