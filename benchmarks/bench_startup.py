@@ -142,11 +142,14 @@ def compile_modules() -> None:
 PACKAGES = ("segdex", "indexcore", "jobs", "pipelines")
 
 
-def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int) -> tuple[float, float | None]:
-    """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``."""
+def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int,
+                 broker_jvm: bool = True) -> tuple[float, float | None]:
+    """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``, in the
+    JVM ``kafka-server-start.sh`` gives a broker, or (``broker_jvm`` False) the tests' small one (serial GC, C1
+    only: the JVM of the figures issue 29's goals were set against)."""
     cluster_id = (pristine / "data" / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
     broker = KafkaBroker(install, work, {"num.recovery.threads.per.data.dir": str(threads)},
-                         data_dir=work / "data", cluster_id=cluster_id, broker_jvm=True)
+                         data_dir=work / "data", cluster_id=cluster_id, broker_jvm=broker_jvm)
     t0 = time.perf_counter()
     try:
         broker.start(timeout=1800)
@@ -228,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--kafka", default=KAFKA_VERSIONS[0])
+    parser.add_argument("--kafka-jvm", choices=["broker", "tests"], default="broker",
+                        help="broker: the JVM kafka-server-start.sh gives a broker (G1, C2, 1 GiB); tests: the "
+                             "tests' small JVM (serial GC, C1 only)")
     parser.add_argument("--shape", nargs="+", choices=list(SHAPES), default=["large"],
                         help="16 KiB batches (large), 1.1 KiB (medium) or 190 B single-record batches (small); "
                              "several: each in turn")
@@ -270,7 +276,8 @@ def measure(args: argparse.Namespace, install: KafkaInstall, layout: str, shape:
         "its embedded default (the one-host engine where nothing asks for Spark)"
     print(f"segdex on {engine}; broker start after lost indexes: Kafka {install.version}, {parts} partition(s) x "
           f"{args.partitions * args.segments // parts} segments x {args.segment_mib} MiB = {total / 1e9:.2f} GB of "
-          f"{shape} batches ({layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache",
+          f"{shape} batches ({layout}), median of {args.runs} runs, {os.cpu_count()} CPUs, warm page cache, "
+          f"Kafka in the {args.kafka_jvm} JVM",
           flush=True)
     results: dict[str, list[float]] = {}
     phases: dict[str, list[float]] = {}
@@ -282,14 +289,15 @@ def measure(args: argparse.Namespace, install: KafkaInstall, layout: str, shape:
         results.setdefault("  the same with read() (a copy per file)", []).append(seconds)
         results.setdefault("segdex verify (whole command)", []).append(run_segdex(work, "verify", phases))
         for threads in (1, 2):
-            started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads)
+            started, loaded = start_broker(install, pristine, fresh_copy(pristine, work), threads,
+                                           args.kafka_jvm == "broker")
             results.setdefault(f"kafka start, {threads} recovery thread(s)", []).append(started)
             if loaded is not None:
                 results.setdefault(f"  of which LogManager loading, {threads} thread(s)", []).append(loaded)
         for command in args.segdex:
             fresh_copy(pristine, work)
             took = run_segdex(work, command, phases)
-            started, loaded = start_broker(install, pristine, work, 2)
+            started, loaded = start_broker(install, pristine, work, 2, args.kafka_jvm == "broker")
             if command == "recover":
                 log = (work / "broker.log").read_text(errors="replace")
                 assert "Skipping recovery of" in log and "Recovering unflushed segment" not in log, log[-2000:]
