@@ -89,6 +89,12 @@ def fresh_copy(pristine: Path, work: Path) -> Path:
     rest has."""
     if not (work / "data").is_dir():
         shutil.rmtree(work, ignore_errors=True)
+        need = sum(p.stat().st_size for p in (pristine / "data").rglob("*") if p.is_file())
+        free = shutil.disk_usage(work.parent).free
+        if free < need + (1 << 30):  # and a GiB for what the contenders write
+            raise SystemExit(f"bench: {work.parent} has {free / 1e9:.1f} GB free; a copy of {pristine.name} needs "
+                             f"{need / 1e9:.1f} GB and 1 GiB besides (each case keeps its copy until the end): "
+                             f"free some space or give --dir another filesystem")
         shutil.copytree(pristine / "data", work / "data")
     else:
         trash = trash_of(work) / f"{time.monotonic_ns()}"

@@ -8,14 +8,14 @@ directories are made durable the same way.
 "At once" is one ``syncfs(2)`` per filesystem where that is bounded: Linux, and little else dirty on the machine
 besides the batch (``/proc/meminfo``: at most ``SYNCFS_DIRTY_LIMIT`` or the batch's own footprint, whichever is
 more; see ``syncfs_bounded``), since syncfs writes back everything dirty on that filesystem. The batch's footprint
-is counted in pages, as the page cache dirties them: each file's bytes rounded up to pages, plus a page for its
-inode and directory entry (``footprint``). A recover of 4.3 GB (832 files) took 0.45 s to scan so, 0.53 s with a
-fsync per file; one of 100,000 segments of 4 KiB (a group of about 37,000 files of a few bytes, 300 MB of dirty
-pages) made 293,741 fsyncs, 19 s, while its bytes alone were counted. syncfs reports a writeback error of the
-filesystem since the descriptor it is given was opened; that descriptor is opened before the batch's first temporary
-file, so an error in writing any of them is seen. When syncfs fails, or is not bounded, each file is fsynced from a
-few threads as before (concurrent fsyncs share the journal's commits and the disk's cache flushes), which also names
-the file that failed.
+is counted in pages, as the page cache dirties them, and from above: each file's bytes rounded up to pages, plus
+a page for its inode and directory entry, which it shares with others (``footprint``). A recover of 4.3 GB (832
+files) took 0.45 s to scan so, 0.53 s with a fsync per file; one of 100,000 segments of 4 KiB (a group of about
+37,000 files of a few bytes, whose data pages alone are 150 MB) made 293,741 fsyncs, 19 s, while only its bytes
+were counted. syncfs reports a writeback error of the filesystem since the descriptor it is given was opened;
+that descriptor is opened before the batch's first temporary file, so an error in writing any of them is seen.
+When syncfs fails, or is not bounded, each file is fsynced from a few threads as before (concurrent fsyncs share
+the journal's commits and the disk's cache flushes), which also names the file that failed.
 """
 
 from __future__ import annotations
@@ -35,16 +35,17 @@ PAGE = mmap.PAGESIZE
 
 
 def footprint(size: int) -> int:
-    """The dirty page cache one new file of ``size`` bytes makes: its pages, and one for its inode and its
-    directory entry (a rename: that page alone, ``size`` 0)."""
+    """The dirty page cache one new file of ``size`` bytes makes, at most: its pages, and one for its inode and its
+    directory entry (a rename: that page alone, ``size`` 0). Those metadata blocks are shared (16 inodes to an
+    ext4 inode-table block), so a batch of tiny files counts up to twice what it dirties."""
     return -(-size // PAGE) * PAGE + PAGE
 
 
 def syncfs_bounded(dirty: int | None, batch: int) -> bool:
     """Whether one syncfs flushes little besides a batch of ``batch`` dirty bytes when the machine has ``dirty``
     (None: unknown, so not): what is not the batch's is at most ``SYNCFS_DIRTY_LIMIT`` or the batch itself,
-    whichever is more. A sibling task's batch is dirty beside this one's, and a flush that writes as much
-    else as its own costs at most twice its own."""
+    whichever is more. A sibling task's batch is dirty beside this one's. ``batch`` counts from above
+    (``footprint``), so what else the flush may write is of the order of its own, never unbounded."""
     return dirty is not None and dirty - batch <= max(SYNCFS_DIRTY_LIMIT, batch)
 
 

@@ -66,7 +66,6 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     return varint(len(body)) + bytes(body)
 
 
-
 def _finish(header_fields: list, payload: bytes) -> bytes:
     """The batch: header fields in ``RECORD_BATCH_V2`` order (length and crc computed here), then the records."""
     header_fields[1] = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload)

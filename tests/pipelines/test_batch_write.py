@@ -44,16 +44,21 @@ def test_discard_removes_temporaries(tmp_path):
     assert w.commit() == []
 
 
-def test_a_batchs_footprint_is_counted_in_pages(tmp_path):
-    """Each staged file counts its bytes rounded up to pages and a page for its inode and entry: 2,000 index
-    files of 8 bytes dirty 16 MB of page cache, not 16 KB (counted so, a recover of 100,000 small segments
-    took 293,741 fsyncs instead of one syncfs per group)."""
+def test_a_batchs_footprint_is_counted_in_pages(tmp_path, monkeypatch):
+    """Each staged file counts its bytes rounded up to pages and a page for its inode and entry, each rename a
+    page, and that is what the syncfs bound is asked about (counted in bytes, a recover of 100,000 small
+    segments took 293,741 fsyncs instead of one syncfs per group)."""
+    asked: list[int] = []
+    real = batch_write.syncfs_bounded
+    monkeypatch.setattr(batch_write, "syncfs_bounded", lambda dirty, batch: asked.append(batch) or real(dirty, batch))
     p = batch_write.PendingWrites()
-    for i in range(2000):
+    for i in range(3):
         assert p.stage(str(tmp_path / f"{i:020d}.index"), bytes(8))
     p.stage(str(tmp_path / "big.timeindex"), bytes(batch_write.PAGE + 1))
-    assert sum(p._footprints.values()) == 2000 * 2 * batch_write.PAGE + 3 * batch_write.PAGE
+    page = batch_write.PAGE
+    assert sum(p._footprints.values()) == 3 * 2 * page + 3 * page
     assert p.commit() == []
+    assert asked == [3 * 2 * page + 3 * page, 4 * page]  # the files, then the 4 renames' directory
     assert p._footprints == {}
 
 

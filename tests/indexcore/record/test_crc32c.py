@@ -39,11 +39,12 @@ def test_a_scan_process_imports_neither_the_package_nor_importlib_metadata():
         "from segdex.indexcore.log.producer_snapshot import snapshot_bytes\n"
         "from segdex.indexcore.record import crc32c\n"
         "kernel = native.load()\n"
-        "crc32c.crc32c(b'x')\n"
+        "check = crc32c.crc32c(b'123456789') == 0xE3069283 and crc32c.crc32c(b'6789', crc32c.crc32c(b'12345'))"
+        " == 0xE3069283\n"
         "snapshot_bytes([])\n"
-        "print(json.dumps({'kernel': kernel is not None, 'package': 'crc32c' in sys.modules,\n"
+        "print(json.dumps({'kernel': kernel is not None, 'check': check, 'package': 'crc32c' in sys.modules,\n"
         "                  'metadata': 'importlib.metadata' in sys.modules}))\n")
-    assert seen == {"kernel": True, "package": False, "metadata": False}
+    assert seen == {"kernel": True, "check": True, "package": False, "metadata": False}
 
 
 def test_a_package_imported_first_is_the_one_used():
@@ -53,3 +54,19 @@ def test_a_package_imported_first_is_the_one_used():
         "ok = crc32c.crc32c(b'123456789') == 0xE3069283\n"
         "print(json.dumps({'ok': ok, 'same': crc32c._extension() is sys.modules['crc32c._crc32c']}))\n")
     assert seen == {"ok": True, "same": True}
+
+
+def test_no_package_is_an_import_error_at_the_first_crc():
+    """Without the package (its name blocked in ``sys.modules``, as an import of a missing one fails): the
+    module still imports, and the first CRC raises ImportError naming it; the native kernel falls back to
+    another library."""
+    seen = _fresh(
+        "import json, sys\n"
+        "sys.modules['crc32c'] = None\n"
+        "from segdex.indexcore.record import crc32c\n"
+        "from segdex.indexcore.log.scan import native\n"
+        "try:\n    crc32c.crc32c(b'x')\n    error = None\n"
+        "except ImportError as e:\n    error = str(e)\n"
+        "kernel = native.load()\n"
+        "print(json.dumps({'error': error, 'symbol': native._crc.symbol if kernel else None}))\n")
+    assert seen == {"error": "the crc32c package (2.5 or later) is not installed", "symbol": "crc32c_extend"}
