@@ -57,13 +57,13 @@ def _extension() -> ModuleType:
 
 def crc32c(data, value: int = 0) -> int:
     """``Crc32C.compute``: the CRC-32C of ``data`` (any buffer), continuing from ``value``."""
-    return (_compute or _load())(data, value)
+    return (_compute or _bind())(data, value)
 
 
 _compute = None  # the extension's function, once loaded
 
 
-def _load():
+def _bind():
     global _compute
     _compute = _extension().crc32c
     return _compute
