@@ -138,7 +138,8 @@ class PendingWrites:
                 self._filesystems[dev] = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             self._devices[directory] = dev
 
-    def _close_filesystems(self) -> None:
+    def _release(self) -> None:
+        """The batch is done: its filesystem descriptors closed, its bookkeeping dropped."""
         for fd in self._filesystems.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -177,7 +178,7 @@ class PendingWrites:
                 keep.append((tmp, target))
         self.staged[:] = keep
         if not keep:
-            self._close_filesystems()
+            self._release()
 
     def commit(self) -> list[tuple[str, str]]:
         """Make staged files durable, rename them over their targets, fsync the directories.
@@ -185,7 +186,7 @@ class PendingWrites:
         Returns ``(target, error)`` for files that could not be replaced (their temporaries are removed).
         """
         if not self.staged:
-            self._close_filesystems()
+            self._release()
             return []
         failed = dict(self._make_durable([tmp for tmp, _ in self.staged], sum(self._footprints.values())))
         errors: list[tuple[str, str]] = []
@@ -200,11 +201,11 @@ class PendingWrites:
                 errors.append((path, e.strerror or str(e)))
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-        self._footprints.clear()  # renamed or removed: what is dirty now is each rename's page
         renamed = sum(len(files) for files in directories.values())
-        # A rename whose directory could not be made durable may not survive a crash: its file counts as failed.
+        # What the renames dirtied is a page each. A rename whose directory could not be made durable may not
+        # survive a crash: its file counts as failed.
         for directory, why in self._make_durable(list(directories), renamed * footprint(0), directory=True):
             errors += [(path, f"fsync of its directory failed: {why}") for path in directories[directory]]
         self.staged.clear()
-        self._close_filesystems()
+        self._release()
         return errors

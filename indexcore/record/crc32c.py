@@ -17,7 +17,7 @@ from types import ModuleType
 PACKAGE = "crc32c"
 EXTENSION = f"{PACKAGE}._crc32c"
 
-_module: ModuleType | None = None
+_compute = None  # the extension's crc32c function, once looked up (``crc32c``)
 
 
 def extension_path() -> str:
@@ -42,25 +42,20 @@ def extension_path() -> str:
 
 
 def _extension() -> ModuleType:
-    global _module
-    if _module is None:
-        module = sys.modules.get(EXTENSION)
-        if module is None:
-            path = extension_path()
-            loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
-            spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
-            module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
-        _module = module
-    return _module
+    """The package's extension module: the one imported already, else loaded from its file (no ``__init__``)."""
+    module = sys.modules.get(EXTENSION)
+    if module is None:
+        path = extension_path()
+        loader = importlib.machinery.ExtensionFileLoader(EXTENSION, path)
+        spec = importlib.util.spec_from_file_location(EXTENSION, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    return module
 
 
 def crc32c(data, value: int = 0) -> int:
     """``Crc32C.compute``: the CRC-32C of ``data`` (any buffer), continuing from ``value``."""
     return (_compute or _bind())(data, value)
-
-
-_compute = None  # the extension's function, once loaded
 
 
 def _bind():
