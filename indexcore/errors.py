@@ -2,7 +2,12 @@
 
 
 class SegdexError(Exception):
-    """Base class for every error indexcore raises on bad input."""
+    """Base class for every error indexcore raises on bad input.
+
+    ``kafka_class``: the Java exception Kafka throws for the same condition, where the message is Kafka's too (so
+    ``f"{e.kafka_class}: {e}"`` is the line a broker logs)."""
+
+    kafka_class: str | None = None
 
 
 class CorruptRecordException(SegdexError):
@@ -29,7 +34,10 @@ class InvalidOffsetException(SegdexError):
 
 
 class IndexFullException(SegdexError):
-    """An append to an index whose maximum entry count was reached."""
+    """An append to an index whose maximum entry count was reached (Kafka's ``OffsetIndex.append`` and
+    ``TimeIndex.maybeAppend`` throw an ``IllegalArgumentException`` with this message)."""
+
+    kafka_class = "java.lang.IllegalArgumentException"
 
 
 class CorruptIndexException(SegdexError):

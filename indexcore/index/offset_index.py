@@ -36,7 +36,7 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int) -> None:
         """Append an entry; offsets must strictly grow (``OffsetIndex.append``)."""
         if self.is_full:
-            raise IndexFullException(f"Attempt to append to a full index (size = {len(self)})")
+            raise IndexFullException(f"Attempt to append to a full index (size = {len(self)}).")
         if self.data and offset <= self.last_offset:
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to position {len(self)} no larger than the "

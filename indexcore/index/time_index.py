@@ -41,7 +41,7 @@ class TimeIndex(AbstractIndex):
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """``TimeIndex.maybeAppend``: append only a strictly greater timestamp."""
         if not skip_full_check and self.is_full:
-            raise IndexFullException(f"Attempt to append to a full time index (size = {len(self)})")
+            raise IndexFullException(f"Attempt to append to a full time index (size = {len(self)}).")
         last_ts, last_offset = self.last_entry()
         if self.data and offset < last_offset:
             raise InvalidOffsetException(

@@ -9,6 +9,15 @@ A round (``Cleaner.doClean``), for a ``LogToClean`` at the clock ``now``:
    then holds.
 2. ``group_segments_by_size``: every segment below ``end_offset``, from the log's first, in groups of at most
    ``segment.bytes`` (index sizes within ``segment.index.bytes``, offsets within an int32 of the group's base).
+   The index check adds up the sources' index sizes as loaded (entries x 8, entries x 12), but the merged segment
+   can need more entries than their sum: its entries are appended as ``LogSegment.append`` appends them, with the
+   bytes since the last entry carried across each source's boundary (so the first batch of every source after
+   the first may be indexed, where each source had started a fresh count), and ``TimeIndex.isFull`` keeps the
+   last of its ``segment.index.bytes / 12`` slots for the final entry ``onBecomeInactiveSegment`` appends. A
+   group whose sources' indexes nearly fill ``segment.index.bytes`` can therefore overflow: Kafka's
+   ``OffsetIndex.append`` or ``TimeIndex.maybeAppend`` throws ``IllegalArgumentException: Attempt to append to a
+   full (time) index (size = N).``, the round fails (the groups before it already swapped in), and a broker's
+   cleaner thread marks the partition uncleanable. ``clean`` raises ``LogCleaningException`` with that text.
 3. ``clean_segments``: each group becomes one segment named by its first base offset. Per batch
    (``cleanInto``/``MemoryRecords.filterTo``): a record stays when its key's latest offset is its own (or beyond
    the map), a tombstone only until its batch's delete horizon, keyless records go; aborted data goes; a marker
@@ -35,7 +44,7 @@ import bisect
 import contextlib
 from dataclasses import dataclass, field
 
-from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.errors import IndexFullException, SegdexError
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
 from segdex.indexcore.index.time_index import TimeIndex
@@ -64,7 +73,13 @@ _END, _FULL, _COPY, _REBUILT = 0, 1, 3, 4
 
 
 class LogCleaningException(SegdexError):
-    """A round Kafka's cleaner would abort (the partition is then marked uncleanable)."""
+    """A round Kafka's cleaner would abort (a broker's cleaner thread then marks the partition uncleanable and
+    leaves it dirty). ``kafka_exception``: what Kafka's ``Cleaner`` throws there (its class and message), where
+    segdex knows it."""
+
+    def __init__(self, message: str, kafka_exception: str | None = None) -> None:
+        super().__init__(message)
+        self.kafka_exception = kafka_exception
 
 
 @dataclass
@@ -199,6 +214,16 @@ def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: i
             if txn.last_stable_offset >= upper_bound_offset:
                 return out
     return out
+
+
+def _index_full(e: IndexFullException, group: list[CleanerSegment], max_index_size: int) -> LogCleaningException:
+    """Kafka's failure where a group's cleaned segment outgrows its index (see the module's docs): the round throws
+    and a broker marks the partition uncleanable."""
+    bases = ", ".join(str(s.base_offset) for s in group)
+    return LogCleaningException(
+        f"Kafka's cleaner fails this round ({e.kafka_class}: {e}): segments {bases} merged into one outgrow its "
+        f"index of segment.index.bytes={max_index_size}; a broker marks the partition uncleanable and leaves it "
+        f"dirty", kafka_exception=f"{e.kafka_class}: {e}")
 
 
 def _delete_horizon(buf, batch: RecordBatch) -> int | None:
@@ -342,8 +367,11 @@ class Cleaner:
         cleaned = []
         for group in self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
                                                  config.segment_index_bytes, upper):
-            cleaned.append(self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms,
-                                                tm, legacy_horizon, high_watermark, stats))
+            try:
+                cleaned.append(self._clean_segments(segs, group, log_start_offset, active_producers, config,
+                                                    now_ms, tm, legacy_horizon, high_watermark, stats))
+            except IndexFullException as e:
+                raise _index_full(e, group, config.segment_index_bytes) from None
         return CleaningRound(end_offset, cleaned, stats)
 
     def _clean_segments(self, segs: list[CleanerSegment], group: list[CleanerSegment], log_start_offset: int,

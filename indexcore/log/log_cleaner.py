@@ -223,11 +223,8 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, keep_files)
     try:
         round_ = cleaning.clean(loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
-    except UnsupportedCompressionException as e:
-        plan.error = f"not planned: {e} (snappy batches are rebuilt by the _snappy kernel, not built here)"
-        return plan, None
-    except (LogCleaningException, SegdexError, OSError) as e:
-        plan.error = f"not planned: {getattr(e, 'strerror', None) or e}"
+    except (UnsupportedCompressionException, SegdexError, OSError) as e:
+        plan.error = _round_error(e)
         return plan, None
     _round_plan(plan, round_, view.log.first_uncleanable_offset)
     if until_clean:
@@ -240,8 +237,8 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
                 break
             try:
                 later = cleaning.clean(segs, view.log, start, hw, loaded.active_producers(), config, now_ms)
-            except (UnsupportedCompressionException, LogCleaningException, SegdexError, OSError) as e:
-                plan.error = f"round {plan.rounds + 1} not planned: {getattr(e, 'strerror', None) or e}"
+            except (UnsupportedCompressionException, SegdexError, OSError) as e:
+                plan.error = _round_error(e, f"round {plan.rounds + 1}")
                 break
             if later.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
                 plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
@@ -249,6 +246,17 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
             plan = plan.followed_by(_round_plan(CleaningPlan(), later, view.log.first_uncleanable_offset))
             previous = later
     return plan, round_
+
+
+def _round_error(e: Exception, where: str = "") -> str:
+    """A plan's error for a round that raised: where Kafka's own round throws, its failure is the answer; anything
+    else is a round segdex did not plan."""
+    if isinstance(e, LogCleaningException) and e.kafka_exception:
+        return f"{where}: {e}" if where else str(e)
+    why = f"{getattr(e, 'strerror', None) or e}"
+    if isinstance(e, UnsupportedCompressionException):
+        why += " (snappy batches are rebuilt by the _snappy kernel, not built here)"
+    return f"{where} not planned: {why}" if where else f"not planned: {why}"
 
 
 def _round_plan(plan: CleaningPlan, round_: CleaningRound, first_uncleanable_offset: int) -> CleaningPlan:

@@ -15,7 +15,13 @@ from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 from segdex.jobs.cli import main as segdex
 from segdex.pipelines.metadata_store import MetadataStore
 from segdex.pipelines.schemas import CLEANING_TABLE
-from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.compacted_partitions import (
+    HOUR_MS,
+    OUTGROWN_CONFIGS,
+    OUTGROWN_ERROR,
+    compacted_partition,
+    outgrown_partition,
+)
 
 T0 = 1_700_000_000_000
 
@@ -188,3 +194,29 @@ def test_a_corrupt_partition_is_left_alone_and_the_others_cleaned(tmp_path: Path
     assert f"error: orders-1: not loaded: {first.name}: corrupt_log_tail" in err
     assert {p.name: p.read_bytes() for p in (log_dir / "orders-1").iterdir()} == before
     assert "orders-0: cleaned: " in out
+
+
+def test_a_round_kafkas_cleaner_fails_is_an_error_row_and_changes_nothing(tmp_path: Path, capsys):
+    """Where Kafka's round throws (a merged segment outgrows its time index: ``outgrown_partition``), a plan and
+    ``--apply`` both say so with Kafka's exception, the partition's ``cleaning`` row is ``error``, its files are
+    untouched and no checkpoint is written for it; the log dir's other compacted partition is cleaned; exit 1."""
+    from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+
+    log_dir, now = _compacted_log_dir(tmp_path, 1)
+    outgrown_partition(log_dir / "outgrown-0", T0)
+    before = _tree(log_dir / "outgrown-0")
+    base = ["clean", "--now", str(now), "--metadata", str(tmp_path / "meta"), "--topic-config",
+            "orders:cleanup.policy=compact", *[a for k, v in OUTGROWN_CONFIGS.items()
+                                                for a in ("--topic-config", f"outgrown:{k}={v}")]]
+    for apply in ([], ["--apply", "--discard"]):
+        assert segdex([*base, *apply, str(log_dir)]) == 1
+        out, err = capsys.readouterr()
+        assert f"error: outgrown-0: Kafka's cleaner fails this round ({OUTGROWN_ERROR}): segments 0, 5 merged " \
+               f"into one outgrow its index of segment.index.bytes=96" in err, err
+        assert ("orders-0: cleaned: " if apply else "orders-0: would clean: ") in out
+        assert _tree(log_dir / "outgrown-0") == before
+    assert set(read_offset_checkpoint(log_dir / "cleaner-offset-checkpoint")) == {("orders", 0)}
+    rows = MetadataStore(str(tmp_path / "meta")).read(CLEANING_TABLE.name).to_pylist()
+    assert sorted((r["topic"], r["status"]) for r in rows) == [
+        ("orders", "applied"), ("orders", "planned"), ("outgrown", "error"), ("outgrown", "error")]
+    assert all(OUTGROWN_ERROR in r["error"] for r in rows if r["topic"] == "outgrown")

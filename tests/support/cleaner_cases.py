@@ -13,14 +13,16 @@ Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``
 
 from __future__ import annotations
 
+import functools
 import os
 import random
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, CleaningRound
+from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningException
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
@@ -46,6 +48,8 @@ class CleanerVerdict:
     grouped: int = 0
     emptied: int = 0
     recompressed: dict[int, int] = field(default_factory=dict)
+    kafka_threw: str | None = None  # the exception both Kafka's round and segdex's ended with
+    threw: dict[str, int] = field(default_factory=dict)  # over cases added: those exceptions, by their text's kind
 
     def count(self, round_: CleaningRound, first_uncleanable_offset: int) -> None:
         """What one round covered."""
@@ -62,20 +66,29 @@ class CleanerVerdict:
         for name in ("rounds", "rebuilt", "full", "txn_files", "grouped", "emptied"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.add_recompressed(other.recompressed)
+        for kind, n in ({_kind(other.kafka_threw): 1} if other.kafka_threw else other.threw).items():
+            self.threw[kind] = self.threw.get(kind, 0) + n
 
     def add_recompressed(self, by_codec: dict[int, int]) -> None:
         for codec, n in by_codec.items():
             self.recompressed[codec] = self.recompressed.get(codec, 0) + n
 
 
+def _kind(exception: str) -> str:
+    """An exception's text without its numbers: its kind."""
+    return re.sub(r"-?\d+", "N", exception)
+
+
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
-                   wide: bool = False) -> CleanerVerdict:
+                   wide: bool = False, tight: bool = False) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
-    (the cleaner's grouping by index size)."""
-    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide)
-    verdict = CleanerVerdict(kind=f"{'wide' if wide else 'base'}/map of {dedupe // 24} keys")
+    (the cleaner's grouping by index size). ``tight`` (with ``wide``) sets ``segment.index.bytes`` at the edge of
+    a merge: two neighbours' indexes just fit it, so the merged segment's can outgrow it and Kafka's round throw
+    (``Cleaner``'s module docs)."""
+    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight)
+    verdict = CleanerVerdict(kind=f"{'tight' if tight else 'wide' if wide else 'base'}/map of {dedupe // 24} keys")
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
@@ -111,11 +124,11 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
             return verdict
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
-        try:
-            round_ = Cleaner(SkimpyOffsetMap(dedupe)).clean(segs, view.log, start, hw, loaded.active_producers(),
-                                                            config, now)
-        except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on
-            verdict.mismatches.append(f"{where}: segdex raised {type(e).__name__}: {e}")
+        round_, failed = _round(functools.partial(Cleaner(SkimpyOffsetMap(dedupe)).clean, segs, view.log, start, hw,
+                                                  loaded.active_producers(), config, now), answer, verdict)
+        if failed is not None:
+            if failed:
+                verdict.mismatches.append(f"{where}: {failed}")
             return verdict
         if round_.end_offset != answer["endOffset"]:
             verdict.mismatches.append(f"{where}: end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
@@ -129,11 +142,31 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     return verdict
 
 
-def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...],
-          wide: bool) -> tuple[Path, Path, LogConfig, int, int]:
+def _round(clean, answer: dict, verdict: CleanerVerdict) -> tuple[CleaningRound | None, str | None]:
+    """segdex's round (``clean()``) against Kafka's answer: (the round, None) when both cleaned; (None, "") when
+    both threw the same (``verdict.kafka_threw`` then says what); (None, why) when they differ."""
+    try:
+        round_ = clean()
+    except LogCleaningException as e:
+        if e.kafka_exception != answer.get("cleanException"):
+            return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
+        verdict.kafka_threw = e.kafka_exception
+        return None, ""
+    except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on
+        return None, f"segdex raised {type(e).__name__}: {e}"
+    if "cleanException" in answer:
+        return None, f"Kafka's round threw {answer['cleanException']}, segdex's did not"
+    return round_, None
+
+
+def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool,
+          tight: bool = False) -> tuple[Path, Path, LogConfig, int, int]:
     """The case's two copies of one partition, its topic config, clock and offset map size."""
     shutil.rmtree(work, ignore_errors=True)
-    data, last_ts = compacted_partition(rng, T0, codecs=codecs)
+    # tight: few keys overwritten (cleaning keeps most entries), half of them with time indexes of few entries (the
+    # offset index the first to fill)
+    data, last_ts = compacted_partition(rng, T0, codecs=codecs, keys_at_least=5000 if tight else 0,
+                                        still_clock=tight and rng.random() < 0.5)
     ours, theirs = work / "ours" / "c-0", work / "theirs" / "c-0"
     ours.mkdir(parents=True)
     for n, (base, seg) in enumerate(sorted(data.items())):
@@ -149,9 +182,25 @@ def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...],
             segs = load_for_cleaning(str(ours), config, last_ts).segments
             need = max(max(len(s.offset_index) * 8, s.time_index_entries * 12) for s in segs)
             config = replace(config, segment_index_bytes=need + rng.choice([24, 48, 240]))
+        if tight:  # indexes of some entries, segments merged, a map that holds every key: the round gets there
+            config = replace(config, segment_bytes=1 << 20, min_compaction_lag_ms=0,
+                             index_interval_bytes=rng.choice([1, 100]))
+            config = replace(config, segment_index_bytes=_merge_edge(rng, ours, config))
     now = last_ts + rng.choice([0, HOUR_MS, 2 * DAY_MS])
-    dedupe = 24 * rng.choice([3, 12, 10_000])
+    dedupe = 24 * (10_000 if tight else rng.choice([3, 12, 10_000]))
     return ours, theirs, config, now, dedupe
+
+
+def _merge_edge(rng: random.Random, part: Path, config: LogConfig) -> int:
+    """A ``segment.index.bytes`` that the indexes of the log's first few segments (as a broker loads them) just fit
+    together, a few bytes to spare at most, so that the cleaner's first group is those segments; every segment's
+    own index fits too, as its recovery fills it."""
+    segs = load_for_cleaning(str(part), replace(config, segment_index_bytes=10 * 1024 * 1024), T0).segments
+    sizes = [(len(s.offset_index) * 8, s.time_index_entries * 12) for s in segs]
+    # TimeIndex.maybeAppend checks fullness at every call, appending or not: two slots beyond the entries
+    own = max(max(o, t + 24) for o, t in sizes)
+    firsts = [max(sum(o for o, _ in sizes[:k]), sum(t for _, t in sizes[:k])) for k in range(2, len(sizes))]
+    return max(own, rng.choice(firsts or [own])) + rng.choice([0, 0, 4, 8, 12])
 
 
 def apply_round(part: Path, round_: CleaningRound) -> None:

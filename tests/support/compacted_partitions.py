@@ -8,23 +8,27 @@ cleanable``)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
-from segdex.indexcore.tools.segment_writer import Record, build_batch
+from segdex.indexcore.tools.segment_writer import Record, build_batch, segment_name
 
 HOUR_MS = 3_600_000
 
 
-def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (0,)) -> tuple[dict[int, bytes], int]:
+def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (0,), keys_at_least: int = 0,
+                        still_clock: bool = False) -> tuple[dict[int, bytes], int]:
     """(segments by base offset, the timestamp of the last batch); data batches compressed with one of ``codecs``
-    each."""
-    keys = [f"key-{i}".encode() for i in range(rng.choice([3, 20, 200]))]
+    each, their keys drawn from 3, 20 or 200 (or ``keys_at_least``: few overwritten, so cleaning keeps most).
+    ``still_clock``: most batches at the last one's timestamp (time indexes of few entries beside their offset
+    indexes)."""
+    keys = [f"key-{i}".encode() for i in range(max(keys_at_least, rng.choice([3, 20, 200])))]
     producers = {pid: {"epoch": 0, "seq": 0, "txn": False, "transactional": rng.random() < 0.5}
                  for pid in rng.sample(range(1000, 1100), rng.choice([0, 1, 4]))}
     batches: list[bytes] = []
     transactional: list[int] = []  # indexes of transactional data batches
     offset, ts = rng.choice([0, 0, 300]), t0
     for _ in range(rng.randint(4, 120)):
-        ts += rng.choice([1, 1000, HOUR_MS, 12 * HOUR_MS])
+        ts += rng.choice([0, 0, 0, 0, 1] if still_clock else [1, 1000, HOUR_MS, 12 * HOUR_MS])
         pid = rng.choice(sorted(producers)) if producers and rng.random() < 0.6 else -1
         p = producers.get(pid)
         if p and p["txn"] and rng.random() < 0.3:
@@ -60,3 +64,20 @@ def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (
 
 def _codec(rng: random.Random, codecs: tuple[int, ...]) -> int:
     return rng.choice(codecs) if len(codecs) > 1 else codecs[0]  # one codec: the draws of uncompressed cases
+
+
+# A partition whose cleaned group outgrows its time index (``Cleaner``'s module docs): at ``index.interval.bytes``
+# 1 every batch but a segment's first is indexed, so two segments of 5 batches have 4 time index entries each (48
+# bytes); ``segment.index.bytes`` 96 lets the cleaner merge them, but their merged segment indexes 9 batches where
+# its time index takes 7 before its last slot: Kafka's round throws.
+OUTGROWN_CONFIGS = {"cleanup.policy": "compact", "index.interval.bytes": 1, "segment.index.bytes": 96}
+OUTGROWN_ERROR = "java.lang.IllegalArgumentException: Attempt to append to a full time index (size = 7)."
+
+
+def outgrown_partition(part: Path, t0: int) -> None:
+    """Write that partition into ``part``: segments 0 and 5 of five batches of distinct keys, an active segment 10."""
+    part.mkdir(parents=True)
+    for base, count in ((0, 5), (5, 5), (10, 1)):
+        batches = [build_batch(o, [Record(o, t0 + o, f"key-{o}".encode(), b"v" * 10)])
+                   for o in range(base, base + count)]
+        (part / segment_name(base)).write_bytes(b"".join(batches))

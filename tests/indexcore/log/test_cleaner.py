@@ -12,13 +12,16 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
+
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner
+from segdex.indexcore.log.cleaner import Cleaner, LogCleaningException
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 from tests.support.cleaner_cases import T0, CleanerVerdict, judge_cleaning
+from tests.support.compacted_partitions import OUTGROWN_CONFIGS, OUTGROWN_ERROR, outgrown_partition
 
 
 def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Path):
@@ -34,6 +37,7 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
         total.add(v)
     assert (total.rounds > 50 and total.rebuilt > 100 and total.grouped > 5 and total.full > 5
             and total.txn_files >= 3 and total.emptied >= 1), total
+    assert not total.threw  # no case here makes Kafka's round throw
     # gzip (java.util.zip over the same libz), snappy (snappy-java's), lz4 (Kafka's frame) and zstd (zstd-jni's
     # stream) batches rebuilt
     assert all(total.recompressed.get(c, 0) > 5 for c in (1, 2, 3, 4)), total.recompressed
@@ -244,3 +248,48 @@ def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path)
     assert [(c.base_offset, c.replaces, c.offset_index, c.time_index, c.log) for c in planned.segments] == [
         (c.base_offset, c.replaces, c.offset_index, c.time_index, b"") for c in kept.segments]
     assert peaks[1] < peaks[0] / 4, peaks
+
+
+def test_rounds_at_the_edge_of_a_merge_fail_where_kafkas_do(kafka44, tmp_path: Path):
+    """``segment.index.bytes`` that a group's sources' indexes just fit (``judge_cleaning(tight=True)``): where
+    Kafka's round throws (a merged segment's offset or time index full), segdex's fails with the same exception,
+    and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them."""
+    total = CleanerVerdict()
+    v = judge_cleaning(random.Random(20261188784039), kafka44, tmp_path / "case", wide=True)
+    assert not v.mismatches and v.kafka_threw == (
+        "java.lang.IllegalArgumentException: Attempt to append to a full time index (size = 57).")
+    rng = random.Random(41)
+    for i in range(24):
+        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=True, tight=True)
+        assert not v.mismatches, (i, v.mismatches)
+        total.add(v)
+    assert set(total.threw) == {
+        "java.lang.IllegalArgumentException: Attempt to append to a full index (size = N).",
+        "java.lang.IllegalArgumentException: Attempt to append to a full time index (size = N)."}, total.threw
+    assert total.rounds >= 10  # and others cleaned
+
+
+def test_a_merged_segment_that_outgrows_its_time_index_is_kafkas_failure(kafka44, tmp_path: Path):
+    """Two segments whose time indexes fill ``segment.index.bytes`` together: Kafka's round throws, and so does
+    segdex's (``LogCleaningException`` with Kafka's exception); one slot more and both clean the two into one."""
+    part, theirs = tmp_path / "ours" / "c-0", tmp_path / "theirs" / "c-0"
+    outgrown_partition(part, T0)
+    shutil.copytree(part, theirs)
+    now = T0 + 3_600_000
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=96)
+    assert kafka44.cleanable(theirs, now, dedupe_bytes=2400, config=OUTGROWN_CONFIGS)["cleanException"] == \
+        OUTGROWN_ERROR
+    segs, producers, start, leo, view = load(part, config, now)
+    with pytest.raises(LogCleaningException) as e:
+        Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, producers, config, now)
+    assert e.value.kafka_exception == OUTGROWN_ERROR
+    assert str(e.value).startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR}): segments 0, 5 merged")
+    roomier = dict(OUTGROWN_CONFIGS, **{"segment.index.bytes": 120})
+    answer = kafka44.cleanable(theirs, now, dedupe_bytes=2400, config=roomier)
+    round_ = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, producers,
+                                                  LogConfig(cleanup_policy="compact", index_interval_bytes=1,
+                                                            segment_index_bytes=120), now)
+    assert "cleanException" not in answer and round_.end_offset == answer["endOffset"] == 10
+    assert [c.replaces for c in round_.segments] == [[0, 5]]
+    assert round_.segments[0].time_index == (theirs / "00000000000000000000.timeindex").read_bytes()
+    assert len(round_.segments[0].time_index) // 12 == 9

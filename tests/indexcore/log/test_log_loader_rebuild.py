@@ -196,7 +196,7 @@ def test_the_configured_index_size_bounds_recovery(tmp_path: Path):
     seg = PartitionRecovery(LogConfig(index_interval_bytes=1, segment_index_bytes=16)).recover_segment(str(log), 0)
     size = len(build_batch(0, [(T, b"k", b"v")]))
     assert (seg.status, seg.reason) == (SegmentStatus.ERROR, Reason(
-        f"IndexFullException at position {size}: Attempt to append to a full time index (size = 0)", str(log)))
+        f"IndexFullException at position {size}: Attempt to append to a full time index (size = 0).", str(log)))
 
 
 def test_producer_state_carries_into_the_next_segment(tmp_path: Path):

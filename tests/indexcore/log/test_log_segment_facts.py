@@ -112,7 +112,7 @@ def test_recovery_stops_at_a_full_offset_index(native: bool):
     entry cannot be written. Kafka's recovery of the same segment does the same (test_kafka_oracle)."""
     buf = full_offset_index_segment()
     result = recover(buf, 0, 0, max_index_size=64, native=native)
-    assert result.error == "IndexFullException at position 630: Attempt to append to a full index (size = 8)"
+    assert result.error == "IndexFullException at position 630: Attempt to append to a full index (size = 8)."
     assert len(result.offset_index.to_bytes()) == 64 and result.valid_bytes == 630
 
 

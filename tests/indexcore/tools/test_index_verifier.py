@@ -269,7 +269,7 @@ def test_offset_index_append_refusals():
     idx.append(110, 900)
     with pytest.raises(IndexFullException) as e:
         idx.append(120, 1500)
-    assert str(e.value) == "Attempt to append to a full index (size = 2)"
+    assert str(e.value) == "Attempt to append to a full index (size = 2)."
 
 
 def test_relative_offsets_span_the_whole_int32_range():

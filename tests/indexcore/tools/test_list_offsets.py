@@ -165,7 +165,7 @@ def test_segments_kafka_cannot_load_fail_the_request(tmp_path):
     with pytest.raises(SegdexError) as e:
         list_offset(part, LATEST_TIMESTAMP, config)
     assert str(e.value) == (f"00000000000000000000.log: IndexFullException at position {2 * len(batches[0])}: "
-                            f"Attempt to append to a full time index (size = 1)")
+                            f"Attempt to append to a full time index (size = 1).")
     assert answer(list_offset(part, LATEST_TIMESTAMP)) == ("tiny", 0, 6, -1, 0, None)
 
 

@@ -301,7 +301,8 @@ public final class KafkaOracle {
      * {@code maxCompactionDelay} and {@code LogToClean}, all at {@code now}; with {@code dedupe > 0} also one
      * {@code Cleaner.doClean} round with an offset map of that many bytes, which rewrites the dir as Kafka's
      * cleaner does (its {@code .deleted} files removed) and answers the round's end offset and its milliseconds
-     * ({@code cleanMs}: {@code doClean} alone, what the cleaning benchmark compares).
+     * ({@code cleanMs}: {@code doClean} alone, what the cleaning benchmark compares), or {@code cleanException}
+     * where the round threw (the view's fields still answered).
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
                                     String configPairs) throws Exception {
@@ -339,10 +340,16 @@ public final class KafkaOracle {
                     throttlerClass, Time.class, k.checkDoneType)
                     .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, k.checkDone());
                 long t0 = System.nanoTime();
-                Object result = k.cleaner.getMethod("doClean", k.toClean, long.class).invoke(cleaner, ltc, now);
-                double cleanMs = (System.nanoTime() - t0) / 1e6;
-                answer.append(",\"endOffset\":").append(k.endOffset(result))
-                    .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
+                try {
+                    Object result = k.cleaner.getMethod("doClean", k.toClean, long.class).invoke(cleaner, ltc, now);
+                    double cleanMs = (System.nanoTime() - t0) / 1e6;
+                    answer.append(",\"endOffset\":").append(k.endOffset(result))
+                        .append(",\"cleanMs\":").append(String.format("%.3f", cleanMs));
+                } catch (InvocationTargetException ite) {
+                    // the round threw (a broker's cleaner thread then marks the partition uncleanable): the view
+                    // above stands, the round's answer is the exception
+                    answer.append(",\"cleanException\":").append(quote(describe(ite.getCause())));
+                }
             }
             return answer.append("}").toString();
         } catch (InvocationTargetException ite) {
