@@ -5,9 +5,10 @@
 
 With ``--cleaner`` the cases are compacted partitions cleaned two rounds each by Kafka 4.4's own cleaner and by
 segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the cleaner's view and end offsets, or
-the exception where Kafka's round throws; a third of them draw ``min.compaction.lag.ms`` and small
-``segment.index.bytes`` too, a third put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
-outgrow a merged segment's index and throw).
+the exception where Kafka's round throws. A quarter of them draw ``min.compaction.lag.ms`` and small
+``segment.index.bytes`` too, a quarter put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
+outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1 message formats (which Kafka
+4.4's cleaner rewrites as v2 batches; keyless records among them).
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
@@ -86,12 +87,14 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
         try:
             for i in range(cases):
                 case_seed = seed * 1_000_003 + i
-                wide, tight = i % 3 >= 1, i % 3 == 2  # base, wide and tight cases in turn
-                v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight)
+                # base, wide, tight and v0/v1 cases in turn
+                wide, tight, magic = i % 4 >= 1, i % 4 == 2, (2, 2, 2, i // 4 % 2)[i % 4]
+                v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic)
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:
-                    bad[v.kind].append(f"seed {case_seed} (wide={wide}, tight={tight}): {'; '.join(v.mismatches)}")
+                    bad[v.kind].append(f"seed {case_seed} (wide={wide}, tight={tight}, magic={magic}): "
+                                       f"{'; '.join(v.mismatches)}")
         finally:
             oracle.close()
     mismatched = sum(len(v) for v in bad.values())

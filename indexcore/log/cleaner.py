@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import IndexFullException, SegdexError
@@ -64,12 +65,21 @@ from segdex.indexcore.record.record_batch import RecordBatch, read_batch_header
 from segdex.indexcore.record.records import control_record, records
 
 INT32_MAX = 2**31 - 1
+MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes and message.max.bytes by default: how far the read buffer grows
 NO_TIMESTAMP = -1
 # BatchRetention
 DELETE, DELETE_EMPTY, RETAIN_EMPTY = "DELETE", "DELETE_EMPTY", "RETAIN_EMPTY"
 # what the cleaner kernel's loops (``_cleaner.c``) stop at: no batch left, the offset map full, a batch to copy, one
 # rebuilt
 _END, _FULL, _COPY, _REBUILT = 0, 1, 3, 4
+
+
+class LogSegmentOffsetOverflowException(SegdexError):
+    """``LogSegment.append`` of a batch whose last offset is no int32 above the segment's base offset."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(f"offset {offset} does not fit the segment")
+        self.offset = offset
 
 
 class LogCleaningException(SegdexError):
@@ -226,6 +236,49 @@ def _index_full(e: IndexFullException, group: list[CleanerSegment], max_index_si
         f"dirty", kafka_exception=f"{e.kafka_class}: {e}")
 
 
+def _offset_overflow(e: LogSegmentOffsetOverflowException, seg: CleanerSegment,
+                     cleaned_base: int) -> LogCleaningException:
+    """``Cleaner.cleanSegments`` on a kept batch that does not fit the cleaned segment: Kafka splits the source
+    segment it came from (``splitOverflowedSegment``) and aborts the round, which it retries. Its split requires
+    the source to overflow its own base (``LogSegment.hasOverflow``); where it does not (a v0/v1 log whose segments
+    older brokers named by a compressed wrapper's last offset, its first records below the base), the requirement
+    throws and a broker marks the partition uncleanable."""
+    if seg.next_offset > seg.base_offset and not 0 <= seg.next_offset - 1 - seg.base_offset <= INT32_MAX:
+        return LogCleaningException(f"Kafka's cleaner would split segment {seg.base_offset} (its offsets overflow "
+                                    f"it) and clean it in a later round; segdex does not split segments")
+    kafka = ("java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow, and "
+             f"the problem path is {os.path.abspath(seg.log_path)}")
+    return LogCleaningException(
+        f"Kafka's cleaner fails this round ({kafka}): offset {e.offset}, the last kept of a message set of segment "
+        f"{seg.base_offset}, lies below the cleaned segment's base offset {cleaned_base}; a broker marks the "
+        f"partition uncleanable and leaves it dirty", kafka_exception=kafka)
+
+
+def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, io_buffer_size: int) -> None:
+    """``cleanInto`` reads a source segment a buffer at a time (the complete batches within ``io_buffer_size``
+    bytes, the buffer doubled while one batch does not fit, up to the larger of the batch and
+    ``max.message.bytes``) and appends each buffer's kept batches at once, ``LogSegment.ensureOffsetInRange``
+    checking only their largest offset: ``LogSegmentOffsetOverflowException`` for the first buffer whose largest
+    kept offset does not fit the cleaned segment (a batch below its base passes where a later one in its buffer
+    fits). Called only when some kept offset does not fit: it walks the segment's batch headers."""
+    chunks, start, cap = [], 0, io_buffer_size
+    for batch in batches(buf, 0):
+        size = batch.size_in_bytes
+        if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
+            chunks.append(start)
+            start = batch.position
+        while size > cap:  # growBuffersOrFail: a read that holds no whole batch (the buffer stays grown)
+            cap = min(cap * 2, max(size if cap >= MAX_MESSAGE_BYTES else MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES))
+    chunks.append(start)
+    largest: dict[int, int] = {}
+    for position, offset in kept:
+        chunk = chunks[bisect.bisect_right(chunks, position) - 1]
+        largest[chunk] = max(largest.get(chunk, offset), offset)
+    for chunk in sorted(largest):
+        if not 0 <= largest[chunk] - cleaned_base <= INT32_MAX:
+            raise LogSegmentOffsetOverflowException(largest[chunk])
+
+
 def _delete_horizon(buf, batch: RecordBatch) -> int | None:
     """``RecordBatch.deleteHorizonMs``: the base timestamp when attribute bit 6 is set."""
     if batch.magic < 2 or not batch.attributes & DELETE_HORIZON_FLAG_MASK:
@@ -267,12 +320,16 @@ def _check_batch_retention(buf, batch: RecordBatch, horizon: int | None, tm: Cle
 class Cleaner:
     """``Cleaner`` for one partition's segments (in offset order, the last one active)."""
 
-    def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9, keep_files: bool = True) -> None:
+    def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9, keep_files: bool = True,
+                 io_buffer_size: int = 262_144) -> None:
         """``keep_files`` False: a plan's round, which keeps the cleaned segments' sizes, indexes and counts but
-        not their ``.log`` bytes (``CleanedSegment.log`` empty), so that its memory is the indexes', not the log's."""
+        not their ``.log`` bytes (``CleanedSegment.log`` empty), so that its memory is the indexes', not the log's.
+        ``io_buffer_size``: the thread's read buffer (``CleanerConfig.thread_io_buffer_size``), which decides the
+        chunks ``cleanInto`` appends at once (``_chunk_overflow``)."""
         self.offset_map = offset_map
         self.load_factor = load_factor
         self.keep_files = keep_files
+        self.io_buffer_size = io_buffer_size
 
     # -- the offset map --------------------------------------------------------------------------------------
 
@@ -387,8 +444,11 @@ class Cleaner:
             tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, seg.base_offset,
                                                                      seg_upper))
             retain_legacy_deletes = seg.mtime_ms > legacy_horizon
-            self._clean_into(seg, out, retain_legacy_deletes, config.delete_retention_ms, tm, active_producers,
-                             high_watermark, now_ms, stats)
+            try:
+                self._clean_into(seg, out, retain_legacy_deletes, config.delete_retention_ms, tm, active_producers,
+                                 high_watermark, now_ms, stats)
+            except LogSegmentOffsetOverflowException as e:
+                raise _offset_overflow(e, seg, base) from None
         out.become_inactive()
         stats.bytes_written += out.size
         txn = out.txn_index.to_bytes() if len(out.txn_index) else None
@@ -401,6 +461,7 @@ class Cleaner:
                     stats: CleanerStats) -> None:
         """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
         m = self.offset_map
+        out.kept.clear()
         with _open_segment(seg) as buf:
             position = 0
             while True:
@@ -411,7 +472,7 @@ class Cleaner:
                     if status == _END:
                         break
                     if status in (_COPY, _REBUILT):
-                        out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]))
+                        out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]), position)
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
@@ -421,6 +482,8 @@ class Cleaner:
                 position = batch.position + batch.size_in_bytes
                 self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
                                   high_watermark, now_ms, stats)
+            if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
+                _chunk_overflow(buf, out.kept, out.base_offset, self.io_buffer_size)
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
                      delete_retention_ms: int, tm: CleanedTransactionMetadata,
@@ -454,27 +517,36 @@ class Cleaner:
         if kept:
             need_horizon = (has_tombstone or contains_marker_for_empty_txn) and horizon_now is None
             if write_original and not need_horizon:
-                out.append(bytes(buf[batch.position:batch.position + batch.size_in_bytes]))
+                out.append(bytes(buf[batch.position:batch.position + batch.size_in_bytes]), batch.position)
             else:
                 horizon = now_ms + delete_retention_ms if need_horizon else (
                     horizon_now if horizon_now is not None else NO_TIMESTAMP)
                 log_append = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
-                out.append(rebuild_batch(batch.base_offset, batch.last_offset, batch.attributes,
+                # a v2 batch keeps its offsets (its producer's last sequence); a v0/v1 message set becomes a v2
+                # batch of its kept records' offsets (buildRetainedRecordsInto)
+                first, last = ((batch.base_offset, batch.last_offset) if batch.magic >= 2
+                               else (kept[0].offset, max(r.offset for r in kept)))
+                out.append(rebuild_batch(first, last, batch.attributes,
                                          batch.partition_leader_epoch, batch.producer_id,
                                          batch.producer_epoch, batch.base_sequence, kept, log_append,
-                                         horizon))
+                                         horizon), batch.position, max(r.offset for r in kept))
                 stats.batches_rebuilt += 1
                 if batch.compression_type:
                     codec = batch.compression_type
                     stats.compressed_rebuilt[codec] = stats.compressed_rebuilt.get(codec, 0) + 1
             stats.tombstones_kept += sum(1 for r in kept if r.value is None)
         elif retention == RETAIN_EMPTY:
-            if batch.magic < 2:
-                raise LogCleaningException("Empty batches are only supported for magic v2 and above")
+            if batch.magic < 2:  # MemoryRecords.filterTo: a v0/v1 message set of no record kept, ending the range
+                raise LogCleaningException(
+                    f"Kafka's cleaner fails this round (java.lang.IllegalStateException: Empty batches are only "
+                    f"supported for magic v2 and above): the v{batch.magic} message set at offset {batch.last_offset} "
+                    f"ends at the high watermark and keeps no record; a broker marks the partition uncleanable and "
+                    f"leaves it dirty", kafka_exception="java.lang.IllegalStateException: Empty batches are only "
+                    "supported for magic v2 and above")
             stats.empty_batches += 1
             out.append(empty_header(batch.base_offset, batch.last_offset, batch.attributes,
                                     batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id,
-                                    batch.producer_epoch, batch.base_sequence))
+                                    batch.producer_epoch, batch.base_sequence), batch.position)
 
     @staticmethod
     def _should_retain(batch: RecordBatch, record, discard_records: bool, horizon: int | None,
@@ -512,12 +584,13 @@ class _CleanedLog:
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
         self.bytes_since_last_index_entry = 0
+        self.kept: list[tuple[int, int]] = []  # of the source segment: each kept batch's position there, max offset
 
-    def append(self, batch_bytes: bytes) -> None:
+    def append(self, batch_bytes: bytes, source_position: int, max_offset: int | None = None) -> None:
+        """One kept batch (read from ``source_position`` of the source segment; ``max_offset``: its largest kept
+        record's offset, ``filterTo``'s ``maxOffset``, when not its last offset)."""
         batch = read_batch_header(batch_bytes, 0)
-        if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX:
-            raise LogCleaningException(
-                f"offset {batch.last_offset} does not fit a segment based at {self.base_offset}")
+        self.kept.append((source_position, batch.last_offset if max_offset is None else max_offset))
         position = self.size
         if self.log is not None:
             self.log += batch_bytes

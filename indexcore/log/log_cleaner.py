@@ -220,7 +220,7 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, keep_files)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, keep_files, cleaner.thread_io_buffer_size)
     try:
         round_ = cleaning.clean(loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
     except (UnsupportedCompressionException, SegdexError, OSError) as e:

@@ -80,15 +80,16 @@ def _kind(exception: str) -> str:
 
 
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
-                   wide: bool = False, tight: bool = False) -> CleanerVerdict:
+                   wide: bool = False, tight: bool = False, magic: int = 2) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
     (the cleaner's grouping by index size). ``tight`` (with ``wide``) sets ``segment.index.bytes`` at the edge of
     a merge: two neighbours' indexes just fit it, so the merged segment's can outgrow it and Kafka's round throw
-    (``Cleaner``'s module docs)."""
-    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight)
-    verdict = CleanerVerdict(kind=f"{'tight' if tight else 'wide' if wide else 'base'}/map of {dedupe // 24} keys")
+    (``Cleaner``'s module docs). ``magic`` 0 or 1: a log of a message format before 0.11."""
+    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight, magic)
+    kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
+    verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys")
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
@@ -97,7 +98,14 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     for second in (False, True):
         if second:
             now += rng.choice([0, config.delete_retention_ms + 1])
-        loaded = load_for_cleaning(str(ours), config, now)
+        where = f"round {int(second) + 1}"
+        try:
+            loaded = load_for_cleaning(str(ours), config, now)
+        except LogCleaningException as e:  # the load throws: Kafka's must too
+            answer = oracle.cleanable(theirs, now, config=kafka_config)
+            if "exception" not in answer:
+                verdict.mismatches.append(f"{where}: segdex's load failed ({e}), Kafka's did not")
+            return verdict
         segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
         unstable = loaded.producer_state.first_unstable_offset(start)
         if not second:
@@ -107,25 +115,15 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         view = cleaning_view(loaded.facts, start, leo, last_stable_offset(unstable, hw), checkpoint, now, config)
         answer = oracle.cleanable(theirs, now, start, hw, checkpoint,
                                   dedupe if view.log.cleanable_bytes else 0, config=kafka_config)
-        where = f"round {int(second) + 1}"
-        if "exception" in answer or "unsupported" in answer:
-            verdict.mismatches.append(f"{where}: Kafka answered {answer}")
-            return verdict
-        mine = {"lastStableOffset": last_stable_offset(unstable, hw), "logEndOffset": leo,
-                "firstDirtyOffset": view.offsets.first_dirty_offset,
-                "firstUncleanableDirtyOffset": view.offsets.first_uncleanable_dirty_offset,
-                "forceUpdateCheckpoint": view.offsets.force_update_checkpoint,
-                "maxCompactionDelay": view.max_compaction_delay,
-                "firstUncleanableOffset": view.log.first_uncleanable_offset, "cleanBytes": view.log.clean_bytes,
-                "cleanableBytes": view.log.cleanable_bytes, "totalBytes": view.log.total_bytes}
-        differ = {k: (v, answer[k]) for k, v in mine.items() if answer[k] != v}
+        differ = _view_differs(view, last_stable_offset(unstable, hw), leo, answer)
         if differ:
-            verdict.mismatches.append(f"{where}: the view differs (ours, Kafka's): {differ}")
+            verdict.mismatches.append(f"{where}: {differ}")
             return verdict
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
         round_, failed = _round(functools.partial(Cleaner(SkimpyOffsetMap(dedupe)).clean, segs, view.log, start, hw,
-                                                  loaded.active_producers(), config, now), answer, verdict)
+                                                  loaded.active_producers(), config, now), answer, verdict,
+                                ours, theirs)
         if failed is not None:
             if failed:
                 verdict.mismatches.append(f"{where}: {failed}")
@@ -142,13 +140,30 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     return verdict
 
 
-def _round(clean, answer: dict, verdict: CleanerVerdict) -> tuple[CleaningRound | None, str | None]:
+def _view_differs(view, lso: int, leo: int, answer: dict) -> str | None:
+    """How the cleaner's view differs from Kafka's answer (None: it does not)."""
+    if "exception" in answer or "unsupported" in answer:
+        return f"Kafka answered {answer}"
+    mine = {"lastStableOffset": lso, "logEndOffset": leo,
+            "firstDirtyOffset": view.offsets.first_dirty_offset,
+            "firstUncleanableDirtyOffset": view.offsets.first_uncleanable_dirty_offset,
+            "forceUpdateCheckpoint": view.offsets.force_update_checkpoint,
+            "maxCompactionDelay": view.max_compaction_delay,
+            "firstUncleanableOffset": view.log.first_uncleanable_offset, "cleanBytes": view.log.clean_bytes,
+            "cleanableBytes": view.log.cleanable_bytes, "totalBytes": view.log.total_bytes}
+    differ = {k: (v, answer[k]) for k, v in mine.items() if answer[k] != v}
+    return f"the view differs (ours, Kafka's): {differ}" if differ else None
+
+
+def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
+           theirs: Path) -> tuple[CleaningRound | None, str | None]:
     """segdex's round (``clean()``) against Kafka's answer: (the round, None) when both cleaned; (None, "") when
-    both threw the same (``verdict.kafka_threw`` then says what); (None, why) when they differ."""
+    both threw the same (``verdict.kafka_threw`` then says what; a path in it is Kafka's copy's, ``theirs``, where
+    segdex's names ``ours``); (None, why) when they differ."""
     try:
         round_ = clean()
     except LogCleaningException as e:
-        if e.kafka_exception != answer.get("cleanException"):
+        if e.kafka_exception != answer.get("cleanException", "").replace(str(theirs), str(ours)):
             return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
         verdict.kafka_threw = e.kafka_exception
         return None, ""
@@ -159,14 +174,14 @@ def _round(clean, answer: dict, verdict: CleanerVerdict) -> tuple[CleaningRound 
     return round_, None
 
 
-def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool,
-          tight: bool = False) -> tuple[Path, Path, LogConfig, int, int]:
+def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool, tight: bool = False,
+          magic: int = 2) -> tuple[Path, Path, LogConfig, int, int]:
     """The case's two copies of one partition, its topic config, clock and offset map size."""
     shutil.rmtree(work, ignore_errors=True)
     # tight: few keys overwritten (cleaning keeps most entries), half of them with time indexes of few entries (the
     # offset index the first to fill)
     data, last_ts = compacted_partition(rng, T0, codecs=codecs, keys_at_least=5000 if tight else 0,
-                                        still_clock=tight and rng.random() < 0.5)
+                                        still_clock=tight and rng.random() < 0.5, magic=magic)
     ours, theirs = work / "ours" / "c-0", work / "theirs" / "c-0"
     ours.mkdir(parents=True)
     for n, (base, seg) in enumerate(sorted(data.items())):

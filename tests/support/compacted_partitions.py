@@ -16,14 +16,18 @@ HOUR_MS = 3_600_000
 
 
 def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (0,), keys_at_least: int = 0,
-                        still_clock: bool = False) -> tuple[dict[int, bytes], int]:
+                        still_clock: bool = False, magic: int = 2) -> tuple[dict[int, bytes], int]:
     """(segments by base offset, the timestamp of the last batch); data batches compressed with one of ``codecs``
     each, their keys drawn from 3, 20 or 200 (or ``keys_at_least``: few overwritten, so cleaning keeps most).
     ``still_clock``: most batches at the last one's timestamp (time indexes of few entries beside their offset
-    indexes)."""
+    indexes). ``magic`` 0 or 1: a log of the message formats before 0.11 (no producers, zstd read as none, some
+    records without a key, which a cleaner removes)."""
     keys = [f"key-{i}".encode() for i in range(max(keys_at_least, rng.choice([3, 20, 200])))]
+    if magic < 2:
+        keys.append(None)
+        codecs = tuple(c if c < 4 else 0 for c in codecs)
     producers = {pid: {"epoch": 0, "seq": 0, "txn": False, "transactional": rng.random() < 0.5}
-                 for pid in rng.sample(range(1000, 1100), rng.choice([0, 1, 4]))}
+                 for pid in rng.sample(range(1000, 1100), rng.choice([0, 1, 4])) if magic == 2}
     batches: list[bytes] = []
     transactional: list[int] = []  # indexes of transactional data batches
     offset, ts = rng.choice([0, 0, 300]), t0
@@ -50,7 +54,7 @@ def compacted_partition(rng: random.Random, t0: int, codecs: tuple[int, ...] = (
                                        compression=_codec(rng, codecs)))
             p["seq"] += n
         else:
-            batches.append(build_batch(offset, recs, compression=_codec(rng, codecs)))
+            batches.append(build_batch(offset, recs, compression=_codec(rng, codecs), magic=magic))
         offset += n
     cuts = set(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randint(1, 5))))
     if transactional and rng.random() < 0.5:  # a segment ending with transactional data (aborted, maybe)

@@ -7,6 +7,7 @@ with the ``.log``'s modification time."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import shutil
@@ -293,3 +294,47 @@ def test_a_merged_segment_that_outgrows_its_time_index_is_kafkas_failure(kafka44
     assert [c.replaces for c in round_.segments] == [[0, 5]]
     assert round_.segments[0].time_index == (theirs / "00000000000000000000.timeindex").read_bytes()
     assert len(round_.segments[0].time_index) // 12 == 9
+
+
+def test_v0_and_v1_logs_are_rewritten_as_kafka_4_4_rewrites_them(kafka44, tmp_path: Path):
+    """Logs of the message formats before 0.11 (``judge_cleaning(magic=0|1)``: gzip, snappy and lz4 wrappers, plain
+    messages, keyless records): Kafka 4.4's cleaner rewrites every message set it keeps as a v2 batch whose offsets
+    are those of the records it keeps (a wrapper's own offset is its last inner one), and segdex leaves the same
+    bytes."""
+    total = CleanerVerdict()
+    rng = random.Random(991)
+    for i in range(16):
+        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=i % 2 == 1, magic=i % 2)
+        assert not v.mismatches, (i, v.mismatches)
+        total.add(v)
+    assert total.rounds >= 16 and total.rebuilt >= 100 and total.grouped >= 2, total
+    assert all(total.recompressed.get(c, 0) >= 5 for c in (1, 2, 3)), total.recompressed
+
+
+def test_a_v1_message_set_emptied_at_the_high_watermark_is_kafkas_failure(kafka44, tmp_path: Path):
+    """Kafka 4.4 keeps the batch ending at the high watermark even when it keeps no record, as an empty v2 header;
+    a v0/v1 message set cannot be one (``MemoryRecords.filterTo`` throws ``IllegalStateException``), so a keyless
+    v1 message there fails the round, for Kafka and for segdex; with the high watermark at the log end both clean."""
+    part, theirs = tmp_path / "ours" / "c-0", tmp_path / "theirs" / "c-0"
+    part.mkdir(parents=True)
+    for base, recs in ((0, [(0, b"a"), (1, None)]), (2, [(2, b"b")]), (3, [(3, b"c")])):
+        (part / segment_name(base)).write_bytes(b"".join(build_batch(o, [(T0 + o, k, b"v")], magic=1)
+                                                         for o, k in recs))
+    config = LogConfig(cleanup_policy="compact")
+    now = T0 + 10_000
+    for hw, threw in ((2, True), (4, False)):
+        shutil.rmtree(theirs, ignore_errors=True)
+        shutil.copytree(part, theirs)
+        answer = kafka44.cleanable(theirs, now, high_watermark=hw, dedupe_bytes=2400,
+                                   config={"cleanup.policy": "compact"})
+        loaded = load_for_cleaning(str(part), config, now)
+        view = cleaning_view(loaded.facts, 0, 4, last_stable_offset(None, hw), None, now, config)
+        clean = functools.partial(Cleaner(SkimpyOffsetMap(2400)).clean, loaded.segments, view.log, 0, hw, {},
+                                  config, now)
+        if threw:
+            with pytest.raises(LogCleaningException) as e:
+                clean()
+            assert e.value.kafka_exception == answer["cleanException"] == (
+                "java.lang.IllegalStateException: Empty batches are only supported for magic v2 and above")
+        else:
+            assert "cleanException" not in answer and clean().end_offset == answer["endOffset"] == 3
