@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from segdex.indexcore.coordinator.message_format import INT16, MessageFormatException
+from segdex.indexcore.protocol.message_format import INT16, MessageFormatException
 from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, RecoveryFailedException
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.record.file_records import batches, open_log

@@ -23,7 +23,7 @@ from segdex.indexcore.coordinator.group_metadata_manager import (
     GroupLoadException,
     GroupMetadataManager,
 )
-from segdex.indexcore.coordinator.message_format import (
+from segdex.indexcore.protocol.message_format import (
     INT16,
     INT32,
     Field,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from segdex.indexcore.coordinator.message_format import (
+from segdex.indexcore.protocol.message_format import (
     INT16,
     Message,
     MessageFormatException,

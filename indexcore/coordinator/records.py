@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from segdex.indexcore.coordinator.message_format import (
+from segdex.indexcore.protocol.message_format import (
     ANY_VERSION,
     INT16,
     Array,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.coordinator import coordinator_loader
 from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
-from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import (
     TRANSACTION_RECORD_TYPES,
     TRANSACTION_STATES,

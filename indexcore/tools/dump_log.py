@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.errors import CorruptRecordException, SegdexError
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.index.offset_index import parse_offset_index

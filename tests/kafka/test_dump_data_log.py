@@ -221,7 +221,7 @@ def test_java_utf8_decoding_matches_java(tmp_path):
     """Keys and values print as Java's ``new String(bytes, UTF_8)`` reads them: Java's replacement of malformed
     bytes differs from Python's, so segdex decodes as Java does. Checked on 3,000 seeded byte strings rich in
     lead bytes, surrogates, overlongs and cut sequences."""
-    from segdex.indexcore.coordinator.message_format import java_utf8
+    from segdex.indexcore.protocol.message_format import java_utf8
 
     rng = random.Random(8)
     alphabet = [0x41, 0x80, 0x8F, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5,

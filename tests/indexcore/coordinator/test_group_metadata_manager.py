@@ -17,7 +17,7 @@ from segdex.indexcore.coordinator.group_metadata_manager import (
     ClassicGroupMember,
     ConsumerGroup,
 )
-from segdex.indexcore.coordinator.message_format import uuid_string
+from segdex.indexcore.protocol.message_format import uuid_string
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from tests.support.coordinator_bytes import TOPIC_ID, member_metadata
 from tests.support.fixtures import GOLDEN

@@ -21,7 +21,7 @@ import struct
 
 import pytest
 
-from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import (
     DELETE,
     OffsetsMessageParser,

@@ -24,7 +24,7 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from segdex.indexcore.coordinator.message_format import MessageFormatException
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import OffsetsMessageParser
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.record.file_records import batches

@@ -20,7 +20,7 @@ import struct
 
 import pytest
 
-from segdex.indexcore.coordinator.message_format import (
+from segdex.indexcore.protocol.message_format import (
     ANY_VERSION,
     Array,
     Field,
