@@ -23,6 +23,12 @@ from segdex.indexcore.coordinator.group_metadata_manager import (
     GroupLoadException,
     GroupMetadataManager,
 )
+from segdex.indexcore.coordinator.offset_metadata_manager import (
+    OFFSET_COMMIT_TYPES,
+    OffsetMetadataManager,
+    offset_commit,
+)
+from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
 from segdex.indexcore.protocol.message_format import (
     INT16,
     INT32,
@@ -32,12 +38,6 @@ from segdex.indexcore.protocol.message_format import (
     Struct,
     read_message,
 )
-from segdex.indexcore.coordinator.offset_metadata_manager import (
-    OFFSET_COMMIT_TYPES,
-    OffsetMetadataManager,
-    offset_commit,
-)
-from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
 
 GROUP_METADATA = 2
 CONSUMER_GROUP_TYPES = (3, 4, 5, 6, 7, 8)

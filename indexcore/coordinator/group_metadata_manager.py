@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from segdex.indexcore.coordinator.records import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.protocol.message_format import (
     INT16,
     Message,
@@ -33,8 +35,6 @@ from segdex.indexcore.protocol.message_format import (
     read_message,
     uuid_string,
 )
-from segdex.indexcore.coordinator.records import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
-from segdex.indexcore.errors import SegdexError
 
 EMPTY, STABLE, ASSIGNING, RECONCILING = "Empty", "Stable", "Assigning", "Reconciling"
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"

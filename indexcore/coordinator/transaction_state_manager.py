@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.coordinator import coordinator_loader
 from segdex.indexcore.coordinator.coordinator_loader import LoadSummary
-from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import (
     TRANSACTION_RECORD_TYPES,
     TRANSACTION_STATES,
     read_record_key,
     read_record_value,
 )
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
 
 TRANSACTION_LOG_TYPE = 0  # TransactionLogKey's record type
