@@ -1,5 +1,10 @@
 """``segdex transactions``: what ``kafka-transactions list | describe | find-hanging`` prints, from log dirs
-alone (no broker)."""
+alone (no broker).
+
+A view over a ``__transaction_state`` partition loaded only in part (a damaged or cut segment) or missing says so
+above its table, in each JSON row (``partial``, ``loaded_to_offset``, ``kafka_after_start``; a ``find-hanging``
+row is partial whenever any transaction coordinator is, its verdict depending on them all), and in the exit
+status (1)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import time
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
-from segdex.indexcore.tools.cluster_view import ClusterView
+from segdex.indexcore.tools.cluster_view import TRANSACTION_STATE, ClusterView
 from segdex.indexcore.tools.find_hanging import DEAD
 from segdex.indexcore.tools.transactions import (
     DESCRIBE_HEADERS,
@@ -56,20 +61,23 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     try:
         view = ClusterView(args.log_dirs)
+        partial = view.partial_lines(TRANSACTION_STATE)
         if args.action == "list":
             found = list_transactions(view, now_ms, args.duration_filter)
-            headers, rows = LIST_HEADERS, [t.list_row() for t in found]
+            headers, rows, marks = LIST_HEADERS, [t.list_row() for t in found], [t.marks() for t in found]
         elif args.action == "describe":
             t = coordinated_transactions(view).get(args.transactional_id)
             if t is None or t.metadata.state == DEAD:
                 print(f"Failed to describe transaction state of transactional-id `{args.transactional_id}`: no "
-                      f"__transaction_state partition of the log dirs holds it", file=sys.stderr)
+                      f"__transaction_state partition of the log dirs holds it"
+                      f"{' (some are partial: it may be there)' if partial else ''}", file=sys.stderr)
                 return ExitStatus.ATTENTION
-            headers, rows = DESCRIBE_HEADERS, [t.describe_row(now_ms)]
+            headers, rows, marks = DESCRIBE_HEADERS, [t.describe_row(now_ms)], [t.marks()]
         else:
             hanging = find_hanging_transactions(view, now_ms, args.max_transaction_timeout * 60_000, args.topic,
                                                 args.partition)
             headers, rows = FIND_HANGING_HEADERS, [find_hanging_row(t, now_ms) for t in hanging]
+            marks = [{"partial": bool(partial)} for _ in rows]
         status = report_cluster_view("transactions", view, view.transaction_coordinators)
     except (OSError, SegdexError) as e:
         print(f"segdex transactions: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
@@ -77,14 +85,23 @@ def run(args: argparse.Namespace) -> int:
     if not view.transaction_coordinators and args.action != "find-hanging":
         print("segdex transactions: no __transaction_state partition in the log dirs given", file=sys.stderr)
         status = ExitStatus.ATTENTION
-    if args.json:
-        for row in rows:
-            print(json.dumps(dict(zip(headers, row, strict=True))))
-    else:
-        sys.stdout.write(pretty_print_table(headers, rows))
-    if args.action == "find-hanging" and rows:
+    _print(args.json, headers, rows, marks, partial)
+    if (args.action == "find-hanging" and rows) or partial:
         status = ExitStatus.ATTENTION
     return status
+
+
+def _print(as_json: bool, headers: tuple[str, ...], rows: list[list[str]], marks: list[dict], partial: list[str],
+           ) -> None:
+    """The table, or one JSON object per row with its partial mark; the partial lines above the table (on stderr
+    with ``--json``)."""
+    for line in partial:
+        print(f"segdex transactions: {line}" if as_json else line, file=sys.stderr if as_json else sys.stdout)
+    if as_json:
+        for row, mark in zip(rows, marks, strict=True):
+            print(json.dumps({**dict(zip(headers, row, strict=True)), **mark}))
+    else:
+        sys.stdout.write(pretty_print_table(headers, rows))
 
 
 if __name__ == "__main__":

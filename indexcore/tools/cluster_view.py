@@ -11,6 +11,11 @@ segdex reads the replica with the highest log end offset, as the most complete c
 - topic ids (which consumer-protocol groups and offset commits v4 carry) map to names by the partition dirs'
   ``partition.metadata``; the coordinator's broker id is the ``node.id`` (or ``broker.id``) of the
   ``meta.properties`` of the log dir holding the coordinator partition.
+
+A view can be partial: a coordinator partition whose load stopped before the end of its files (a damaged or cut
+segment: ``LoadSummary.partial``, with what Kafka's own coordinator loads after the broker's next start), or a
+coordinator partition none of the log dirs holds (``missing_partitions``: a gap in the partition numbers seen).
+``partial_lines`` says so in one line each, for the commands to print above their tables.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from functools import cached_property
 
 from segdex.indexcore.config.broker_config import load_properties
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
 from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.log.checkpoints import CorruptCheckpointException
-from segdex.indexcore.log.layout import META_PROPERTIES
+from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_offset_checkpoint
+from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT
 from segdex.indexcore.log.log_dir import PartitionDir, list_log_dir
 from segdex.indexcore.tools.list_offsets import RecoveredPartition, log_start_offsets, recovered_partition
 
@@ -131,6 +137,14 @@ class ClusterView:
             self._recovered[key] = self._most_complete(candidates)[1] if candidates else None
         return self._recovered[key]  # type: ignore[return-value]
 
+    def _recovery_point(self, replica: PartitionDir) -> int | None:
+        path = os.path.join(replica.log_dir, RECOVERY_POINT_CHECKPOINT)
+        try:
+            points = read_offset_checkpoint(path) if os.path.exists(path) else {}
+        except (OSError, CorruptCheckpointException):
+            points = {}
+        return points.get((replica.topic, replica.partition))
+
     def _coordinator_partitions(self, topic: str, load) -> list[CoordinatorPartition]:
         out = []
         for (t, partition), replicas in sorted(self.replicas.items()):
@@ -138,9 +152,31 @@ class ClusterView:
                 continue
             candidates = [(loaded.next_offset, p, loaded) for p in replicas for loaded in (load(p.path),)]
             replica, loaded = self._most_complete(candidates)
+            if loaded.partial:
+                clean = os.path.exists(os.path.join(replica.log_dir, CLEAN_SHUTDOWN_FILE))
+                loaded.after_start = after_broker_start(replica.path, loaded, clean, self._recovery_point(replica),
+                                                        self.log_starts[replica.log_dir].get((t, partition)))
             node_id = self.node_ids.get(replica.log_dir)
             out.append(CoordinatorPartition(topic, partition, replica.log_dir, node_id, loaded))
         return out
+
+    def missing_partitions(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` below the highest one held that no log dir holds (a replica not given, a
+        disk lost): the groups or transactional ids Kafka hashes there are missing from any view of these dirs.
+        Partitions above the highest held cannot be told from here."""
+        held = {p for t, p in self.replicas if t == topic}
+        return [p for p in range(max(held) + 1) if p not in held] if held else []
+
+    def partial_lines(self, topic: str) -> list[str]:
+        """One line per coordinator partition of ``topic`` whose view is partial: loaded only up to an offset
+        (with Kafka's own load after the broker's next start), or held by none of the log dirs."""
+        loads = self.group_coordinators if topic == CONSUMER_OFFSETS else self.transaction_coordinators
+        lines = [c.load.partial_line(f"{c.topic}-{c.partition}") for c in loads if c.load.partial]
+        missing = self.missing_partitions(topic)
+        if missing:
+            lines.append(f"PARTIAL: {', '.join(f'{topic}-{p}' for p in missing)} in none of the log dirs given: "
+                         f"what Kafka holds there is missing from this view")
+        return lines
 
     @cached_property
     def group_coordinators(self) -> list[CoordinatorPartition]:

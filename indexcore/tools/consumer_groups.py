@@ -15,11 +15,17 @@ consumer resets by ``auto.offset.reset``, ``earliest`` re-reading every record t
 consumed before), ``latest`` skipping nothing that is in the log now but every record produced between the
 broker's start and the consumer's first fetch. A committed offset before the log start lost the records in
 between; ``earliest`` then reads from the log start, ``latest`` skips every record the partition holds.
+
+A group whose ``__consumer_offsets`` partition loaded only in part (a damaged or cut segment: ``LoadSummary``) is
+marked ``partial``, with the offset the load reached and what Kafka's coordinator loads there after the broker's
+next start (``kafka_after_start``: ``same`` when it is these very offsets); so is a group asked for and found
+nowhere while some coordinator partition is partial or missing (it may be there). ``format_offsets`` prints the
+mark above the group's rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from segdex.indexcore.coordinator.group_metadata_manager import (
@@ -89,9 +95,17 @@ class GroupDescription:
     coordinator_partition: int
     members: tuple[MemberDescription, ...]
     offsets: tuple[PartitionAssignmentState, ...]
+    partial: bool = False  # its coordinator partition loaded only in part (or, not found: one may hold it)
+    loaded_to_offset: int | None = None  # partial: the offset the load of its coordinator partition reached
+    kafka_after_start: str | None = None  # partial: Kafka's coordinator after the broker's next start (SAME, ...)
+    partial_reason: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def partial_line(self) -> str:
+        """The line printed above a partial group's rows."""
+        return f"PARTIAL: group {self.group}: {self.partial_reason}"
 
 
 def _members(group: Group, topic_names: dict[str, str]) -> tuple[MemberDescription, ...]:
@@ -125,19 +139,44 @@ def _row(log_offsets: LogOffsets, group: str, tp: tuple[str, int], commit: Offse
         commit.record_offset if commit else None)
 
 
+def _partial(coordinator: CoordinatorPartition) -> dict:
+    """The partial mark of the groups of a coordinator partition loaded in part ({} when it loaded whole)."""
+    load = coordinator.load
+    if not load.partial:
+        return {}
+    after = load.after_start
+    return {"partial": True, "loaded_to_offset": load.next_offset,
+            "kafka_after_start": after.answer if after is not None else None,
+            "partial_reason": load.partial_reason(f"{coordinator.topic}-{coordinator.partition}")}
+
+
+def _not_found(group_id: str, coordinators: list[CoordinatorPartition], missing: Sequence[int]) -> GroupDescription:
+    """A group asked for that no loaded coordinator holds: ``Dead``, or partial when some coordinator partition
+    loaded in part or is missing (Kafka may hold it there)."""
+    where = [f"{c.topic}-{c.partition} loaded up to offset {c.load.next_offset} only" for c in coordinators
+             if c.load.partial] + [f"__consumer_offsets-{p} in none of the log dirs given" for p in missing]
+    if not where:
+        return GroupDescription(group_id, "unknown", "", DEAD, "", -1, None, -1, (), ())
+    return GroupDescription(group_id, "unknown", "", DEAD, "", -1, None, -1, (), (), True, None, None,
+                            f"not in the coordinator partitions loaded, but {'; '.join(where)}: not known")
+
+
 def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: dict[str, str],
                     log_offsets: LogOffsets, group_ids: Iterable[str] | None = None,
-                    types: Iterable[str] = CONSUMER_GROUP_TYPES) -> list[GroupDescription]:
+                    types: Iterable[str] = CONSUMER_GROUP_TYPES, missing: Sequence[int] = ()) -> list[GroupDescription]:
     """``collectGroupsOffsets`` over the loaded ``__consumer_offsets`` partitions, by group id: ``topic_names``
     maps topic ids to names, ``log_offsets`` gives a partition's log start and end offsets (None: no log dir holds
     it). ``group_ids`` None: every group (``--all-groups``); a group asked for that no coordinator holds is
     described ``Dead``, without rows. ``types``: the group types described (``kafka-consumer-groups``: classic and
-    consumer; share and streams groups have tools of their own)."""
+    consumer; share and streams groups have tools of their own). ``missing``: the ``__consumer_offsets``
+    partitions no log dir holds. Groups of a partition loaded in part are marked partial (``_partial``)."""
     types = set(types)
     found: dict[str, GroupDescription] = {}
     group_ids = None if group_ids is None else list(group_ids)
+    coordinators = list(coordinators)
     for coordinator in coordinators:
         shard = coordinator.load.shard
+        mark = _partial(coordinator)
         committed: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for (group, topic, partition), commit in shard.offsets.offsets.items():
             committed.setdefault(group, {})[(topic, partition)] = commit
@@ -161,10 +200,10 @@ def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: d
                 rows.append(_row(log_offsets, group_id, tp, commits[tp], None))
             found[group_id] = GroupDescription(
                 group_id, group.type, group.protocol_type or "", group.state, group.assignment_strategy,
-                group.epoch, coordinator.node_id, coordinator.partition, members, tuple(rows))
+                group.epoch, coordinator.node_id, coordinator.partition, members, tuple(rows), **mark)
     for group_id in group_ids or ():
         if group_id not in found:
-            found[group_id] = GroupDescription(group_id, "unknown", "", DEAD, "", -1, None, -1, (), ())
+            found[group_id] = _not_found(group_id, coordinators, missing)
     return [found[g] for g in sorted(found)]
 
 
@@ -178,11 +217,15 @@ def _text(value: object) -> str:
 
 
 def format_offsets(groups: list[GroupDescription]) -> tuple[str, str]:
-    """``printOffsets``: (stdout, stderr) as ``kafka-consumer-groups --describe`` prints them."""
+    """``printOffsets``: (stdout, stderr) as ``kafka-consumer-groups --describe`` prints them; a partial group's
+    mark first (``GroupDescription.partial_line``), on stdout."""
     out, err = [], []
     for g in groups:
+        if g.partial:  # above the group's rows, where no one reads its offsets without it
+            out.append(f"\n{g.partial_line()}\n")
         if g.state == DEAD:
-            err.append(f"\nError: Consumer group '{g.group}' does not exist.\n")
+            if not g.partial:
+                err.append(f"\nError: Consumer group '{g.group}' does not exist.\n")
             continue
         if g.state == "Empty":
             err.append(f"\nConsumer group '{g.group}' has no active members.\n")

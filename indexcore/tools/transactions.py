@@ -10,13 +10,16 @@ from the log dirs of a cluster (``cluster_view``) instead of its brokers.
   partition (producer state replayed by recovery) that the coordinators will never end.
 
 Tables print as Kafka's ``ToolsUtils.prettyPrintTable``: each column padded to its widest value, each cell
-followed by a tab.
+followed by a tab. A transactional id held by a ``__transaction_state`` partition loaded only in part (a damaged
+or cut segment) is marked partial, with the offset the load reached and what Kafka's coordinator loads there
+after the broker's next start (``coordinator_loader.after_broker_start``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionMetadata
 from segdex.indexcore.tools.cluster_view import ClusterView
@@ -44,6 +47,15 @@ class CoordinatedTransaction:
     metadata: TransactionMetadata
     coordinator: int | None
     coordinator_partition: int
+    partial: bool = False  # its coordinator partition loaded only in part: the state may be stale
+    loaded_to_offset: int | None = None  # partial: the offset that load reached
+    kafka_after_start: str | None = None  # partial: Kafka's coordinator after the broker's next start (same, ...)
+    partial_reason: str | None = None
+
+    def marks(self) -> dict[str, Any]:
+        """The partial mark as the JSON fields of a row."""
+        return {"partial": self.partial, "loaded_to_offset": self.loaded_to_offset,
+                "kafka_after_start": self.kafka_after_start}
 
     def list_row(self) -> list[str]:
         m = self.metadata
@@ -63,8 +75,13 @@ def coordinated_transactions(view: ClusterView) -> dict[str, CoordinatedTransact
     """Every transactional id the coordinators hold after their load (``Dead`` ones included), by id."""
     out = {}
     for coordinator in view.transaction_coordinators:
-        for tid, metadata in coordinator.load.transactions.items():
-            out[tid] = CoordinatedTransaction(metadata, coordinator.node_id, coordinator.partition)
+        load = coordinator.load
+        mark = {} if not load.partial else {
+            "partial": True, "loaded_to_offset": load.next_offset,
+            "kafka_after_start": load.after_start.answer if load.after_start is not None else None,
+            "partial_reason": load.partial_reason(f"{coordinator.topic}-{coordinator.partition}")}
+        for tid, metadata in load.transactions.items():
+            out[tid] = CoordinatedTransaction(metadata, coordinator.node_id, coordinator.partition, **mark)
     return out
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+from segdex.indexcore.coordinator.coordinator_loader import (
+    DIFFERS,
+    SAME,
+    after_broker_start,
+    replay_coordinator_partition,
+)
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 T = 1_795_000_000_000
@@ -43,3 +48,63 @@ def test_the_first_invalid_batch_ends_the_load_and_later_segments_are_not_read(t
     summary = replay_coordinator_partition(part, lambda _pid, r: offsets.append(r.offset))
     assert offsets == [0] and summary.next_offset == 1
     assert summary.stopped.startswith("00000000000000000000.log: Record is corrupt (stored crc = ")
+
+
+def _two_segments(root: Path) -> Path:
+    """Batches at offsets 0, 1 (segment 0) and 2 (segment 2), each with its offset index, as a broker leaves
+    them."""
+    one = len(build_batch(0, [(T, b"a", b"1")]))
+    write_partition(root, "__consumer_offsets", 0, [
+        build_batch(0, [(T, b"a", b"1")]), build_batch(1, [(T, b"b", b"2")]), build_batch(2, [(T, b"c", b"3")]),
+    ], segment_bytes=2 * one)
+    part = root / "__consumer_offsets-0"
+    for log in part.glob("*.log"):
+        log.with_suffix(".index").write_bytes(b"")  # an empty offset index: present, nothing to check
+    return part
+
+
+def _flip(path: Path, position: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_load_stopped_by_a_corrupt_batch_is_partial_and_says_where_and_what_it_left(tmp_path: Path):
+    part = _two_segments(tmp_path)
+    first, second = sorted(part.glob("*.log"))
+    _flip(first, first.stat().st_size - 2)  # the second batch's payload
+    summary = replay_coordinator_partition(part, lambda _pid, _r: None)
+    half = first.stat().st_size // 2
+    assert summary.partial and (summary.next_offset, summary.stopped_segment) == (1, 0)
+    assert summary.unread_bytes == half + second.stat().st_size  # the corrupt batch and the whole later segment
+    assert f"(position {half})" in summary.stopped
+    # a broker's recovery pass (no clean-shutdown marker, no recovery point) truncates there and deletes
+    # segment 2: Kafka's coordinator loads what this load did
+    after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=None, log_start_offset=None)
+    assert (after.answer, after.log_end_offset) == (SAME, 1)
+    assert "truncates it at offset 1" in after.note
+    # with the marker, or a recovery point in segment 2, the broker serves the damaged batch as it is
+    for clean, point in ((True, None), (False, 2)):
+        after = after_broker_start(part, summary, clean_shutdown=clean, recovery_point=point, log_start_offset=None)
+        assert after.answer == DIFFERS and after.log_end_offset == 3 and "serves it as it is" in after.note
+
+
+def test_a_segment_cut_inside_a_batch_ends_the_load_there_as_recovery_would(tmp_path: Path):
+    part = _two_segments(tmp_path)
+    first = sorted(part.glob("*.log"))[0]
+    first.write_bytes(first.read_bytes()[:-5])  # the second batch cut short: segment 2 follows it
+    offsets: list[int] = []
+    summary = replay_coordinator_partition(part, lambda _pid, r: offsets.append(r.offset))
+    assert offsets == [0] and summary.next_offset == 1 and summary.partial
+    assert "are not a whole batch (the segment is cut inside a batch)" in summary.stopped
+    assert after_broker_start(part, summary, False, None, None).answer == SAME
+    # without its offset index, the broker recovers that segment when it opens it, cuts it only and keeps
+    # segment 2 (an offset gap): not this load's records
+    first.with_suffix(".index").unlink()
+    after = after_broker_start(part, summary, False, None, None)
+    assert after.answer == DIFFERS and after.log_end_offset == 3 and "offset gap" in after.note
+
+
+def test_a_whole_load_is_not_partial(tmp_path: Path):
+    summary = replay_coordinator_partition(_two_segments(tmp_path), lambda _pid, _r: None)
+    assert not summary.partial and summary.unread_bytes == 0 and summary.next_offset == 3
