@@ -7,6 +7,10 @@ The driver joins them (``build``): every group's committed offsets against the p
 offsets (verify: the end after the broker's next start, from the startup preview), the open transactions against
 the coordinators' transactions (``find-hanging``'s rules at the run's time). When a partition is held by several
 log dirs, the replica with the highest log end offset is read.
+
+A coordinator partition whose load stopped before the end of its files (a damaged or cut segment) marks every row
+it gives (``partial``, ``loaded_to_offset``, ``kafka_after_start``: what Kafka's coordinator loads there after the
+broker's next start, predicted in the task from the log dir's marker and checkpoints), and the run names it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.coordinator.coordinator_loader import LoadSummary, after_broker_start
 from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
 from segdex.indexcore.errors import SegdexError
@@ -47,9 +52,12 @@ class PartitionCoordination:
 
 
 def coordination(path: str, topic: str, partition: int, producers: ProducerStateManager | None,
-                 ) -> PartitionCoordination:
+                 clean_shutdown: bool = False, recovery_point: int | None = None,
+                 log_start_offset: int | None = None) -> PartitionCoordination:
     """In the scan task, after the partition's segments: its topic id, open transactions, and its coordinator
-    load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition."""
+    load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition; a load that stopped early
+    gets Kafka's own load after the broker's next start (``after_broker_start``, from the log dir's
+    clean-shutdown marker and the partition's checkpoint entries)."""
     out = PartitionCoordination(read_topic_id(path))
     if producers is not None:
         out.open_transactions = open_transactions(topic, partition, producers)
@@ -58,9 +66,21 @@ def coordination(path: str, topic: str, partition: int, producers: ProducerState
             out.load = load_group_coordinator(path)
         elif topic == TRANSACTION_STATE:
             out.load = load_transactions(path)
+        if out.load is not None and out.load.partial:
+            out.load.after_start = after_broker_start(path, out.load, clean_shutdown, recovery_point,
+                                                      log_start_offset)
     except (OSError, SegdexError) as e:
         out.problem = f"{path}: cannot load as the coordinator does: {getattr(e, 'strerror', None) or e}"
     return out
+
+
+def _marks(load: LoadSummary) -> dict[str, Any]:
+    """The partial columns of every row a coordinator partition's load gives."""
+    if not load.partial:
+        return {"partial": False, "loaded_to_offset": None, "kafka_after_start": None}
+    after = load.after_start
+    return {"partial": True, "loaded_to_offset": load.next_offset,
+            "kafka_after_start": after.answer if after is not None else None}
 
 
 @dataclass
@@ -137,12 +157,14 @@ def _group_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], fa
     tables.restore_checks = restore_check(groups, facts.count)
     checks = {(c.group, c.topic, c.partition): c for c in tables.restore_checks}
     dirs = {c.partition: c.log_dir for c in loads}
+    marks = {c.partition: _marks(c.load) for c in loads}
     for g in groups:
         log_dir = dirs.get(g.coordinator_partition)
+        mark = marks.get(g.coordinator_partition, _marks(LoadSummary()))
         tables.groups.append(GroupRow(
             group=g.group, log_dir=log_dir, coordinator=g.coordinator, coordinator_partition=g.coordinator_partition,
             type=g.type, protocol_type=g.protocol_type, protocol=g.assignment_strategy, epoch=g.epoch,
-            state=g.state, members=len(g.members), run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+            state=g.state, members=len(g.members), run_id=ctx.run_id, recorded_at=ctx.scanned_at, **mark))
         for r in g.offsets:
             if r.offset is None:
                 continue  # an assigned partition without a commit: nothing committed to record
@@ -156,7 +178,8 @@ def _group_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], fa
                 lag=r.lag, restore_status=check.status if check else None,
                 reread_if_earliest=check.reread_if_earliest if check else None,
                 skipped_if_latest=check.skipped_if_latest if check else None,
-                lost_offsets=check.lost_offsets if check else None, run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+                lost_offsets=check.lost_offsets if check else None, run_id=ctx.run_id, recorded_at=ctx.scanned_at,
+                **mark))
 
 
 def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartition], facts: _Collected,
@@ -164,6 +187,7 @@ def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartitio
     now_ms = int(ctx.scanned_at.timestamp() * 1000)
     transactions: dict[str, CoordinatedTransaction] = {}
     for c in loads:
+        mark = _marks(c.load)
         for tid, m in c.load.transactions.items():
             transactions[tid] = CoordinatedTransaction(m, c.node_id, c.partition)
             tables.transactions.append(TransactionRow(
@@ -171,7 +195,8 @@ def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartitio
                 producer_id=m.producer_id, producer_epoch=m.producer_epoch, state=m.state,
                 partitions=",".join(f"{t}-{p}" for t, p in m.partitions),
                 transaction_timeout_ms=m.transaction_timeout_ms, start_timestamp_ms=m.start_timestamp_ms,
-                last_update_timestamp_ms=m.last_update_timestamp_ms, run_id=ctx.run_id, recorded_at=ctx.scanned_at))
+                last_update_timestamp_ms=m.last_update_timestamp_ms, run_id=ctx.run_id, recorded_at=ctx.scanned_at,
+                **mark))
     hanging = set(find_hanging([t for _, t in facts.opened], {k: v.metadata for k, v in transactions.items()},
                                now_ms))
     for log_dir, t in facts.opened:
@@ -187,7 +212,8 @@ def build(outcomes: list[Any], ctx: RunContext) -> CoordinatorTables:
     tables = CoordinatorTables()
     facts = _collect(outcomes, tables.problems)
     chosen = [v for _, v in sorted(facts.coordinators.values(), key=lambda e: (e[1].topic, e[1].partition))]
-    tables.problems += [f"{c.topic}-{c.partition}: {why}" for c in chosen for why in c.load.problems()]
+    tables.problems += [f"{c.topic}-{c.partition}: {why}" for c in chosen for why in c.load.undecodable]
+    tables.problems += [c.load.partial_line(f"{c.topic}-{c.partition}") for c in chosen if c.load.partial]
     _group_rows(tables, [c for c in chosen if c.topic == CONSUMER_OFFSETS], facts, ctx)
     _transaction_rows(tables, [c for c in chosen if c.topic == TRANSACTION_STATE], facts, ctx)
     return tables

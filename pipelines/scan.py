@@ -242,7 +242,8 @@ class VerifyScan:
         self.finish()
         if task.read_only is None:
             out.coordination = coordination(task.path, task.topic, task.partition,
-                                            self.recovery_state.producer_state)
+                                            self.recovery_state.producer_state, task.clean_shutdown,
+                                            task.recovery_point, task.log_start_offset)
         _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
         summarize(task, out, self.ctx)
         return out

@@ -289,6 +289,12 @@ class GroupOffsetRow:
     lost_offsets: int | None = column(pa.int64())  # offsets between the commit and the log start, gone
     run_id: str | None = column(pa.string())
     recorded_at: datetime | None = column(TS)
+    # added after the first release (appended, never moved): its coordinator partition loaded only in part (a
+    # damaged or cut segment), the offset that load reached, and what Kafka's coordinator loads there after the
+    # broker's next start (same: these rows; differs; offline; unknown)
+    partial: bool | None = column(pa.bool_())
+    loaded_to_offset: int | None = column(pa.int64())
+    kafka_after_start: str | None = column(pa.string())
 
 
 @dataclass
@@ -307,6 +313,12 @@ class GroupRow:
     members: int | None = column(pa.int32())
     run_id: str | None = column(pa.string())
     recorded_at: datetime | None = column(TS)
+    # added after the first release (appended, never moved): its coordinator partition loaded only in part (a
+    # damaged or cut segment), the offset that load reached, and what Kafka's coordinator loads there after the
+    # broker's next start (same: these rows; differs; offline; unknown)
+    partial: bool | None = column(pa.bool_())
+    loaded_to_offset: int | None = column(pa.int64())
+    kafka_after_start: str | None = column(pa.string())
 
 
 @dataclass
@@ -326,6 +338,12 @@ class TransactionRow:
     last_update_timestamp_ms: int | None = column(pa.int64())
     run_id: str | None = column(pa.string())
     recorded_at: datetime | None = column(TS)
+    # added after the first release (appended, never moved): its coordinator partition loaded only in part (a
+    # damaged or cut segment), the offset that load reached, and what Kafka's coordinator loads there after the
+    # broker's next start (same: these rows; differs; offline; unknown)
+    partial: bool | None = column(pa.bool_())
+    loaded_to_offset: int | None = column(pa.int64())
+    kafka_after_start: str | None = column(pa.string())
 
 
 @dataclass

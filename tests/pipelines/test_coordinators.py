@@ -6,12 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 from chispa import assert_df_equality
+from deltalake import write_deltalake
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.jobs.cli import main as cli
-from segdex.pipelines import reindex
+from segdex.pipelines import reindex, schemas
 from segdex.pipelines.metadata_store import MetadataStore
 from tests.support.fixtures import GOLDEN
 from tests.support.group_log_dirs import T, restored_log_dir
@@ -54,3 +56,35 @@ def test_a_rerun_drops_the_rows_of_groups_that_are_gone(tmp_path: Path, spark):
     assert summary.coordination.restore_checks == [] and summary.coordination.groups == []
     assert MetadataStore(meta, spark).read("group_offsets").num_rows == 0
     assert MetadataStore(meta, spark).read("groups").num_rows == 0
+
+
+def _without_marks(table) -> pa.Schema:
+    """The table's schema as segdex wrote it before the partial columns."""
+    return pa.schema([f for f in table.schema if f.name not in ("partial", "loaded_to_offset", "kafka_after_start")])
+
+
+def test_a_damaged_coordinator_partition_marks_its_rows_in_tables_that_gain_the_columns(tmp_path: Path, spark):
+    log_dir = restored_log_dir(tmp_path)
+    shutil.copytree(GOLDEN / "broker_logs" / "__transaction_state-0", log_dir / "__transaction_state-0")
+    txn_log = log_dir / "__transaction_state-0" / "00000000000000000000.log"
+    data = bytearray(txn_log.read_bytes())
+    data[656 + 100] ^= 0x01  # offset 5's batch (Kafka 4.4's own bytes) fails its CRC: the load reaches offset 5
+    txn_log.write_bytes(bytes(data))
+    meta = tmp_path / "meta"
+    # tables an earlier segdex wrote, without the partial columns, holding another log dir's rows
+    older = {schemas.GROUPS_TABLE: {"group": "elsewhere", "log_dir": "/other"},
+             schemas.TRANSACTIONS_TABLE: {"transactional_id": "elsewhere", "log_dir": "/other"}}
+    for table, row in older.items():
+        schema = _without_marks(table)
+        write_deltalake(str(meta / table.name), pa.Table.from_pylist([row], schema), mode="append")
+    summary = reindex.run(spark, [str(log_dir)], "verify", str(meta), LogConfig(), {}, progress=False)
+    assert summary.exit_status == 1
+    assert any(p.startswith("PARTIAL: __transaction_state-0 loaded up to offset 5 only") and
+               "Kafka: a broker's start truncates it at offset 5" in p for p in summary.coordination.problems)
+    store = MetadataStore(str(meta), spark)
+    txns = {r["transactional_id"]: r for r in store.read("transactions").to_pylist()}
+    assert {t: (r["partial"], r["loaded_to_offset"], r["kafka_after_start"], r["state"]) for t, r in txns.items()} \
+        == {"tx-dump": (True, 5, "same", "Ongoing"), "elsewhere": (None, None, None, None)}
+    groups = {r["group"]: r["partial"] for r in store.read("groups").to_pylist()}
+    assert groups == {"app": False, "simple": False, "elsewhere": None}
+    assert {r["partial"] for r in store.read("group_offsets").to_pylist()} == {False}
