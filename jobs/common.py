@@ -110,8 +110,33 @@ def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = No
                                    broker_origins=broker.origins if broker is not None else None,
                                    described=described, described_sources=sources,
                                    internal=broker.internal if broker is not None else None,
-                                   internal_origins=broker.internal_origins if broker is not None else None)
+                                   internal_origins=broker.internal_origins if broker is not None else None,
+                                   metadata=metadata_log_configs(paths or []))
     return resolver, broker
+
+
+def metadata_log_configs(log_dirs: list[str]) -> Any:
+    """The configs of the metadata log (``__cluster_metadata``) in ``log_dirs``, its most advanced replica, for
+    the broker whose log dir holds it (``meta.properties``' ``node.id``); None without one (a ZooKeeper-era
+    broker's dirs). One line on stderr when it cannot be read (the configs are then assumed) or stops early."""
+    from segdex.indexcore.errors import SegdexError
+    from segdex.indexcore.metadata.config_repository import log_configs
+    from segdex.indexcore.metadata.metadata_image import most_advanced_image
+    from segdex.indexcore.tools.cluster_view import read_node_id
+
+    try:
+        found = most_advanced_image([d for d in log_dirs if os.path.isdir(d)])
+    except (SegdexError, OSError) as e:
+        print(f"config: the metadata log could not be read ({getattr(e, 'strerror', None) or e}): its topic and "
+              f"broker configs are not used", file=sys.stderr)
+        return None
+    if found is None:
+        return None
+    part, image = found
+    if image.stopped:
+        print(f"config: the metadata log {part} was read up to offset {image.offset} ({image.stopped})",
+              file=sys.stderr)
+    return log_configs(image, read_node_id(os.path.dirname(part)))
 
 
 def log_dirs_or_broker(command: str, given: list[str], broker: Any) -> list[str] | None:

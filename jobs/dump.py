@@ -15,6 +15,8 @@ from segdex.indexcore.coordinator.records import (
 )
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.layout import LOG_FILE_SUFFIX, parse_segment_file_name
+from segdex.indexcore.metadata.records import ClusterMetadataLogMessageParser
+from segdex.indexcore.metadata.snapshots import snapshot_id
 from segdex.indexcore.status import ExitStatus
 from segdex.indexcore.tools.dump_log import dump, kafka_batch_line, kafka_record_line
 
@@ -31,10 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="decode keys and values as __consumer_offsets records (groups and offset commits)")
     decoders.add_argument("--transaction-log-decoder", action="store_true",
                           help="decode keys and values as __transaction_state records")
+    decoders.add_argument("--cluster-metadata-decoder", action="store_true",
+                          help="decode values as KRaft metadata records (__cluster_metadata's log and snapshots)")
     parser.add_argument("--max-bytes", type=_positive_int, default=None, metavar="N",
                         help="read only the batches within the first N bytes of each .log")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=".log, .index, .timeindex or .txnindex file")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help=".log, .index, .timeindex or .txnindex file, or a metadata snapshot (.checkpoint)")
 
 
 def _positive_int(text: str) -> int:
@@ -52,13 +57,19 @@ def _message_parser(args: argparse.Namespace):
         return OffsetsMessageParser()
     if args.transaction_log_decoder:
         return TransactionLogMessageParser()
+    if args.cluster_metadata_decoder:
+        return ClusterMetadataLogMessageParser()
     return StringMessageParser() if args.print_data_log else None
 
 
 def _log_lines(path: str, rows) -> Iterator[tuple[str, int]]:
     """A .log's rows as kafka-dump-log prints them (``Log starting offset``, batch lines, ``|`` record lines, the
     trailing-bytes line), each with the exit status it calls for."""
-    yield f"Log starting offset: {parse_segment_file_name(os.path.basename(path)).base_offset}", 0
+    snapshot = snapshot_id(path)
+    if snapshot is not None:
+        yield f"Snapshot end offset: {snapshot[0]}, epoch: {snapshot[1]}", 0
+    else:
+        yield f"Log starting offset: {parse_segment_file_name(os.path.basename(path)).base_offset}", 0
     batch_row: dict = {}
     for row in rows:
         kind = row["type"]
@@ -108,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             rows = dump(path, deep=args.deep, parser=parser, max_bytes=args.max_bytes)
             if args.json:
                 lines = _json_lines(path, rows)
-            elif path.endswith(LOG_FILE_SUFFIX):
+            elif path.endswith(LOG_FILE_SUFFIX) or snapshot_id(path) is not None:
                 lines = _log_lines(path, rows)
             else:
                 lines = _index_lines(rows)

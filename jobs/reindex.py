@@ -59,7 +59,7 @@ def resolve_configs(args: argparse.Namespace) -> tuple[LogConfig, dict[str, LogC
     resolver, broker = topic_config_resolver(args, args.log_dirs)
     args.log_dirs = log_dirs_or_broker(args.command, args.log_dirs, broker) or []
     args._resolver = resolver
-    return resolver.default, {t: resolver(t) for t in {*resolver.topic_configs, *resolver.described}}
+    return resolver.default, {t: resolver(t) for t in resolver.configured_topics()}
 
 
 def run_command(args: argparse.Namespace, mode: str) -> int:

@@ -30,18 +30,25 @@ def human_bytes(n: int) -> str:
 
 
 def print_discovery(discovery: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
-    """What the driver found before the scan: refused and stray dirs, skipped ones, temporaries removed."""
+    """What the driver found before the scan: what a broker's start trips on, refused dirs, skipped ones,
+    temporaries removed."""
     out, err = out or sys.stdout, err or sys.stderr
+    print_unloadable(discovery.unloadable, err)
     for _log_dir, why in discovery.refused:
         print(f"refused: {why}", file=err)
-    for path, why in discovery.stray:
-        print(f"stray: {path}: {why}", file=err)
     for path, why in discovery.skipped:
         print(f"skipped: {path}: {why}", file=out)
     for path in discovery.removed:
         print(f"removed: {path}: temporary file left by an interrupted segdex run", file=err)
     for note in discovery.notes:
         print(f"note: {note}", file=err)
+
+
+def print_unloadable(problems: Any, err: TextIO | None = None) -> None:
+    """One line per thing a broker's start trips on (``indexcore.log.unloadable``): "unloadable: <path>: the broker
+    will not start: <Kafka's exception> (<why, what to do>)"."""
+    for problem in problems:
+        print(f"unloadable: {problem}", file=err or sys.stderr)
 
 
 def print_run(summary: Any, out: TextIO | None = None, err: TextIO | None = None) -> None:
@@ -111,7 +118,7 @@ def print_on_defaults(summary: Any, err: TextIO) -> None:
     shown = ", ".join(topics[:10]) + (f" and {len(topics) - 10} more" if len(topics) > 10 else "")
     print(f"config: {len(topics)} topic{'s' if len(topics) != 1 else ''} ran on Kafka's defaults only "
           f"({LogConfig().describe(list(INDEX_CONFIGS))}, from no --topic-config, --topic-configs, "
-          f"--bootstrap-server, --config or --broker-config): {shown}; every value and its source: "
+          f"--bootstrap-server, --config, --broker-config or metadata log): {shown}; every value and its source: "
           f"segdex sql \"SELECT * FROM topic_configs\"", file=err)
 
 

@@ -16,9 +16,13 @@ Where a topic's value comes from, highest first (``TopicConfigResolver``):
    override in Kafka too, so a ``--config`` default for every topic does not reach them;
 3. ``--config KEY=VALUE`` (a default for every topic; topic or broker names);
 4. what the cluster reports (``--topic-configs``, the saved ``kafka-configs --describe`` output,
-   ``indexcore.topic_configs_file``): the topic's overrides, and with ``--all`` the brokers' settings too;
-5. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
-6. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
+   ``indexcore.topic_configs_file``, or ``--bootstrap-server``): the topic's overrides, and with ``--all`` the
+   brokers' settings too;
+5. the metadata log in the log dirs (``__cluster_metadata``, ``indexcore.metadata``): the topic's own configs,
+   then this broker's dynamic ``log.*`` configs, then the cluster-wide dynamic broker defaults, as a KRaft broker
+   layers them (``DynamicBrokerConfig``);
+6. the broker's ``log.*`` settings from ``--broker-config server.properties`` (``indexcore.broker_config``);
+7. Kafka's default, *assumed*: the summary of a writing command names the topics that ran on assumed values.
 
 ``__cluster_metadata`` is the KRaft metadata log: it follows ``metadata.*`` settings and its own snapshots,
 never topic configs; no writing command touches it (``is_cluster_metadata``).
@@ -46,6 +50,19 @@ SOURCE_CONFIG = "--config"
 SOURCE_DEFAULT = "Kafka default"
 SOURCE_BROKER = "server.properties"
 SOURCE_DESCRIBED = "--topic-configs"
+SOURCE_METADATA_LOG = "metadata log"
+
+
+@dataclass(frozen=True)
+class MetadataLogConfigs:
+    """What the metadata log says, in topic config names: each topic's own configs, the broker's dynamic defaults
+    (the cluster-wide ones under this broker's own) with the broker names they came from, and where it was read
+    (``offset N``)."""
+
+    topics: Mapping[str, Mapping[str, str]]
+    broker: Mapping[str, str]
+    broker_origins: Mapping[str, str]
+    where: str
 
 # What Kafka sets when it creates its internal topics, with the brokers' default segment sizes; read from the
 # Kafka 4.1.1 jars (GroupCoordinatorService.groupMetadataTopicConfigs, TransactionStateManager
@@ -216,7 +233,9 @@ class TopicConfigResolver:
                  described: Mapping[str, Mapping[str, str]] | None = None,
                  described_sources: Mapping[str, Mapping[str, str]] | None = None,
                  internal: Mapping[str, Mapping[str, str]] | None = None,
-                 internal_origins: Mapping[str, Mapping[str, str]] | None = None) -> None:
+                 internal_origins: Mapping[str, Mapping[str, str]] | None = None,
+                 metadata: MetadataLogConfigs | None = None) -> None:
+        self.metadata = metadata
         self.described = {t: dict(kv) for t, kv in (described or {}).items()}
         self.described_sources = {t: dict(kv) for t, kv in (described_sources or {}).items()}
         # Kafka's internal-topic configs, with the broker's own settings of them (offsets.topic.segment.bytes, ...)
@@ -230,7 +249,8 @@ class TopicConfigResolver:
             if not topic:
                 raise ConfigException("empty topic name in --topic-config")
         self._cache: dict[str, ResolvedConfig] = {}
-        self.default = LogConfig().with_overrides({**self.broker, **self.config})
+        metadata_broker = dict(metadata.broker) if metadata is not None else {}
+        self.default = LogConfig().with_overrides({**self.broker, **metadata_broker, **self.config})
         for topic in self.topic_configs:
             self.resolve(topic)
 
@@ -242,7 +262,13 @@ class TopicConfigResolver:
         sources: dict[str, str] = {}
         origins = {SOURCE_BROKER: self.broker_origins, SOURCE_DESCRIBED: self.described_sources.get(topic, {}),
                    SOURCE_INTERNAL_TOPIC: self.internal_origins.get(topic, {})}
-        for source, layer in ((SOURCE_BROKER, self.broker), (SOURCE_DESCRIBED, self.described.get(topic)),
+        metadata: tuple = ()
+        if self.metadata is not None:  # "metadata log (log.retention.ms, offset 59)", "metadata log (offset 59)"
+            where = self.metadata.where
+            origins[SOURCE_METADATA_LOG] = {k: f"{o}, {where}" for k, o in self.metadata.broker_origins.items()}
+            metadata = ((SOURCE_METADATA_LOG, self.metadata.broker),
+                        (f"{SOURCE_METADATA_LOG} ({where})", self.metadata.topics.get(topic)))
+        for source, layer in ((SOURCE_BROKER, self.broker), *metadata, (SOURCE_DESCRIBED, self.described.get(topic)),
                               (SOURCE_CONFIG, self.config),
                               (SOURCE_INTERNAL_TOPIC, self.internal.get(topic)),
                               (SOURCE_TOPIC_CONFIG, self.topic_configs.get(topic))):
@@ -256,6 +282,12 @@ class TopicConfigResolver:
 
     def __call__(self, topic: str) -> LogConfig:
         return self.resolve(topic).config
+
+    def configured_topics(self) -> set[str]:
+        """The topics some layer names (a flag, a described file or the metadata log): the others take
+        ``default``."""
+        named = {*self.topic_configs, *self.described}
+        return named | set(self.metadata.topics) if self.metadata is not None else named
 
 
 def parse_config_args(items: list[str] | None) -> dict[str, str]:

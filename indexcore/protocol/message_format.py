@@ -29,13 +29,26 @@ INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
+UINT16 = struct.Struct(">H")
+FLOAT64 = struct.Struct(">d")
 UUID_LENGTH = 16
 ANY_VERSION = (0, 32767)
-FIXED = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64}
+FIXED = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64, "uint16": UINT16, "float64": FLOAT64}
 
 
 class MessageFormatException(SegdexError):
     """Bytes that do not hold the message the schema describes (Kafka: a RuntimeException from ``read``)."""
+
+
+class _NullDefault:
+    """A field whose default is Java's null (``"default": "null"`` on a nullable field): absent means null, and
+    the JSON converter prints it whenever it is not null, empty or not."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _NullDefault()
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,8 @@ class Field:
     tagged field its tag (present only in flexible versions, after the struct's other fields)."""
 
     name: str
-    type: Any  # "int8" | "int16" | "int32" | "int64" | "uuid" | "string" | "bytes" | Array | Struct
+    type: Any  # "int8" | "int16" | "uint16" | "int32" | "int64" | "float64" | "bool" | "uuid" | "string" | "bytes"
+    # | Array | Struct
     versions: tuple[int, int] = ANY_VERSION
     nullable: tuple[int, int] | None = None
     tag: int | None = None
@@ -199,6 +213,8 @@ def _read_value(r: _Reader, f: Field, ftype: Any, element: bool = False) -> Any:
     nullable = not element and _within(r.version, f.nullable)
     if isinstance(ftype, str) and ftype in FIXED:
         return r.fixed(FIXED[ftype])
+    if ftype == "bool":  # Readable.readByte() != 0
+        return r.fixed(INT8) != 0
     if ftype == "uuid":
         return r.take(UUID_LENGTH)
     if isinstance(ftype, Struct):
@@ -252,13 +268,23 @@ def read_struct(r: _Reader, schema: Struct) -> dict[str, Any]:
     return out
 
 
-def read_message(message: Message, data: bytes, version: int) -> dict[str, Any]:
-    """``new Message(readable, version)``: the message at ``version`` from ``data`` (trailing bytes ignored)."""
+def read_message(message: Message, data: bytes, version: int, whole: bool = False) -> dict[str, Any]:
+    """``new Message(readable, version)``: the message at ``version`` from ``data`` (trailing bytes ignored, or
+    with ``whole`` refused as ``AbstractApiMessageSerde.read`` refuses them)."""
     if not message.valid_versions[0] <= version <= message.valid_versions[1]:
         raise MessageFormatException(f"{message.name}: version {version} is not in the supported range "
                                      f"{message.valid_versions[0]}-{message.valid_versions[1]}")
     r = _Reader(bytes(data), flexible=message.is_flexible(version), version=version)
-    return read_struct(r, message.struct)
+    out = read_struct(r, message.struct)
+    if whole and r.pos < len(r.data):
+        raise MessageFormatException(f"Found {len(r.data) - r.pos} byte(s) of garbage after {message.name}")
+    return out
+
+
+def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    """``ByteUtils.readUnsignedVarint`` at ``pos``: (value, the position after it)."""
+    r = _Reader(bytes(data), pos)
+    return r.uvarint(), r.pos
 
 
 def uuid_string(raw: bytes) -> str:
@@ -271,18 +297,22 @@ def default_value(f: Field) -> Any:
     default, where ``None`` is Kafka's empty default (``FieldSpec``: a schema's ``"default": null`` is ``""``,
     which makes a struct ``new S()`` with its own fields' defaults, an array ``new ArrayList<>(0)``, empty bytes,
     an empty string, a zero number or the zero UUID)."""
+    if f.default is NULL:
+        return None
     if f.default is not None:
         return f.default
     if isinstance(f.type, Struct):
         return {g.name: default_value(g) for g in f.type.fields}
     if isinstance(f.type, Array):
         return []
-    return {"string": "", "bytes": b"", "uuid": bytes(16)}.get(f.type, 0)
+    return {"string": "", "bytes": b"", "uuid": bytes(16), "bool": False, "float64": 0.0}.get(f.type, 0)
 
 
 def _is_empty_default(f: Field, value: Any) -> bool:
     """The generated converter's test for skipping a tagged field (``generateNonDefaultValueCheck``): the value
     equals the default; a null where the default is not null is printed."""
+    if f.default is NULL:
+        return value is None
     return value is not None and value == default_value(f)
 
 

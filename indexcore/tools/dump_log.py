@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.errors import CorruptRecordException, SegdexError
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.index.offset_index import parse_offset_index
@@ -21,6 +20,9 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.log_segment import recover
+from segdex.indexcore.metadata.records import control_record_text
+from segdex.indexcore.metadata.snapshots import snapshot_id
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.batch_header import DELETE_HORIZON_FLAG_MASK
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import RECORD_BATCH_V2, RecordBatch, compute_checksum, last_sequence
@@ -72,14 +74,19 @@ def batch_extras(buf, batch: RecordBatch) -> dict:
 
 
 def _control_view(record: Record) -> dict:
-    """``DumpLogSegments``' view of a control record: the end-transaction marker, or the control type."""
+    """``DumpLogSegments``' view of a control record: the end-transaction marker, the raft layer's record decoded
+    (Kafka 4.x: ``LeaderChange: {...}``, ``SnapshotHeader {...}``, ...), or the control type."""
     if record.key is None or len(record.key) < CONTROL_KEY.size:
         return {"controlType": "UNKNOWN(-1)"}
     _version, type_id = CONTROL_KEY.unpack_from(record.key)
     name = CONTROL_RECORD_TYPES.get(type_id, "UNKNOWN")
     if name in ("ABORT", "COMMIT") and record.value is not None and len(record.value) >= END_TXN_MARKER_VALUE.size:
         return {"endTxnMarker": name, "coordinatorEpoch": END_TXN_MARKER_VALUE.unpack_from(record.value)[1]}
-    return {"controlType": f"{name}({type_id})"}
+    try:
+        text = control_record_text(type_id, record.value)
+    except MessageFormatException:
+        text = None
+    return {"control": text} if text is not None else {"controlType": f"{name}({type_id})"}
 
 
 def record_view(batch: RecordBatch, record: Record, parser=None) -> dict:
@@ -164,6 +171,8 @@ def kafka_record_line(row: dict, batch_row: dict) -> str:
         line += f" endTxnMarker: {row['endTxnMarker']} coordinatorEpoch: {row['coordinatorEpoch']}"
     elif "controlType" in row:
         line += f" controlType: {row['controlType']}"
+    elif "control" in row:
+        line += f" {row['control']}"
     if "key" in row:
         line += f" key: {row['key']}"
     if "payload" in row:
@@ -215,10 +224,14 @@ def dump_index(path: str) -> Iterator[dict]:
 
 
 def dump(path: str, deep: bool = False, parser=None, max_bytes: int | None = None) -> Iterator[dict]:
-    """Rows for one segment file: ``dump_log`` for a ``.log``, ``dump_index`` for an index file."""
+    """Rows for one segment file: ``dump_log`` for a ``.log`` or a metadata snapshot (``.checkpoint``: record
+    batches too), ``dump_index`` for an index file."""
+    if snapshot_id(path) is not None:
+        return dump_log(path, deep, parser, max_bytes)
     suffix = parse_segment_file_name(os.path.basename(path)).suffix
     if suffix == LOG_FILE_SUFFIX:
         return dump_log(path, deep, parser, max_bytes)
     if suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
         return dump_index(path)
-    raise SegdexError(f"{path}: segdex dump reads .log, .index, .timeindex and .txnindex files, not {suffix}")
+    raise SegdexError(f"{path}: segdex dump reads .log, .index, .timeindex and .txnindex files and metadata "
+                      f"snapshots (.checkpoint), not {suffix}")

@@ -150,10 +150,10 @@ def test_null_array_element_is_refused():
 
 
 def test_unknown_schema_type_is_a_programming_error():
-    msg = fixed("Demo", Field("ratio", "float64"))
+    msg = fixed("Demo", Field("ratio", "float32"))
     with pytest.raises(ValueError) as info:
         read_message(msg, b"\x00" * 8, 0)
-    assert str(info.value) == "unknown schema type 'float64'"
+    assert str(info.value) == "unknown schema type 'float32'"
 
 
 # --- tagged fields ------------------------------------------------------------------------------------------
@@ -275,3 +275,11 @@ def test_a_tagged_struct_equal_to_its_empty_default_is_not_printed():
     assert struct_json(msg.struct, read_message(msg, i32(7) + uv(0), 0), 0) == {"x": 7}
     assert struct_json(msg.struct, read_message(msg, body(1), 0), 0) == {
         "x": 7, "t": {"a": 1, "u": "AAAAAAAAAAAAAAAAAAAAAA", "s": "", "b": ""}}
+
+
+def test_uint16_float64_and_bool_read_as_kafkas_readable_reads_them():
+    """The metadata log's other primitives: a port (``uint16``, 0-65535), a quota (``float64``), a flag (``bool``:
+    any byte but 0 is true)."""
+    msg = fixed("Demo", Field("port", "uint16"), Field("value", "float64"), Field("on", "bool"), Field("off", "bool"))
+    data = read_message(msg, (65535).to_bytes(2, "big") + struct.pack(">d", 1.5) + b"\x02\x00", 0)
+    assert data == {"port": 65535, "value": 1.5, "on": True, "off": False}

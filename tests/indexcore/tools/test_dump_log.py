@@ -24,9 +24,9 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import OffsetsMessageParser
 from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.record.record_batch import increment_sequence
 from segdex.indexcore.record.records import records
@@ -336,4 +336,5 @@ def test_dump_refuses_other_segment_files(tmp_path: Path):
     path = str(tmp_path / "00000000000000000955.snapshot")
     with pytest.raises(SegdexError) as e:
         dump(path)
-    assert str(e.value) == f"{path}: segdex dump reads .log, .index, .timeindex and .txnindex files, not .snapshot"
+    assert str(e.value) == (f"{path}: segdex dump reads .log, .index, .timeindex and .txnindex files and metadata "
+                            f"snapshots (.checkpoint), not .snapshot")

@@ -1,0 +1,297 @@
+"""The metadata image a KRaft broker builds from its replica of the metadata log (``MetadataImage``,
+``MetadataDelta.replay``, ``MetadataLoader``/``MetadataBatchLoader``), rebuilt offline from ``__cluster_metadata-0``.
+
+What is replayed, in order (``load_metadata_image``):
+
+1. the latest complete snapshot (``snapshots``): its records, the control records (header, footer) aside;
+2. the log's segments from the snapshot's end offset on, batch by batch, control batches aside.
+
+Metadata transactions (KIP-868) are applied as Kafka's batch loader applies them: the records between a
+``BeginTransactionRecord`` and its ``EndTransactionRecord`` are published together at the end; an
+``AbortTransactionRecord`` drops them; a transaction still open at the end of the log is not published. Reading
+stops at the first batch that is not whole or not valid (what recovery would truncate) and at the first record
+Kafka's serde would refuse: the image is then the prefix before it, and ``stopped`` says where and why.
+
+Offline there is no high watermark: the image is everything this replica holds, which may be ahead of what the
+quorum committed (a broker publishes only committed records).
+
+What the image keeps (the parts segdex uses): topics by id (name, partitions with replicas, ISR, leader, epochs,
+directory ids), removed topics, configs by resource (``ConfigRecord``: topic, broker id, and ``""`` for the cluster
+default of every broker), registered brokers (endpoints, rack, fencing, log dir ids), feature levels.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from segdex.indexcore.errors import CorruptRecordException, SegdexError
+from segdex.indexcore.log.layout import LOG_FILE_SUFFIX, parse_segment_file_name
+from segdex.indexcore.metadata.records import (
+    BROKER_RESOURCE,
+    TOPIC_RESOURCE,
+    MetadataRecord,
+    read_metadata_record,
+)
+from segdex.indexcore.metadata.snapshots import snapshots
+from segdex.indexcore.protocol.message_format import MessageFormatException, uuid_string
+from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.records import records
+
+CLUSTER_METADATA_PARTITION = "__cluster_metadata-0"
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
+# record types (MetadataRecordType)
+(REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, FENCE_BROKER, UNFENCE_BROKER,
+ REMOVE_TOPIC, FEATURE_LEVEL, BROKER_REGISTRATION_CHANGE, BEGIN_TRANSACTION, END_TRANSACTION,
+ ABORT_TRANSACTION) = (0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 17, 23, 24, 25)
+
+
+@dataclass
+class PartitionImage:
+    """``PartitionRegistration``: a partition's replicas and leadership."""
+
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    directories: list[str] = field(default_factory=list)  # log dir ids, by replica
+
+
+@dataclass
+class TopicImage:
+    name: str
+    topic_id: str  # Uuid.toString
+    partitions: dict[int, PartitionImage] = field(default_factory=dict)
+
+
+@dataclass
+class BrokerRegistration:
+    broker_id: int
+    incarnation_id: str
+    epoch: int
+    endpoints: list[tuple[str, str, int]]  # (listener name, host, port)
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    log_dirs: list[str]
+
+
+@dataclass
+class MetadataImage:
+    """The image after the records replayed up to ``offset`` (the last offset applied; -1: none)."""
+
+    offset: int = -1
+    snapshot: str | None = None  # the snapshot file it started from
+    stopped: str | None = None  # where and why reading stopped before the end of the log
+    features: dict[str, int] = field(default_factory=dict)
+    topics: dict[str, TopicImage] = field(default_factory=dict)  # by topic id
+    removed_topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+
+    def topic(self, name: str) -> TopicImage | None:
+        return next((t for t in self.topics.values() if t.name == name), None)
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The topic's own configs (``kafka-configs --describe``'s dynamic topic configs)."""
+        return dict(self.configs.get((TOPIC_RESOURCE, name), {}))
+
+    def broker_configs(self, broker_id: int | None) -> tuple[dict[str, str], dict[str, str]]:
+        """(the cluster-wide broker defaults, this broker's own dynamic configs)."""
+        own = self.configs.get((BROKER_RESOURCE, str(broker_id)), {}) if broker_id is not None else {}
+        return dict(self.configs.get((BROKER_RESOURCE, ""), {})), dict(own)
+
+    # -- MetadataDelta.replay ------------------------------------------------------------------------------------
+
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """One record applied, as ``MetadataDelta.replay`` applies it (the types segdex keeps; others pass)."""
+        handler = _REPLAY.get(record.api_key)
+        if handler is not None:
+            handler(self, record.data)
+        self.offset = offset
+
+    def _register_broker(self, d: dict) -> None:
+        self.brokers[d["brokerId"]] = BrokerRegistration(
+            d["brokerId"], uuid_string(d["incarnationId"]), d["brokerEpoch"],
+            [(e["name"], e["host"], e["port"]) for e in d["endPoints"]], d["rack"], d["fenced"],
+            d.get("inControlledShutdown", False), [uuid_string(u) for u in d.get("logDirs", [])])
+
+    def _unregister_broker(self, d: dict) -> None:
+        self.brokers.pop(d["brokerId"], None)
+
+    def _fence(self, d: dict, fenced: bool) -> None:
+        broker = self.brokers.get(d["id"])
+        if broker is not None:
+            broker.fenced = fenced
+
+    def _registration_change(self, d: dict) -> None:
+        broker = self.brokers.get(d["brokerId"])
+        if broker is None:
+            return
+        if d.get("fenced", 0):  # BrokerRegistrationFencingChange: 1 fence, -1 unfence, 0 none
+            broker.fenced = d["fenced"] > 0
+        if d.get("inControlledShutdown", 0):
+            broker.in_controlled_shutdown = d["inControlledShutdown"] > 0
+        if d.get("logDirs"):
+            broker.log_dirs = [uuid_string(u) for u in d["logDirs"]]
+
+    def _topic(self, d: dict) -> None:
+        topic_id = uuid_string(d["topicId"])
+        self.topics[topic_id] = TopicImage(d["name"], topic_id)
+        self.removed_topics.pop(topic_id, None)
+
+    def _partition(self, d: dict) -> None:
+        topic = self.topics.get(uuid_string(d["topicId"]))
+        if topic is not None:
+            topic.partitions[d["partitionId"]] = PartitionImage(
+                list(d["replicas"]), list(d["isr"]), d["leader"], d["leaderEpoch"], d["partitionEpoch"],
+                [uuid_string(u) for u in d.get("directories", [])])
+
+    def _partition_change(self, d: dict) -> None:
+        """``PartitionRegistration.merge``: the fields the record carries; a new leader epoch when it names a
+        leader, a new partition epoch always."""
+        topic = self.topics.get(uuid_string(d["topicId"]))
+        p = topic.partitions.get(d["partitionId"]) if topic is not None else None
+        if p is None:
+            return
+        for name, attr in (("isr", "isr"), ("replicas", "replicas")):
+            if d.get(name) is not None:
+                setattr(p, attr, list(d[name]))
+        if d.get("directories") is not None:
+            p.directories = [uuid_string(u) for u in d["directories"]]
+        if d.get("leader", NO_LEADER_CHANGE) != NO_LEADER_CHANGE:
+            p.leader = d["leader"]
+            p.leader_epoch += 1
+        p.partition_epoch += 1
+
+    def _remove_topic(self, d: dict) -> None:
+        """The topic and its configs go (``TopicsDelta`` and ``ConfigurationsDelta`` replay it)."""
+        topic = self.topics.pop(uuid_string(d["topicId"]), None)
+        if topic is not None:
+            self.removed_topics[topic.topic_id] = topic.name
+            self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+
+    def _config(self, d: dict) -> None:
+        resource = self.configs.setdefault((d["resourceType"], d["resourceName"]), {})
+        if d["value"] is None:
+            resource.pop(d["name"], None)
+        else:
+            resource[d["name"]] = d["value"]
+
+    def _feature(self, d: dict) -> None:
+        if d["featureLevel"] == 0:
+            self.features.pop(d["name"], None)
+        else:
+            self.features[d["name"]] = d["featureLevel"]
+
+
+_REPLAY = {
+    REGISTER_BROKER: MetadataImage._register_broker,
+    UNREGISTER_BROKER: MetadataImage._unregister_broker,
+    FENCE_BROKER: lambda image, d: image._fence(d, True),
+    UNFENCE_BROKER: lambda image, d: image._fence(d, False),
+    BROKER_REGISTRATION_CHANGE: MetadataImage._registration_change,
+    TOPIC: MetadataImage._topic,
+    PARTITION: MetadataImage._partition,
+    PARTITION_CHANGE: MetadataImage._partition_change,
+    REMOVE_TOPIC: MetadataImage._remove_topic,
+    CONFIG: MetadataImage._config,
+    FEATURE_LEVEL: MetadataImage._feature,
+}
+
+
+class MetadataLogException(SegdexError):
+    """A metadata log that cannot be read at all (no snapshot and no segment)."""
+
+
+def _log_records(path: str, start: int):
+    """(offset, record) of a file of batches from offset ``start`` on, data batches only; a final (offset, str)
+    names where and why reading stopped."""
+    with open_log(path) as buf:
+        end = 0
+        try:
+            for batch in batches(buf, 0):
+                end = batch.position + batch.size_in_bytes
+                if batch.is_control or batch.last_offset < start:
+                    continue
+                for r in records(buf, batch):
+                    if r.offset < start:
+                        continue
+                    try:
+                        yield r.offset, read_metadata_record(r.value)
+                    except MessageFormatException as e:
+                        yield r.offset, f"{os.path.basename(path)}: offset {r.offset}: {e}"
+                        return
+        except CorruptRecordException as e:
+            yield -1, f"{os.path.basename(path)}: position {end}: {e}"
+            return
+        if end < len(buf):
+            yield -1, f"{os.path.basename(path)}: {len(buf) - end} bytes at position {end} are no whole batch"
+
+
+class _BatchLoader:
+    """``MetadataBatchLoader``: records applied as they come, or held while a metadata transaction is open."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.pending: list[tuple[int, MetadataRecord]] | None = None
+
+    def feed(self, offset: int, record: MetadataRecord) -> None:
+        if record.api_key == BEGIN_TRANSACTION:
+            self.pending = []
+        elif record.api_key == END_TRANSACTION and self.pending is not None:
+            for at, held in self.pending:
+                self.image.replay(held, at)
+            self.pending = None
+            self.image.offset = offset
+        elif record.api_key == ABORT_TRANSACTION:
+            self.pending = None
+            self.image.offset = offset
+        elif self.pending is not None:
+            self.pending.append((offset, record))
+        else:
+            self.image.replay(record, offset)
+
+
+def load_metadata_image(partition_dir: str) -> MetadataImage:
+    """The image of ``__cluster_metadata-0`` at ``partition_dir``: the latest snapshot, then the log after it."""
+    image = MetadataImage()
+    found = snapshots(partition_dir)
+    start = 0
+    loader = _BatchLoader(image)
+    if found:
+        (start, _epoch), path = found[-1]
+        image.snapshot = os.path.basename(path)
+        for _offset, record in _log_records(path, 0):
+            if isinstance(record, str):
+                raise MetadataLogException(f"snapshot {record}")
+            image.replay(record, start - 1)
+        image.offset = start - 1
+    logs = sorted((parse_segment_file_name(n).base_offset, n) for n in os.listdir(partition_dir)
+                  if n.endswith(LOG_FILE_SUFFIX))
+    if not found and not logs:
+        raise MetadataLogException(f"{partition_dir}: no snapshot and no log segment")
+    for _base, name in logs:
+        for offset, record in _log_records(os.path.join(partition_dir, name), start):
+            if isinstance(record, str):
+                image.stopped = record
+                return image
+            loader.feed(offset, record)
+    if loader.pending is not None:
+        image.stopped = "a metadata transaction still open at the end of the log (not applied)"
+    return image
+
+
+def most_advanced_image(log_dirs: list[str]) -> tuple[str, MetadataImage] | None:
+    """The image of the ``__cluster_metadata-0`` replica among ``log_dirs`` that reaches the furthest offset, with
+    its partition dir; None where no dir holds one (a ZooKeeper-era broker). MetadataLogException when one is
+    unreadable."""
+    best: tuple[str, MetadataImage] | None = None
+    for d in log_dirs:
+        part = os.path.join(d, CLUSTER_METADATA_PARTITION)
+        if os.path.isdir(part):
+            image = load_metadata_image(part)
+            if best is None or image.offset > best[1].offset:
+                best = (part, image)
+    return best
