@@ -105,6 +105,8 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
             answer = oracle.cleanable(theirs, now, config=kafka_config)
             if "exception" not in answer:
                 verdict.mismatches.append(f"{where}: segdex's load failed ({e}), Kafka's did not")
+            else:
+                verdict.kafka_threw = f"the load: {answer['exception']}"
             return verdict
         segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
         unstable = loaded.producer_state.first_unstable_offset(start)
