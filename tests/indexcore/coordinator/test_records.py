@@ -21,12 +21,12 @@ import struct
 
 import pytest
 
-from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.coordinator.records import (
     DELETE,
     OffsetsMessageParser,
     TransactionLogMessageParser,
 )
+from segdex.indexcore.protocol.message_format import MessageFormatException
 from tests.support.coordinator_bytes import MEMBER_KEY, TOPIC_ID, member_metadata
 from tests.support.kafka_bytes import b32, cstr, i16, i32, i64, s16, uv
 
