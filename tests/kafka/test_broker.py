@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import subprocess
 import time
@@ -310,7 +311,8 @@ def describe_topic_configs(broker: KafkaBroker, *extra: str) -> str:
 def test_topic_configs_read_from_kafka_configs_describe(produced, tmp_path, spark):
     """A topic whose index.interval.bytes (700) is a topic override and whose retention.ms was changed with the
     Admin API: `kafka-configs --describe` saved to a file, with and without --all, is read back by
-    `--topic-configs`; verify then finds the topic's segments `ok` (on Kafka's default, only `equivalent`)."""
+    `--topic-configs`; verify then finds the topic's segments `ok`, as it does with no flag at all (the broker's
+    metadata log holds the topic's configs)."""
     broker = KafkaBroker(produced["install"], tmp_path / "node", {**BROKER_PROPS, "log.segment.bytes": str(MiB)})
     try:
         broker.start()
@@ -352,7 +354,7 @@ def test_topic_configs_read_from_kafka_configs_describe(produced, tmp_path, spar
 
     assert statuses(tmp_path / "m1", "--topic-configs", str(files["dynamic"])) == {"ok"}
     assert statuses(tmp_path / "m2", "--topic-configs", str(files["all"])) == {"ok"}
-    assert statuses(tmp_path / "m3") == {"equivalent"}
+    assert statuses(tmp_path / "m3") == {"ok"}  # no flag: the metadata log's topic configs
     assert len(list((broker.data_dir / "plain-0").glob("*.log"))) >= 2
 
     # the same configs read live (Admin API) while the broker serves again; segdex works on a copy of its dir
@@ -373,3 +375,44 @@ def test_topic_configs_read_from_kafka_configs_describe(produced, tmp_path, spar
     assert code == 0
     rows = MetadataStore(str(tmp_path / "m4"), spark).read("segments", ["topic", "status"]).to_pylist()
     assert {r["status"] for r in rows if r["topic"] == "plain"} == {"ok"}
+
+
+def test_metadata_log_dump_and_image_are_kafkas(produced, tmp_path, spark):
+    """The broker's replica of the metadata log (three starts, three topics created with configs, snapshots
+    every second): ``segdex dump --cluster-metadata-decoder`` prints what the release's own ``kafka-dump-log``
+    prints for every segment and snapshot (3.9 prints a leader change as its type only, 4.x decoded); the image
+    replayed from the latest snapshot and the log after it holds each topic under the id the broker wrote into
+    its partition dir, with the configs it was created with; ``verify`` with no config flag takes them, naming
+    the metadata log as their source."""
+    from segdex.indexcore.metadata.metadata_image import load_metadata_image
+    from tests.support.dump_compare import assert_same, kafka_dump, segdex_dump
+
+    part = produced["clean"] / "__cluster_metadata-0"
+    files = sorted(str(p) for p in part.iterdir() if p.suffix in (".log", ".checkpoint"))
+    assert any(f.endswith(".checkpoint") for f in files) and any(f.endswith(".log") for f in files)
+    kafka = kafka_dump(produced["install"], files, "--cluster-metadata-decoder")
+    ours, status = segdex_dump(files, "--cluster-metadata-decoder")
+    if produced["install"].family == 3:
+        ours = {f: [re.sub(r" LeaderChange: \{.*\}$", " controlType: LEADER_CHANGE(2)", line) for line in lines]
+                for f, lines in ours.items()}
+    assert assert_same(kafka, ours) == 0 and status == 0
+    payloads = " ".join(line for lines in ours.values() for line in lines)
+    assert "TOPIC_RECORD" in payloads and "SnapshotHeader" in payloads and "SnapshotFooter" in payloads
+
+    image = load_metadata_image(str(part))
+    assert image.stopped is None and image.snapshot is not None and image.features["metadata.version"] > 0
+    for topic, (configs, _interval) in TOPICS.items():
+        on_disk = (produced["clean"] / f"{topic}-0" / "partition.metadata").read_text()
+        found = image.topic(topic)
+        assert found is not None and f"topic_id: {found.topic_id}" in on_disk, (topic, on_disk)
+        assert image.topic_configs(topic) == configs
+        assert found.partitions[0].replicas == [1] and found.partitions[0].leader_epoch >= 2
+    assert image.brokers[1].endpoints[0][1] == "127.0.0.1"
+
+    meta = tmp_path / "meta"
+    assert cli(["verify", "--no-progress", "--metadata", str(meta), str(produced["clean"])]) == 0
+    rows = MetadataStore(str(meta), spark).read("topic_configs").to_pylist()
+    sources = {(r["topic"], r["config"]): (r["value"], r["source"]) for r in rows}
+    for topic, (_configs, interval) in TOPICS.items():
+        value, source = sources[(topic, "index.interval.bytes")]
+        assert value == str(interval) and source == f"metadata log (offset {image.offset})", (topic, source)

@@ -24,6 +24,8 @@ BROKER_PROPS = {
     # no background retention, flush or checkpoint task while the test drives the broker
     "log.initial.task.delay.ms": "600000",
     "transaction.max.timeout.ms": "900000",
+    # metadata snapshots every second while records come (the metadata log's tests read them)
+    "metadata.log.max.snapshot.interval.ms": "1000",
 }
 
 
