@@ -1,0 +1,128 @@
+"""``indexcore.metadata.metadata_image``: the image a KRaft broker builds from its metadata log, replayed from
+written logs (``tests.support.metadata_log``): the latest snapshot then the log after it, metadata transactions
+committed, aborted and left open, a removed topic, partition and broker changes, a torn tail. Real brokers' logs
+are in tests/kafka/test_broker.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from segdex.indexcore.metadata.metadata_image import (
+    MetadataLogException,
+    load_metadata_image,
+    most_advanced_image,
+)
+from segdex.indexcore.protocol.message_format import uuid_string
+from tests.support.metadata_log import record, uuid, write_metadata_log, write_snapshot
+
+PART = "__cluster_metadata-0"
+
+
+def topic(name: str, n: int) -> list[bytes]:
+    return [record("TopicRecord", name=name, topicId=uuid(n)),
+            record("PartitionRecord", 2, partitionId=0, topicId=uuid(n), replicas=[1, 2], isr=[1, 2], leader=1,
+                   leaderEpoch=0, partitionEpoch=0, directories=[uuid(9), uuid(9)])]
+
+
+def config(kind: int, name: str, key: str, value: str | None) -> bytes:
+    return record("ConfigRecord", resourceType=kind, resourceName=name, name=key, value=value)
+
+
+def test_the_latest_snapshot_then_the_log_after_it(tmp_path: Path):
+    """Records below the latest snapshot's end offset are the snapshot's; an older snapshot is not read; the log
+    goes on from the end offset: a partition change names a new leader (its leader epoch and partition epoch
+    move), a config is set and another deleted (a null value)."""
+    part = tmp_path / PART
+    write_snapshot(part, 3, topic("stale", 7))  # an older snapshot: superseded
+    write_snapshot(part, 5, [*topic("orders", 1), config(2, "orders", "cleanup.policy", "compact"),
+                             config(2, "orders", "retention.ms", "5")])
+    write_metadata_log(part, [topic("ignored", 8), [record("NoOpRecord")] * 3,
+                              [record("PartitionChangeRecord", 0, partitionId=0, topicId=uuid(1), leader=2,
+                                      isr=[2]),
+                               config(2, "orders", "segment.bytes", "1048576"),
+                               config(2, "orders", "retention.ms", None)]])
+    image = load_metadata_image(str(part))
+    assert image.snapshot == f"{5:020d}-{1:010d}.checkpoint" and image.offset == 7 and image.stopped is None
+    assert [t.name for t in image.topics.values()] == ["orders"]
+    orders = image.topic("orders")
+    assert orders.topic_id == uuid_string(uuid(1))
+    p = orders.partitions[0]
+    assert (p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch) == ([1, 2], [2], 2, 1, 1)
+    assert p.directories == [uuid_string(uuid(9))] * 2
+    assert image.topic_configs("orders") == {"cleanup.policy": "compact", "segment.bytes": "1048576"}
+
+
+def test_metadata_transactions_are_applied_at_their_end(tmp_path: Path):
+    """Begin .. End: published together; Begin .. Abort: dropped; a Begin with no end at the end of the log: not
+    published, and said so."""
+    part = tmp_path / PART
+    write_metadata_log(part, [
+        [record("BeginTransactionRecord", name="Bootstrap records"), *topic("committed", 1)],
+        [record("EndTransactionRecord")],
+        [record("BeginTransactionRecord"), *topic("aborted", 2), record("AbortTransactionRecord", reason="test")],
+        [record("BeginTransactionRecord"), *topic("open", 3)],
+    ])
+    image = load_metadata_image(str(part))
+    assert [t.name for t in image.topics.values()] == ["committed"]
+    assert image.offset == 7  # the abort's offset: the open transaction's records are not applied
+    assert "open at the end of the log" in image.stopped
+
+
+def test_removed_topics_brokers_and_features(tmp_path: Path):
+    """A removed topic goes with its configs (kept by name among the removed); a broker registers fenced, is
+    unfenced, changes its log dirs, and another one unregisters; a feature at level 0 is gone."""
+    part = tmp_path / PART
+    endpoint = {"name": "PLAINTEXT", "host": "10.0.0.1", "port": 9092, "securityProtocol": 0}
+    register = [record("RegisterBrokerRecord", 4, brokerId=b, incarnationId=uuid(b), brokerEpoch=10 + b,
+                       endPoints=[endpoint], features=[], rack="r1", fenced=True, logDirs=[uuid(9)])
+                for b in (1, 2)]
+    write_metadata_log(part, [
+        [record("FeatureLevelRecord", name="metadata.version", featureLevel=26),
+         record("FeatureLevelRecord", name="group.version", featureLevel=1)],
+        register,
+        [record("UnfenceBrokerRecord", id=1, epoch=11), record("UnregisterBrokerRecord", brokerId=2, brokerEpoch=12),
+         record("BrokerRegistrationChangeRecord", 2, brokerId=1, brokerEpoch=11, logDirs=[uuid(5)])],
+        [*topic("gone", 4), config(2, "gone", "cleanup.policy", "compact"), record("RemoveTopicRecord",
+                                                                                   topicId=uuid(4))],
+        [record("FeatureLevelRecord", name="group.version", featureLevel=0)],
+    ])
+    image = load_metadata_image(str(part))
+    assert image.topics == {} and image.removed_topics == {uuid_string(uuid(4)): "gone"}
+    assert image.topic_configs("gone") == {}
+    assert list(image.brokers) == [1]
+    b = image.brokers[1]
+    assert (b.fenced, b.rack, b.endpoints, b.log_dirs) == (False, "r1", [("PLAINTEXT", "10.0.0.1", 9092)],
+                                                          [uuid_string(uuid(5))])
+    assert image.features == {"metadata.version": 26}
+
+
+def test_a_torn_tail_or_an_unreadable_record_stops_the_replay_there(tmp_path: Path):
+    """Bytes after the last whole batch (a crash mid-append): the image is the prefix, ``stopped`` says where;
+    a record Kafka's serde refuses (frame 0) stops it at that record."""
+    part = tmp_path / "a" / PART
+    write_metadata_log(part, [topic("kept", 1)])
+    log = part / "00000000000000000000.log"
+    log.write_bytes(log.read_bytes() + b"\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00")
+    image = load_metadata_image(str(part))
+    assert image.topic("kept") is not None and "10 bytes at position" in image.stopped
+    other = tmp_path / "b" / PART
+    write_metadata_log(other, [topic("first", 1), [b"\x00\x02\x00"], topic("never", 2)])
+    image = load_metadata_image(str(other))
+    assert [t.name for t in image.topics.values()] == ["first"] and image.offset == 1
+    assert "offset 2: Could not deserialize metadata record with frame version 0" in image.stopped
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MetadataLogException):  # no snapshot and no segment
+        load_metadata_image(str(tmp_path / "empty"))
+
+
+def test_the_most_advanced_replica_of_several_log_dirs(tmp_path: Path):
+    """Of several log dirs holding the metadata log, the replica that reaches furthest; none: None."""
+    for name, n in (("behind", 1), ("ahead", 3), ("plain", 0)):
+        (tmp_path / name).mkdir()
+        if n:
+            write_metadata_log(tmp_path / name / PART, [topic(f"t{i}", i) for i in range(n)])
+    found = most_advanced_image([str(tmp_path / d) for d in ("behind", "ahead", "plain")])
+    assert found[0] == str(tmp_path / "ahead" / PART) and found[1].offset == 5
+    assert most_advanced_image([str(tmp_path / "plain")]) is None
