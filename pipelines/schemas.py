@@ -179,6 +179,59 @@ TOPIC_CONFIGS_SCHEMA = arrow_schema(TopicConfigRow)
 TOPIC_CONFIG_KEYS = ("topic", "config")
 TOPIC_CONFIGS_TABLE = TableSpec(TOPIC_CONFIGS, TOPIC_CONFIGS_SCHEMA, TOPIC_CONFIG_KEYS, ("value", "source"))
 
+TOPICS = "topics"
+
+
+@dataclass
+class TopicRow:
+    """A row of ``topics``: one partition of a topic as the metadata log's image holds it (``TopicImage``,
+    ``PartitionRegistration``): which brokers hold it, which leads it, on which log dirs."""
+
+    topic: str = column(pa.string(), nullable=False)
+    partition: int = column(pa.int32(), nullable=False)
+    topic_id: str | None = column(pa.string())  # Uuid.toString, as partition.metadata holds it
+    partitions: int | None = column(pa.int32())  # the topic's partition count
+    replicas: list[int] | None = column(pa.list_(pa.int32()))  # broker ids
+    isr: list[int] | None = column(pa.list_(pa.int32()))
+    leader: int | None = column(pa.int32())  # -1: none
+    leader_epoch: int | None = column(pa.int32())
+    partition_epoch: int | None = column(pa.int32())
+    directories: list[str] | None = column(pa.list_(pa.string()))  # log dir ids, by replica
+    metadata_log: str | None = column(pa.string())  # the __cluster_metadata-0 read
+    metadata_offset: int | None = column(pa.int64())  # the last offset of it applied
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+TOPICS_SCHEMA = arrow_schema(TopicRow)
+TOPICS_TABLE = TableSpec(TOPICS, TOPICS_SCHEMA, ("topic", "partition"))
+
+BROKERS = "brokers"
+
+
+@dataclass
+class BrokerRow:
+    """A row of ``brokers``: a broker registered in the metadata log's image (``BrokerRegistration``)."""
+
+    broker_id: int = column(pa.int32(), nullable=False)
+    host: str | None = column(pa.string())  # its first listener's
+    port: int | None = column(pa.int32())
+    endpoints: list[str] | None = column(pa.list_(pa.string()))  # LISTENER://host:port
+    rack: str | None = column(pa.string())
+    fenced: bool | None = column(pa.bool_())
+    in_controlled_shutdown: bool | None = column(pa.bool_())
+    log_dir_ids: list[str] | None = column(pa.list_(pa.string()))
+    incarnation_id: str | None = column(pa.string())
+    broker_epoch: int | None = column(pa.int64())
+    metadata_log: str | None = column(pa.string())
+    metadata_offset: int | None = column(pa.int64())
+    run_id: str | None = column(pa.string())
+    recorded_at: datetime | None = column(TS)
+
+
+BROKERS_SCHEMA = arrow_schema(BrokerRow)
+BROKERS_TABLE = TableSpec(BROKERS, BROKERS_SCHEMA, ("broker_id",))
+
 RETENTION_ACTIONS = "retention_actions"
 
 
