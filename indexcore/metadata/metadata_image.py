@@ -102,6 +102,22 @@ class MetadataImage:
         own = self.configs.get((BROKER_RESOURCE, str(broker_id)), {}) if broker_id is not None else {}
         return dict(self.configs.get((BROKER_RESOURCE, ""), {})), dict(own)
 
+    def stray_reason(self, broker_id: int | None, topic_id: str | None, partition: int) -> str | None:
+        """``LogManager.isStrayKraftReplica``: why a broker whose metadata is this image renames a partition dir
+        ``<dir>.<uuid>-stray`` after loading it (Kafka's own words), or None when it keeps it: no topic id
+        (``partition.metadata`` missing), a (topic id, partition) the image does not hold, or a replica
+        assignment without this broker."""
+        if topic_id is None:
+            return "the topicId does not exist in its partition.metadata: Kafka treats it as a stray log"
+        topic = self.topics.get(topic_id)
+        registration = topic.partitions.get(partition) if topic is not None else None
+        if registration is None:
+            return f"the topicId {topic_id} does not exist in the metadata image"
+        if broker_id is not None and broker_id not in registration.replicas:
+            return (f"the current replica assignment [{', '.join(map(str, registration.replicas))}] does not contain "
+                    f"the local brokerId {broker_id}")
+        return None
+
     # -- MetadataDelta.replay ------------------------------------------------------------------------------------
 
     def replay(self, record: MetadataRecord, offset: int) -> None:

@@ -126,3 +126,20 @@ def test_the_most_advanced_replica_of_several_log_dirs(tmp_path: Path):
     found = most_advanced_image([str(tmp_path / d) for d in ("behind", "ahead", "plain")])
     assert found[0] == str(tmp_path / "ahead" / PART) and found[1].offset == 5
     assert most_advanced_image([str(tmp_path / "plain")]) is None
+
+
+def test_a_stray_replica_is_what_logmanager_renames(tmp_path: Path):
+    """``LogManager.isStrayKraftReplica`` (seen on a real 4.4.0 broker: a dir without ``partition.metadata``, a
+    topic id the image does not hold, a partition the topic does not have, each renamed ``-stray`` at start):
+    and a replica assignment without this broker."""
+    part = tmp_path / PART
+    write_metadata_log(part, [topic("orders", 1)])
+    image = load_metadata_image(str(part))
+    orders = uuid_string(uuid(1))
+    assert image.stray_reason(1, orders, 0) is None and image.stray_reason(2, orders, 0) is None
+    assert image.stray_reason(3, orders, 0) == ("the current replica assignment [1, 2] does not contain the local "
+                                                "brokerId 3")
+    assert image.stray_reason(1, orders, 5) == f"the topicId {orders} does not exist in the metadata image"
+    assert image.stray_reason(1, "AAAAAAAAAAAAAAAAAAAAAQ", 0) == (
+        "the topicId AAAAAAAAAAAAAAAAAAAAAQ does not exist in the metadata image")
+    assert "does not exist in its partition.metadata" in image.stray_reason(1, None, 0)
