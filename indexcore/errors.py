@@ -48,6 +48,19 @@ class InvalidLayoutException(SegdexError):
     """A path that is not a Kafka segment file, partition directory or log dir."""
 
 
+class NumberFormatException(InvalidLayoutException):
+    """A file name whose offset part Java's ``Long.parseLong`` refuses (``LogFileUtils.offsetFromFileName``); the
+    message is the JDK's (``For input string: "junk"``)."""
+
+    kafka_class = "java.lang.NumberFormatException"
+
+
+class NotTopicPartitionDirException(InvalidLayoutException):
+    """A directory in a log dir that ``LocalLog.parseTopicPartitionName`` refuses; the message is Kafka's."""
+
+    kafka_class = "org.apache.kafka.common.KafkaException"
+
+
 class InvalidTxnStateException(SegdexError):
     """Producer state that Kafka refuses (a non-transactional write inside an open transaction)."""
 

@@ -19,7 +19,7 @@ import time
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
-from segdex.jobs.common import check_log_dirs, topics_on_disk
+from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, topics_on_disk
 from segdex.jobs.reindex import add_common_arguments, resolve_configs
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "clean (a plan: every round in memory; with --apply: each written)")
     parser.add_argument("--discard", action="store_true",
                         help="with --apply: keep no copy of the replaced segments (disks without room for both)")
+    add_allow_unloadable_argument(parser)
     add_common_arguments(parser)
 
 
@@ -71,10 +72,11 @@ def _fmt(n: int | None) -> str:
 
 
 def print_run(run) -> int:
-    """One line per partition, then totals; the exit status."""
-    from segdex.jobs.report import human_bytes
+    """What a broker's start trips on, refused log dirs, one line per partition, then totals; the exit status."""
+    from segdex.jobs.report import human_bytes, print_unloadable
 
-    status = ExitStatus.OK
+    status = ExitStatus.ATTENTION if run.discovery.unloadable else ExitStatus.OK
+    print_unloadable(run.discovery.unloadable)
     for log_dir, why in run.discovery.refused:
         print(f"segdex {COMMAND}: refused {log_dir}: {why}", file=sys.stderr)
         status = ExitStatus.ATTENTION
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.apply:
             result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine,
-                                    args.until_clean)
+                                    args.until_clean, args.allow_unloadable)
         else:
             result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now, args.until_clean)
         status = print_run(result)

@@ -28,6 +28,13 @@ def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
                         help="client properties for --bootstrap-server (TLS/SASL), as the Kafka tools take them")
 
 
+def add_allow_unloadable_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-unloadable", action="store_true",
+                        help="write even into a log dir a broker's start trips on (an `unloadable:` line: a "
+                             "directory that is no partition, a file name Kafka's load throws on); by default such "
+                             "a log dir is refused and nothing is written there")
+
+
 def topic_of_path(path: str) -> str | None:
     """The topic of a partition directory or of a ``.log`` file's directory (None when the name is not one)."""
     from segdex.indexcore.log.layout import parse_partition_dir_name
@@ -223,14 +230,14 @@ def spark_if_master(master: str | None, command: str, remote: str | None = None)
 
 
 def print_log_dir_outcome(outcome: Any, apply: bool) -> None:
-    """The log-dir level lines of retention and compact: refusal, skipped and stray directories, temporaries of
-    an interrupted run that were removed."""
+    """The log-dir level lines of retention and compact: what a broker's start trips on, refusal, skipped
+    directories, temporaries of an interrupted run that were removed."""
+    for problem in outcome.unloadable:
+        print(f"unloadable: {problem}", file=sys.stderr)
     if outcome.error:
         print(f"{outcome.log_dir}: {'refused' if apply else 'warning'}: {outcome.error}", file=sys.stderr)
     for path, why in outcome.skipped:
         print(f"{path}: skipped: {why}")
-    for path, why in outcome.stray:
-        print(f"stray: {path}: {why}", file=sys.stderr)
     for path in outcome.removed_temporaries:
         print(f"removed: {path}: temporary file left by an interrupted segdex run", file=sys.stderr)
 

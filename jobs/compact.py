@@ -15,7 +15,7 @@ import os
 import sys
 
 from segdex.indexcore.status import ExitStatus
-from segdex.jobs.common import check_log_dirs, print_log_dir_outcome, spark_if_master
+from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, print_log_dir_outcome, spark_if_master
 from segdex.jobs.report import human_bytes
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
@@ -25,6 +25,7 @@ HELP = ("trim over-long (preallocated or densified) index files of non-active se
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", action="store_true", help="trim the files (default: report only)")
+    add_allow_unloadable_argument(parser)
     parser.add_argument("--metadata", metavar="PATH", help="also maintain the Delta tables under PATH")
     parser.add_argument("--vacuum-hours", type=int, default=168, metavar="H",
                         help="keep files of table versions younger than H hours (default 168, Delta's default)")
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitStatus.USAGE
     spark = spark_if_master(args.master, "compact", args.remote)
     status = ExitStatus.OK
-    for o in index_trim.trim_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark):
+    for o in index_trim.trim_indexes([os.path.abspath(d) for d in args.log_dirs], args.apply, spark,
+                                     args.allow_unloadable):
         print_outcome(o, args.apply, args.verbose)
         if o.needs_attention:
             status = ExitStatus.ATTENTION

@@ -11,7 +11,7 @@ import sys
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
-from segdex.jobs.common import check_log_dirs, with_command_time
+from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, with_command_time
 from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quarantine", metavar="DIR",
                         help="with --truncate: where removed bytes and segments go, with a manifest.json saying "
                              "where each came from and how to put it back (outside every log dir)")
+    add_allow_unloadable_argument(parser)
     add_common_arguments(parser)
 
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         summary, failed = guarded_run(COMMAND, lambda: recover.run(
             spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
             progress=None if args.no_progress else report.print_progress, now_ms=args.now,
-            quarantine=args.quarantine, resolver=args._resolver),
+            quarantine=args.quarantine, resolver=args._resolver, allow_unloadable=args.allow_unloadable),
             "; no log dir was marked clean")
     finally:
         close_engine(spark)

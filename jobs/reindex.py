@@ -14,6 +14,7 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import (
+    add_allow_unloadable_argument,
     add_broker_config_argument,
     check_log_dirs,
     log_dirs_or_broker,
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also rewrite valid index files whose bytes differ from Kafka's recovery (`equivalent`: "
                              "older brokers, follower appends, another index.interval.bytes); default: only "
                              "missing or corrupt ones")
+    add_allow_unloadable_argument(parser)
     add_common_arguments(parser)
 
 
@@ -81,7 +83,8 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         summary, failed = guarded_run(mode, lambda: reindex.run(
             spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
             arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
-            normalize=getattr(args, "normalize", False), resolver=args._resolver))
+            normalize=getattr(args, "normalize", False), resolver=args._resolver,
+            allow_unloadable=getattr(args, "allow_unloadable", False)))
     finally:
         close_engine(spark)
     if failed is not None:
@@ -115,6 +118,8 @@ def _arguments(args: argparse.Namespace, mode: str) -> list[str]:
     out = [mode]
     if getattr(args, "normalize", False):
         out.append("--normalize")
+    if getattr(args, "allow_unloadable", False):
+        out.append("--allow-unloadable")
     if args.metadata:
         out += ["--metadata", args.metadata]
     out += [f"--config={c}" for c in args.config or []]

@@ -20,6 +20,7 @@ from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.layout import filename_prefix_from_offset
 from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import (
+    add_allow_unloadable_argument,
     add_broker_config_argument,
     check_log_dirs,
     print_log_dir_outcome,
@@ -46,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", action="store_true",
                         help="rename deleted segments *.deleted and update log-start-offset-checkpoint and "
                              "leader-epoch-checkpoint (refused where a broker holds the log dir's .lock)")
+    add_allow_unloadable_argument(parser)
     parser.add_argument("--from-metadata", metavar="PATH",
                         help="what-if: plan from the segments/partitions tables under PATH; no disk is read")
     parser.add_argument("--master", metavar="URL",
@@ -174,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
     if check_log_dirs("retention", args.log_dirs):
         return ExitStatus.USAGE
     spark = spark_if_master(args.master, "retention", args.remote)
-    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, None, args.apply, spark)
+    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, None, args.apply, spark,
+                           args.allow_unloadable)
     status = print_log_dirs(outcomes, args.apply, args.verbose, now_ms)
     if not args.no_record:
         status = max(status, _record(spark, metadata, outcomes, run_id, run_at, now_ms, args.apply))

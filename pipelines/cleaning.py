@@ -116,17 +116,20 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
 
 
 def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-          cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False) -> CleaningRun:
+          cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False,
+          allow_unloadable: bool = False) -> CleaningRun:
     """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
-    ``.lock`` (a dir a broker holds is refused); then each log dir's ``cleaner-offset-checkpoint`` takes the
-    rounds' end offsets (Kafka's ``doneCleaning``), while the lock is still held."""
+    ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless ``allow_unloadable``:
+    ``reindex.discover``); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets
+    (Kafka's ``doneCleaning``), while the lock is still held."""
     locks, refused = acquire_locks(log_dirs)
     try:
         owner = (socket.gethostname(), os.getpid())
-        found = discover([lk.log_dir for lk in locks], config, topic_configs, owner, now_ms)
+        found = discover([lk.log_dir for lk in locks], config, topic_configs, owner, now_ms, allow_unloadable)
         found.refused[:0] = refused
         for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
-            found.removed += remove_temporaries(lock.log_dir)
+            if lock.log_dir in found.listed:
+                found.removed += remove_temporaries(lock.log_dir)
         tasks = _compacted(found)
         run_id = runs.new_run_id("clean")
         plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,

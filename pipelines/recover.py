@@ -78,14 +78,14 @@ class RecoverHooks:
                                    loaded.get("log_start_offset"), loaded.get("log_end_offset"),
                                    loaded.get("first_base_offset"))
             by_dir[task.log_dir].append(state)
-        stray = {d for d, _ in discovery.stray}
+        failing = {u.path for u in discovery.unloadable if u.fails}  # the start fails there: no marker promises
         for log_dir, states in by_dir.items():
             r = self.results[log_dir]
             r.clean = sum(1 for s in states if s.clean)
             r.not_clean = [f"{s.topic}-{s.partition}" for s in states if not s.clean]
             try:
                 r.marker = finish_log_dir(log_dir, states, read_checkpoints(log_dir),
-                                          marker=not any(_inside(p, log_dir) for p in stray))
+                                          marker=not any(_within(p, log_dir) for p in failing))
             except OSError as e:
                 r.error = f"checkpoints or marker not written: {e.strerror or e}"
 
@@ -94,17 +94,19 @@ def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
         now_ms: int | None = None, quarantine: str | None = None,
-        resolver: TopicConfigResolver | None = None) -> RecoverSummary:
+        resolver: TopicConfigResolver | None = None, allow_unloadable: bool = False) -> RecoverSummary:
     """Recover every partition of ``log_dirs``; ``now_ms`` is the broker clock for producer expiry (default:
     now). With ``quarantine`` (``--truncate``), corrupt tails are cut as Kafka's recovery cuts them, every removed
-    byte kept there (``indexcore.quarantine``). Raises what ``reindex.run`` raises, and UsageException for a
+    byte kept there (``indexcore.quarantine``). A log dir a broker's start trips on is left alone unless
+    ``allow_unloadable`` (``reindex.discover``). Raises what ``reindex.run`` raises, and UsageException for a
     quarantine inside a log dir."""
     if quarantine is not None:
         quarantine = check_quarantine_dir(quarantine, log_dirs)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     hooks = RecoverHooks(quarantine)
     summary = reindex.run(spark, log_dirs, MODE_RECOVER, metadata_path, config, topic_configs, arguments, native,
-                          progress, normalize=True, now_ms=now_ms, hooks=hooks, resolver=resolver)
+                          progress, normalize=True, now_ms=now_ms, hooks=hooks, resolver=resolver,
+                          allow_unloadable=allow_unloadable)
     return RecoverSummary(summary, list(hooks.results.values()), now_ms)
 
 
@@ -118,5 +120,6 @@ def _tasks_in_order(discovery: Discovery, outcomes: list[PartitionOutcome]) -> l
     return out
 
 
-def _inside(path: str, log_dir: str) -> bool:
-    return os.path.dirname(os.path.realpath(path)) == log_dir or os.path.realpath(path) == log_dir
+def _within(path: str, log_dir: str) -> bool:
+    """Whether ``path`` is in ``log_dir`` (a directory of it, or a file of one of its partitions)."""
+    return os.path.realpath(path).startswith(log_dir + os.sep)

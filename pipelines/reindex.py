@@ -36,6 +36,7 @@ from segdex.indexcore.log.log_dir import (
     read_checkpoints,
 )
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
 from segdex.indexcore.status import ExitStatus
 
 from . import coordinators, preflight, schemas, spark_tasks
@@ -68,7 +69,7 @@ class Discovery:
     tasks: list[PartitionTask] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not scanned, no harm
     refused: list[tuple[str, str]] = field(default_factory=list)  # (log dir, why): needs attention
-    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses the log dir
+    unloadable: list[Unloadable] = field(default_factory=list)  # what a broker's start trips on (every log dir)
     listed: list[str] = field(default_factory=list)  # log dirs whose partition directories were all listed
     notes: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # temporaries of an interrupted run, removed under the lock
@@ -104,11 +105,14 @@ class RunSummary:
 
 
 def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig] | None = None,
-             lock_owner: tuple[str, int] | None = None, now_ms: int | None = None) -> Discovery:
+             lock_owner: tuple[str, int] | None = None, now_ms: int | None = None,
+             allow_unloadable: bool = False) -> Discovery:
     """Lock check, then every live and ``-future`` partition directory of each log dir with its checkpoints.
 
-    Log dirs are keyed by their real path (a symlink and its target are one log dir). With ``lock_owner``
-    (reindex), the caller already holds each dir's ``.lock`` and the tasks carry who holds it.
+    Log dirs are keyed by their real path (a symlink and its target are one log dir). With ``lock_owner`` (the
+    writing commands), the caller already holds each dir's ``.lock`` and the tasks carry who holds it; then a log
+    dir holding what a broker's start trips on (``Discovery.unloadable``) is refused, nothing is written there,
+    unless ``allow_unloadable``. Each task carries what its broker's start trips on, for the startup preview.
     """
     topic_configs = topic_configs or {}
     found = Discovery()
@@ -128,7 +132,10 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
             found.refused.append((log_dir, f"{log_dir}: not a readable log dir: {getattr(e, 'strerror', None) or e}"))
             continue
         found.skipped.extend(listing.skipped)
-        found.stray.extend(listing.stray)
+        found.unloadable.extend(listing.unloadable)
+        if listing.unloadable and lock_owner is not None and not allow_unloadable:
+            found.refused.append((log_dir, unloadable_refusal(log_dir, listing.unloadable)))
+            continue
         found.listed.append(log_dir)
         try:
             cps = read_checkpoints(log_dir)
@@ -151,8 +158,13 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
                 config=topic_configs.get(p.topic, config), size_bytes=size, segment_count=count,
                 log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
                 lock_owner=lock_owner, read_only=read_only, now_ms=now_ms, clean_shutdown=clean_shutdown,
-                cleaner_checkpoint=cleaner.get(key)))
+                cleaner_checkpoint=cleaner.get(key), unloadable=_bearing_on(listing.unloadable, p.path)))
     return found
+
+
+def _bearing_on(problems: list[Unloadable], partition_dir: str) -> tuple[Unloadable, ...]:
+    """What a partition's startup preview must know: any failure in its log dir, and its own misread files."""
+    return tuple(u for u in problems if u.fails or os.path.dirname(u.path) == partition_dir)
 
 
 def plan_groups(tasks: list[PartitionTask], groups: int) -> list[list[PartitionTask]]:
@@ -377,7 +389,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
         topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
         native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
         normalize: bool = False, now_ms: int | None = None, hooks: RunHooks | None = None,
-        resolver: TopicConfigResolver | None = None) -> RunSummary:
+        resolver: TopicConfigResolver | None = None, allow_unloadable: bool = False) -> RunSummary:
     """The whole ``segdex reindex``/``verify``/``recover``: lock, discover, check, scan in Spark, print problems,
     write Delta. The run's ``RunContext`` (``mode`` is its command) goes to every task; ``hooks`` add the
     command's own driver steps.
@@ -387,7 +399,8 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
     ``RunFailed`` when the metadata could not be written after index files were. With ``resolver`` (the
     configs as the command resolved them, with their sources), each topic's effective config is recorded in
-    ``topic_configs`` and the summary names the topics whose index settings nobody gave.
+    ``topic_configs`` and the summary names the topics whose index settings nobody gave. A writing run leaves alone
+    (refused) a log dir a broker's start trips on, unless ``allow_unloadable`` (see ``discover``).
     """
     t0 = time.monotonic()
     ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)  # ValueError for another mode
@@ -397,7 +410,7 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     try:
         owner = (socket.gethostname(), os.getpid()) if writing else None
         discovery = discover([lk.log_dir for lk in locks] if writing else log_dirs, config,
-                             topic_configs, owner, now_ms)
+                             topic_configs, owner, now_ms, allow_unloadable)
         discovery.refused[:0] = refused
         _preflight(discovery, writing, metadata_path)
         for lock in locks:
@@ -445,7 +458,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
     coordination = coordinators.build(outcomes, ctx)
-    attention = (bool(discovery.refused) or bool(discovery.stray) or any(o.attention for o in outcomes)
+    attention = (bool(discovery.refused) or bool(discovery.unloadable) or any(o.attention for o in outcomes)
                  or bool(coordination.restore_problems) or bool(coordination.problems))
     exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)
     found: Counter = Counter()
@@ -462,7 +475,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         bytes=sum(o.bytes for o in outcomes),
         **{f"count_{s}": found.get(s, 0) for s in schemas.STATUSES},
         files_written=written, files_failed=sum(o.files_failed for o in outcomes),
-        skipped=len(discovery.skipped) + len(discovery.refused) + len(discovery.stray),
+        skipped=len(discovery.skipped) + len(discovery.refused) + len(discovery.unloadable),
         exit_status=exit_status,
     )
     config_rows, on_defaults = _config_rows(discovery, resolver, ctx.run_id, ctx.scanned_at)

@@ -53,13 +53,14 @@ def new_run_id() -> str:
 
 
 def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int,
-             topic_overrides: dict | None = None, apply: bool = False, spark: Any = None) -> list[LogDirOutcome]:
+             topic_overrides: dict | None = None, apply: bool = False, spark: Any = None,
+             allow_unloadable: bool = False) -> list[LogDirOutcome]:
     """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
     (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
     if spark is None or len(log_dirs) < 2:
-        return [run_log_dir(d, config, now_ms, topic_overrides, apply) for d in log_dirs]
-    return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply),
-                     "segdex retention")
+        return [run_log_dir(d, config, now_ms, topic_overrides, apply, allow_unloadable) for d in log_dirs]
+    return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply,
+                                                            allow_unloadable), "segdex retention")
 
 
 def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,

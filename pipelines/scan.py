@@ -40,6 +40,7 @@ from segdex.indexcore.log.log_segments import (
 )
 from segdex.indexcore.log.quarantine import truncate_with_quarantine
 from segdex.indexcore.log.startup_preview import SegmentOnDisk, StartupPreview, preview_start
+from segdex.indexcore.log.unloadable import Unloadable
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools.index_verifier import verify_segment
 
@@ -74,6 +75,7 @@ class PartitionTask:
     run_id: str = ""
     clean_shutdown: bool = False  # the log dir holds .kafka_cleanshutdown: the broker's next start skips recovery
     cleaner_checkpoint: int | None = None  # its entry in the log dir's cleaner-offset-checkpoint
+    unloadable: tuple[Unloadable, ...] = ()  # what its broker's start trips on: failures in its log dir, own misreads
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,8 @@ def _shown(reason: Reason | None, log_path: str) -> str:
 def _list_partition(task: PartitionTask, writing: bool, out: PartitionOutcome) -> list[tuple[int, str]]:
     """The partition's segments, with its misnamed files, leftovers and Kafka-load findings reported."""
     logs, misnamed = segment_logs(task.path)
-    for name in misnamed:
+    said = {os.path.basename(u.path) for u in task.unloadable if os.path.dirname(u.path) == task.path}
+    for name in (m for m in misnamed if m not in said):  # what a broker trips on: said by discovery
         out.messages.append(f"misnamed: {os.path.join(task.path, name)}: not a segment file name "
                             f"(expected a 20-digit base offset, e.g. 00000000000000001000.log)")
         out.attention = True
@@ -373,7 +376,8 @@ def _preview(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, out: Part
         return
     try:
         out.startup = preview_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset,
-                                    producer_state=not task.config.legacy_record_version)
+                                    producer_state=not task.config.legacy_record_version,
+                                    unloadable=task.unloadable)
     except OSError as e:
         out.notes.append(f"note: {task.path}: no startup preview: {e.strerror or e}")
         return
@@ -383,7 +387,8 @@ def _preview(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, out: Part
         out.messages.append(f"startup: {where}: {startup_loss(out.startup)}")
     for note in out.startup.notes:
         out.attention = True
-        out.messages.append(f"startup: {where}: {note}")
+        if not any(note.startswith(u.effect) for u in task.unloadable):  # those: one line per log dir, from discovery
+            out.messages.append(f"startup: {where}: {note}")
 
 
 def startup_loss(p: StartupPreview) -> str:

@@ -11,7 +11,7 @@ import struct
 import threading
 from dataclasses import dataclass, field
 
-from segdex.indexcore.errors import InvalidLayoutException, SegdexError
+from segdex.indexcore.errors import InvalidLayoutException, NotTopicPartitionDirException, SegdexError
 from segdex.indexcore.fs.atomic_file import FileAttributes
 from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.layout import (
@@ -23,12 +23,17 @@ from segdex.indexcore.log.layout import (
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     RECOVERY_POINT_CHECKPOINT,
+    REMOTE_LOG_INDEX_CACHE_DIR,
     REPLICATION_OFFSET_CHECKPOINT,
     SWAP_FILE_SUFFIX,
     TopicPartition,
+    kafka_topic_partition,
     parse_partition_dir_name,
     parse_segment_file_name,
 )
+from segdex.indexcore.log.unloadable import STAGE_LOG_DIR, Unloadable, failed_start, partition_dir_problems
+
+METADATA_LOG_DIR_PREFIX = "__cluster_metadata-"
 
 
 class LogDirLockedException(SegdexError):
@@ -59,7 +64,12 @@ class LogDirListing:
     log_dir: str
     partitions: list[PartitionDir]  # live and -future partition directories
     skipped: list[tuple[str, str]]  # (path, why): -delete/-stray directories, Kafka finishes or ignores them
-    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses this log dir
+    unloadable: list[Unloadable] = field(default_factory=list)  # what a broker's start trips on (see unloadable)
+
+    @property
+    def start_fails(self) -> bool:
+        """A broker's start on this log dir as it is exits (a name its load throws on)."""
+        return any(u.fails for u in self.unloadable)
 
 
 # The .lock files this process holds: real path -> [descriptor, hold count, pid]. A POSIX record lock is lost
@@ -241,32 +251,55 @@ def held_by(log_dir: str | os.PathLike, owner: tuple[str, int] | None) -> str | 
 
 
 def list_log_dir(log_dir: str | os.PathLike) -> LogDirListing:
-    """Partition directories of a log dir; ``-delete`` and ``-stray`` ones are reported as skipped.
+    """Partition directories of a log dir; ``-delete`` and ``-stray`` ones are reported as skipped; what a
+    broker's start trips on in ``unloadable`` (``indexcore.log.unloadable``).
 
-    A directory whose name is not ``<topic>-<partition>`` (``lost+found``, a backup folder) is listed in
-    ``stray``: Kafka's ``LogManager.loadLogs`` fails on it (``UnifiedLog.parseTopicPartitionName``) and the broker
-    takes the whole log dir offline, so it needs the operator's attention before any broker starts.
+    Each directory's name is read as Kafka 4.4's ``LogManager.loadLogs`` reads it
+    (``LocalLog.parseTopicPartitionName``; ``remote-log-index-cache`` skipped as it skips it): one it refuses
+    (``lost+found``, a backup folder) makes the broker's start exit, as does a file name the load of any partition
+    directory throws on (``junk.log``); both need the operator before any broker starts. A name Kafka parses but
+    no topic can have (``a b-0``) is skipped: a KRaft broker's start marks it stray.
     """
     log_dir = os.fspath(log_dir)
     if not os.path.isdir(log_dir):
         raise InvalidLayoutException(f"{log_dir}: not a directory")
-    partitions, skipped, stray = [], [], []
+    listing = LogDirListing(log_dir, [], [])
     for name in sorted(os.listdir(log_dir)):
         path = os.path.join(log_dir, name)
-        if not os.path.isdir(path):
-            continue
-        try:
-            tp = parse_partition_dir_name(name)
-        except InvalidLayoutException:
-            stray.append((path, f"not a partition directory (<topic>-<partition>): Kafka refuses to load a log dir "
-                                f"holding it (\"Found directory {path}, '{name}' is not in the form of "
-                                f"topic-partition\") and takes the log dir offline; move it out of the log dir"))
-            continue
-        if tp.kind in ("delete", "stray"):
-            skipped.append((path, f"partition directory marked -{tp.kind}: not scanned"))
-            continue
-        partitions.append(PartitionDir(log_dir, path, tp))
-    return LogDirListing(log_dir, partitions, skipped, stray)
+        if os.path.isdir(path):
+            _list_entry(listing, name, path)
+    return listing
+
+
+def _list_entry(listing: LogDirListing, name: str, path: str) -> None:
+    """One directory of a log dir, sorted into the listing as Kafka's start reads it."""
+    if name == REMOTE_LOG_INDEX_CACHE_DIR:
+        listing.skipped.append((path, "tiered storage's remote index cache: Kafka's start skips it"))
+        return
+    try:
+        tp = kafka_topic_partition(name, os.path.realpath(path))
+    except NotTopicPartitionDirException as e:
+        listing.unloadable.append(failed_start(path, e, "LogManager.loadLogs reads every directory of a log dir as "
+                                                        "<topic>-<partition>; move it out of the log dir",
+                                               STAGE_LOG_DIR))
+        return
+    listing.unloadable += partition_dir_problems(path, metadata_log=is_metadata_log_dir(name))
+    try:
+        tp = parse_partition_dir_name(name)
+    except InvalidLayoutException:
+        listing.skipped.append((path, f"Kafka reads it as partition {tp.partition} of {tp.topic!r}, a name no topic "
+                                      f"can have: a KRaft broker's start marks it stray (renames it "
+                                      f"<name>.<uniqueId>-stray); not scanned"))
+        return
+    if tp.kind in ("delete", "stray"):
+        listing.skipped.append((path, f"partition directory marked -{tp.kind}: not scanned"))
+        return
+    listing.partitions.append(PartitionDir(listing.log_dir, path, tp))
+
+
+def is_metadata_log_dir(name: str) -> bool:
+    """The KRaft metadata log's directory (``__cluster_metadata-0``), which the raft layer loads, not LogManager."""
+    return name.startswith(METADATA_LOG_DIR_PREFIX)
 
 
 PARTITION_FILE_MARKERS = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")

@@ -26,6 +26,10 @@ Kafka's load of a partition (``LogLoader.load``), in the order it runs:
 
 With the marker, a corrupt log tail or a wrong offset/time index is served as it is: the preview says so.
 ``KafkaOracle load`` (the real ``UnifiedLog`` creation) judges these rules in the tests.
+
+Before any of that, names (``indexcore.log.unloadable``): a directory of the log dir or a file of any partition
+whose name the broker's start throws on means no partition loads at all (the broker exits), and a ``.log`` name
+it misreads adds an empty segment, which can set the log end offset. A real broker's starts judge these.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from segdex.indexcore.log.layout import TXN_INDEX_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.log_loader import snapshot_files_in
 from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
 from segdex.indexcore.log.producer_snapshot import remove_stray_snapshots, snapshot_offset, snapshot_to_load
+from segdex.indexcore.log.unloadable import Unloadable, fail_notes
 from segdex.indexcore.record.file_records import batches, open_log
 
 ACTION_NONE = "none"  # nothing re-read: the broker serves the files as they are
@@ -248,11 +253,29 @@ class _Load:
 
 
 def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
-                  log_start_offset_checkpoint: int | None, producer_state: bool = True) -> StartupPreview:
+                  log_start_offset_checkpoint: int | None, producer_state: bool = True,
+                  unloadable: tuple[Unloadable, ...] | list[Unloadable] = ()) -> StartupPreview:
     """The broker's next load of a partition whose segments are ``segments`` (offset order), mirroring
     ``LogLoader.load``: see the module doc for the rules. ``recovery_point`` and ``log_start_offset_checkpoint``
     are the partition's checkpoint entries (None: none, read as 0 as ``LogManager.loadLog`` does);
-    ``producer_state`` is False for a topic on a message format before 0.11 (no producer state replay)."""
+    ``producer_state`` is False for a topic on a message format before 0.11 (no producer state replay).
+    ``unloadable``: what the start trips on in the partition's log dir (``indexcore.log.unloadable``): a failure
+    anywhere there is this partition's outcome too (the broker exits before it serves anything); a ``.log`` name
+    of this partition the start misreads is a note, and may set the log end offset."""
+    failed = fail_notes(list(unloadable), clean_shutdown)
+    if failed:
+        return StartupPreview(ACTION_FAIL, notes=failed)
+    out = _preview_segments(segments, clean_shutdown, recovery_point, log_start_offset_checkpoint, producer_state)
+    for u in unloadable:
+        out.notes.append(f"{u.effect} ({os.path.basename(u.path)})")
+        if u.log_end_offset is not None and out.action != ACTION_FAIL:
+            out.log_end_offset = u.log_end_offset
+    return out
+
+
+def _preview_segments(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
+                      log_start_offset_checkpoint: int | None, producer_state: bool) -> StartupPreview:
+    """``preview_start`` of the segments alone."""
     if not segments:
         return StartupPreview(ACTION_NONE, log_end_offset=log_start_offset_checkpoint or 0)
     snapshots = {snapshot_offset(n) for n in snapshot_files_in(os.path.dirname(segments[0].log_path))}

@@ -20,6 +20,7 @@ from segdex.indexcore.log.layout import (
 from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir, read_checkpoints
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
 from segdex.indexcore.retention.apply import SEGMENT_FILE_SUFFIXES, apply_plans
 from segdex.indexcore.retention.policy import (
     PartitionFacts,
@@ -68,14 +69,14 @@ class LogDirOutcome:
     log_dir: str
     partitions: list[PartitionRetention] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses to load the dir
+    unloadable: list[Unloadable] = field(default_factory=list)  # what a broker's start trips on (log_dir.unloadable)
     error: str | None = None  # the whole log dir was refused
     configs: dict[str, ResolvedConfig] = field(default_factory=dict)  # topic -> its effective config and sources
     removed_temporaries: list[str] = field(default_factory=list)  # left by a killed run, removed under the lock
 
     @property
     def needs_attention(self) -> bool:
-        return bool(self.error) or bool(self.stray) or any(
+        return bool(self.error) or bool(self.unloadable) or any(
             p.error or p.plan.skipped or p.plan.blocked for p in self.partitions)
 
 
@@ -122,7 +123,7 @@ def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> t
     listing = list_log_dir(log_dir)
     checkpoints = read_checkpoints(log_dir)
     outcome.skipped.extend(listing.skipped)
-    outcome.stray.extend(listing.stray)
+    outcome.unloadable.extend(listing.unloadable)
     for p in listing.partitions:
         if p.kind == "future":
             outcome.skipped.append((p.path, "-future directory (a replica being moved): retention does not run on it"))
@@ -139,12 +140,14 @@ def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> t
 
 
 def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = None, now_ms: int | None = None,
-                topic_overrides: dict[str, dict[str, str]] | None = None, apply: bool = False) -> LogDirOutcome:
+                topic_overrides: dict[str, dict[str, str]] | None = None, apply: bool = False,
+                allow_unloadable: bool = False) -> LogDirOutcome:
     """Plan retention for every partition of a log dir; with ``apply``, carry the plan out under the dir's lock.
 
     ``config``: a ``TopicConfigResolver``, or a base ``LogConfig`` with ``topic_overrides``. Bad input never
     raises: a missing or locked dir, corrupt checkpoint files or unreadable segments become ``error``/``skipped``
-    in the outcome.
+    in the outcome. A log dir a broker's start trips on (``outcome.unloadable``) is planned but never applied
+    (``error`` says why) unless ``allow_unloadable``: the operator fixes the dir first.
     """
     resolver = as_resolver(config, topic_overrides)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -160,6 +163,9 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
             raise InvalidLayoutException(f"{log_dir}: not a directory")
         with hold_lock(log_dir):
             outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms)
+            if outcome.unloadable and not allow_unloadable:
+                outcome.error = unloadable_refusal(log_dir, outcome.unloadable)
+                return outcome
             outcome.removed_temporaries = _remove_partition_temporaries(log_dir, outcome)
             apply_plans(log_dir, outcome.partitions, checkpoints)
             return outcome

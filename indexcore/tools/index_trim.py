@@ -32,6 +32,7 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir
+from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
 from segdex.indexcore.record.file_records import batches, open_log
 
 
@@ -171,7 +172,7 @@ class TrimOutcome:
     error: str | None = None
     applied: bool = False
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    stray: list[tuple[str, str]] = field(default_factory=list)  # (path, why): a broker refuses this log dir
+    unloadable: list[Unloadable] = field(default_factory=list)  # what a broker's start trips on (log_dir.unloadable)
     removed_temporaries: list[str] = field(default_factory=list)
 
     @property
@@ -180,18 +181,19 @@ class TrimOutcome:
 
     @property
     def needs_attention(self) -> bool:
-        return bool(self.error) or bool(self.stray) or any(
+        return bool(self.error) or bool(self.unloadable) or any(
             c.status in (STATUS_CORRUPT, STATUS_UNREADABLE) for c in self.checks)
 
 
-def trim_log_dir(log_dir: str, apply: bool = False) -> TrimOutcome:
+def trim_log_dir(log_dir: str, apply: bool = False, allow_unloadable: bool = False) -> TrimOutcome:
     """Find (and with ``apply`` trim) over-long index files in every partition of a log dir; never raises on
-    bad input. Apply holds the dir's ``.lock`` and refuses a dir a broker holds."""
+    bad input. Apply holds the dir's ``.lock`` and refuses a dir a broker holds, and one a broker's start trips on
+    (``outcome.unloadable``) unless ``allow_unloadable``."""
     log_dir = os.fspath(log_dir)
     outcome = TrimOutcome(log_dir)
     try:
         listing = list_log_dir(log_dir)
-        outcome.stray = listing.stray
+        outcome.unloadable = listing.unloadable
         for p in listing.partitions:
             if is_cluster_metadata(p.topic):
                 outcome.skipped.append((p.path, "the KRaft metadata log: never touched"))
@@ -205,6 +207,9 @@ def trim_log_dir(log_dir: str, apply: bool = False) -> TrimOutcome:
             if is_locked(log_dir):
                 outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                                  f"--apply would be refused")
+            return outcome
+        if outcome.unloadable and not allow_unloadable:
+            outcome.error = unloadable_refusal(log_dir, outcome.unloadable)
             return outcome
         with hold_lock(log_dir):
             outcome.removed_temporaries = remove_temporaries(log_dir)

@@ -664,9 +664,10 @@ def test_a_directory_kafka_cannot_load_is_reported(tmp_path, spark, capsys):
     report.print_run(summary)
     err = capsys.readouterr().err
     assert summary.exit_status == 1
-    assert f"stray: {log_dir}/lost+found: not a partition directory" in err and "Kafka refuses to load" in err
+    assert (f"unloadable: {log_dir}/lost+found: the broker will not start: org.apache.kafka.common.KafkaException: "
+            f"Found directory {log_dir}/lost+found, 'lost+found' is not in the form of topic-partition") in err
     proc = segdex("retention", "--no-record", str(log_dir))
-    assert proc.returncode == 1 and "stray:" in proc.stderr
+    assert proc.returncode == 1 and f"unloadable: {log_dir}/lost+found: the broker will not start" in proc.stderr
 
 
 # ---------------------------------------------------------------------------------------------------------------

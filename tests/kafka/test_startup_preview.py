@@ -1,5 +1,6 @@
 """``segdex verify``'s startup preview against Kafka's own start (``KafkaOracle load``: the real ``UnifiedLog``
-creation of 4.4.0 and 3.9.2, its ``LogLoader`` lines telling which segments it recovered).
+creation of 4.4.0 and 3.9.2, its ``LogLoader`` lines telling which segments it recovered), and against a real
+4.4.0 broker's start on a log dir holding what its load trips on (``tests.support.unloadable_cases``).
 
 Generated partitions in two log dirs, one with ``.kafka_cleanshutdown`` and one without, in every state a broker
 meets: clean, unflushed (recovery points anywhere), index files missing (all or some), a ``.txnindex`` that fails
@@ -25,7 +26,19 @@ from segdex.indexcore.record.file_records import batches
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import reindex
 from segdex.pipelines.scan import MODE_VERIFY
+from tests.support.kafka_harness import KafkaBroker, KafkaInstall
+from tests.support.kafka_workload import create_topics, producer
 from tests.support.startup_workload import PER_DIR, STARTUP_PREVIEW_GOLDEN, T0, assert_preview_is, make_workload
+from tests.support.unloadable_cases import (
+    CASES,
+    CHECKED,
+    RECORDS,
+    TOPIC,
+    UNLOADABLE_GOLDEN,
+    log_names,
+    predicted,
+    start_outcome,
+)
 
 pytestmark = pytest.mark.kafka_broker
 
@@ -148,3 +161,60 @@ def test_the_summary_names_what_a_start_would_lose(previewed, tmp_path, capsys):
         assert f"{r.startup_lost_bytes:,} bytes" in line
         assert ("deletes" in line) == bool(r.startup_deleted_segments), line
     assert f"startup: {marked[0]}: clean-shutdown marker in front of" in err
+
+
+@pytest.fixture(scope="module")
+def unloadable_base(tmp_path_factory) -> KafkaBroker:
+    """A stopped Kafka 4.4.0 broker whose log dir holds ``orders-0``: one segment of 50 records, a clean stop."""
+    broker = KafkaBroker(KafkaInstall("4.4.0"), tmp_path_factory.mktemp("unloadable") / "node",
+                         {"log.initial.task.delay.ms": "600000"})
+    try:
+        broker.start()
+        create_topics(broker, {TOPIC: {}})
+        p = producer(broker)
+        for i in range(RECORDS):
+            p.produce(TOPIC, key=b"k%d" % i, value=b"v" * 100)
+        assert p.flush(30) == 0
+    finally:
+        broker.stop()
+    assert len(log_names(broker.data_dir)) == 1
+    return broker
+
+
+def _start_on(base: KafkaBroker, root: Path, case: str) -> tuple[dict, dict]:
+    """A copy of the base log dir with ``case`` added: segdex's prediction, then what the broker's start did."""
+    data = root / "data"
+    shutil.copytree(base.data_dir, data, symlinks=True)
+    CASES[case](data)
+    before, ours = log_names(data), predicted(data)
+    node = base.sibling(root / "node", data)
+    try:
+        node.start(timeout=60)
+        started = True
+    except RuntimeError as e:
+        started = False
+        assert " at start:" in str(e) and "exited 1" in str(e), (case, str(e)[:2000])  # exits, never hangs
+    finally:
+        node.stop()
+    return ours, start_outcome(node.log_text(), started, data, before)
+
+
+def test_what_a_brokers_start_trips_on_is_what_segdex_predicts(unloadable_base, tmp_path):
+    """Kafka 4.4.0's start on a log dir holding each case (``tests.support.unloadable_cases``): whether it starts,
+    its fatal exception, whether ``.kafka_cleanshutdown`` survives, the segments it creates and the partition's log
+    end offset, against segdex's prediction (``list_log_dir``'s unloadable entries). Each start costs ~2-3 s: the
+    ``CHECKED`` cases are started in every run and must answer what is recorded in
+    tests/kafka/golden/unloadable_kafka.json (which tests/jobs/test_unloadable.py replays for every command without
+    a broker); ``SEGDEX_RECORD_GOLDEN=1`` starts a broker on every case and writes that file."""
+    record = os.environ.get(RECORD_ENV) == "1"
+    cases = list(CASES) if record else list(CHECKED)
+    outcomes = {}
+    for i, case in enumerate(cases):
+        ours, kafka = _start_on(unloadable_base, tmp_path / f"case-{i}", case)
+        assert ours == kafka, case
+        outcomes[case] = kafka
+    assert any(o["starts"] for o in outcomes.values()) and not all(o["starts"] for o in outcomes.values())
+    if record:
+        UNLOADABLE_GOLDEN.write_text(json.dumps(outcomes, indent=1, sort_keys=True) + "\n")
+    recorded = json.loads(UNLOADABLE_GOLDEN.read_text())
+    assert outcomes == {c: recorded[c] for c in cases}

@@ -208,12 +208,13 @@ def test_locked_log_dir_refused_and_special_dirs(tmp_path, spark, capsys):
     with broker_lock(locked):
         meta = tmp_path / "meta"
         capsys.readouterr()
-        code = cli(["reindex", "--metadata", str(meta), "--no-progress", *_topic_config_args(), str(live),
-                    str(locked)])
+        code = cli(["reindex", "--metadata", str(meta), "--no-progress", "--allow-unloadable",
+                    *_topic_config_args(), str(live), str(locked)])
         out, err = capsys.readouterr()
     assert code == 1
     assert "refused" in err and ".lock is held by another process" in err and str(locked) in err
-    assert "misnamed" in err and "123.log" in err
+    assert (f"unloadable: {live}/v2_gzip-0/123.log: the broker starts but reads it as the segment at offset 123"
+            in err)  # a name Kafka's load misreads: said, then written anyway (--allow-unloadable)
     assert "-delete" in out and "-stray" in out
     assert not any(p.suffix == ".index" for p in (locked / "v2_zstd-0").iterdir())  # nothing written there
     assert not (live / "v2_gzip-1.0123abcd-delete" / "00000000000000000000.index").exists()

@@ -30,7 +30,6 @@ import pytest
 
 from segdex.indexcore.log.layout import TopicPartition
 from segdex.indexcore.log.log_dir import (
-    LogDirListing,
     LogDirLock,
     LogDirLockedException,
     PartitionDir,
@@ -158,11 +157,13 @@ def test_unknown_directories(tmp_path: Path):
 
 def test_a_log_dir_listing_in_full(tmp_path: Path):
     """Live and ``-future`` partition directories are listed; ``.<uid>-delete`` and ``.<uid>-stray`` ones are
-    skipped (Kafka deletes or ignores them); a directory not named ``<topic>-<partition>`` makes Kafka's
-    ``LogManager.loadLogs`` fail, so it is reported as stray; files are not entries. Sorted by name, each kind
-    wherever it falls among the others."""
-    names = ["__consumer_offsets-7", "backup", "lost+found", "orders-0", "orders-1.0a1b2c-delete", "orders-2",
-             "orders-3.0a1b2c-stray", "orders-4", "orders-5.0a1b2c-future", "zz-old"]
+    skipped (Kafka deletes or ignores them), as are ``remote-log-index-cache`` (Kafka's start skips it) and a name
+    Kafka parses but no topic can have (its start marks it stray); a directory Kafka's ``LogManager.loadLogs``
+    cannot read as ``<topic>-<partition>`` is unloadable: the broker will not start, with Kafka's exception; files
+    are not entries. Sorted by name, each kind wherever it falls among the others."""
+    names = ["__consumer_offsets-7", "a b-0", "backup", "lost+found", "orders-0", "orders-1.0a1b2c-delete",
+             "orders-2", "orders-3.0a1b2c-stray", "orders-4", "orders-5.0a1b2c-future", "orders-6-delete",
+             "remote-log-index-cache", "zz-old"]
     for name in names:
         (tmp_path / name).mkdir()
     (tmp_path / "meta.properties").write_text("version=1\n")
@@ -172,34 +173,52 @@ def test_a_log_dir_listing_in_full(tmp_path: Path):
     def p(name: str) -> str:
         return os.path.join(log_dir, name)
 
-    def stray(name: str) -> tuple[str, str]:
-        return (p(name), f"not a partition directory (<topic>-<partition>): Kafka refuses to load a log dir holding "
-                         f"it (\"Found directory {p(name)}, '{name}' is not in the form of topic-partition\") and "
-                         f"takes the log dir offline; move it out of the log dir")
+    def refused(name: str) -> str:
+        return (f"{p(name)}: the broker will not start: org.apache.kafka.common.KafkaException: Found directory "
+                f"{p(name)}, '{name}' is not in the form of topic-partition or topic-partition.uniqueId-delete (if "
+                f"marked for deletion). (LogManager.loadLogs reads every directory of a log dir as "
+                f"<topic>-<partition>; move it out of the log dir)")
 
-    assert list_log_dir(tmp_path) == LogDirListing(
-        log_dir,
-        [PartitionDir(log_dir, p("__consumer_offsets-7"), TopicPartition("__consumer_offsets", 7, "")),
-         PartitionDir(log_dir, p("orders-0"), TopicPartition("orders", 0, "")),
-         PartitionDir(log_dir, p("orders-2"), TopicPartition("orders", 2, "")),
-         PartitionDir(log_dir, p("orders-4"), TopicPartition("orders", 4, "")),
-         PartitionDir(log_dir, p("orders-5.0a1b2c-future"), TopicPartition("orders", 5, "future"))],
-        [(p("orders-1.0a1b2c-delete"), "partition directory marked -delete: not scanned"),
-         (p("orders-3.0a1b2c-stray"), "partition directory marked -stray: not scanned")],
-        [stray("backup"), stray("lost+found"), stray("zz-old")])
+    listing = list_log_dir(tmp_path)
+    assert listing.partitions == [
+        PartitionDir(log_dir, p("__consumer_offsets-7"), TopicPartition("__consumer_offsets", 7, "")),
+        PartitionDir(log_dir, p("orders-0"), TopicPartition("orders", 0, "")),
+        PartitionDir(log_dir, p("orders-2"), TopicPartition("orders", 2, "")),
+        PartitionDir(log_dir, p("orders-4"), TopicPartition("orders", 4, "")),
+        PartitionDir(log_dir, p("orders-5.0a1b2c-future"), TopicPartition("orders", 5, "future"))]
+    assert listing.skipped == [
+        (p("a b-0"), "Kafka reads it as partition 0 of 'a b', a name no topic can have: a KRaft broker's start "
+                     "marks it stray (renames it <name>.<uniqueId>-stray); not scanned"),
+        (p("orders-1.0a1b2c-delete"), "partition directory marked -delete: not scanned"),
+        (p("orders-3.0a1b2c-stray"), "partition directory marked -stray: not scanned"),
+        (p("remote-log-index-cache"), "tiered storage's remote index cache: Kafka's start skips it")]
+    assert [str(u) for u in listing.unloadable] == [refused(n) for n in ("backup", "lost+found", "orders-6-delete",
+                                                                         "zz-old")]
+    assert all(u.fails and u.deletes_marker for u in listing.unloadable) and listing.start_fails
 
 
 def test_listing_fields_by_name(tmp_path: Path):
-    """The listing's log dir is the path given; skipped and stray entries each go in their own list."""
+    """The listing's log dir is the path given; skipped and unloadable entries each go in their own list."""
     (tmp_path / "t-0.ab-delete").mkdir()
     listing = list_log_dir(tmp_path)
     assert listing.log_dir == str(tmp_path)
     assert listing.skipped == [(str(tmp_path / "t-0.ab-delete"), "partition directory marked -delete: not scanned")]
-    assert listing.stray == [] and listing.partitions == []
+    assert listing.unloadable == [] and listing.partitions == [] and not listing.start_fails
     (tmp_path / "t-0.ab-delete").rmdir()
     (tmp_path / "lost+found").mkdir()
     listing = list_log_dir(tmp_path)
-    assert listing.skipped == [] and [path for path, _ in listing.stray] == [str(tmp_path / "lost+found")]
+    assert listing.skipped == [] and [u.path for u in listing.unloadable] == [str(tmp_path / "lost+found")]
+
+
+def test_the_exception_names_the_canonical_path(tmp_path: Path):
+    """Kafka names the directory by its canonical path (``File.getCanonicalPath``): a log dir reached through a
+    symlink is named as its target."""
+    real = tmp_path / "real"
+    (real / "lost+found").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    [u] = list_log_dir(tmp_path / "link").unloadable
+    assert u.path == str(tmp_path / "link" / "lost+found")
+    assert f"Found directory {real / 'lost+found'}, 'lost+found'" in u.exception
 
 
 # ---------------------------------------------------------------------------------------------------------------
