@@ -84,7 +84,8 @@ def test_verify_predicts_every_recorded_start(tmp_path: Path):
     found = reindex.discover(list(dirs), LogConfig())
     assert not found.refused and sorted(found.listed) == sorted(dirs)
     outcomes = scan_group(found.tasks, RunContext(MODE_VERIFY, "replay", datetime.now(UTC)))
-    rows = {o.partition.log_dir: o.partition for o in outcomes if o.partition.topic == TOPIC}
+    rows = {o.partition.log_dir: o.partition for o in outcomes if (o.partition.topic, o.partition.partition) ==
+            (TOPIC, 0)}
     for log_dir, case in dirs.items():
         kafka, row = RECORDED[case], rows[log_dir]
         lines = [str(u) for u in found.unloadable if u.path.startswith(log_dir + os.sep)]

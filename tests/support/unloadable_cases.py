@@ -60,6 +60,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "hex.index": _file("0000000000000000000a.index"),
     # a .log name that parses but is no segment's name
     "5.log": _file("5.log"),
+    "plus-5.log": _file("+5.log"),
     "99.log": _file("99.log"),
     "minus-1.log": _file("-1.log"),
     # names the load deletes or ignores
@@ -74,6 +75,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "orders-0-delete": _dir("orders-0-delete"),
     "dot-hidden-dir": _dir(".hidden"),
     "orders-0.zz-delete": _dir("orders-0.zz-delete"),
+    "orders-+1": _dir("orders-+1"),
     "remote-log-index-cache": _dir("remote-log-index-cache"),
     "log-dir-file": lambda d: (d / "junk").write_bytes(b"x"),
     # files of other directories a start loads
