@@ -135,10 +135,10 @@ def partition_dir_problems(partition_dir: str, metadata_log: bool = False) -> li
             bases.add(parsed.base_offset)
     found = []
     for name in names:
-        if os.path.isfile(os.path.join(partition_dir, name)):  # Java's File.isFile: a symlink's target
-            problem = file_problem(partition_dir, name, bases, metadata_log)
-            if problem is not None:
-                found.append(problem)
+        problem = file_problem(partition_dir, name, bases, metadata_log)
+        # the load skips what is no regular file (Java's File.isFile, a symlink's target); stat only the rare suspect
+        if problem is not None and os.path.isfile(problem.path):
+            found.append(problem)
     return found
 
 

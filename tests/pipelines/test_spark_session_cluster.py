@@ -160,7 +160,7 @@ def _summary(stdout: str) -> str:
     return found[0]
 
 
-PROBLEM_LINE = re.compile(r"(config|startup|stray|removed|refused|warning|corrupt_\w+|unreadable|error): ")
+PROBLEM_LINE = re.compile(r"(config|startup|unloadable|removed|refused|warning|corrupt_\w+|unreadable|error): ")
 
 
 def _problem_lines(output: str) -> list[str]:
