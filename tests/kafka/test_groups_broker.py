@@ -5,10 +5,13 @@ transactional offset commits committed and aborted, a transaction open at ``kill
 segdex from the killed broker's log dir alone; and a restore: a broker started on that dir, where one group's
 committed offset is past its partition's end and a data partition comes from before a transaction's marker,
 serves a consumer exactly the records segdex predicted, and Kafka's own ``find-hanging`` reports the transaction
-segdex found hanging."""
+segdex found hanging; and, on that same restored dir, a ``__consumer_offsets`` partition with a corrupt batch:
+segdex marks every row of its groups partial, and the broker's own load after its recovery (``kafka-consumer-groups
+--describe``) holds exactly the offsets segdex printed for them."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +27,7 @@ from segdex.indexcore.tools.transactions import coordinated_transactions
 from segdex.jobs.cli import main as cli
 from tests.support.group_workload import (
     GONE_GROUPS,
+    GROUP_TOOL,
     RESTORE_BROKER_PROPS,
     SIMPLE_ASSIGN,
     TX_DATA,
@@ -124,6 +128,48 @@ def cut_before_last_marker(part: Path, producer_id: int) -> int:
     return offset
 
 
+def _batch_holding(part: Path, offset: int) -> tuple[str, int, int, int]:
+    """(.log path, position, size, base offset) of the batch of ``part`` holding ``offset``."""
+    for _base, path in segment_logs(part)[0]:
+        with open_log(path) as buf:
+            hit = next((b for b in batches(buf) if b.base_offset <= offset <= b.last_offset), None)
+        if hit is not None:
+            return path, hit.position, hit.size_in_bytes, hit.base_offset
+    raise AssertionError(f"no batch of {part} holds offset {offset}")
+
+
+def damage_last_commit(data: Path, spare: int) -> tuple[int, int]:
+    """Flip the last byte of the batch of the last offset commit of a ``__consumer_offsets`` partition other than
+    ``spare`` (its CRC no longer matches), the partition where most commits come before that batch: (the
+    partition, the damaged batch's base offset)."""
+    view = ClusterView([str(data)])
+    choices = []
+    for c in view.group_coordinators:
+        commits = sorted(r.record_offset for g in describe_groups([c], view.topic_names, view.log_offsets)
+                         for r in g.offsets if r.record_offset is not None)
+        if c.partition != spare and commits:
+            path, position, size, base = _batch_holding(data / f"__consumer_offsets-{c.partition}", commits[-1])
+            choices.append((sum(1 for o in commits if o < base), c.partition, path, position + size - 1, base))
+    kept, partition, path, position, base = max(choices)
+    assert kept, f"no commit before the last one's batch in any partition: {choices}"
+    with open(path, "r+b") as f:
+        f.seek(position)
+        last = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([last ^ 0x01]))
+    return partition, base
+
+
+def _committed_rows(describe_out: str) -> set[tuple[str, str, int, int]]:
+    """(group, topic, partition, current offset) of ``kafka-consumer-groups --describe``'s rows with a commit."""
+    out = set()
+    for line in describe_out.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] != "GROUP" and cols[2].isdigit() and cols[3].isdigit():
+            out.add((cols[0], cols[1], int(cols[2]), int(cols[3])))
+    return out
+
+
 def _hanging_rows(text: str) -> list[list[str]]:
     """find-hanging's rows without Duration(min) (it depends on when each tool ran)."""
     return sorted(line.split("\t")[:7] for line in text.splitlines()[1:] if line.strip())
@@ -139,16 +185,39 @@ def test_a_restored_broker_serves_what_the_restore_check_and_find_hanging_predic
     # so no marker will ever come for the records left open: the transaction hangs
     tx_data = coordinated_transactions(view)[TX_DATA].metadata
     cut_before_last_marker(data / "txdata-0", tx_data.producer_id)
+    # and a __consumer_offsets partition (not simple-assign's) whose last commit's batch fails its CRC
+    before = {g.group for g in describe_groups(view.group_coordinators, view.topic_names, view.log_offsets)}
+    damaged, loaded_to = damage_last_commit(data, groups[0].coordinator_partition)
+    assert cli(["groups", "--json", str(data)]) == 1
+    described = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    marks = {(g["coordinator_partition"] == damaged, g["partial"], g["loaded_to_offset"], g["kafka_after_start"])
+             for g in described}
+    assert marks <= {(True, True, loaded_to, "same"), (False, False, None, None)} and (True, True, loaded_to, "same") \
+        in marks, marks
+    predicted = {(g["group"], r["topic"], r["partition"], r["offset"]) for g in described if g["partial"]
+                 for r in g["offsets"] if r["offset"] is not None}
     broker = workload.broker.sibling(tmp_path / "node", data, RESTORE_BROKER_PROPS)
     with broker:
         broker.start()
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "latest") == check.skipped_if_latest == 0
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "earliest") == check.reread_if_earliest
         now_ms = int(time.time() * 1000)
-        kafka = run_tools(workload.install, broker.bootstrap, [], tmp_path, only={
+        answers = run_tools(workload.install, broker.bootstrap, [], tmp_path, only={
             "find-hanging": [TXN_TOOL, "--bootstrap-server", broker.bootstrap, "find-hanging", "--broker-id", "1",
-                             "--max-transaction-timeout", "0"]})["find-hanging"]
+                             "--max-transaction-timeout", "0"],
+            "describe": [GROUP_TOOL, "--bootstrap-server", broker.bootstrap, "--describe", "--all-groups"]})
+        kafka = answers["find-hanging"]
         broker.stop()
+    # the broker's recovery truncated the damaged partition where segdex's load stopped: its coordinator holds,
+    # for the groups of that partition, exactly the offsets segdex marked partial (groups committed only after
+    # the damage are gone from both)
+    partial_groups = {g["group"] for g in described if g["partial"]}
+    kafka_rows = _committed_rows(answers["describe"][0])
+    assert {r for r in kafka_rows if r[0] in partial_groups} == predicted, answers["describe"]
+    lost = before - {g["group"] for g in described}  # committed only after the damage: gone from both
+    assert not {r[0] for r in kafka_rows} & lost
+    after = ClusterView([str(data)])
+    assert not next(c for c in after.group_coordinators if c.partition == damaged).load.partial  # the damage is gone
     assert check.reread_if_earliest == workload.produced[("events", 1)]
     assert cli(["transactions", "--now", str(now_ms), "find-hanging", "--max-transaction-timeout", "0",
                 str(data)]) == 1
