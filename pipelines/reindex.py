@@ -37,9 +37,11 @@ from segdex.indexcore.log.log_dir import (
 )
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
+from segdex.indexcore.metadata.metadata_image import most_advanced_image
 from segdex.indexcore.status import ExitStatus
 
 from . import coordinators, preflight, schemas, spark_tasks
+from .cluster_metadata import cluster_tables
 from .coordinators import CoordinatorTables
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
@@ -479,8 +481,10 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         exit_status=exit_status,
     )
     config_rows, on_defaults = _config_rows(discovery, resolver, ctx.run_id, ctx.scanned_at)
+    tables = [(schemas.TOPIC_CONFIGS_TABLE, config_rows, None)] if config_rows else []
+    tables += _cluster_merges(discovery.listed or log_dirs, ctx.run_id, ctx.scanned_at)
     try:
-        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, config_rows,
+        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, tables,
                 coordination)
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -498,13 +502,28 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}"
 
 
+def _cluster_merges(log_dirs: list[str], run_id: str, at: datetime) -> list[tuple[Any, list, Scope | None]]:
+    """The ``topics`` and ``brokers`` merges from the metadata log among ``log_dirs`` (none without one, or where
+    it cannot be read: the config resolution has said why)."""
+    try:
+        found = most_advanced_image([d for d in log_dirs if os.path.isdir(d)])
+    except (SegdexError, OSError):
+        return []
+    if found is None:
+        return []
+    cluster = cluster_tables(found[0], found[1], run_id, at)
+    return [(schemas.TOPICS_TABLE, cluster.topics, cluster.topic_scope),
+            (schemas.BROKERS_TABLE, cluster.brokers, cluster.broker_scope)]
+
+
 def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
             segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
-            config_rows: list[TopicConfigRow] | None = None, coordination: CoordinatorTables | None = None) -> None:
+            tables: list[tuple[Any, list, Scope | None]] | None = None,
+            coordination: CoordinatorTables | None = None) -> None:
+    """Every table's merge of the run, side by side, then the run's row. ``tables``: more (table, rows, scope)
+    merges (``topic_configs``, ``topics``, ``brokers``)."""
     store = MetadataStore(metadata_path, spark)
-    merges: list[tuple[Any, list, Scope | None]] = []  # (table, rows, scope), one commit each
-    if config_rows:
-        merges.append((schemas.TOPIC_CONFIGS_TABLE, config_rows, None))
+    merges: list[tuple[Any, list, Scope | None]] = list(tables or [])  # (table, rows, scope), one commit each
     scope = rescanned_scope(discovery, outcomes)
     if segment_rows or scope:
         merges.append((schemas.SEGMENTS_TABLE, segment_rows, scope))
