@@ -80,6 +80,11 @@ def print_run(run) -> int:
     for log_dir, why in run.discovery.refused:
         print(f"segdex {COMMAND}: refused {log_dir}: {why}", file=sys.stderr)
         status = ExitStatus.ATTENTION
+    from segdex.pipelines.cleaning import strays
+
+    for path, why in strays(run.discovery):
+        print(f"stray: {path}: left alone: its broker renames it -stray at its start ({why})", file=sys.stderr)
+        status = ExitStatus.ATTENTION
     due = saved = 0
     for task, p in run.plans:
         where = f"{task.topic}-{task.partition}"

@@ -127,9 +127,9 @@ def metadata_log_configs(log_dirs: list[str]) -> Any:
     the broker whose log dir holds it (``meta.properties``' ``node.id``); None without one (a ZooKeeper-era
     broker's dirs). One line on stderr when it cannot be read (the configs are then assumed) or stops early."""
     from segdex.indexcore.errors import SegdexError
+    from segdex.indexcore.log.log_dir import read_node_id
     from segdex.indexcore.metadata.config_repository import log_configs
     from segdex.indexcore.metadata.metadata_image import most_advanced_image
-    from segdex.indexcore.tools.cluster_view import read_node_id
 
     try:
         found = most_advanced_image([d for d in log_dirs if os.path.isdir(d)])

@@ -63,8 +63,14 @@ class CleaningRun:
 def _compacted(found: Discovery) -> list[PartitionTask]:
     """The partitions a cleaner works on (compacted topics; the KRaft metadata log and ``-future`` dirs aside),
     the biggest first."""
-    return sorted((t for t in found.tasks if t.config.compact and t.read_only is None and not t.future),
-                  key=lambda t: -t.size_bytes)
+    return sorted((t for t in found.tasks if t.config.compact and t.read_only is None and not t.future
+                   and t.stray is None), key=lambda t: -t.size_bytes)
+
+
+def strays(found: Discovery) -> list[tuple[str, str]]:
+    """(partition dir, why) of the compacted partitions left alone as stray replicas: the broker renames them
+    ``-stray`` at its start and its cleaner never takes them."""
+    return [(t.path, t.stray) for t in found.tasks if t.stray is not None and t.config.compact]
 
 
 def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: PartitionTask) -> CleaningPlan:

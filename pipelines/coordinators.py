@@ -24,12 +24,12 @@ from segdex.indexcore.coordinator.coordinator_loader import LoadSummary, after_b
 from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
 from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log.log_dir import read_node_id
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.tools.cluster_view import (
     CONSUMER_OFFSETS,
     TRANSACTION_STATE,
     CoordinatorPartition,
-    read_node_id,
     read_topic_id,
 )
 from segdex.indexcore.tools.consumer_groups import ALL_GROUP_TYPES, OK, RestoreCheck, describe_groups, restore_check

@@ -37,7 +37,7 @@ from segdex.indexcore.log.log_dir import (
 )
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
-from segdex.indexcore.metadata.metadata_image import most_advanced_image
+from segdex.indexcore.metadata.metadata_image import most_advanced_image, stray_replicas
 from segdex.indexcore.status import ExitStatus
 
 from . import coordinators, preflight, schemas, spark_tasks
@@ -161,7 +161,18 @@ def discover(log_dirs: list[str], config: LogConfig, topic_configs: dict[str, Lo
                 log_start_offset=start.get(key), recovery_point=recovery.get(key), high_watermark=hw.get(key),
                 lock_owner=lock_owner, read_only=read_only, now_ms=now_ms, clean_shutdown=clean_shutdown,
                 cleaner_checkpoint=cleaner.get(key), unloadable=_bearing_on(listing.unloadable, p.path)))
+    _mark_strays(found)
     return found
+
+
+def _mark_strays(found: Discovery) -> None:
+    """Each task its broker renames ``-stray`` after loading it (the metadata log's image); a metadata log that
+    cannot be read marks none (the config resolution has said why)."""
+    try:
+        strays = stray_replicas(found.listed)
+    except (SegdexError, OSError):
+        return
+    found.tasks = [dataclasses.replace(t, stray=strays[t.path]) if t.path in strays else t for t in found.tasks]
 
 
 def _bearing_on(problems: list[Unloadable], partition_dir: str) -> tuple[Unloadable, ...]:

@@ -7,6 +7,7 @@ plain loop without Spark), shapes the outcome as rows, and plans "what if" reten
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -14,8 +15,10 @@ from typing import Any
 import pyarrow as pa
 
 from segdex.indexcore.config.log_config import CLUSTER_METADATA_TOPIC, LogConfig, TopicConfigResolver
+from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.layout import filename_prefix_from_offset
 from segdex.indexcore.log.log_segment import TIMESTAMP_FROM_MTIME, TIMESTAMP_FROM_TIME_INDEX
+from segdex.indexcore.metadata.metadata_image import stray_replicas
 from segdex.indexcore.retention.log_dirs import LogDirOutcome, as_resolver, run_log_dir
 from segdex.indexcore.retention.policy import (
     ACTION_BLOCKED,
@@ -57,10 +60,14 @@ def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_m
              allow_unloadable: bool = False) -> list[LogDirOutcome]:
     """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
     (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
+    try:  # what the metadata log's image makes stray: left alone (a log dir without one: none)
+        strays = stray_replicas([d for d in log_dirs if os.path.isdir(d)])
+    except (SegdexError, OSError):
+        strays = {}
     if spark is None or len(log_dirs) < 2:
-        return [run_log_dir(d, config, now_ms, topic_overrides, apply, allow_unloadable) for d in log_dirs]
+        return [run_log_dir(d, config, now_ms, topic_overrides, apply, allow_unloadable, strays) for d in log_dirs]
     return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply,
-                                                            allow_unloadable), "segdex retention")
+                                                            allow_unloadable, strays), "segdex retention")
 
 
 def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,

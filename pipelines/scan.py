@@ -51,6 +51,7 @@ from .run_context import MODE_RECOVER, MODE_REINDEX, MODE_VERIFY, RunContext
 from .schemas import PartitionRow, SegmentRow
 
 FUTURE_NOTE = "future replica directory (-future)"
+STRAY_NOTE = "a stray replica (LogManager.isStrayKraftReplica): the broker renames it"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class PartitionTask:
     clean_shutdown: bool = False  # the log dir holds .kafka_cleanshutdown: the broker's next start skips recovery
     cleaner_checkpoint: int | None = None  # its entry in the log dir's cleaner-offset-checkpoint
     unloadable: tuple[Unloadable, ...] = ()  # what its broker's start trips on: failures in its log dir, own misreads
+    stray: str | None = None  # why its broker renames it <dir>.<uuid>-stray after loading it (the metadata log)
 
 
 @dataclass(frozen=True)
@@ -381,6 +383,9 @@ def _preview(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, out: Part
     except OSError as e:
         out.notes.append(f"note: {task.path}: no startup preview: {e.strerror or e}")
         return
+    if task.stray is not None:  # LogManager loads it, then the metadata publisher renames it
+        out.startup.notes.append(f"{STRAY_NOTE} {os.path.basename(task.path)}.<uuid>-stray after its load: "
+                                 f"{task.stray}")
     where = f"{task.topic}-{task.partition}"
     if out.startup.loses_data:
         out.attention = True

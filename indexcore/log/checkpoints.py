@@ -112,3 +112,21 @@ def format_leader_epoch_checkpoint(entries: list[tuple[int, int]]) -> bytes:
 
 def write_leader_epoch_checkpoint(path: str | os.PathLike, entries: list[tuple[int, int]]) -> None:
     write_atomic(path, format_leader_epoch_checkpoint(entries), template=mode_template(path))
+
+
+PARTITION_METADATA = "partition.metadata"
+
+
+def read_partition_metadata(partition_dir: str | os.PathLike) -> str | None:
+    """``PartitionMetadataFile.read``: the topic id of ``partition.metadata`` (``version: 0``, ``topic_id: <id>``),
+    None when the file is missing or holds no topic id line."""
+    try:
+        with open_regular(os.path.join(partition_dir, PARTITION_METADATA)) as f:
+            text = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "topic_id" and value.strip():
+            return value.strip()
+    return None

@@ -11,6 +11,7 @@ import struct
 import threading
 from dataclasses import dataclass, field
 
+from segdex.indexcore.config.broker_config import load_properties
 from segdex.indexcore.errors import InvalidLayoutException, NotTopicPartitionDirException, SegdexError
 from segdex.indexcore.fs.atomic_file import FileAttributes
 from segdex.indexcore.log.checkpoints import read_offset_checkpoint
@@ -408,3 +409,16 @@ def read_checkpoints(log_dir: str | os.PathLike) -> LogDirCheckpoints:
         read_offset_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)),
         read_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT)),
     )
+
+
+def read_node_id(log_dir: str | os.PathLike) -> int | None:
+    """The broker's id from the log dir's ``meta.properties`` (``node.id``, or ``broker.id`` in ZooKeeper-era
+    dirs); None when it has none."""
+    path = os.path.join(log_dir, META_PROPERTIES)
+    if not os.path.exists(path):
+        return None
+    try:
+        props = load_properties(path, "meta.properties")
+        return int(props.get("node.id", props.get("broker.id", "")))
+    except (SegdexError, ValueError):
+        return None

@@ -26,7 +26,9 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import CorruptRecordException, SegdexError
+from segdex.indexcore.log.checkpoints import read_partition_metadata
 from segdex.indexcore.log.layout import LOG_FILE_SUFFIX, parse_segment_file_name
+from segdex.indexcore.log.log_dir import list_log_dir, read_node_id
 from segdex.indexcore.metadata.records import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -311,3 +313,24 @@ def most_advanced_image(log_dirs: list[str]) -> tuple[str, MetadataImage] | None
             if best is None or image.offset > best[1].offset:
                 best = (part, image)
     return best
+
+
+def stray_replicas(log_dirs: list[str]) -> dict[str, str]:
+    """The partition dirs of ``log_dirs`` a broker whose metadata is their most advanced metadata log replica
+    renames ``<dir>.<uuid>-stray`` after loading them, with Kafka's reason (``MetadataImage.stray_reason``, each
+    log dir's broker by its ``meta.properties``); empty without a metadata log. ``-future`` and ``-delete`` dirs and
+    the metadata log itself are not judged."""
+    found = most_advanced_image(log_dirs)
+    if found is None:
+        return {}
+    image = found[1]
+    out = {}
+    for log_dir in log_dirs:
+        broker = read_node_id(log_dir)
+        for p in list_log_dir(log_dir).partitions:
+            if p.kind or p.topic == CLUSTER_METADATA_PARTITION[:-2]:
+                continue
+            why = image.stray_reason(broker, read_partition_metadata(p.path), p.partition)
+            if why is not None:
+                out[p.path] = why
+    return out

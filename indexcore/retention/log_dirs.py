@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig, ResolvedConfig, TopicConfigResolver, is_cluster_metadata
@@ -118,8 +119,10 @@ def plan_partition(log_dir: str, partition_dir: str, topic: str, partition: int,
     return PartitionRetention(log_dir, partition_dir, plan_retention(facts, config, now_ms))
 
 
-def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> tuple[LogDirOutcome, object]:
+def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int,
+                  strays: Mapping[str, str] | None = None) -> tuple[LogDirOutcome, object]:
     outcome = LogDirOutcome(log_dir)
+    strays = strays or {}
     listing = list_log_dir(log_dir)
     checkpoints = read_checkpoints(log_dir)
     outcome.skipped.extend(listing.skipped)
@@ -132,6 +135,10 @@ def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> t
             outcome.skipped.append((p.path, "the KRaft metadata log follows metadata.* settings and its own "
                                             "snapshots, never topic retention: not touched"))
             continue
+        if p.path in strays:
+            outcome.skipped.append((p.path, f"a stray replica: its broker renames it -stray at its start "
+                                            f"({strays[p.path]}); retention leaves it alone"))
+            continue
         resolved = resolver.resolve(p.topic)
         outcome.configs[p.topic] = resolved
         outcome.partitions.append(plan_partition(log_dir, p.path, p.topic, p.partition, resolved.config, now_ms,
@@ -141,20 +148,21 @@ def _plan_log_dir(log_dir: str, resolver: TopicConfigResolver, now_ms: int) -> t
 
 def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = None, now_ms: int | None = None,
                 topic_overrides: dict[str, dict[str, str]] | None = None, apply: bool = False,
-                allow_unloadable: bool = False) -> LogDirOutcome:
+                allow_unloadable: bool = False, strays: Mapping[str, str] | None = None) -> LogDirOutcome:
     """Plan retention for every partition of a log dir; with ``apply``, carry the plan out under the dir's lock.
 
     ``config``: a ``TopicConfigResolver``, or a base ``LogConfig`` with ``topic_overrides``. Bad input never
     raises: a missing or locked dir, corrupt checkpoint files or unreadable segments become ``error``/``skipped``
     in the outcome. A log dir a broker's start trips on (``outcome.unloadable``) is planned but never applied
-    (``error`` says why) unless ``allow_unloadable``: the operator fixes the dir first.
+    (``error`` says why) unless ``allow_unloadable``: the operator fixes the dir first. ``strays``: partition
+    dirs its broker renames ``-stray`` at its start (the metadata log's verdict, with why): skipped, never applied.
     """
     resolver = as_resolver(config, topic_overrides)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     log_dir = os.fspath(log_dir)
     try:
         if not apply:
-            outcome, _ = _plan_log_dir(log_dir, resolver, now_ms)
+            outcome, _ = _plan_log_dir(log_dir, resolver, now_ms, strays)
             if is_locked(log_dir):
                 outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                                  f"this plan is informational, --apply would be refused")
@@ -162,7 +170,7 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
         if not os.path.isdir(log_dir):
             raise InvalidLayoutException(f"{log_dir}: not a directory")
         with hold_lock(log_dir):
-            outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms)
+            outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms, strays)
             if outcome.unloadable and not allow_unloadable:
                 outcome.error = unloadable_refusal(log_dir, outcome.unloadable)
                 return outcome

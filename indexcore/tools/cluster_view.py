@@ -24,15 +24,14 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from segdex.indexcore.config.broker_config import load_properties
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
 from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_offset_checkpoint
-from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT
-from segdex.indexcore.log.log_dir import PartitionDir, list_log_dir
+from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT
+from segdex.indexcore.log.log_dir import PartitionDir, list_log_dir, read_node_id
 from segdex.indexcore.tools.list_offsets import RecoveredPartition, log_start_offsets, recovered_partition
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -54,19 +53,6 @@ def read_topic_id(partition_dir: str | os.PathLike) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return None
-
-
-def read_node_id(log_dir: str | os.PathLike) -> int | None:
-    """The broker's id from the log dir's ``meta.properties`` (``node.id``, or ``broker.id`` in ZooKeeper-era
-    dirs); None when it has none."""
-    path = os.path.join(log_dir, META_PROPERTIES)
-    if not os.path.exists(path):
-        return None
-    try:
-        props = load_properties(path, "meta.properties")
-        return int(props.get("node.id", props.get("broker.id", "")))
-    except (SegdexError, ValueError):
-        return None
 
 
 @dataclass

@@ -193,7 +193,7 @@ def test_a_corrupt_partition_is_left_alone_and_the_others_cleaned(tmp_path: Path
     assert code == 1
     assert f"error: orders-1: not loaded: {first.name}: corrupt_log_tail" in err
     assert {p.name: p.read_bytes() for p in (log_dir / "orders-1").iterdir()} == before
-    assert "orders-0: cleaned: " in out
+    assert "orders-0: not now: " in out  # the topic's own partition is planned (its one segment is active)
 
 
 def test_a_round_kafkas_cleaner_fails_is_an_error_row_and_changes_nothing(tmp_path: Path, capsys):
@@ -220,3 +220,35 @@ def test_a_round_kafkas_cleaner_fails_is_an_error_row_and_changes_nothing(tmp_pa
     assert sorted((r["topic"], r["status"]) for r in rows) == [
         ("orders", "applied"), ("orders", "planned"), ("outgrown", "error"), ("outgrown", "error")]
     assert all(OUTGROWN_ERROR in r["error"] for r in rows if r["topic"] == "outgrown")
+
+
+def test_stray_replicas_are_left_alone_by_clean_and_retention_and_verify_predicts_their_rename(tmp_path: Path,
+                                                                                             capsys):
+    """Partition dirs the log dir's metadata log makes stray (``stray_log_dir``: what a 4.4.0 broker renamed
+    ``-stray`` at its start): ``clean --apply`` and ``retention --apply`` change no byte of them and say why, exit
+    1; ``verify``'s startup preview says the broker renames them after its load; the topic's own partition is
+    planned as usual."""
+    from tests.support.metadata_log import stray_log_dir
+
+    log_dir = stray_log_dir(tmp_path)
+    strays = ("orders-5", "ghost-0", "nometa-0")
+    before = {name: _tree(log_dir / name) for name in strays}
+    configs = [a for t in ("orders", "ghost", "nometa") for a in ("--topic-config", f"{t}:cleanup.policy=compact")]
+    assert segdex(["clean", "--no-record", "--apply", "--discard", "--now", str(T0 + 10 * HOUR_MS), *configs,
+                   str(log_dir)]) == 1
+    out, err = capsys.readouterr()
+    for name in ("orders-5", "ghost-0"):
+        assert f"stray: {log_dir / name}: left alone: its broker renames it -stray at its start" in err
+    assert "orders-0: not now: " in out  # the topic's own partition is planned (its one segment is active)
+    assert segdex(["retention", "--no-record", "--apply", "--config", "retention.ms=1", "--now",
+                   str(T0 + 10 * HOUR_MS), str(log_dir)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err + captured.out
+    assert f"{log_dir / 'nometa-0'}: skipped: a stray replica: its broker renames it -stray at its start" in err
+    assert {name: _tree(log_dir / name) for name in strays} == before
+    assert segdex(["verify", "--no-progress", "--metadata", str(tmp_path / "meta"), str(log_dir)]) == 1
+    err = capsys.readouterr().err
+    for name in strays:
+        assert f"startup: {name}: a stray replica (LogManager.isStrayKraftReplica): the broker renames it {name}." \
+               f"<uuid>-stray after its load" in err
+    assert "startup: orders-0:" not in err

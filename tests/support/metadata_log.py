@@ -97,3 +97,26 @@ def write_snapshot(part: Path, end_offset: int, values: list[bytes], epoch: int 
     path.write_bytes(build_batch(1, [Record(1 + i, t0, None, v) for i, v in enumerate(values)],
                                  partition_leader_epoch=epoch))
     return path
+
+
+def stray_log_dir(root: Path, t0: int = 1_700_000_000_000) -> Path:
+    """A KRaft broker's log dir (node 1) whose metadata log holds topic ``orders`` (one partition, replica 1):
+    ``orders-0`` is its; ``orders-5`` (a partition the topic does not have), ``ghost-0`` (a topic id the image
+    does not hold) and ``nometa-0`` (no ``partition.metadata``) are what a 4.4.0 broker renamed ``-stray``."""
+    from segdex.indexcore.protocol.message_format import uuid_string
+
+    log_dir = root / "logs"
+    write_metadata_log(log_dir / "__cluster_metadata-0", [[
+        record("TopicRecord", name="orders", topicId=uuid(1)),
+        record("PartitionRecord", 2, partitionId=0, topicId=uuid(1), replicas=[1], isr=[1], leader=1, leaderEpoch=0,
+               partitionEpoch=0, directories=[uuid(9)]),
+    ]])
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=stray-test\n")
+    for name, topic_id in (("orders-0", uuid(1)), ("orders-5", uuid(1)), ("ghost-0", uuid(7)), ("nometa-0", None)):
+        part = log_dir / name
+        part.mkdir()
+        batches = [build_batch(o, [Record(o, t0 + o, b"k", b"v%d" % o)]) for o in range(3)]
+        (part / segment_name(0)).write_bytes(b"".join(batches))
+        if topic_id is not None:
+            (part / "partition.metadata").write_text(f"version: 0\ntopic_id: {uuid_string(topic_id)}\n")
+    return log_dir

@@ -5,6 +5,8 @@ are in tests/kafka/test_broker.py."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,10 @@ from segdex.indexcore.metadata.metadata_image import (
     MetadataLogException,
     load_metadata_image,
     most_advanced_image,
+    stray_replicas,
 )
 from segdex.indexcore.protocol.message_format import uuid_string
-from tests.support.metadata_log import record, uuid, write_metadata_log, write_snapshot
+from tests.support.metadata_log import record, stray_log_dir, uuid, write_metadata_log, write_snapshot
 
 PART = "__cluster_metadata-0"
 
@@ -143,3 +146,15 @@ def test_a_stray_replica_is_what_logmanager_renames(tmp_path: Path):
     assert image.stray_reason(1, "AAAAAAAAAAAAAAAAAAAAAQ", 0) == (
         "the topicId AAAAAAAAAAAAAAAAAAAAAQ does not exist in the metadata image")
     assert "does not exist in its partition.metadata" in image.stray_reason(1, None, 0)
+
+
+def test_stray_replicas_of_a_log_dir(tmp_path: Path):
+    """``stray_replicas``: each partition dir of the log dirs judged against their metadata log for the log dir's
+    broker (``meta.properties``), as the 4.4.0 broker judged the same three dirs; none without a metadata log."""
+    log_dir = stray_log_dir(tmp_path)
+    strays = stray_replicas([str(log_dir)])
+    assert sorted(os.path.basename(p) for p in strays) == ["ghost-0", "nometa-0", "orders-5"]
+    orders = uuid_string(uuid(1))
+    assert strays[str(log_dir / "orders-5")] == f"the topicId {orders} does not exist in the metadata image"
+    shutil.rmtree(log_dir / "__cluster_metadata-0")
+    assert stray_replicas([str(log_dir)]) == {}
