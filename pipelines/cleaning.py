@@ -27,7 +27,7 @@ from segdex.indexcore.log.log_dir import held_by
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
-from .reindex import Discovery, acquire_locks, discover
+from .reindex import Discovery, acquire_locks, discover, unloadable_log_dirs
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
 
@@ -128,10 +128,12 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
     ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless ``allow_unloadable``:
     ``reindex.discover``); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets
     (Kafka's ``doneCleaning``), while the lock is still held."""
-    locks, refused = acquire_locks(log_dirs)
+    unlocked = [] if allow_unloadable else unloadable_log_dirs(log_dirs)  # refused by discover, never locked
+    locks, refused = acquire_locks([d for d in log_dirs if os.path.realpath(d) not in unlocked])
     try:
         owner = (socket.gethostname(), os.getpid())
-        found = discover([lk.log_dir for lk in locks], config, topic_configs, owner, now_ms, allow_unloadable)
+        found = discover([lk.log_dir for lk in locks] + unlocked, config, topic_configs, owner, now_ms,
+                         allow_unloadable)
         found.refused[:0] = refused
         for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
             if lock.log_dir in found.listed:

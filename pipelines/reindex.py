@@ -338,6 +338,20 @@ class RunFailed(SegdexError):
         self.changed = changed
 
 
+def unloadable_log_dirs(log_dirs: list[str]) -> list[str]:
+    """The log dirs (real paths) a broker's start trips on as they are: a writing run takes no ``.lock`` there (a
+    stopped broker's dir has none; taking it would create one), ``discover`` refuses them. A dir that cannot be
+    listed is left to the rest of the run, which says why."""
+    found = []
+    for log_dir in dict.fromkeys(os.path.realpath(d) for d in log_dirs):
+        try:
+            if list_log_dir(log_dir).unloadable:
+                found.append(log_dir)
+        except (SegdexError, OSError):
+            continue
+    return found
+
+
 def acquire_locks(log_dirs: list[str]) -> tuple[list[LogDirLock], list[tuple[str, str]]]:
     """Take each log dir's ``.lock`` (reindex writes under it); returns the locks held and the dirs refused."""
     locks, refused = [], []
@@ -419,10 +433,12 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)  # ValueError for another mode
     writing = ctx.writing
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
-    locks, refused = acquire_locks(log_dirs) if writing else ([], [])
+    unlocked = unloadable_log_dirs(log_dirs) if writing and not allow_unloadable else []
+    locks, refused = acquire_locks([d for d in log_dirs if os.path.realpath(d) not in unlocked]) if writing \
+        else ([], [])
     try:
         owner = (socket.gethostname(), os.getpid()) if writing else None
-        discovery = discover([lk.log_dir for lk in locks] if writing else log_dirs, config,
+        discovery = discover([lk.log_dir for lk in locks] + unlocked if writing else log_dirs, config,
                              topic_configs, owner, now_ms, allow_unloadable)
         discovery.refused[:0] = refused
         _preflight(discovery, writing, metadata_path)

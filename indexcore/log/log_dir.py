@@ -277,6 +277,8 @@ def _list_entry(listing: LogDirListing, name: str, path: str) -> None:
     if name == REMOTE_LOG_INDEX_CACHE_DIR:
         listing.skipped.append((path, "tiered storage's remote index cache: Kafka's start skips it"))
         return
+    if name == LOCK_FILE:  # a directory where the .lock belongs: the broker's FileLock fails on it first
+        return
     try:
         tp = kafka_topic_partition(name, os.path.realpath(path))
     except NotTopicPartitionDirException as e:

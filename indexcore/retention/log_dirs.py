@@ -161,9 +161,13 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     log_dir = os.fspath(log_dir)
     try:
-        if not apply:
+        # a dir a broker's start trips on is planned only, its .lock not even taken (taking it may create one)
+        refuse = apply and not allow_unloadable and bool(list_log_dir(log_dir).unloadable)
+        if not apply or refuse:
             outcome, _ = _plan_log_dir(log_dir, resolver, now_ms, strays)
-            if is_locked(log_dir):
+            if refuse:
+                outcome.error = unloadable_refusal(log_dir, outcome.unloadable)
+            elif is_locked(log_dir):
                 outcome.error = (f"{log_dir}: its .lock is held by another process (a running Kafka broker?): "
                                  f"this plan is informational, --apply would be refused")
             return outcome
@@ -171,7 +175,7 @@ def run_log_dir(log_dir: str, config: LogConfig | TopicConfigResolver | None = N
             raise InvalidLayoutException(f"{log_dir}: not a directory")
         with hold_lock(log_dir):
             outcome, checkpoints = _plan_log_dir(log_dir, resolver, now_ms, strays)
-            if outcome.unloadable and not allow_unloadable:
+            if outcome.unloadable and not allow_unloadable:  # appeared since the check above
                 outcome.error = unloadable_refusal(log_dir, outcome.unloadable)
                 return outcome
             outcome.removed_temporaries = _remove_partition_temporaries(log_dir, outcome)

@@ -11,7 +11,6 @@ with Kafka's exception, or the log end offset a misread ``.log`` name sets); the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -35,7 +34,10 @@ from tests.support.unloadable_cases import (
     RECORDS,
     TOPIC,
     UNLOADABLE_GOLDEN,
+    WRITING,
     predicted,
+    tree,
+    writing_command,
 )
 
 T0 = 1_600_000_000_000  # old records: retention.ms deletes them
@@ -46,23 +48,17 @@ NOT_A_PARTITION = ("the broker will not start: org.apache.kafka.common.KafkaExce
 
 
 def broker_like_log_dir(log_dir: Path, segments: int = 1) -> Path:
-    """``orders-0`` with ``RECORDS`` records as a clean stop leaves it (index files, ``.kafka_cleanshutdown``, the
-    ``.lock`` a broker's start creates, checkpoints at the log end)."""
+    """``orders-0`` with ``RECORDS`` records as a clean stop leaves it (index files, ``.kafka_cleanshutdown``,
+    checkpoints at the log end, and no ``.lock``: the broker deletes it as it stops)."""
     batches = [build_batch(i, [(T0 + i, b"k%d" % i, b"v" * 100)]) for i in range(RECORDS)]
     write_partition(log_dir, TOPIC, 0, batches, segment_bytes=sum(map(len, batches)) // segments + 1)
     list(rebuild(str(log_dir / PARTITION), LogConfig()))
+    (log_dir / LOCK_FILE).unlink()  # rebuild held the log dir's lock
     for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
         write_offset_checkpoint(log_dir / name, {(TOPIC, 0): RECORDS})
     (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
     (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b'{"version":0,"brokerEpoch":5}')
-    (log_dir / LOCK_FILE).write_bytes(b"")
     return log_dir
-
-
-def tree(path: Path) -> dict[str, str | None]:
-    """Every entry under ``path``: a file's sha256, None for a directory."""
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
-            for p in sorted(path.rglob("*"))}
 
 
 def test_the_recording_covers_what_it_claims():
@@ -101,35 +97,24 @@ def test_verify_predicts_every_recorded_start(tmp_path: Path):
         assert [line for line in lines if f"the broker will not start: {exception}" in line], (case, lines)
 
 
-WRITING = {
-    "clean --apply": ["clean", "--apply", "--discard", "--no-record", "--topic-config",
-                      f"{TOPIC}:cleanup.policy=compact", "--topic-config", f"{TOPIC}:min.cleanable.dirty.ratio=0.01"],
-    "retention --apply": ["retention", "--apply", "--no-record", "--config", "retention.ms=1000"],
-    "recover": ["recover", "--no-progress"],
-    "reindex": ["reindex", "--no-progress", "--normalize"],
-    "compact --apply": ["compact", "--apply"],
-}
-
-
 @pytest.mark.parametrize("case", ["junk.log", "lost+found"])
 @pytest.mark.parametrize("command", list(WRITING))
 def test_writing_commands_change_nothing_where_the_broker_will_not_start(tmp_path: Path, capsys, command: str,
                                                                         case: str):
     """Each writing command, on a log dir it would otherwise change (old segments past retention, a missing index,
-    a compacted topic with duplicate keys, a preallocated index), changes no byte there and exits 1, with the
-    ``unloadable:`` line and its refusal; the same command with ``--allow-unloadable`` then does its work."""
+    a compacted topic, an over-long index), changes no byte there, creates no ``.lock`` either, and exits 1, with
+    the ``unloadable:`` line and its refusal; the same command with ``--allow-unloadable`` then does its work."""
     log_dir = broker_like_log_dir(tmp_path / "logs", segments=2)
     (log_dir / PARTITION / "00000000000000000000.index").unlink()  # reindex and recover rebuild it
     with open(log_dir / PARTITION / "00000000000000000000.timeindex", "ab") as f:
         f.write(bytes(120))  # compact trims it
     CASES[case](log_dir)
     before = tree(log_dir)
-    args = [*WRITING[command], "--metadata", str(tmp_path / "meta")] if command in ("recover", "reindex") else \
-        WRITING[command]
+    args = writing_command(command, tmp_path / "meta")
     code = segdex([*args, str(log_dir)])
     out, err = capsys.readouterr()
     assert code == 1, (out, err)
-    assert tree(log_dir) == before, (out, err)
+    assert tree(log_dir) == before and not (log_dir / LOCK_FILE).exists(), (out, err)
     line = JUNK if case == "junk.log" else NOT_A_PARTITION.format(log_dir / case)
     assert f"unloadable: {log_dir / PARTITION / case if case == 'junk.log' else log_dir / case}: {line}" in err, err
     assert "nothing was written there" in err and "--allow-unloadable" in err, err

@@ -35,9 +35,12 @@ from tests.support.unloadable_cases import (
     RECORDS,
     TOPIC,
     UNLOADABLE_GOLDEN,
+    WRITING,
     log_names,
     predicted,
     start_outcome,
+    tree,
+    writing_command,
 )
 
 pytestmark = pytest.mark.kafka_broker
@@ -182,11 +185,17 @@ def unloadable_base(tmp_path_factory) -> KafkaBroker:
 
 
 def _start_on(base: KafkaBroker, root: Path, case: str) -> tuple[dict, dict]:
-    """A copy of the base log dir with ``case`` added: segdex's prediction, then what the broker's start did."""
+    """A copy of the base log dir with ``case`` added: segdex's prediction, then what the broker's start did. Where
+    the start fails, each writing command first runs on the copy: it must change no byte and exit 1."""
     data = root / "data"
     shutil.copytree(base.data_dir, data, symlinks=True)
     CASES[case](data)
     before, ours = log_names(data), predicted(data)
+    if not ours["starts"]:
+        files = tree(data)
+        for command in WRITING:
+            code = segdex_main([*writing_command(command, root / "meta"), str(data)])
+            assert (code, tree(data)) == (1, files), (case, command)
     node = base.sibling(root / "node", data)
     try:
         node.start(timeout=60)
@@ -202,7 +211,8 @@ def _start_on(base: KafkaBroker, root: Path, case: str) -> tuple[dict, dict]:
 def test_what_a_brokers_start_trips_on_is_what_segdex_predicts(unloadable_base, tmp_path):
     """Kafka 4.4.0's start on a log dir holding each case (``tests.support.unloadable_cases``): whether it starts,
     its fatal exception, whether ``.kafka_cleanshutdown`` survives, the segments it creates and the partition's log
-    end offset, against segdex's prediction (``list_log_dir``'s unloadable entries). Each start costs ~2-3 s: the
+    end offset, against segdex's prediction (``list_log_dir``'s unloadable entries); before a start that fails, the
+    writing commands change no byte of that log dir and exit 1. Each start costs ~2-3 s: the
     ``CHECKED`` cases are started in every run and must answer what is recorded in
     tests/kafka/golden/unloadable_kafka.json (which tests/jobs/test_unloadable.py replays for every command without
     a broker); ``SEGDEX_RECORD_GOLDEN=1`` starts a broker on every case and writes that file."""

@@ -16,6 +16,7 @@ it added to ``orders-0``), ``log_end_offset`` (of ``orders-0`` as its load compl
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,29 @@ CASES: dict[str, Callable[[Path], None]] = {
 }
 # the cases a broker is started on again in every run of the kafka_broker tests (each start costs ~2-3 s)
 CHECKED = ("junk.log", "foo.snapshot", "lost+found", "5.log")
+
+
+# the writing commands, each as it would change a log dir of ``orders``: retention past its records, cleaning it as
+# a compacted topic, rebuilding its index files, trimming them
+WRITING = {
+    "clean --apply": ["clean", "--apply", "--discard", "--no-record", "--topic-config",
+                      f"{TOPIC}:cleanup.policy=compact", "--topic-config", f"{TOPIC}:min.cleanable.dirty.ratio=0.01"],
+    "retention --apply": ["retention", "--apply", "--no-record", "--config", "retention.ms=1000"],
+    "recover": ["recover", "--no-progress"],
+    "reindex": ["reindex", "--no-progress", "--normalize"],
+    "compact --apply": ["compact", "--apply"],
+}
+
+
+def writing_command(command: str, metadata: Path) -> list[str]:
+    """The arguments of a ``WRITING`` command, with ``--metadata`` where it records a run."""
+    return [*WRITING[command], "--metadata", str(metadata)] if command in ("recover", "reindex") else WRITING[command]
+
+
+def tree(path: Path) -> dict[str, str | None]:
+    """Every entry under ``path``: a file's sha256, None for a directory."""
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+            for p in sorted(path.rglob("*"))}
 
 
 def normalized(text: str | None, log_dir: Path) -> str | None:

@@ -184,7 +184,7 @@ def test_os_error_is_reported_with_the_log_dir_and_its_reason(tmp_path, apply):
     log_dir = tmp_path / "logs"
     stage_partition(log_dir / "t-0")
     (log_dir / ".lock").mkdir()
-    outcome = trim_log_dir(str(log_dir), apply=apply, allow_unloadable=True)  # a directory with no dash in its name
+    outcome = trim_log_dir(str(log_dir), apply=apply)
     assert outcome.error == f"{log_dir}: Is a directory"
     assert outcome.applied is False
     assert_padded(log_dir / "t-0")
