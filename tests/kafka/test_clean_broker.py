@@ -39,7 +39,6 @@ from tests.support.clean_workload import (
     COMPACTED,
     COMPACTED_PARTITIONS,
     OFFSETS_TOPIC,
-    TOPIC_CONFIG,
     TXN_ABORTED,
     CleanWorkload,
     deleted_groups,
@@ -174,18 +173,13 @@ def describe_rows(stdout: str) -> dict[str, dict[tuple[str, int], tuple[str, str
     return rows
 
 
-def topic_config_args() -> list[str]:
-    """The compacted topic's configs, which only the cluster's metadata holds (``__consumer_offsets``' come from
-    Kafka's internal-topic configs and ``--broker-config``)."""
-    return [arg for key, value in TOPIC_CONFIG.items() for arg in ("--topic-config", f"{COMPACTED}:{key}={value}")]
-
-
 def _segdex_clean(a: KafkaBroker, quarantine: Path, now_ms: int) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        # no --topic-config: the compacted topic's configs are read from the broker's metadata log
         code = cli(["clean", "--apply", "--until-clean", "--no-progress", "--no-record", "--now", str(now_ms),
                     "--quarantine", str(quarantine), "--broker-config", str(a.write_properties()),
-                    *topic_config_args(), str(a.data_dir)])
+                    str(a.data_dir)])
     (quarantine.parent / "segdex-clean.out").write_text(out.getvalue() + err.getvalue())
     return code, out.getvalue(), err.getvalue()
 
