@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import crc32c
@@ -32,6 +33,7 @@ from tests.support.startup_workload import PER_DIR, STARTUP_PREVIEW_GOLDEN, T0, 
 from tests.support.unloadable_cases import (
     CASES,
     CHECKED,
+    PARTITION,
     RECORDS,
     TOPIC,
     UNLOADABLE_GOLDEN,
@@ -228,3 +230,30 @@ def test_what_a_brokers_start_trips_on_is_what_segdex_predicts(unloadable_base, 
         UNLOADABLE_GOLDEN.write_text(json.dumps(outcomes, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(UNLOADABLE_GOLDEN.read_text())
     assert outcomes == {c: recorded[c] for c in cases}
+
+
+def test_the_stray_replicas_segdex_names_are_those_the_brokers_start_renames(unloadable_base, tmp_path):
+    """Copies of ``orders-0`` that Kafka 4.4.0's metadata does not give this broker: ``ghost-0`` (a topic id the
+    image does not hold), ``orders-5`` (a partition the topic does not have), ``nometa-0`` (no
+    ``partition.metadata``), beside ``orders-0`` itself: segdex's ``stray_replicas`` (which verify's preview, clean and
+    retention use) names exactly the dirs the broker's start loads and then renames ``<dir>.<uuid>-stray``."""
+    from segdex.indexcore.metadata.metadata_image import stray_replicas
+
+    data = tmp_path / "data"
+    shutil.copytree(unloadable_base.data_dir, data, symlinks=True)
+    for name in ("ghost-0", "orders-5", "nometa-0"):
+        shutil.copytree(data / PARTITION, data / name)
+    (data / "ghost-0" / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")
+    (data / "nometa-0" / "partition.metadata").unlink()
+    ours = {Path(p).name for p in stray_replicas([str(data)])}
+    node = unloadable_base.sibling(tmp_path / "node", data)
+    try:
+        node.start(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(list(data.glob("*-stray"))) < len(ours):
+            time.sleep(0.2)  # the metadata publisher renames them once the broker has caught up
+    finally:
+        node.stop()
+    renamed = {p.name.split(".")[0] for p in data.glob("*-stray")}
+    assert ours == renamed == {"ghost-0", "orders-5", "nometa-0"}
+    assert (data / PARTITION).is_dir()
