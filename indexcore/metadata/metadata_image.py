@@ -92,6 +92,13 @@ class MetadataImage:
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
 
+    @property
+    def is_kraft(self) -> bool:
+        """Whether it is a KRaft cluster's image: read without a stop and holding ``metadata.version`` (every KRaft
+        metadata log has it from its bootstrap records). Only such an image judges which replicas are stray: a
+        metadata log cut short, or bytes that are not one, would make every partition stray."""
+        return self.stopped is None and "metadata.version" in self.features
+
     def topic(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)
 
@@ -321,7 +328,7 @@ def stray_replicas(log_dirs: list[str]) -> dict[str, str]:
     log dir's broker by its ``meta.properties``); empty without a metadata log. ``-future`` and ``-delete`` dirs and
     the metadata log itself are not judged."""
     found = most_advanced_image(log_dirs)
-    if found is None:
+    if found is None or not found[1].is_kraft:
         return {}
     image = found[1]
     out = {}

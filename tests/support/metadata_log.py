@@ -107,6 +107,7 @@ def stray_log_dir(root: Path, t0: int = 1_700_000_000_000) -> Path:
 
     log_dir = root / "logs"
     write_metadata_log(log_dir / "__cluster_metadata-0", [[
+        record("FeatureLevelRecord", name="metadata.version", featureLevel=26),  # what every bootstrap writes
         record("TopicRecord", name="orders", topicId=uuid(1)),
         record("PartitionRecord", 2, partitionId=0, topicId=uuid(1), replicas=[1], isr=[1], leader=1, leaderEpoch=0,
                partitionEpoch=0, directories=[uuid(9)]),

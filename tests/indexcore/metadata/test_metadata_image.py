@@ -158,3 +158,5 @@ def test_stray_replicas_of_a_log_dir(tmp_path: Path):
     assert strays[str(log_dir / "orders-5")] == f"the topicId {orders} does not exist in the metadata image"
     shutil.rmtree(log_dir / "__cluster_metadata-0")
     assert stray_replicas([str(log_dir)]) == {}
+    write_metadata_log(log_dir / "__cluster_metadata-0", [topic("other", 3)])  # no metadata.version: no KRaft log's
+    assert stray_replicas([str(log_dir)]) == {}
