@@ -17,7 +17,6 @@ consumer groups; ``TransactionLogKey``/``TransactionLogValue``). Share and strea
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from segdex.indexcore.protocol.message_format import (
@@ -29,6 +28,7 @@ from segdex.indexcore.protocol.message_format import (
     MessageFormatException,
     Struct,
     java_utf8,
+    json_text,
     read_message,
     struct_json,
 )
@@ -198,11 +198,6 @@ TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareA
 DELETE = "<DELETE>"
 
 
-def _compact(obj: Any) -> str:
-    """Jackson's ``ObjectNode.toString``: no spaces, non-ASCII as is, control characters escaped."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
 def _version(data: bytes, what: str) -> int:
     if len(data) < INT16.size:
         raise MessageFormatException(f"record {what} too short for its version ({len(data)} bytes)")
@@ -269,12 +264,12 @@ class CoordinatorRecordParser:
                 return f"Unknown record type {record_type} at offset {offset}, skipping.", None
             _name, key_schema, value_schema = self.types[record_type]
             key_data = read_record_key(key_schema, key)
-            key_text = _compact({"type": str(record_type), "data": struct_json(key_schema.struct, key_data, 0)})
+            key_text = json_text({"type": str(record_type), "data": struct_json(key_schema.struct, key_data, 0)})
             if value is None:
                 return key_text, DELETE
             version = _version(value, "value")
             data = read_message(value_schema, value[INT16.size:], version)
-            return key_text, _compact({"version": str(version),
+            return key_text, json_text({"version": str(version),
                                        "data": self.value_json(record_type, data, version)})
         except MessageFormatException as e:
             return f"Error at offset {offset}, skipping. {e}", None

@@ -238,7 +238,7 @@ def _index_full(e: IndexFullException, group: list[CleanerSegment], max_index_si
 
 def _offset_overflow(e: LogSegmentOffsetOverflowException, seg: CleanerSegment,
                      cleaned_base: int) -> LogCleaningException:
-    """``Cleaner.cleanSegments`` on a kept batch that does not fit the cleaned segment: Kafka splits the source
+    """What ``cleanSegments`` does on a kept batch that does not fit the cleaned segment: Kafka splits the source
     segment it came from (``splitOverflowedSegment``) and aborts the round, which it retries. Its split requires
     the source to overflow its own base (``LogSegment.hasOverflow``); where it does not (a v0/v1 log whose segments
     older brokers named by a compressed wrapper's last offset, its first records below the base), the requirement

@@ -19,7 +19,6 @@ The schemas are Kafka 4.4's (``common/metadata/*.json`` in ``kafka-metadata``, `
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from segdex.indexcore.protocol.message_format import (
     Message,
     MessageFormatException,
     Struct,
+    json_text,
     read_message,
     read_uvarint,
     struct_json,
@@ -178,7 +178,7 @@ class MetadataRecord:
 
     def json(self) -> str:
         """``{"type":..,"version":..,"data":{..}}`` as ``ClusterMetadataLogMessageParser`` prints it."""
-        return _compact({"type": type_name(self.message), "version": self.version,
+        return json_text({"type": type_name(self.message), "version": self.version,
                          "data": struct_json(self.message.struct, self.data, self.version)})
 
 
@@ -236,12 +236,7 @@ def control_record_text(control_type: int, value: bytes | None) -> str | None:
     label, message = found
     version = INT16.unpack_from(value)[0]  # the message's own first field: the version it is written at
     data = read_message(message, value, version)
-    return f"{label} {_compact(struct_json(message.struct, data, version))}"
-
-
-def _compact(obj: Any) -> str:
-    """Jackson's ``ObjectNode.toString``: no spaces, non-ASCII as is."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return f"{label} {json_text(struct_json(message.struct, data, version))}"
 
 
 class ClusterMetadataLogMessageParser:

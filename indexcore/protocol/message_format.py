@@ -19,6 +19,7 @@ converter's rules for the schemas ``coordinator_records`` declares:
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -342,3 +343,8 @@ def struct_json(schema: Struct, values: dict[str, Any], version: int) -> dict[st
         out[f.name] = value if not isinstance(f.type, (Struct, Array)) and f.type not in ("uuid", "bytes") \
             else _json_value(f.type, value, version)
     return out
+
+
+def json_text(obj: Any) -> str:
+    """Jackson's ``ObjectNode.toString``, as Kafka's tools print a converter's JSON: no spaces, non-ASCII as is."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
