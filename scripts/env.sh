@@ -49,6 +49,18 @@ segdex_kafka() {
   done
 }
 
+# s3proxy's jars (tests/s3/pom.xml) in .venv/s3proxy/libs: the S3-compatible server the tests write shared Delta
+# tables into (tests/support/s3_harness.py). Fetched once per pom change (Maven's local repository caches them).
+segdex_s3proxy() {
+  local dir=.venv/s3proxy stamp=.venv/s3proxy/.fetched
+  if [ -f "$stamp" ] && [ ! tests/s3/pom.xml -nt "$stamp" ]; then return 0; fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  mvn -q -B -Dstyle.color=never -f tests/s3/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir/libs" \
+    -DincludeScope=runtime >"$dir/mvn.log" 2>&1 || { cat "$dir/mvn.log" >&2; echo "segdex: could not fetch s3proxy" >&2; return 1; }
+  touch "$stamp"
+}
+
 segdex_venv() {
   local py
   py="$(command -v python3.11 || command -v python3)"
