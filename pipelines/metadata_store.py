@@ -46,6 +46,7 @@ import pyarrow as pa
 
 from segdex.indexcore.errors import SegdexError
 
+from . import fleet
 from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
 
@@ -146,6 +147,19 @@ def storage_failure(exc: BaseException) -> str | None:
     return None
 
 
+_DETERMINISTIC = ("type_coercion", "Error during planning", "Schema error", "Invalid data type", "Parser error")
+
+
+def _may_be_transient(exc: BaseException) -> bool:
+    """Whether a failed commit is worth reading the table again and retrying: I/O and Delta log errors (a race
+    with other writers, a lost answer) are; a schema or plan error, or a Python error, is not."""
+    from deltalake.exceptions import DeltaError, DeltaProtocolError, SchemaMismatchError
+
+    if isinstance(exc, (SchemaMismatchError, DeltaProtocolError)) or not isinstance(exc, (OSError, DeltaError)):
+        return False
+    return not any(n in str(exc) for n in _DETERMINISTIC)
+
+
 def one_line(exc: BaseException) -> str:
     """``exc`` as one line without terminal colours, and without any credential of the environment in it."""
     lines = [ln.strip(" ↳") for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip(" ↳")]
@@ -201,6 +215,9 @@ def to_arrow(rows_or_arrow: Any, schema: pa.Schema) -> pa.Table:
         rows = [as_columns(r) if is_dataclass(r) else r.asDict() if hasattr(r, "asDict") else dict(r)
                 for r in rows_or_arrow]
         return pa.Table.from_pylist(rows, schema=schema)
+    for name in schema.names:  # columns the caller does not give (the origin, stamped later) are null
+        if name not in table.schema.names:
+            table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
     table = table.select(schema.names)
     return table.cast(schema)
 
@@ -229,8 +246,52 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _merge_predicate(keys: Sequence[str]) -> str:
-    return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+def _merge_predicate(keys: Sequence[str], broker: int | None = None) -> str:
+    """Keys equal; the origin keys NULL-safely (rows written before they existed hold NULL there). ``broker``:
+    every source row is that broker's, said as a literal on the partition column so that Delta's conflict check
+    sees MERGEs of different brokers as disjoint (an int, never a user's text)."""
+    terms = [f"(t.{_quote(k)} IS NOT DISTINCT FROM s.{_quote(k)})" if k in fleet.ORIGIN_KEYS
+             else f"t.{_quote(k)} = s.{_quote(k)}" for k in keys]
+    if broker is not None:
+        terms.insert(0, f"t.broker_id = {int(broker)}")
+    return " AND ".join(terms)
+
+
+def _own_rows(current: pa.Table, table: TableSpec, scope: Scope) -> pa.Table:
+    """The rows of ``current`` (the scope's log dirs) that this run's brokers own: their cluster and broker ids
+    are those of the log dirs' ``meta.properties``, or NULL (rows written before the origin columns existed).
+    Another broker's log dir at the same path is another broker's rows: never replaced by this run."""
+    if not any(k in table.keys for k in fleet.ORIGIN_KEYS):
+        return current
+    for k in fleet.ORIGIN_KEYS:
+        if k not in current.schema.names:  # a table written before the columns existed: every row is NULL there
+            current = current.append_column(table.schema.field(k), pa.nulls(current.num_rows,
+                                                                             table.schema.field(k).type))
+    owners = fleet.scope_origins(scope.values)
+    pairs = zip(current.column("cluster_id").to_pylist(), current.column("broker_id").to_pylist(), strict=True)
+    keep = [i for i, (c, b) in enumerate(pairs) if (c is None and b is None) or (c, b) in owners]
+    return current.take(pa.array(keep, pa.int64()))
+
+
+def _with_origin_columns(dt: Any, table: TableSpec) -> Any:
+    """``dt`` with the origin columns ``table`` has and it lacks, added by schema evolution (one metadata commit;
+    its rows read NULL there): the MERGE predicate names them, which merge_schema alone cannot satisfy."""
+    from deltalake import Field
+
+    present = set(dt.schema().to_arrow().names)
+    missing = [f for f in fleet.ORIGIN_FIELDS if f.name in table.schema.names and f.name not in present]
+    if not missing:
+        return dt
+    dt.alter.add_columns([Field(f.name, "integer" if pa.types.is_int32(f.type) else "string", nullable=True)
+                          for f in missing])
+    return dt
+
+
+def _one_broker(data: pa.Table) -> int | None:
+    if "broker_id" not in data.schema.names or data.num_rows == 0:
+        return None
+    brokers = set(data.column("broker_id").to_pylist())
+    return brokers.pop() if len(brokers) == 1 and None not in brokers else None
 
 
 def _changed(columns: Sequence[str], distinct: str) -> str:
@@ -357,6 +418,8 @@ class MetadataStore:
                 reason = storage_failure(e)
                 if reason is not None:
                     raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
+                if not _may_be_transient(e):  # a plan, schema or data error fails the same way every time
+                    raise
                 if self._landed(name, version):  # the outcome was unknown; the table says it landed
                     self.commit_attempts[name] = attempt + 1
                     return attempt
@@ -402,7 +465,13 @@ class MetadataStore:
         return None
 
     def tables(self) -> list[str]:
-        """Names of the Delta tables directly under the metadata directory (local paths only)."""
+        """Names of the Delta tables directly under the metadata directory. On object storage, which of segdex's
+        own tables (``schemas``) are there: a listing of the bucket would need rights a reader may not have."""
+        if self.remote:
+            from . import schemas
+
+            names = sorted({v.name for v in vars(schemas).values() if isinstance(v, TableSpec)})
+            return [n for n in names if self.exists(n)]
         local = _local(self.path)
         if not _is_local(self.path) or not os.path.isdir(local):
             return []
@@ -475,7 +544,8 @@ class MetadataStore:
 
     def append(self, table: TableSpec, rows: Any) -> int:
         """Add rows to ``table`` (created when absent); returns how many."""
-        data = to_arrow(rows, table.schema)
+        table = fleet.with_origin(table)
+        data = fleet.stamp(to_arrow(rows, table.schema))
         if self.through_spark:
             df = self._spark_df(data, table.schema)
             _retry(lambda: df.write.format("delta").mode("append").save(self.uri(table.name)), self.retries)
@@ -486,7 +556,8 @@ class MetadataStore:
             return 0
         if self.remote:
             self._commit_once(table.name, lambda props: write_deltalake(
-                self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props))
+                self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props,
+                partition_by=self._partitioning(table)))
             return data.num_rows
         with _writer_lock(self.uri(table.name)):
             _retry(lambda: write_deltalake(self.uri(table.name), data, mode="append", schema_mode="merge"),
@@ -498,7 +569,8 @@ class MetadataStore:
         ``scope``, also delete that scope's rows the new rows no longer hold. Returns the rows merged."""
         if not table.keys:
             raise ValueError(f"{table.name}: upsert needs merge keys")
-        data = _dedupe(to_arrow(rows, table.schema), table.keys)
+        table = fleet.with_origin(table)
+        data = _dedupe(fleet.stamp(to_arrow(rows, table.schema)), table.keys)
         uri = self.uri(table.name)
         if self.through_spark:
             _retry(lambda: self._merge_spark(table, data, scope), self.retries)
@@ -510,6 +582,14 @@ class MetadataStore:
             _retry(lambda: self._merge_deltalake(table, data, scope), self.retries)
         return data.num_rows
 
+    def _partitioning(self, table: TableSpec) -> list[str] | None:
+        """New tables on object storage with an origin are partitioned by broker: one broker's rerun replaces
+        files of its own partition only, so Delta's conflict check sees the brokers' commits as disjoint (and
+        merge skips the other brokers' files). Local tables keep no partitions (one writer at a time)."""
+        if not self.remote or "broker_id" not in table.schema.names or self.exists(table.name):
+            return None  # an existing table keeps its own partitioning
+        return ["broker_id"]
+
     def _stale(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> pa.Table:
         """Tombstones: the scope's current keys that ``data`` does not hold (read, compared in Python)."""
         empty = pa.table({k: pa.array([], table.schema.field(k).type) for k in table.keys})
@@ -520,6 +600,7 @@ class MetadataStore:
         import pyarrow.compute as pc  # only where stale rows are looked for: 0.03 s of every command's start
 
         current = current.filter(pc.is_in(current.column(scope.column), pa.array(sorted(scope.values))))
+        current = _own_rows(current, table, scope)
         fresh = set(zip(*(data.column(k).to_pylist() for k in table.keys), strict=True))
         keep_cols = [current.column(c).to_pylist() for c in scope.keep_columns]
         stale = []
@@ -554,12 +635,14 @@ class MetadataStore:
             # a new table holds what MERGE would insert: one commit, no MERGE to plan. Locally the caller holds
             # _writer_lock (no one else creates it); on object storage a writer that loses the race to create
             # version 0 fails its commit, and its retry MERGEs into the table the winner made
-            write_deltalake(uri, data, mode="append", commit_properties=props)
+            write_deltalake(uri, data, mode="append", commit_properties=props, partition_by=self._partitioning(table))
             return
         source, deletes = self._source(table, data, scope)
         columns = {c: f"s.{_quote(c)}" for c in table.schema.names}
         # merge_schema: tables written by an older segdex gain the columns added since (runs.files_failed)
-        merger = DeltaTable(uri).merge(source, predicate=_merge_predicate(table.keys), source_alias="s",
+        dt = _with_origin_columns(DeltaTable(uri), table)
+        broker = _one_broker(data) if "broker_id" in dt.metadata().partition_columns else None
+        merger = dt.merge(source, predicate=_merge_predicate(table.keys, broker), source_alias="s",
                                        target_alias="t", merge_schema=True, commit_properties=props)
         if deletes:
             merger = merger.when_matched_delete(predicate=f"s.{OP_COLUMN} = 'delete'")
@@ -580,6 +663,10 @@ class MetadataStore:
         uri = self.uri(table.name)
         if not self.exists(table.name):
             self._spark_df(table.schema.empty_table(), table.schema).write.format("delta").mode("append").save(uri)
+        else:
+            from deltalake import DeltaTable
+
+            _with_origin_columns(DeltaTable(uri), table)
         self.spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")  # columns added since
         source, deletes = self._source(table, data, scope)
         df = self._spark_df(source, source.schema)
