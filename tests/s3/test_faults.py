@@ -82,3 +82,38 @@ def test_one_line_hides_secrets(monkeypatch):
     text = ms.one_line(OSError("\x1b[31mfailed\x1b[0m with s3cr3t-value and t0ken-value\n  ↳ more"))
     assert text == "failed with *** and ***"
 
+
+
+def test_store_unreachable_mid_run_then_rerun(s3_server, s3_bucket, tmp_path, monkeypatch):
+    """The store answers the check before any change, then is gone (a TCP path to it closed after its first
+    connection) while the run records its metadata after rewriting index files: exit 3, one line saying what had
+    changed; the rewritten files are valid, and the next run completes with each segment's row once."""
+    from tests.support.tcp_gate import TcpGate
+
+    log_dir = tmp_path / "kafka-logs"
+    generate_sample(log_dir, batches_per_partition=30, segment_bytes=8 * 1024)
+    for index in log_dir.rglob("*.index"):
+        index.unlink()
+    uri = f"s3://{s3_bucket}/midrun"
+    gate = TcpGate(s3_server.port, allow=1)
+    try:
+        proc = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir),
+                      env=s3_server.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{gate.port}"))
+    finally:
+        gate.close()
+    assert proc.returncode == 3, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "cannot be reached" in last and "index files were rewritten" in last, proc.stderr
+    assert "Traceback" not in proc.stderr and s3_server.secret_key not in proc.stderr
+    segments = sum(1 for _ in log_dir.glob("*-*/*.log"))
+    assert sum(1 for _ in log_dir.rglob("*.index")) == segments
+    again = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir), env=s3_server.env())
+    assert again.returncode == 0, again.stderr
+    verify = segdex("verify", "--no-progress", "--metadata", uri, str(log_dir), env=s3_server.env())
+    assert verify.returncode == 0, verify.stderr
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    table = ms.MetadataStore(uri).read("segments")
+    assert table.num_rows == segments == len(set(zip(table.column("topic").to_pylist(),
+                                                      table.column("partition").to_pylist(),
+                                                      table.column("base_offset").to_pylist(), strict=True)))
