@@ -222,6 +222,27 @@ def to_arrow(rows_or_arrow: Any, schema: pa.Schema) -> pa.Table:
     return table.cast(schema)
 
 
+def scan(dt: Any, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows of the Delta table ``dt`` (its loaded version) as a pyarrow Table of its own schema, read by
+    delta-rs's engine (DataFusion) rather than ``DeltaTable.to_pyarrow_table``.
+
+    Why: ``to_pyarrow_table`` scans with pyarrow's dataset over a Python filesystem object (delta-rs's storage
+    handler wrapped in ``pyarrow.fs.PyFileSystem``). pyarrow's scan finishes in its own thread pool, and the worker
+    that drops the last reference to the dataset's fragments may do so after the caller has returned; at
+    interpreter exit that worker's ``PyGILState_Ensure`` (``~OwnedRefNoGIL``) meets the finalizing interpreter,
+    which ends the thread with ``pthread_exit``, a forced unwind through a ``noexcept`` C++ frame:
+    ``std::terminate``, "terminate called without an active exception", exit 134: seen in about one exit in two
+    after reading a table Delta Lake on Spark wrote, one in ten for a delta-rs one. delta-rs's own scan holds no
+    Python object in any thread."""
+    from deltalake import QueryBuilder
+
+    schema = pa.schema(dt.schema().to_arrow())
+    names = list(columns) if columns else schema.names
+    select = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
+    result = pa.table(QueryBuilder().register("t", dt).execute(f"SELECT {select} FROM t").read_all())
+    return result.select(names).cast(pa.schema([schema.field(n) for n in names]))
+
+
 def spark_schema(schema: pa.Schema) -> Any:
     """The Spark StructType matching an arrow schema."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -444,7 +465,9 @@ class MetadataStore:
         try:
             return DeltaTable.is_deltatable(uri)
         except OSError as e:
-            raise StorageAccessError(f"{uri}: {storage_failure(e) or one_line(e)}") from None
+            if (reason := storage_failure(e)) is None:
+                raise  # another failure (a listing cut short): a commit attempt reads the table again
+            raise StorageAccessError(f"{uri}: {reason}") from None
 
     def _open(self, uri: str) -> Any:
         """The table at ``uri``, read again a few times when the log read fails while other writers commit (a
@@ -485,7 +508,7 @@ class MetadataStore:
             raise TableNotFoundError(f"{uri}: no Delta table (run `segdex reindex` or `segdex verify` first)")
         dt = self._open(uri)
         present = set(dt.schema().to_arrow().names) if columns else set()
-        return dt.to_pyarrow_table(columns=[c for c in columns if c in present] if columns else None)
+        return scan(dt, [c for c in columns if c in present] if columns else None)
 
     def read_df(self, name: str) -> Any:
         """The current state of a table as a Spark DataFrame."""
@@ -517,7 +540,7 @@ class MetadataStore:
                                  f"({datetime.datetime.fromtimestamp(first / 1000, datetime.UTC):%Y-%m-%d %H:%M:%S})")
         if as_of is not None:
             dt.load_as_version(as_of)
-        table = dt.to_pyarrow_table()
+        table = scan(dt)
         schema = spark_schema(table.schema)
         df = self.spark.createDataFrame(table, schema=schema) if table.num_rows else \
             self.spark.createDataFrame([], schema)

@@ -115,7 +115,7 @@ def check_metadata_destination(path: str) -> None:
 
 
 def _check_object_store(path: str) -> None:
-    from .metadata_store import MetadataStore, MetadataStoreError, check_object_store_uri
+    from .metadata_store import MetadataStore, MetadataStoreError, check_object_store_uri, one_line
 
     if (problem := check_object_store_uri(path)) is not None:
         raise PreflightError(f"metadata path {path}: {problem}")
@@ -123,6 +123,8 @@ def _check_object_store(path: str) -> None:
         MetadataStore(path).exists("runs")
     except MetadataStoreError as e:
         raise PreflightError(f"metadata path {e}") from None
+    except OSError as e:  # the store answered with something else than a refusal: one line, its first
+        raise PreflightError(f"metadata path {path}: {one_line(e)}") from None
 
 
 def metadata_bytes(path: str, segments: int) -> int:
