@@ -119,6 +119,10 @@ def _check_object_store(path: str) -> None:
 
     if (problem := check_object_store_uri(path)) is not None:
         raise PreflightError(f"metadata path {path}: {problem}")
+    if os.environ.get("SEGDEX_DELTA_WRITER", "").strip().lower() == "spark":  # metadata_store.WRITER_ENV
+        raise PreflightError(f"metadata path {path}: SEGDEX_DELTA_WRITER=spark cannot write tables on object "
+                             "storage: Delta Lake on Spark has no log store safe for other writers there (without "
+                             "DynamoDB); unset it, delta-rs writes them")
     try:
         MetadataStore(path).exists("runs")
     except MetadataStoreError as e:

@@ -37,6 +37,7 @@ def _index_bytes(log_dir) -> dict:
     ("no bucket", "s3:///m", {}, "no bucket in the URI"),
     ("bad bucket name", "s3://Bad_Bucket/m", {}, "not a valid bucket name"),
     ("credentials in the URI", "s3://key:secret@{bucket}/m", {}, "do not belong in the URI"),
+    ("a Spark writer", "s3a://{bucket}/m", {"SEGDEX_DELTA_WRITER": "spark"}, "Delta Lake on Spark has no log store"),
 ])
 def test_bad_store_is_one_line_exit_2(s3_server, s3_bucket, log_dir, case, uri, env_change, says):
     before = _index_bytes(log_dir)
