@@ -511,8 +511,9 @@ class MetadataStore:
         return scan(dt, [c for c in columns if c in present] if columns else None)
 
     def read_df(self, name: str) -> Any:
-        """The current state of a table as a Spark DataFrame."""
-        if self.through_spark:
+        """The current state of a table as a Spark DataFrame (Spark's Delta reader where it reads, on object
+        storage through s3a; else what delta-rs reads)."""
+        if self.through_spark or (self.remote and self.reads_through_catalog):
             return self.spark.read.format("delta").load(self.uri(name))
         table = self.read(name)
         schema = spark_schema(table.schema)

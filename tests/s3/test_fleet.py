@@ -80,6 +80,19 @@ def test_sql_group_by_broker(fleet):
     assert {int(b): int(n) for b, n in rows} == {b: _segments_on_disk(d) for b, d in fleet["dirs"].items()}
 
 
+def test_spark_reads_the_same_counts_through_s3a(fleet):
+    """Spark's own Delta reader over s3a (hadoop-aws, Delta's jars, the AWS environment as s3a settings) answers
+    the per-broker GROUP BY with the dirs' counts."""
+    env = {**fleet["env"], "SEGDEX_DELTA_WRITER": "spark"}
+    proc = segdex("sql", "--master", "local[1]", "--format", "csv", "--metadata",
+                  fleet["uri"].replace("s3://", "s3a://"),
+                  "SELECT broker_id, count(*) AS n FROM segments GROUP BY broker_id ORDER BY broker_id", env=env)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    rows = [line.split(",") for line in out.splitlines() if line[:1].isdigit()]
+    assert {int(b): int(n) for b, n in rows} == {b: _segments_on_disk(d) for b, d in fleet["dirs"].items()}
+
+
 COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "status")
 
 
