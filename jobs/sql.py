@@ -34,9 +34,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"segdex sql: no metadata tables in {path} (run `segdex reindex` or `segdex verify` first, "
               f"or pass --metadata)", file=sys.stderr)
         return ExitStatus.USAGE
+    from segdex.pipelines.metadata_store import is_object_store
     from segdex.pipelines.spark_session import get_spark
 
-    spark = get_spark(args.master, "segdex-sql", remote=args.remote)
+    spark = get_spark(args.master, "segdex-sql", remote=args.remote, object_store=is_object_store(path))
     try:
         columns, rows = run_query(spark, path, args.query)
     except QueryError as e:

@@ -16,6 +16,15 @@ tombstones (``_segdex_op = 'delete'``), and the Spark writer uses Delta's Python
 retried on the writers' typed exceptions (delta-rs ``CommitFailedError``, Delta-on-Spark's
 ``DELTA_CONCURRENT_*`` error classes); on a local filesystem the embedded writer also serializes writers of
 one table with a lock file, so no MERGE is lost.
+
+Tables on object storage (``s3://bucket/prefix``, ``s3a://``) are written by delta-rs only, by many processes at
+once (one per broker): delta-rs commits ``_delta_log/N.json`` with S3's conditional PUT, and each commit of a
+store carries a Delta transaction identifier (a ``txn`` action: the store's app id, and the count of its commits
+to that table). When a commit's outcome is unknown (an error after the PUT may have gone through, a conflict, a
+failed read of the other writers' commits), the table is read again: a ``txn`` version at or past the commit's
+says it landed, otherwise it is tried again after a jittered backoff, a bounded number of times. So each
+commit's rows land once. Endpoint, region and credentials come from the standard AWS environment and profile
+chain, as delta-rs reads it; errors name the table and the reason, never a credential.
 """
 
 from __future__ import annotations
@@ -25,8 +34,10 @@ import datetime
 import fcntl
 import os
 import random
+import re
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
 from typing import Any
@@ -35,6 +46,7 @@ import pyarrow as pa
 
 from segdex.indexcore.errors import SegdexError
 
+from . import fleet
 from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
 
@@ -58,6 +70,26 @@ class CommitConflictError(MetadataStoreError):
     """Concurrent writers kept conflicting after every retry."""
 
 
+class StorageAccessError(MetadataStoreError):
+    """The object store refused or could not be reached: credentials, a missing bucket, the endpoint down. Not
+    worth a retry of the commit (delta-rs's HTTP client has retried the request already)."""
+
+
+OBJECT_STORE_SCHEMES = ("s3", "s3a")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# what delta-rs's object store says, mapped to one line for the user (first match wins)
+_STORAGE_FAILURES = (
+    (("SignatureDoesNotMatch", "InvalidAccessKeyId", "lacked the necessary privileges", "403 Forbidden",
+      "ExpiredToken", "InvalidToken", "AccessDenied"),
+     "the object store refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+     "AWS_SESSION_TOKEN or AWS_PROFILE)"),
+    (("NoSuchBucket",), "the bucket does not exist"),
+    (("error sending request", "tcp connect error", "client error (Connect)", "dns error",
+      "Connection refused", "operation timed out", "timed out"),
+     "the object store cannot be reached (check AWS_ENDPOINT_URL, AWS_REGION and the network)"),
+)
+
+
 @dataclass(frozen=True)
 class Scope:
     """The rows of a table one run rewrites as a whole: those whose ``column`` is in ``values``, except the rows
@@ -76,6 +108,65 @@ def table_path(path: str, name: str) -> str:
 
 def _is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
+
+
+def is_object_store(path: str) -> bool:
+    """Whether ``path`` is a location on object storage (``s3://``, ``s3a://``), where delta-rs is the writer."""
+    return path.split("://", 1)[0].lower() in OBJECT_STORE_SCHEMES if "://" in path else False
+
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def check_object_store_uri(path: str) -> str | None:
+    """Why ``path`` is not a usable ``s3://bucket/prefix`` URI (None when it is): a bucket name by S3's rules,
+    no credentials or query in the URI (they come from the environment and profile chain)."""
+    scheme, _, rest = path.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if "@" in bucket or "?" in path or "#" in path:
+        return "credentials, queries or fragments do not belong in the URI (the AWS environment gives them)"
+    if not bucket:
+        return f"no bucket in the URI ({scheme}://BUCKET/PREFIX)"
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        return f"{bucket!r} is not a valid bucket name"
+    if "//" in prefix.rstrip("/"):
+        return "an empty path segment in the prefix"
+    return None
+
+
+def _secrets() -> list[str]:
+    return [v for k in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN") if len(v := os.environ.get(k, "")) >= 4]
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """The one-line reason when ``exc`` says the object store refused or is unreachable; None otherwise."""
+    text = str(exc)
+    for needles, reason in _STORAGE_FAILURES:
+        if any(n in text for n in needles):
+            return reason
+    return None
+
+
+_DETERMINISTIC = ("type_coercion", "Error during planning", "Schema error", "Invalid data type", "Parser error")
+
+
+def _may_be_transient(exc: BaseException) -> bool:
+    """Whether a failed commit is worth reading the table again and retrying: I/O and Delta log errors (a race
+    with other writers, a lost answer) are; a schema or plan error, or a Python error, is not."""
+    from deltalake.exceptions import DeltaError, DeltaProtocolError, SchemaMismatchError
+
+    if isinstance(exc, (SchemaMismatchError, DeltaProtocolError)) or not isinstance(exc, (OSError, DeltaError)):
+        return False
+    return not any(n in str(exc) for n in _DETERMINISTIC)
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line without terminal colours, and without any credential of the environment in it."""
+    lines = [ln.strip(" ↳") for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip(" ↳")]
+    text = lines[0] if lines else type(exc).__name__
+    for secret in _secrets():
+        text = text.replace(secret, "***")
+    return text
 
 
 def _local(path: str) -> str:
@@ -124,8 +215,32 @@ def to_arrow(rows_or_arrow: Any, schema: pa.Schema) -> pa.Table:
         rows = [as_columns(r) if is_dataclass(r) else r.asDict() if hasattr(r, "asDict") else dict(r)
                 for r in rows_or_arrow]
         return pa.Table.from_pylist(rows, schema=schema)
+    for name in schema.names:  # columns the caller does not give (the origin, stamped later) are null
+        if name not in table.schema.names:
+            table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
     table = table.select(schema.names)
     return table.cast(schema)
+
+
+def scan(dt: Any, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows of the Delta table ``dt`` (its loaded version) as a pyarrow Table of its own schema, read by
+    delta-rs's engine (DataFusion) rather than ``DeltaTable.to_pyarrow_table``.
+
+    Why: ``to_pyarrow_table`` scans with pyarrow's dataset over a Python filesystem object (delta-rs's storage
+    handler wrapped in ``pyarrow.fs.PyFileSystem``). pyarrow's scan finishes in its own thread pool, and the worker
+    that drops the last reference to the dataset's fragments may do so after the caller has returned; at
+    interpreter exit that worker's ``PyGILState_Ensure`` (``~OwnedRefNoGIL``) meets the finalizing interpreter,
+    which ends the thread with ``pthread_exit``, a forced unwind through a ``noexcept`` C++ frame:
+    ``std::terminate``, "terminate called without an active exception", exit 134: seen in about one exit in two
+    after reading a table Delta Lake on Spark wrote, one in ten for a delta-rs one. delta-rs's own scan holds no
+    Python object in any thread."""
+    from deltalake import QueryBuilder
+
+    schema = pa.schema(dt.schema().to_arrow())
+    names = list(columns) if columns else schema.names
+    select = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
+    result = pa.table(QueryBuilder().register("t", dt).execute(f"SELECT {select} FROM t").read_all())
+    return result.select(names).cast(pa.schema([schema.field(n) for n in names]))
 
 
 def spark_schema(schema: pa.Schema) -> Any:
@@ -152,8 +267,52 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _merge_predicate(keys: Sequence[str]) -> str:
-    return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+def _merge_predicate(keys: Sequence[str], broker: int | None = None) -> str:
+    """Keys equal; the origin keys NULL-safely (rows written before they existed hold NULL there). ``broker``:
+    every source row is that broker's, said as a literal on the partition column so that Delta's conflict check
+    sees MERGEs of different brokers as disjoint (an int, never a user's text)."""
+    terms = [f"(t.{_quote(k)} IS NOT DISTINCT FROM s.{_quote(k)})" if k in fleet.ORIGIN_KEYS
+             else f"t.{_quote(k)} = s.{_quote(k)}" for k in keys]
+    if broker is not None:
+        terms.insert(0, f"t.broker_id = {int(broker)}")
+    return " AND ".join(terms)
+
+
+def _own_rows(current: pa.Table, table: TableSpec, scope: Scope) -> pa.Table:
+    """The rows of ``current`` (the scope's log dirs) that this run's brokers own: their cluster and broker ids
+    are those of the log dirs' ``meta.properties``, or NULL (rows written before the origin columns existed).
+    Another broker's log dir at the same path is another broker's rows: never replaced by this run."""
+    if not any(k in table.keys for k in fleet.ORIGIN_KEYS):
+        return current
+    for k in fleet.ORIGIN_KEYS:
+        if k not in current.schema.names:  # a table written before the columns existed: every row is NULL there
+            current = current.append_column(table.schema.field(k), pa.nulls(current.num_rows,
+                                                                             table.schema.field(k).type))
+    owners = fleet.scope_origins(scope.values)
+    pairs = zip(current.column("cluster_id").to_pylist(), current.column("broker_id").to_pylist(), strict=True)
+    keep = [i for i, (c, b) in enumerate(pairs) if (c is None and b is None) or (c, b) in owners]
+    return current.take(pa.array(keep, pa.int64()))
+
+
+def _with_origin_columns(dt: Any, table: TableSpec) -> Any:
+    """``dt`` with the origin columns ``table`` has and it lacks, added by schema evolution (one metadata commit;
+    its rows read NULL there): the MERGE predicate names them, which merge_schema alone cannot satisfy."""
+    from deltalake import Field
+
+    present = set(dt.schema().to_arrow().names)
+    missing = [f for f in fleet.ORIGIN_FIELDS if f.name in table.schema.names and f.name not in present]
+    if not missing:
+        return dt
+    dt.alter.add_columns([Field(f.name, "integer" if pa.types.is_int32(f.type) else "string", nullable=True)
+                          for f in missing])
+    return dt
+
+
+def _one_broker(data: pa.Table) -> int | None:
+    if "broker_id" not in data.schema.names or data.num_rows == 0:
+        return None
+    brokers = set(data.column("broker_id").to_pylist())
+    return brokers.pop() if len(brokers) == 1 and None not in brokers else None
 
 
 def _changed(columns: Sequence[str], distinct: str) -> str:
@@ -217,14 +376,80 @@ def _retry(fn, retries: int) -> Any:
 class MetadataStore:
     """The Delta tables under ``path``, written and read through ``spark`` when it has Delta, else delta-rs."""
 
-    def __init__(self, path: str, spark: Any = None, retries: int = DEFAULT_RETRIES) -> None:
+    def __init__(self, path: str, spark: Any = None, retries: int = DEFAULT_RETRIES,
+                 app_id: str | None = None) -> None:
         self.path = path
         self.spark = spark
         self.retries = retries
+        # the Delta transaction identifier of this store's commits (one per run): app id, and per table a version
+        self.app_id = app_id or f"segdex-{uuid.uuid4().hex}"
+        self._txn_versions: dict[str, int] = {}
+        self._txn_guard = threading.Lock()
+        self.commit_attempts: dict[str, int] = {}  # table -> attempts its last commit took (1 = no retry)
+
+    @property
+    def remote(self) -> bool:
+        return is_object_store(self.path)
 
     @property
     def through_spark(self) -> bool:
+        if self.remote:  # Delta Lake on Spark has no log store safe for many writers on S3: delta-rs writes
+            return False
         return spark_has_delta(self.spark)
+
+    def _next_txn(self, name: str) -> int:
+        with self._txn_guard:
+            self._txn_versions[name] = self._txn_versions.get(name, 0) + 1
+            return self._txn_versions[name]
+
+    def committed_version(self, name: str) -> int:
+        """The last version of this store's app id committed to table ``name`` (-1: none, or no table)."""
+        from deltalake import DeltaTable
+
+        uri = self.uri(name)
+        if not DeltaTable.is_deltatable(uri):
+            return -1
+        found = DeltaTable(uri).transaction_version(self.app_id)
+        return -1 if found is None else int(found)
+
+    def _landed(self, name: str, version: int) -> bool:
+        """Whether the commit of ``version`` is in the table (read again); False when that cannot be read."""
+        try:
+            return self.committed_version(name) >= version
+        except Exception:
+            return False
+
+    def _commit_once(self, name: str, attempt_fn) -> int:
+        """Run ``attempt_fn(commit_properties)`` until its commit is in table ``name``, exactly once: the commit
+        carries this store's ``txn`` (app id, next version); after an error the table is read again and the
+        commit counts as done when that ``txn`` is there; otherwise it is tried again after a jittered backoff,
+        ``self.retries`` times at most. Refusals and an unreachable store stop at once with one line."""
+        from deltalake import CommitProperties, Transaction
+
+        version = self._next_txn(name)
+        props = CommitProperties(app_transactions=[Transaction(self.app_id, version)],
+                                 max_commit_retries=self.retries)
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            try:
+                attempt_fn(props)
+                self.commit_attempts[name] = attempt + 1
+                return attempt
+            except Exception as e:
+                reason = storage_failure(e)
+                if reason is not None:
+                    raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
+                if not _may_be_transient(e):  # a plan, schema or data error fails the same way every time
+                    raise
+                if self._landed(name, version):  # the outcome was unknown; the table says it landed
+                    self.commit_attempts[name] = attempt + 1
+                    return attempt
+                if attempt == self.retries:
+                    raise CommitConflictError(f"{self.uri(name)}: commit not done after {self.retries} retries: "
+                                              f"{one_line(e)}") from None
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+        return self.retries
 
     def uri(self, name: str) -> str:
         return table_path(self.path, name)
@@ -237,10 +462,39 @@ class MetadataStore:
             return os.path.isdir(os.path.join(_local(uri), "_delta_log"))
         from deltalake import DeltaTable
 
-        return DeltaTable.is_deltatable(uri)
+        try:
+            return DeltaTable.is_deltatable(uri)
+        except OSError as e:
+            if (reason := storage_failure(e)) is None:
+                raise  # another failure (a listing cut short): a commit attempt reads the table again
+            raise StorageAccessError(f"{uri}: {reason}") from None
+
+    def _open(self, uri: str) -> Any:
+        """The table at ``uri``, read again a few times when the log read fails while other writers commit (a
+        listing taken between two of their commits); refusals and an unreachable store fail at once."""
+        from deltalake import DeltaTable
+
+        for attempt in range(5):
+            try:
+                return DeltaTable(uri)
+            except Exception as e:
+                if not self.remote:
+                    raise
+                if (reason := storage_failure(e)) is not None:
+                    raise StorageAccessError(f"{uri}: {reason}") from None
+                if attempt == 4:
+                    raise MetadataStoreError(f"{uri}: the table's log could not be read: {one_line(e)}") from None
+                time.sleep(0.1 * (attempt + 1) * (0.5 + random.random()))
+        return None
 
     def tables(self) -> list[str]:
-        """Names of the Delta tables directly under the metadata directory (local paths only)."""
+        """Names of the Delta tables directly under the metadata directory. On object storage, which of segdex's
+        own tables (``schemas``) are there: a listing of the bucket would need rights a reader may not have."""
+        if self.remote:
+            from . import schemas
+
+            names = sorted({v.name for v in vars(schemas).values() if isinstance(v, TableSpec)})
+            return [n for n in names if self.exists(n)]
         local = _local(self.path)
         if not _is_local(self.path) or not os.path.isdir(local):
             return []
@@ -248,18 +502,18 @@ class MetadataStore:
 
     def read(self, name: str, columns: Sequence[str] | None = None) -> pa.Table:
         """The current state of a table as a pyarrow Table (delta-rs reader, no Spark)."""
-        from deltalake import DeltaTable
 
         uri = self.uri(name)
-        if not DeltaTable.is_deltatable(uri):
+        if not self.exists(name):
             raise TableNotFoundError(f"{uri}: no Delta table (run `segdex reindex` or `segdex verify` first)")
-        dt = DeltaTable(uri)
+        dt = self._open(uri)
         present = set(dt.schema().to_arrow().names) if columns else set()
-        return dt.to_pyarrow_table(columns=[c for c in columns if c in present] if columns else None)
+        return scan(dt, [c for c in columns if c in present] if columns else None)
 
     def read_df(self, name: str) -> Any:
-        """The current state of a table as a Spark DataFrame."""
-        if self.through_spark:
+        """The current state of a table as a Spark DataFrame (Spark's Delta reader where it reads, on object
+        storage through s3a; else what delta-rs reads)."""
+        if self.through_spark or (self.remote and self.reads_through_catalog):
             return self.spark.read.format("delta").load(self.uri(name))
         table = self.read(name)
         schema = spark_schema(table.schema)
@@ -275,12 +529,11 @@ class MetadataStore:
 
     def register_view(self, name: str, view: str, as_of: int | datetime.datetime | None = None) -> None:
         """Table ``name`` as of a version or a time (delta-rs), as the temporary view ``view``."""
-        from deltalake import DeltaTable
 
         uri = self.uri(name)
-        if not DeltaTable.is_deltatable(uri):
+        if not self.exists(name):
             raise TableNotFoundError(f"{uri}: no Delta table")
-        dt = DeltaTable(uri)
+        dt = self._open(uri)
         if isinstance(as_of, datetime.datetime):
             first = min(h["timestamp"] for h in dt.history())  # ms since the epoch, as Delta's commitInfo
             if as_of.timestamp() * 1000 < first:
@@ -288,7 +541,7 @@ class MetadataStore:
                                  f"({datetime.datetime.fromtimestamp(first / 1000, datetime.UTC):%Y-%m-%d %H:%M:%S})")
         if as_of is not None:
             dt.load_as_version(as_of)
-        table = dt.to_pyarrow_table()
+        table = scan(dt)
         schema = spark_schema(table.schema)
         df = self.spark.createDataFrame(table, schema=schema) if table.num_rows else \
             self.spark.createDataFrame([], schema)
@@ -315,7 +568,8 @@ class MetadataStore:
 
     def append(self, table: TableSpec, rows: Any) -> int:
         """Add rows to ``table`` (created when absent); returns how many."""
-        data = to_arrow(rows, table.schema)
+        table = fleet.with_origin(table)
+        data = fleet.stamp(to_arrow(rows, table.schema))
         if self.through_spark:
             df = self._spark_df(data, table.schema)
             _retry(lambda: df.write.format("delta").mode("append").save(self.uri(table.name)), self.retries)
@@ -324,6 +578,11 @@ class MetadataStore:
 
         if data.num_rows == 0 and self.exists(table.name):
             return 0
+        if self.remote:
+            self._commit_once(table.name, lambda props: write_deltalake(
+                self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props,
+                partition_by=self._partitioning(table)))
+            return data.num_rows
         with _writer_lock(self.uri(table.name)):
             _retry(lambda: write_deltalake(self.uri(table.name), data, mode="append", schema_mode="merge"),
                    self.retries)
@@ -334,14 +593,26 @@ class MetadataStore:
         ``scope``, also delete that scope's rows the new rows no longer hold. Returns the rows merged."""
         if not table.keys:
             raise ValueError(f"{table.name}: upsert needs merge keys")
-        data = _dedupe(to_arrow(rows, table.schema), table.keys)
+        table = fleet.with_origin(table)
+        data = _dedupe(fleet.stamp(to_arrow(rows, table.schema)), table.keys)
         uri = self.uri(table.name)
         if self.through_spark:
             _retry(lambda: self._merge_spark(table, data, scope), self.retries)
             return data.num_rows
+        if self.remote:
+            self._commit_once(table.name, lambda props: self._merge_deltalake(table, data, scope, props))
+            return data.num_rows
         with _writer_lock(uri):
             _retry(lambda: self._merge_deltalake(table, data, scope), self.retries)
         return data.num_rows
+
+    def _partitioning(self, table: TableSpec) -> list[str] | None:
+        """New tables on object storage with an origin are partitioned by broker: one broker's rerun replaces
+        files of its own partition only, so Delta's conflict check sees the brokers' commits as disjoint (and
+        merge skips the other brokers' files). Local tables keep no partitions (one writer at a time)."""
+        if not self.remote or "broker_id" not in table.schema.names or self.exists(table.name):
+            return None  # an existing table keeps its own partitioning
+        return ["broker_id"]
 
     def _stale(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> pa.Table:
         """Tombstones: the scope's current keys that ``data`` does not hold (read, compared in Python)."""
@@ -353,6 +624,7 @@ class MetadataStore:
         import pyarrow.compute as pc  # only where stale rows are looked for: 0.03 s of every command's start
 
         current = current.filter(pc.is_in(current.column(scope.column), pa.array(sorted(scope.values))))
+        current = _own_rows(current, table, scope)
         fresh = set(zip(*(data.column(k).to_pylist() for k in table.keys), strict=True))
         keep_cols = [current.column(c).to_pylist() for c in scope.keep_columns]
         stale = []
@@ -378,20 +650,24 @@ class MetadataStore:
                                                            pa.array(["delete"] * stale.num_rows, pa.string()))
         return pa.concat_tables([upserts, deletes]), True
 
-    def _merge_deltalake(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> None:
+    def _merge_deltalake(self, table: TableSpec, data: pa.Table, scope: Scope | None,
+                         props: Any = None) -> None:
         from deltalake import DeltaTable, write_deltalake
 
         uri = self.uri(table.name)
         if not DeltaTable.is_deltatable(uri):
-            if _is_local(uri):  # a new table holds what MERGE would insert: one commit, no MERGE to plan
-                write_deltalake(uri, data, mode="append")  # (the caller holds _writer_lock: no one else creates it)
-                return
-            write_deltalake(uri, table.schema.empty_table(), mode="append")
+            # a new table holds what MERGE would insert: one commit, no MERGE to plan. Locally the caller holds
+            # _writer_lock (no one else creates it); on object storage a writer that loses the race to create
+            # version 0 fails its commit, and its retry MERGEs into the table the winner made
+            write_deltalake(uri, data, mode="append", commit_properties=props, partition_by=self._partitioning(table))
+            return
         source, deletes = self._source(table, data, scope)
         columns = {c: f"s.{_quote(c)}" for c in table.schema.names}
         # merge_schema: tables written by an older segdex gain the columns added since (runs.files_failed)
-        merger = DeltaTable(uri).merge(source, predicate=_merge_predicate(table.keys), source_alias="s",
-                                       target_alias="t", merge_schema=True)
+        dt = _with_origin_columns(DeltaTable(uri), table)
+        broker = _one_broker(data) if "broker_id" in dt.metadata().partition_columns else None
+        merger = dt.merge(source, predicate=_merge_predicate(table.keys, broker), source_alias="s",
+                                       target_alias="t", merge_schema=True, commit_properties=props)
         if deletes:
             merger = merger.when_matched_delete(predicate=f"s.{OP_COLUMN} = 'delete'")
         facts = table.fact_columns
@@ -411,6 +687,10 @@ class MetadataStore:
         uri = self.uri(table.name)
         if not self.exists(table.name):
             self._spark_df(table.schema.empty_table(), table.schema).write.format("delta").mode("append").save(uri)
+        else:
+            from deltalake import DeltaTable
+
+            _with_origin_columns(DeltaTable(uri), table)
         self.spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")  # columns added since
         source, deletes = self._source(table, data, scope)
         df = self._spark_df(source, source.schema)

@@ -79,7 +79,12 @@ def _tree_bytes(path: str) -> int:
 
 def check_metadata_destination(path: str) -> None:
     """The metadata directory exists (or can be created) and takes a file, as do its tables' ``_delta_log``
-    directories; PreflightError with the reason otherwise. Remote URIs are left to the writer."""
+    directories; PreflightError with the reason otherwise. On object storage (``s3://``, ``s3a://``): a well-formed
+    URI, and a store that answers a listing of it with these credentials (a missing bucket, refused credentials
+    or an unreachable endpoint is one line, before any change). Other remote URIs are left to the writer."""
+    if path.split("://", 1)[0].lower() in ("s3", "s3a") and "://" in path:  # metadata_store.is_object_store
+        _check_object_store(path)
+        return
     if not _is_local(path):
         return
     local = path[len("file://"):] if path.startswith("file://") else path
@@ -107,6 +112,23 @@ def check_metadata_destination(path: str) -> None:
                 os.unlink(probe)
         except OSError as e:
             raise PreflightError(f"metadata path {path}: cannot write in {directory}: {e.strerror or e}") from None
+
+
+def _check_object_store(path: str) -> None:
+    from .metadata_store import MetadataStore, MetadataStoreError, check_object_store_uri, one_line
+
+    if (problem := check_object_store_uri(path)) is not None:
+        raise PreflightError(f"metadata path {path}: {problem}")
+    if os.environ.get("SEGDEX_DELTA_WRITER", "").strip().lower() == "spark":  # metadata_store.WRITER_ENV
+        raise PreflightError(f"metadata path {path}: SEGDEX_DELTA_WRITER=spark cannot write tables on object "
+                             "storage: Delta Lake on Spark has no log store safe for other writers there (without "
+                             "DynamoDB); unset it, delta-rs writes them")
+    try:
+        MetadataStore(path).exists("runs")
+    except MetadataStoreError as e:
+        raise PreflightError(f"metadata path {e}") from None
+    except OSError as e:  # the store answered with something else than a refusal: one line, its first
+        raise PreflightError(f"metadata path {path}: {one_line(e)}") from None
 
 
 def metadata_bytes(path: str, segments: int) -> int:

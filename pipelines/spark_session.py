@@ -208,8 +208,55 @@ def get_remote_spark(remote: str, app_name: str = "segdex") -> Any:
     return spark
 
 
+S3A_JARS_ENV = "SEGDEX_S3A_JARS"  # a folder of Hadoop's s3a jars (default: <venv>/s3a-jars)
+
+
+def s3a_jars() -> list[str]:
+    """Hadoop's s3a filesystem and the AWS SDK it names, as the set-up fetched them (scripts/s3a/pom.xml)."""
+    folder = os.environ.get(S3A_JARS_ENV) or os.path.join(sys.prefix, "s3a-jars")
+    try:
+        return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jar"))
+    except FileNotFoundError:
+        return []
+
+
+def s3a_conf() -> dict[str, str]:
+    """What Spark needs to read ``s3://`` and ``s3a://`` tables: the s3a jars, both schemes on s3a, and the AWS
+    environment as Hadoop settings (endpoint, region, path-style addressing, plain http when
+    ``AWS_ALLOW_HTTP=true``). Credentials are not copied into the configuration: the AWS SDK's default chain reads
+    them where delta-rs does (the environment, ``AWS_PROFILE`` and its files, the instance's role). {} without jars."""
+    jars = s3a_jars()
+    if not jars:
+        return {}
+    conf = {
+        "spark.jars": ",".join(jars),
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.aws.credentials.provider":
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+    }
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = region
+    return conf
+
+
+def _merged(*confs: dict[str, str]) -> dict[str, str]:
+    """Later settings win, except ``spark.jars``, whose lists add up."""
+    out: dict[str, str] = {}
+    for conf in confs:
+        for key, value in conf.items():
+            out[key] = f"{out[key]},{value}" if key == "spark.jars" and out.get(key) else value
+    return out
+
+
 def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[str, str] | None = None,
-              delta: bool = False, remote: str | None = None) -> Any:
+              delta: bool = False, remote: str | None = None, object_store: bool = False) -> Any:
     """A SparkSession: ``master`` if given, else what spark-submit configured, else Spark's default ``local[*]``.
 
     Executors of a non-local master get the package as a zip (pure-Python scan) unless ``SEGDEX_SHIP_PACKAGE=0``
@@ -217,7 +264,8 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
     writes its log lines to ``spark_log_path()`` unless verbose (``-v``, ``SEGDEX_VERBOSE=1``). ``remote`` (or
     ``SPARK_REMOTE``, when no master is given) gives a Spark Connect session instead. segdex's defaults (shuffle
     partitions, UTC session time zone, ...) give way to what spark-submit was given (``--conf``, its
-    spark-defaults.conf); ``conf`` wins over both.
+    spark-defaults.conf); ``conf`` wins over both. ``object_store``: the session reads tables on object storage,
+    so an embedded one loads Hadoop's s3a (``s3a_conf``).
     """
     remote = remote or (None if master else os.environ.get(REMOTE_ENV))
     if remote:
@@ -253,7 +301,8 @@ def get_spark(master: str | None = None, app_name: str = "segdex", conf: dict[st
         defaults = {key: value for key, value in defaults.items() if not launched.contains(key)}
     embedded_start = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._active_spark_context is None
     # Delta's jars load only with a new JVM: a running one (spark-submit, a test session) keeps its own classpath
-    for key, value in {**defaults, **(_delta_conf(delta) if embedded_start else {}), **(conf or {})}.items():
+    started_conf = _merged(_delta_conf(delta), s3a_conf() if object_store else {}) if embedded_start else {}
+    for key, value in {**defaults, **started_conf, **(conf or {})}.items():
         builder = builder.config(key, value)
     global LOG_PATH
     log_path = spark_log_path() if embedded_start and not verbose() else None

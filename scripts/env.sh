@@ -25,6 +25,25 @@ segdex_delta_jars() {
   fi
 }
 
+# Hadoop's s3a filesystem (scripts/s3a/pom.xml: hadoop-aws matching pyspark's Hadoop, and the AWS SDK bundle it
+# names) in .venv/s3a-jars, fetched with Maven once per pom change; segdex's Spark sessions load them to read tables
+# on object storage (s3://, s3a://). Without Maven or network, a warning.
+segdex_s3a_jars() {
+  local dir=.venv/s3a-jars stamp=.venv/s3a-jars/.fetched
+  if [ -f "$stamp" ] && [ ! scripts/s3a/pom.xml -nt "$stamp" ]; then return 0; fi
+  if ! command -v mvn >/dev/null 2>&1; then
+    echo "segdex: mvn not found: Hadoop's s3a jars not fetched (Spark reads of s3:// tables need them)" >&2
+    return 0
+  fi
+  rm -rf "$dir"
+  if mvn -q -B -Dstyle.color=never -f scripts/s3a/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir" \
+      -DincludeScope=runtime >/dev/null; then
+    touch "$stamp"
+  else
+    echo "segdex: could not fetch Hadoop's s3a jars with Maven (Spark reads of s3:// tables need them)" >&2
+  fi
+}
+
 # Apache Kafka's release jars for the tests (tests/kafka/pom.xml), one folder per version in .venv/kafka/<version>/:
 # libs/ (the broker, its storage tool, the clients) and oracle/ (tests/kafka/oracle/KafkaOracle.java compiled
 # against them). Fetched once (Maven's local repository caches them), rebuilt when the pom or the oracle changes.
@@ -49,6 +68,18 @@ segdex_kafka() {
   done
 }
 
+# s3proxy's jars (tests/s3/pom.xml) in .venv/s3proxy/libs: the S3-compatible server the tests write shared Delta
+# tables into (tests/support/s3_harness.py). Fetched once per pom change (Maven's local repository caches them).
+segdex_s3proxy() {
+  local dir=.venv/s3proxy stamp=.venv/s3proxy/.fetched
+  if [ -f "$stamp" ] && [ ! tests/s3/pom.xml -nt "$stamp" ]; then return 0; fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  mvn -q -B -Dstyle.color=never -f tests/s3/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir/libs" \
+    -DincludeScope=runtime >"$dir/mvn.log" 2>&1 || { cat "$dir/mvn.log" >&2; echo "segdex: could not fetch s3proxy" >&2; return 1; }
+  touch "$stamp"
+}
+
 segdex_venv() {
   local py
   py="$(command -v python3.11 || command -v python3)"
@@ -63,6 +94,7 @@ segdex_venv() {
     touch "$stamp"
   fi
   segdex_delta_jars
+  segdex_s3a_jars
   segdex_class_archive
 }
 

@@ -13,6 +13,8 @@ if ! command -v strace >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-g
 fi
 # Apache Kafka's jars (a real broker and Kafka's own recovery code, for the tests that compare with Kafka)
 segdex_kafka
+# s3proxy's jars (a real S3-compatible server for the tests of tables on object storage)
+segdex_s3proxy
 .venv/bin/ruff check .
 # layers enforced: jobs -> pipelines -> indexcore, indexcore without Spark/Delta, no import cycles
 bash scripts/lint_imports.sh

@@ -120,3 +120,37 @@ def kafka44(tmp_path_factory):
 def kafka39(tmp_path_factory):
     """Kafka 3.9.2's own code (its Scala cleaner, load and recovery), one JVM per module."""
     yield from _oracle("3.9.2", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """One real S3-compatible server (s3proxy, ``tests/support/s3_harness.py``) for every S3 test of this process,
+    started at first use and stopped at the end of the session. Tests keep apart by bucket (``s3_bucket``)."""
+    from tests.support.s3_harness import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3proxy")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server, request) -> str:
+    """A new bucket on the session's S3 server for this test (its name from the test's, S3's rules)."""
+    import hashlib
+    import re
+
+    stem = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{stem}-{hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]}"
+    return s3_server.bucket(name)
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """This process's AWS environment pointing at the session's S3 server (what a user exports)."""
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE",
+                "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    env = s3_server.env()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env

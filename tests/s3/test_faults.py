@@ -1,0 +1,120 @@
+"""Faults and bad input on object storage: each is one line and exit 2 before any change, never a traceback
+nor a credential on the terminal; a store that went down fails a write in one line; the next run completes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from segdex.pipelines import metadata_store as ms
+from segdex.pipelines.sample_logdir import generate_sample
+from tests.support.kafka_harness import REPO_ROOT, free_port
+
+
+def segdex(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, text=True,
+                          env={**os.environ, **env}, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("faults") / "kafka-logs"
+    generate_sample(d, batches_per_partition=30, segment_bytes=8 * 1024)
+    return d
+
+
+def _index_bytes(log_dir) -> dict:
+    return {p.relative_to(log_dir): p.read_bytes() for p in log_dir.rglob("*index")}
+
+
+@pytest.mark.parametrize("case,uri,env_change,says", [
+    ("wrong secret", "s3://{bucket}/m", {"AWS_SECRET_ACCESS_KEY": "wrong-secret-0123456789"}, "refused"),
+    ("missing bucket", "s3://no-such-bucket-here/m", {}, "the bucket does not exist"),
+    ("endpoint down", "s3://{bucket}/m", {"AWS_ENDPOINT_URL": "http://127.0.0.1:{closed}"}, "cannot be reached"),
+    ("no bucket", "s3:///m", {}, "no bucket in the URI"),
+    ("bad bucket name", "s3://Bad_Bucket/m", {}, "not a valid bucket name"),
+    ("credentials in the URI", "s3://key:secret@{bucket}/m", {}, "do not belong in the URI"),
+    ("a Spark writer", "s3a://{bucket}/m", {"SEGDEX_DELTA_WRITER": "spark"}, "Delta Lake on Spark has no log store"),
+])
+def test_bad_store_is_one_line_exit_2(s3_server, s3_bucket, log_dir, case, uri, env_change, says):
+    before = _index_bytes(log_dir)
+    env = {**s3_server.env(), **{k: v.format(closed=free_port()) for k, v in env_change.items()}}
+    proc = segdex("reindex", "--no-progress", "--metadata", uri.format(bucket=s3_bucket), str(log_dir), env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and s3_server.secret_key not in proc.stderr + proc.stdout
+    assert "wrong-secret" not in proc.stderr
+    assert _index_bytes(log_dir) == before
+
+
+def test_store_down_then_back(s3_server, s3_env, s3_bucket, tmp_path):
+    """The server stops between two writes of a run: the write fails with one line naming the table and why
+    (no traceback text, no credential); once it is back, the same write completes and its rows land once."""
+    import pyarrow as pa
+
+    from segdex.pipelines.schemas import TableSpec
+    from tests.support.fleet_writer import SCHEMA
+
+    spec = TableSpec("events", SCHEMA, ("writer", "n"))
+    rows = pa.table({"writer": pa.array([1] * 5, pa.int32()), "n": pa.array(range(5), pa.int32()),
+                     "value": ["x"] * 5}, schema=SCHEMA)
+    store = ms.MetadataStore(f"s3://{s3_bucket}/down")
+    store.upsert(spec, rows)
+    s3_server.stop()
+    try:
+        with pytest.raises(ms.StorageAccessError) as err:
+            store.upsert(spec, rows)
+    finally:
+        s3_server.start()
+    message = str(err.value)
+    assert message == f"s3://{s3_bucket}/down/events: the object store cannot be reached (check AWS_ENDPOINT_URL, " \
+                      "AWS_REGION and the network)"
+    store.upsert(spec, rows)
+    assert store.read("events").num_rows == 5 and store.committed_version("events") == 3  # 2: the failed one
+
+
+def test_one_line_hides_secrets(monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t-value")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "t0ken-value")
+    text = ms.one_line(OSError("\x1b[31mfailed\x1b[0m with s3cr3t-value and t0ken-value\n  ↳ more"))
+    assert text == "failed with *** and ***"
+
+
+
+def test_store_unreachable_mid_run_then_rerun(s3_server, s3_bucket, tmp_path, monkeypatch):
+    """The store answers the check before any change, then is gone (a TCP path to it closed after its first
+    connection) while the run records its metadata after rewriting index files: exit 3, one line saying what had
+    changed; the rewritten files are valid, and the next run completes with each segment's row once."""
+    from tests.support.tcp_gate import TcpGate
+
+    log_dir = tmp_path / "kafka-logs"
+    generate_sample(log_dir, batches_per_partition=30, segment_bytes=8 * 1024)
+    for index in log_dir.rglob("*.index"):
+        index.unlink()
+    uri = f"s3://{s3_bucket}/midrun"
+    gate = TcpGate(s3_server.port, allow=1)
+    try:
+        proc = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir),
+                      env=s3_server.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{gate.port}"))
+    finally:
+        gate.close()
+    assert proc.returncode == 3, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "cannot be reached" in last and "index files were rewritten" in last, proc.stderr
+    assert "Traceback" not in proc.stderr and s3_server.secret_key not in proc.stderr
+    segments = sum(1 for _ in log_dir.glob("*-*/*.log"))
+    assert sum(1 for _ in log_dir.rglob("*.index")) == segments
+    again = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir), env=s3_server.env())
+    assert again.returncode == 0, again.stderr
+    verify = segdex("verify", "--no-progress", "--metadata", uri, str(log_dir), env=s3_server.env())
+    assert verify.returncode == 0, verify.stderr
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    table = ms.MetadataStore(uri).read("segments")
+    assert table.num_rows == segments == len(set(zip(table.column("topic").to_pylist(),
+                                                      table.column("partition").to_pylist(),
+                                                      table.column("base_offset").to_pylist(), strict=True)))
