@@ -5,7 +5,8 @@
 1. Rows per second into S3: ``--segments`` segment rows of one broker's log dir MERGEd into ``segments`` (the
    table created, then the same rows merged again: a rerun with nothing changed), on s3:// and on a local path.
 2. ``--writers`` processes at once (one per broker) each MERGE 200 rows into one table on S3: each commit's
-   latency (median, 95th percentile, max) and the attempts it took.
+   latency (median, 95th percentile, max) and the attempts it took; into an unpartitioned table, and as brokers
+   into ``segments`` (partitioned by broker, so Delta's conflict check sees the MERGEs as disjoint).
 3. ``--rows`` generated segment rows of ``--brokers`` brokers on S3, and the README's fleet queries through
    ``segdex sql``: the embedded default (delta-rs reads) and Spark's Delta reader over s3a, side by side.
 """
@@ -66,17 +67,23 @@ def rows_per_second(server: S3Server, n: int, local: Path) -> None:
               f"{first:.1f} s ({n / first:,.0f} rows/s), merged again {again:.1f} s ({n / again:,.0f} rows/s)")
 
 
-def concurrent_writers(server: S3Server, writers: int) -> None:
-    uri = f"s3://{server.bucket('concurrent-writers')}/segdex"
+def concurrent_writers(server: S3Server, writers: int, mode: str) -> None:
+    """``mode`` upsert: one unpartitioned table, every MERGE may touch every file (they serialize); segments:
+    each writer is a broker MERGEing its rows into the segments table, partitioned by broker (disjoint)."""
+    uri = f"s3://{server.bucket('concurrent-' + mode)}/segdex"
     start = time.time() + 6.0
     env = {**os.environ, **server.env()}
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.support.fleet_writer", uri, "events", str(w), "200",
-                               str(start), "upsert"], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    if mode == "segments":  # the table exists (partitioned by broker), as after the fleet's first night
+        ms.MetadataStore(uri).upsert(SEGMENTS_TABLE, segment_rows(10, broker=writers))
+    table = "segments" if mode == "segments" else "events"
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.support.fleet_writer", uri, table, str(w), "200",
+                               str(start), mode], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
              for w in range(writers)]
     results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
     seconds = sorted(r["seconds"] for r in results)
     attempts = [r["attempts"] for r in results]
-    print(f"{writers} writers at once, one MERGE each: commit latency median {statistics.median(seconds):.2f} s, "
+    print(f"{writers} writers at once, one MERGE each ({mode}): commit latency median "
+          f"{statistics.median(seconds):.2f} s, "
           f"p95 {seconds[int(0.95 * (len(seconds) - 1))]:.2f} s, max {seconds[-1]:.2f} s; attempts median "
           f"{statistics.median(attempts):.0f}, max {max(attempts)}, retries in all {sum(attempts) - writers}")
 
@@ -84,7 +91,6 @@ def concurrent_writers(server: S3Server, writers: int) -> None:
 def fleet_queries(server: S3Server, rows: int, brokers: int) -> None:
     uri = f"s3://{server.bucket('fleet-queries')}/segdex"
     env = {**os.environ, **server.env()}
-    os.environ.update(server.env())
     store = ms.MetadataStore(uri)
     t = _timed(lambda: [store.append(SEGMENTS_TABLE, segment_rows(rows // brokers, b)) for b in range(brokers)])
     print(f"{rows:,} rows of {brokers} brokers appended in {t:.1f} s")
@@ -110,8 +116,10 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="segdex-bench-fleet-") as tmp, S3Server(Path(tmp) / "s3") as server:
         server.start()
+        os.environ.update(server.env())  # this process's writers too, as a broker's run exports it
         rows_per_second(server, args.segments, Path(tmp) / "local")
-        concurrent_writers(server, args.writers)
+        concurrent_writers(server, args.writers, "upsert")
+        concurrent_writers(server, args.writers, "segments")
         fleet_queries(server, args.rows, args.brokers)
 
 
