@@ -30,6 +30,11 @@ ORIGIN_FIELDS = (pa.field("cluster_id", pa.string()), pa.field("broker_id", pa.i
 UNKNOWN_CLUSTER, UNKNOWN_BROKER = "", -1
 
 
+def has_origin_keys(keys: tuple[str, ...] | list[str]) -> bool:
+    """Whether a table's merge keys start with the origin (``with_origin`` put them there)."""
+    return tuple(keys[:len(ORIGIN_KEYS)]) == ORIGIN_KEYS
+
+
 @dataclass(frozen=True)
 class Origin:
     """Who a log dir's rows come from: its cluster and broker (``meta.properties``), and this host."""

@@ -271,8 +271,9 @@ def _merge_predicate(keys: Sequence[str], broker: int | None = None) -> str:
     """Keys equal; the origin keys NULL-safely (rows written before they existed hold NULL there). ``broker``:
     every source row is that broker's, said as a literal on the partition column so that Delta's conflict check
     sees MERGEs of different brokers as disjoint (an int, never a user's text)."""
-    terms = [f"(t.{_quote(k)} IS NOT DISTINCT FROM s.{_quote(k)})" if k in fleet.ORIGIN_KEYS
-             else f"t.{_quote(k)} = s.{_quote(k)}" for k in keys]
+    null_safe = len(fleet.ORIGIN_KEYS) if fleet.has_origin_keys(keys) else 0
+    terms = [f"(t.{_quote(k)} IS NOT DISTINCT FROM s.{_quote(k)})" if i < null_safe
+             else f"t.{_quote(k)} = s.{_quote(k)}" for i, k in enumerate(keys)]
     if broker is not None:
         terms.insert(0, f"t.broker_id = {int(broker)}")
     return " AND ".join(terms)
@@ -282,7 +283,7 @@ def _own_rows(current: pa.Table, table: TableSpec, scope: Scope) -> pa.Table:
     """The rows of ``current`` (the scope's log dirs) that this run's brokers own: their cluster and broker ids
     are those of the log dirs' ``meta.properties``, or NULL (rows written before the origin columns existed).
     Another broker's log dir at the same path is another broker's rows: never replaced by this run."""
-    if not any(k in table.keys for k in fleet.ORIGIN_KEYS):
+    if not fleet.has_origin_keys(table.keys):  # (the brokers table has a broker_id of its own: not an origin)
         return current
     for k in fleet.ORIGIN_KEYS:
         if k not in current.schema.names:  # a table written before the columns existed: every row is NULL there
@@ -610,7 +611,7 @@ class MetadataStore:
         """New tables on object storage with an origin are partitioned by broker: one broker's rerun replaces
         files of its own partition only, so Delta's conflict check sees the brokers' commits as disjoint (and
         merge skips the other brokers' files). Local tables keep no partitions (one writer at a time)."""
-        if not self.remote or "broker_id" not in table.schema.names or self.exists(table.name):
+        if not self.remote or not fleet.has_origin_keys(table.keys) or self.exists(table.name):
             return None  # an existing table keeps its own partitioning
         return ["broker_id"]
 
