@@ -32,20 +32,21 @@ def spark_written(tmp_path_factory):
 
 
 def test_reading_a_spark_written_table_exits_cleanly_every_time(spark_written):
-    """25 processes read every table of a Spark-written metadata dir: each exits 0 with the row count printed
-    (before, about one in two aborted with 134)."""
+    """12 processes read every table of a Spark-written metadata dir: each exits 0 with the row count printed
+    (before, 18 of 30 aborted with 134: 12 clean runs of the old reader would happen once in 60,000)."""
     codes, outputs = Counter(), set()
-    for _ in range(25):
+    for _ in range(12):
         proc = subprocess.run([sys.executable, "-c", READ_ALL, str(spark_written)], cwd=REPO_ROOT,
                               capture_output=True, text=True, timeout=120)
         codes[proc.returncode] += 1
         outputs.add(proc.stdout.strip())
         assert "terminate called" not in proc.stderr
-    assert codes == {0: 25} and len(outputs) == 1 and int(outputs.pop()) > 0
+    assert codes == {0: 12} and len(outputs) == 1 and int(outputs.pop()) > 0
 
 
 def test_sql_over_a_spark_written_table_exits_cleanly(spark_written):
-    for _ in range(3):
+    """``segdex sql`` (a Spark session, then the reader) ends with its own status too."""
+    for _ in range(1):
         proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--metadata", str(spark_written),
                                "SELECT count(*) AS n FROM segments"], cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=300)
