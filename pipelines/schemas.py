@@ -187,6 +187,7 @@ class TopicRow:
     """A row of ``topics``: one partition of a topic as the metadata log's image holds it (``TopicImage``,
     ``PartitionRegistration``): which brokers hold it, which leads it, on which log dirs."""
 
+    cluster_id: str = column(pa.string(), nullable=False)  # meta.properties of the log dir read ("" unknown)
     topic: str = column(pa.string(), nullable=False)
     partition: int = column(pa.int32(), nullable=False)
     topic_id: str | None = column(pa.string())  # Uuid.toString, as partition.metadata holds it
@@ -204,7 +205,7 @@ class TopicRow:
 
 
 TOPICS_SCHEMA = arrow_schema(TopicRow)
-TOPICS_TABLE = TableSpec(TOPICS, TOPICS_SCHEMA, ("topic", "partition"))
+TOPICS_TABLE = TableSpec(TOPICS, TOPICS_SCHEMA, ("cluster_id", "topic", "partition"))
 
 BROKERS = "brokers"
 
@@ -213,6 +214,7 @@ BROKERS = "brokers"
 class BrokerRow:
     """A row of ``brokers``: a broker registered in the metadata log's image (``BrokerRegistration``)."""
 
+    cluster_id: str = column(pa.string(), nullable=False)
     broker_id: int = column(pa.int32(), nullable=False)
     host: str | None = column(pa.string())  # its first listener's
     port: int | None = column(pa.int32())
@@ -230,7 +232,7 @@ class BrokerRow:
 
 
 BROKERS_SCHEMA = arrow_schema(BrokerRow)
-BROKERS_TABLE = TableSpec(BROKERS, BROKERS_SCHEMA, ("broker_id",))
+BROKERS_TABLE = TableSpec(BROKERS, BROKERS_SCHEMA, ("cluster_id", "broker_id"))
 
 RETENTION_ACTIONS = "retention_actions"
 
