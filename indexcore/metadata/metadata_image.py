@@ -22,6 +22,7 @@ default of every broker), registered brokers (endpoints, rack, fencing, log dir 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -308,15 +309,31 @@ def load_metadata_image(partition_dir: str) -> MetadataImage:
     return image
 
 
+def _files_signature(partition_dir: str) -> tuple:
+    """(name, size, mtime) of every file of the dir: what a replayed image depends on."""
+    out = []
+    for entry in os.scandir(partition_dir):
+        if entry.is_file(follow_symlinks=False):
+            st = entry.stat(follow_symlinks=False)
+            out.append((entry.name, st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_image(partition_dir: str, _signature: tuple) -> MetadataImage:
+    return load_metadata_image(partition_dir)
+
+
 def most_advanced_image(log_dirs: list[str]) -> tuple[str, MetadataImage] | None:
     """The image of the ``__cluster_metadata-0`` replica among ``log_dirs`` that reaches the furthest offset, with
     its partition dir; None where no dir holds one (a ZooKeeper-era broker). MetadataLogException when one is
-    unreadable."""
+    unreadable. A command asks several times (configs, strays, tables): an unchanged replica is replayed once per
+    process. Callers do not change the image they get."""
     best: tuple[str, MetadataImage] | None = None
     for d in log_dirs:
         part = os.path.join(d, CLUSTER_METADATA_PARTITION)
         if os.path.isdir(part):
-            image = load_metadata_image(part)
+            image = _cached_image(part, _files_signature(part))
             if best is None or image.offset > best[1].offset:
                 best = (part, image)
     return best
