@@ -34,6 +34,7 @@ from segdex.indexcore.status import FAIL_STATUSES as DEFAULT_FAIL_STATUSES
 
 DAG_ID = "segdex_fleet"
 BROKERS_VARIABLE = "segdex_fleet_brokers"
+QUEUE_PER_HOST_ENV = "SEGDEX_FLEET_QUEUE_PER_HOST"
 FAIL_STATUSES = tuple(str(s) for s in DEFAULT_FAIL_STATUSES)
 
 
@@ -59,6 +60,15 @@ def normalize_brokers(brokers: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     if not out:
         raise ValueError(f"no brokers: set params.brokers or the Variable {BROKERS_VARIABLE}")
     return out
+
+
+def parse_time_brokers() -> list[dict[str, Any]]:
+    """The Variable's brokers when the DAG file is parsed (the queue-per-host layout), each with a host."""
+    listed = normalize_brokers(json.loads(Variable.get(BROKERS_VARIABLE, default="[]")))
+    missing = [b["broker_id"] for b in listed if not b["host"]]
+    if missing:
+        raise ValueError(f"{QUEUE_PER_HOST_ENV}=1: broker(s) {missing} have no host (their worker queue)")
+    return listed
 
 
 def reindex_command(broker: Mapping[str, Any], metadata: str) -> list[str]:
@@ -205,4 +215,11 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     listed = brokers()
-    chain(reindex_broker.expand(broker=listed), maintenance(), check(listed))
+    if os.environ.get(QUEUE_PER_HOST_ENV) == "1":
+        # A worker queue per host: Airflow routes by the task's queue, one for all of a mapped task's instances,
+        # so here each broker of the Variable (read when the file is parsed) is its own task on its host's queue.
+        per_broker = [reindex_broker.override(task_id=f"reindex_broker_{b['broker_id']}", queue=b["host"],
+                                              map_index_template=None)(b) for b in parse_time_brokers()]
+    else:
+        per_broker = [reindex_broker.expand(broker=listed)]
+    chain(per_broker, maintenance(), check(listed))

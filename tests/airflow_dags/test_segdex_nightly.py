@@ -413,6 +413,25 @@ def test_fleet_dag_shape_and_helpers(fleet_dag, fleet, tmp_path):
     assert fleet.wrong_log_dirs({"broker_id": 6, "log_dirs": [str(log_dir)]}) == [str(log_dir)]  # wrong host
 
 
+def test_fleet_dag_with_a_worker_queue_per_host(fleet, monkeypatch):
+    """SEGDEX_FLEET_QUEUE_PER_HOST=1: one task per broker of the Variable, on its host's queue (parsed, not run)."""
+    from airflow.models import DagBag
+
+    listed = [{"broker_id": b, "host": f"kafka-{b}.example", "log_dirs": ["/var/lib/kafka/data"]} for b in (4, 7)]
+    monkeypatch.setenv(fleet.QUEUE_PER_HOST_ENV, "1")
+    monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps(listed))
+    bag = DagBag(dag_folder=str(DAGS / "segdex_fleet.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags[FLEET_ID]
+    tasks = {t.task_id: t for t in dag.tasks if t.task_id.startswith("reindex_broker")}
+    assert {i: t.queue for i, t in tasks.items()} == {"reindex_broker_4": "kafka-4.example",
+                                                     "reindex_broker_7": "kafka-7.example"}
+    assert dag.get_task("maintenance").upstream_task_ids == set(tasks)
+    monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps([{**listed[0], "host": ""}]))
+    bag = DagBag(dag_folder=str(DAGS / "segdex_fleet.py"))
+    assert "broker(s) [4] have no host" in "".join(bag.import_errors.values())
+
+
 def test_fleet_run_three_brokers_one_corrupt(fleet_dag, fleet, tmp_path, monkeypatch, capfd):
     """Three log dirs stand for three brokers of one cluster; broker 2 has a byte flipped in a closed segment.
     Every broker's mapped task writes its rows into the one set of tables; the fleet check fails naming broker 2.
