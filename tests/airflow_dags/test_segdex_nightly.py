@@ -432,10 +432,11 @@ def test_fleet_dag_with_a_worker_queue_per_host(fleet, monkeypatch):
     assert "broker(s) [4] have no host" in "".join(bag.import_errors.values())
 
 
-def test_fleet_run_three_brokers_one_corrupt(fleet_dag, fleet, tmp_path, monkeypatch, capfd):
+def test_fleet_run_three_brokers_one_corrupt(fleet_dag, fleet, tmp_path, monkeypatch, capfd, s3_env, s3_bucket):
     """Three log dirs stand for three brokers of one cluster; broker 2 has a byte flipped in a closed segment.
-    Every broker's mapped task writes its rows into the one set of tables; the fleet check fails naming broker 2.
-    The brokers come from the Airflow Variable (as on the schedule), here set through its environment form."""
+    Every broker's mapped task writes its rows into the one set of tables on the session's real S3 server
+    (s3proxy; the AWS settings in the workers' environment); the fleet check fails naming broker 2. The brokers
+    come from the Airflow Variable (as on the schedule), here set through its environment form."""
     dirs = {b: _broker_dir(tmp_path, b) for b in (1, 2, 3)}
     victim = sorted((dirs[2] / "orders-0").glob("*.log"))[0]
     data = bytearray(victim.read_bytes())
@@ -443,10 +444,11 @@ def test_fleet_run_three_brokers_one_corrupt(fleet_dag, fleet, tmp_path, monkeyp
     victim.write_bytes(bytes(data))
     brokers = [{"broker_id": b, "host": f"kafka-{b}", "log_dirs": [str(d)]} for b, d in dirs.items()]
     monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps(brokers))
-    metadata = tmp_path / "metadata"
-    dr = fleet_dag.test(run_conf={"metadata": str(metadata)})  # params.brokers empty: the Variable's list
+    metadata = f"s3://{s3_bucket}/segdex"
+    dr = fleet_dag.test(run_conf={"metadata": metadata})  # params.brokers empty: the Variable's list
     log = "".join(capfd.readouterr())
     assert "fleet check failed for broker(s) [2]:" in log and "fleet check passed" not in log
+    assert s3_env["AWS_SECRET_ACCESS_KEY"] not in log
     assert sorted(ti.rendered_map_index for ti in dr.get_task_instances() if ti.task_id == "reindex_broker") == [
         "broker 1", "broker 2", "broker 3"]
     states = {(ti.task_id, ti.map_index): ti.state for ti in dr.get_task_instances()}
