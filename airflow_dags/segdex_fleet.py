@@ -117,6 +117,10 @@ def _broker_problems(broker: Mapping[str, Any], run: dict | None, segments: list
     return problems
 
 
+def _broker_named(broker_id: int, problems: list[str]) -> bool:
+    return any(p.startswith(f"broker {broker_id}:") for p in problems)
+
+
 def fleet_check(metadata: str, brokers: Sequence[Mapping[str, Any]], fail_statuses: Sequence[str],
                 since: datetime | None = None) -> dict[int, dict[str, int]]:
     """Every broker's latest reindex run since ``since`` is in ``runs``, and its log dirs' rows in ``segments``
@@ -135,7 +139,7 @@ def fleet_check(metadata: str, brokers: Sequence[Mapping[str, Any]], fail_status
     for b, c in counts.items():
         print(f"broker {b}: {c['segments']} segments, {c['bytes']} bytes")
     if problems:
-        failing = sorted({int(p.split(":")[0].split()[1]) for p in problems})
+        failing = sorted({b["broker_id"] for b in brokers if _broker_named(b["broker_id"], problems)})
         raise FleetCheckFailed(f"fleet check failed for broker(s) {failing}:\n" + "\n".join(problems))
     print(f"fleet check passed: {len(brokers)} broker(s)")
     return counts
