@@ -102,7 +102,7 @@ def test_dagbag_loads_with_no_import_errors(dagbag):
     assert dagbag.import_errors == {}
     assert DAG_ID in dagbag.dags
     # the spark-submit applications are not DAG files (.airflowignore)
-    assert [Path(s.file).name for s in dagbag.dagbag_stats] == ["segdex_nightly.py"]
+    assert sorted(Path(s.file).name for s in dagbag.dagbag_stats) == ["segdex_fleet.py", "segdex_nightly.py"]
 
 
 def test_tasks_params_and_schedule(dag):
@@ -364,3 +364,116 @@ def test_reindex_task_on_a_standalone_cluster(dag, spark_cluster, tmp_path):
     assert [(r["exit_status"], r["segments"], r["count_missing"], r["files_failed"]) for r in runs] == [
         (0, len(logs), len(logs), 0)]
     assert runs[0]["files_written"] == len(expected)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fleet DAG (segdex_fleet.py): one mapped reindex task per broker, then maintenance and the fleet check
+# ---------------------------------------------------------------------------------------------------------------
+
+FLEET_ID = "segdex_fleet"
+CLUSTER = "fleet-cluster-7Q"
+
+
+@pytest.fixture(scope="module")
+def fleet_dag(dagbag):
+    return dagbag.dags[FLEET_ID]
+
+
+@pytest.fixture(scope="module")
+def fleet(fleet_dag):
+    return sys.modules[fleet_dag.get_task("check").python_callable.__module__]
+
+
+def _broker_dir(root: Path, broker_id: int) -> Path:
+    """A sample log dir standing for broker ``broker_id`` of one cluster (its own meta.properties)."""
+    from segdex.pipelines.sample_logdir import generate_sample
+
+    log_dir = root / f"broker-{broker_id}" / "kafka-logs"
+    generate_sample(log_dir, batches_per_partition=120, segment_bytes=48 * 1024)
+    (log_dir / "meta.properties").write_text(f"version=1\ncluster.id={CLUSTER}\nnode.id={broker_id}\n")
+    return log_dir
+
+
+def test_fleet_dag_shape_and_helpers(fleet_dag, fleet, tmp_path):
+    assert {t.task_id for t in fleet_dag.tasks} == {"brokers", "reindex_broker", "maintenance", "check"}
+    assert fleet_dag.get_task("maintenance").upstream_task_ids == {"reindex_broker"}
+    assert fleet_dag.get_task("check").upstream_task_ids == {"brokers", "maintenance"}
+    assert fleet_dag.get_task("check").trigger_rule == "all_done"  # a failed broker is named, not skipped
+    assert fleet_dag.get_task("check").retries == 0
+    with pytest.raises(ValueError, match="listed twice"):
+        fleet.normalize_brokers([{"broker_id": 1, "log_dirs": ["/a"]}, {"broker_id": "1", "log_dirs": ["/b"]}])
+    with pytest.raises(ValueError, match="broker 4: no log_dirs"):
+        fleet.normalize_brokers([{"broker_id": 4, "log_dirs": []}])
+    with pytest.raises(ValueError, match="no brokers"):
+        fleet.normalize_brokers([])
+    log_dir = tmp_path / "d"
+    log_dir.mkdir()
+    (log_dir / "meta.properties").write_text(f"version=1\ncluster.id={CLUSTER}\nnode.id=5\n")
+    assert fleet.wrong_log_dirs({"broker_id": 5, "log_dirs": [str(log_dir)]}) == []
+    assert fleet.wrong_log_dirs({"broker_id": 6, "log_dirs": [str(log_dir)]}) == [str(log_dir)]  # wrong host
+
+
+def test_fleet_dag_with_a_worker_queue_per_host(fleet, monkeypatch):
+    """SEGDEX_FLEET_QUEUE_PER_HOST=1: one task per broker of the Variable, on its host's queue (parsed, not run)."""
+    from airflow.models import DagBag
+
+    listed = [{"broker_id": b, "host": f"kafka-{b}.example", "log_dirs": ["/var/lib/kafka/data"]} for b in (4, 7)]
+    monkeypatch.setenv(fleet.QUEUE_PER_HOST_ENV, "1")
+    monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps(listed))
+    bag = DagBag(dag_folder=str(DAGS / "segdex_fleet.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags[FLEET_ID]
+    tasks = {t.task_id: t for t in dag.tasks if t.task_id.startswith("reindex_broker")}
+    assert {i: t.queue for i, t in tasks.items()} == {"reindex_broker_4": "kafka-4.example",
+                                                     "reindex_broker_7": "kafka-7.example"}
+    assert dag.get_task("maintenance").upstream_task_ids == set(tasks)
+    monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps([{**listed[0], "host": ""}]))
+    bag = DagBag(dag_folder=str(DAGS / "segdex_fleet.py"))
+    assert "broker(s) [4] have no host" in "".join(bag.import_errors.values())
+
+
+def test_fleet_run_three_brokers_one_corrupt(fleet_dag, fleet, tmp_path, monkeypatch, capfd, s3_env, s3_bucket):
+    """Three log dirs stand for three brokers of one cluster; broker 2 has a byte flipped in a closed segment.
+    Every broker's mapped task writes its rows into the one set of tables on the session's real S3 server
+    (s3proxy; the AWS settings in the workers' environment); the fleet check fails naming broker 2. The brokers
+    come from the Airflow Variable (as on the schedule), here set through its environment form."""
+    dirs = {b: _broker_dir(tmp_path, b) for b in (1, 2, 3)}
+    victim = sorted((dirs[2] / "orders-0").glob("*.log"))[0]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    brokers = [{"broker_id": b, "host": f"kafka-{b}", "log_dirs": [str(d)]} for b, d in dirs.items()]
+    monkeypatch.setenv(f"AIRFLOW_VAR_{fleet.BROKERS_VARIABLE.upper()}", json.dumps(brokers))
+    metadata = f"s3://{s3_bucket}/segdex"
+    dr = fleet_dag.test(run_conf={"metadata": metadata})  # params.brokers empty: the Variable's list
+    log = "".join(capfd.readouterr())
+    assert "fleet check failed for broker(s) [2]:" in log and "fleet check passed" not in log
+    assert s3_env["AWS_SECRET_ACCESS_KEY"] not in log
+    assert sorted(ti.rendered_map_index for ti in dr.get_task_instances() if ti.task_id == "reindex_broker") == [
+        "broker 1", "broker 2", "broker 3"]
+    states = {(ti.task_id, ti.map_index): ti.state for ti in dr.get_task_instances()}
+    assert states == {("brokers", -1): "success", ("reindex_broker", 0): "success",
+                      ("reindex_broker", 1): "success", ("reindex_broker", 2): "success",
+                      ("maintenance", -1): "success", ("check", -1): "failed"}, states
+    assert dr.state == "failed"
+
+    segments = _table(metadata, "segments")
+    for b, d in dirs.items():
+        mine = [r for r in segments if r["broker_id"] == b]
+        assert {(r["topic"], r["partition"], r["base_offset"]) for r in mine} == _keys(list(d.glob("*-*/*.log")))
+        assert {(r["cluster_id"], r["log_dir"]) for r in mine} == {(CLUSTER, str(d))}
+    assert len(segments) == sum(len(list(d.glob("*-*/*.log"))) for d in dirs.values())  # each row once
+    runs = [r for r in _table(metadata, "runs") if r["command"] == "reindex"]
+    assert sorted((r["broker_id"], r["exit_status"]) for r in runs) == [(1, 0), (2, 1), (3, 0)]
+
+    # the check, on the same tables: broker 2 is named, alone, with its segment; without it the fleet passes
+    with pytest.raises(fleet.FleetCheckFailed) as failed:
+        fleet.fleet_check(str(metadata), brokers, fleet.FAIL_STATUSES, since=dr.start_date)
+    assert "broker(s) [2]" in str(failed.value)
+    assert f"orders-0 segment {int(victim.stem)}: corrupt_log_tail" in str(failed.value)
+    counts = fleet.fleet_check(str(metadata), [brokers[0], brokers[2]], fleet.FAIL_STATUSES, since=dr.start_date)
+    assert {b: c["segments"] for b, c in counts.items()} == {
+        b: len(list(dirs[b].glob("*-*/*.log"))) for b in (1, 3)}
+    # a broker with no run in this fleet run is named too
+    with pytest.raises(fleet.FleetCheckFailed, match="broker 9: no reindex run"):
+        fleet.fleet_check(str(metadata), [{"broker_id": 9, "log_dirs": ["/nowhere"]}], fleet.FAIL_STATUSES)
