@@ -46,8 +46,9 @@ def test_reading_a_spark_written_table_exits_cleanly_every_time(spark_written):
 
 def test_sql_over_a_spark_written_table_exits_cleanly(spark_written):
     """``segdex sql`` (a Spark session, then the reader) ends with its own status too."""
-    for _ in range(1):
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--metadata", str(spark_written),
-                               "SELECT count(*) AS n FROM segments"], cwd=REPO_ROOT, capture_output=True, text=True,
-                              timeout=300)
-        assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--metadata", str(spark_written),
+                           "SELECT count(*) AS n FROM segments"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
+    lines = proc.stdout.split()
+    assert lines[-2:] == ["(1", "row)"] and int(lines[-3]) > 0, proc.stdout  # n, -, the count, (1 row)
