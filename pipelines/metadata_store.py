@@ -70,6 +70,10 @@ class CommitConflictError(MetadataStoreError):
     """Concurrent writers kept conflicting after every retry."""
 
 
+class CommitOutcomeUnknown(MetadataStoreError):
+    """A commit failed with an unknown outcome, and the table could not be read to decide whether it landed."""
+
+
 class StorageAccessError(MetadataStoreError):
     """The object store refused or could not be reached: credentials, a missing bucket, the endpoint down. Not
     worth a retry of the commit (delta-rs's HTTP client has retried the request already)."""
@@ -414,11 +418,20 @@ class MetadataStore:
         return -1 if found is None else int(found)
 
     def _landed(self, name: str, version: int) -> bool:
-        """Whether the commit of ``version`` is in the table (read again); False when that cannot be read."""
-        try:
-            return self.committed_version(name) >= version
-        except Exception:
-            return False
+        """Whether the commit of ``version`` is in the table, read again. A read that fails (a listing taken while
+        other writers commit) is read again a few times; an outcome that still cannot be read is an error, never a
+        "no": retrying a commit that did land would write its rows twice."""
+        last: Exception | None = None
+        for attempt in range(8):
+            try:
+                return self.committed_version(name) >= version
+            except Exception as e:  # noqa: BLE001 - any failed read is read again; a refusal stops at once
+                if (reason := storage_failure(e)) is not None:
+                    raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
+                last = e
+                time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
+        raise CommitOutcomeUnknown(f"{self.uri(name)}: whether the commit landed cannot be read: "
+                                   f"{one_line(last) if last else 'no answer'}") from None
 
     def _commit_once(self, name: str, attempt_fn) -> int:
         """Run ``attempt_fn(commit_properties)`` until its commit is in table ``name``, exactly once: the commit
