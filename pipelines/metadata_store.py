@@ -628,13 +628,25 @@ class MetadataStore:
             return None  # an existing table keeps its own partitioning
         return ["broker_id"]
 
+    def _read_existing(self, name: str, columns: list[str]) -> pa.Table | None:
+        """``read`` of a table ``exists`` just saw, read again a few times while another writer is creating it on
+        object storage (its first commit listed, not yet readable); None when it never becomes readable."""
+        for attempt in range(6):
+            try:
+                return self.read(name, columns=columns)
+            except TableNotFoundError:
+                time.sleep(0.1 * (attempt + 1) * (0.5 + random.random()))
+        return None
+
     def _stale(self, table: TableSpec, data: pa.Table, scope: Scope | None) -> pa.Table:
         """Tombstones: the scope's current keys that ``data`` does not hold (read, compared in Python)."""
         empty = pa.table({k: pa.array([], table.schema.field(k).type) for k in table.keys})
         if scope is None or not scope.values or not self.exists(table.name):
             return empty
-        current = self.read(table.name, columns=list(dict.fromkeys((*table.keys, scope.column,
-                                                                    *scope.keep_columns))))
+        current = self._read_existing(table.name, list(dict.fromkeys((*table.keys, scope.column,
+                                                                       *scope.keep_columns))))
+        if current is None:  # created by another writer this moment, not readable yet: nothing of ours to drop
+            return empty
         import pyarrow.compute as pc  # only where stale rows are looked for: 0.03 s of every command's start
 
         current = current.filter(pc.is_in(current.column(scope.column), pa.array(sorted(scope.values))))
