@@ -173,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitStatus.USAGE
     if not isinstance(sys.stdout, _PipeSafeStream):
         sys.stdout = _PipeSafeStream(sys.stdout)
+    # delta-rs logs its AWS credential chain's warnings to stderr by itself; segdex says what failed in one line
+    os.environ.setdefault("RUST_LOG", "error")
+    if getattr(args, "metadata", None) and not getattr(args, "no_progress", False):
+        from segdex.pipelines import metadata_store
+
+        metadata_store.report_waits(lambda line: print(line, file=sys.stderr, flush=True))
     previous = _install_sigterm()
     try:
         return _run(args)

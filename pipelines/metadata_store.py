@@ -38,7 +38,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
@@ -46,12 +46,15 @@ import pyarrow as pa
 
 from segdex.indexcore.errors import SegdexError
 
-from . import fleet
+from . import aws_env, fleet
 from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
+TIMEOUT_ENV = "SEGDEX_STORE_TIMEOUT"  # seconds one commit may take, its retries included
+DEFAULT_TIMEOUT_S = 900.0
+WAIT_REPORT_S = 5.0  # a commit pending this long gets a line, and another each time as long again
 OP_COLUMN = "_segdex_op"  # in the MERGE source only: 'upsert' or 'delete' (a stale row of the scope)
 _LOCK_NAME = "_segdex_writer.lock"
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
@@ -82,15 +85,22 @@ class StorageAccessError(MetadataStoreError):
 OBJECT_STORE_SCHEMES = ("s3", "s3a")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what delta-rs's object store says, mapped to one line for the user (first match wins)
+_UNREACHABLE = "the object store cannot be reached (check AWS_ENDPOINT_URL, AWS_REGION and the network)"
 _STORAGE_FAILURES = (
     (("SignatureDoesNotMatch", "InvalidAccessKeyId", "lacked the necessary privileges", "403 Forbidden",
       "ExpiredToken", "InvalidToken", "AccessDenied"),
      "the object store refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
      "AWS_SESSION_TOKEN or AWS_PROFILE)"),
+    # delta-rs's chain found nothing: no keys, no profile it reads, no instance role
+    (("an error occurred while loading credentials", "no providers in chain provided credentials",
+      "no credentials found in chain"),
+     "no AWS credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)"),
     (("NoSuchBucket",), "the bucket does not exist"),
-    (("error sending request", "tcp connect error", "client error (Connect)", "dns error",
-      "Connection refused", "operation timed out", "timed out"),
-     "the object store cannot be reached (check AWS_ENDPOINT_URL, AWS_REGION and the network)"),
+    (("tcp connect error", "client error (Connect)", "dns error", "Connection refused"), _UNREACHABLE),
+    (("operation timed out", "timed out", "deadline has elapsed"),
+     "the object store did not answer in time (each request waits AWS_TIMEOUT, 30s by default, and is retried; "
+     "check the endpoint's load and the network)"),
+    (("error sending request",), _UNREACHABLE),
 )
 
 
@@ -363,6 +373,54 @@ def is_commit_conflict(exc: BaseException) -> bool:
     return False
 
 
+_wait_sink: list[Callable[[str], None]] = []
+
+
+def report_waits(sink: Callable[[str], None] | None) -> None:
+    """Where a line goes while a commit waits on the store (every ``WAIT_REPORT_S`` seconds: the table, how long,
+    which attempt); None: nowhere. The CLI sends them to stderr unless ``--no-progress``."""
+    _wait_sink[:] = [sink] if sink is not None else []
+
+
+def store_timeout_s() -> float:
+    """``SEGDEX_STORE_TIMEOUT`` (seconds one commit may take, retries included), or the default."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise MetadataStoreError(f"{TIMEOUT_ENV}={raw!r}: not a number of seconds") from None
+    if value <= 0:
+        raise MetadataStoreError(f"{TIMEOUT_ENV}={raw!r}: must be more than 0 seconds")
+    return value
+
+
+class _Waiting:
+    """A commit in progress: its attempt, and a thread that reports it while it waits (when a sink is set)."""
+
+    def __init__(self, where: str, sink: Callable[[str], None] | None, every: float) -> None:
+        self.where, self.sink, self.every = where, sink, every
+        self.attempt = 1
+        self._start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="segdex-store-wait", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            assert self.sink is not None
+            self.sink(f"metadata: {self.where}: waiting on the store for {time.monotonic() - self._start:.0f}s "
+                      f"(attempt {self.attempt})")
+
+    def __enter__(self) -> _Waiting:
+        if self.sink is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
 def _retry(fn, retries: int) -> Any:
     delay = 0.05
     for attempt in range(retries + 1):
@@ -391,6 +449,13 @@ class MetadataStore:
         self._txn_versions: dict[str, int] = {}
         self._txn_guard = threading.Lock()
         self.commit_attempts: dict[str, int] = {}  # table -> attempts its last commit took (1 = no retry)
+        self.timeout_s = store_timeout_s()
+        self.wait_report_s = WAIT_REPORT_S
+        if self.remote:
+            try:
+                aws_env.complete_from_profile()
+            except aws_env.ProfileError as e:
+                raise StorageAccessError(f"{path}: {e}") from None
 
     @property
     def remote(self) -> bool:
@@ -437,32 +502,40 @@ class MetadataStore:
         """Run ``attempt_fn(commit_properties)`` until its commit is in table ``name``, exactly once: the commit
         carries this store's ``txn`` (app id, next version); after an error the table is read again and the
         commit counts as done when that ``txn`` is there; otherwise it is tried again after a jittered backoff,
-        ``self.retries`` times at most. Refusals and an unreachable store stop at once with one line."""
+        ``self.retries`` times at most and until ``SEGDEX_STORE_TIMEOUT`` has passed. Refusals and an unreachable
+        store stop at once with one line. While it waits, a line every ``WAIT_REPORT_S`` (``report_waits``)."""
         from deltalake import CommitProperties, Transaction
 
         version = self._next_txn(name)
         props = CommitProperties(app_transactions=[Transaction(self.app_id, version)],
                                  max_commit_retries=self.retries)
+        deadline = time.monotonic() + self.timeout_s
         delay = 0.05
-        for attempt in range(self.retries + 1):
-            try:
-                attempt_fn(props)
-                self.commit_attempts[name] = attempt + 1
-                return attempt
-            except Exception as e:
-                reason = storage_failure(e)
-                if reason is not None:
-                    raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
-                if not _may_be_transient(e):  # a plan, schema or data error fails the same way every time
-                    raise
-                if self._landed(name, version):  # the outcome was unknown; the table says it landed
+        with _Waiting(self.uri(name), _wait_sink[0] if _wait_sink else None, self.wait_report_s) as waiting:
+            for attempt in range(self.retries + 1):
+                waiting.attempt = attempt + 1
+                try:
+                    attempt_fn(props)
                     self.commit_attempts[name] = attempt + 1
                     return attempt
-                if attempt == self.retries:
-                    raise CommitConflictError(f"{self.uri(name)}: commit not done after {self.retries} retries: "
-                                              f"{one_line(e)}") from None
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+                except Exception as e:
+                    reason = storage_failure(e)
+                    if reason is not None:
+                        raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
+                    if not _may_be_transient(e):  # a plan, schema or data error fails the same way every time
+                        raise
+                    if self._landed(name, version):  # the outcome was unknown; the table says it landed
+                        self.commit_attempts[name] = attempt + 1
+                        return attempt
+                    if attempt == self.retries:
+                        raise CommitConflictError(f"{self.uri(name)}: commit not done after {self.retries} "
+                                                  f"retries: {one_line(e)}") from None
+                    if time.monotonic() >= deadline:
+                        raise StorageAccessError(f"{self.uri(name)}: the commit did not complete within "
+                                                 f"{self.timeout_s:g}s ({TIMEOUT_ENV}), {attempt + 1} attempts: "
+                                                 f"{one_line(e)}") from None
+                time.sleep(min(delay * (0.5 + random.random()), max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 2, 2.0)
         return self.retries
 
     def uri(self, name: str) -> str:
@@ -477,7 +550,8 @@ class MetadataStore:
         from deltalake import DeltaTable
 
         try:
-            return DeltaTable.is_deltatable(uri)
+            with _Waiting(uri, _wait_sink[0] if _wait_sink else None, self.wait_report_s):
+                return DeltaTable.is_deltatable(uri)
         except OSError as e:
             if (reason := storage_failure(e)) is None:
                 raise  # another failure (a listing cut short): a commit attempt reads the table again

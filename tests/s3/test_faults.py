@@ -14,9 +14,10 @@ from segdex.pipelines.sample_logdir import generate_sample
 from tests.support.kafka_harness import REPO_ROOT, free_port
 
 
-def segdex(*args: str, env: dict) -> subprocess.CompletedProcess:
+def segdex(*args: str, env: dict, inherit: bool = True) -> subprocess.CompletedProcess:
+    """The CLI with ``env`` over this process's environment (``inherit=False``: ``env`` is the whole of it)."""
     return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, text=True,
-                          env={**os.environ, **env}, capture_output=True, timeout=300)
+                          env={**os.environ, **env} if inherit else env, capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,9 @@ def _index_bytes(log_dir) -> dict:
     return {p.relative_to(log_dir): p.read_bytes() for p in log_dir.rglob("*index")}
 
 
+_NO_KEYS = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}
+
+
 @pytest.mark.parametrize("case,uri,env_change,says", [
     ("wrong secret", "s3://{bucket}/m", {"AWS_SECRET_ACCESS_KEY": "wrong-secret-0123456789"}, "refused"),
     ("missing bucket", "s3://no-such-bucket-here/m", {}, "the bucket does not exist"),
@@ -38,17 +42,82 @@ def _index_bytes(log_dir) -> dict:
     ("bad bucket name", "s3://Bad_Bucket/m", {}, "not a valid bucket name"),
     ("credentials in the URI", "s3://key:secret@{bucket}/m", {}, "do not belong in the URI"),
     ("a Spark writer", "s3a://{bucket}/m", {"SEGDEX_DELTA_WRITER": "spark"}, "Delta Lake on Spark has no log store"),
+    ("no such profile", "s3://{bucket}/m", {**_NO_KEYS, "AWS_PROFILE": "nope", "AWS_CONFIG_FILE": "{home}/config"},
+     "AWS_PROFILE=nope: no such profile"),
+    # nothing at all: no keys, no profile, no endpoint, no instance role (delta-rs's own chain, its warnings muted)
+    ("no credentials", "s3://{bucket}/m", {**_NO_KEYS, "AWS_ENDPOINT_URL": None, "HOME": "{home}",
+                                           "AWS_EC2_METADATA_DISABLED": "true"}, "no AWS credentials were found"),
+    ("a bad store timeout", "s3://{bucket}/m", {"SEGDEX_STORE_TIMEOUT": "soon"}, "SEGDEX_STORE_TIMEOUT='soon'"),
 ])
-def test_bad_store_is_one_line_exit_2(s3_server, s3_bucket, log_dir, case, uri, env_change, says):
+def test_bad_store_is_one_line_exit_2(s3_server, s3_bucket, log_dir, tmp_path, case, uri, env_change, says):
     before = _index_bytes(log_dir)
-    env = {**s3_server.env(), **{k: v.format(closed=free_port()) for k, v in env_change.items()}}
-    proc = segdex("reindex", "--no-progress", "--metadata", uri.format(bucket=s3_bucket), str(log_dir), env=env)
+    env = {**os.environ, **s3_server.env()}
+    for key, value in env_change.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value.format(closed=free_port(), home=tmp_path)
+    proc = segdex("reindex", "--no-progress", "--metadata", uri.format(bucket=s3_bucket), str(log_dir), env=env,
+                  inherit=False)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and s3_server.secret_key not in proc.stderr + proc.stdout
     assert "wrong-secret" not in proc.stderr
     assert _index_bytes(log_dir) == before
+
+
+def test_aws_profile_gives_the_credentials(s3_server, s3_bucket, log_dir, tmp_path, monkeypatch):
+    """Keys in a named profile of the shared files only (as ``aws configure --profile`` writes them), the region in
+    the config file: delta-rs, given an S3-compatible endpoint, does not read them itself; segdex takes them from
+    the profile chain, the run records its rows, and the key appears in no output."""
+    server = s3_server.env()
+    (tmp_path / "credentials").write_text(f"[fleet]\naws_access_key_id = {server['AWS_ACCESS_KEY_ID']}\n"
+                                          f"aws_secret_access_key = {server['AWS_SECRET_ACCESS_KEY']}\n")
+    (tmp_path / "config").write_text("[profile fleet]\nregion = us-east-1\n")
+    env = {k: v for k, v in {**os.environ, **server}.items()
+           if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+    env.update(AWS_PROFILE="fleet", AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
+               AWS_CONFIG_FILE=str(tmp_path / "config"))
+    uri = f"s3://{s3_bucket}/profile"
+    proc = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir), env=env, inherit=False)
+    assert proc.returncode == 0, proc.stderr
+    assert s3_server.secret_key not in proc.stderr + proc.stdout
+    for key, value in server.items():
+        monkeypatch.setenv(key, value)
+    assert ms.MetadataStore(uri).read("segments").num_rows == sum(1 for _ in log_dir.glob("*-*/*.log"))
+
+
+def test_slow_store_progress_then_timeout(s3_server, s3_bucket, log_dir, monkeypatch):
+    """A store that answers late (each answer held 0.3 s): the run completes, and while a commit waits a line
+    says which table and for how long. A store slower than ``AWS_TIMEOUT``: one line saying it did not answer in
+    time, exit 2 (nothing changed yet)."""
+    from tests.support.tcp_gate import TcpGate
+
+    uri = f"s3://{s3_bucket}/slow"
+    gate = TcpGate(s3_server.port, delay=0.3)
+    try:
+        proc = segdex("reindex", "--metadata", uri, str(log_dir),
+                      env=s3_server.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{gate.port}"))
+    finally:
+        gate.close()
+    assert proc.returncode == 0, proc.stderr
+    waits = [ln for ln in proc.stderr.splitlines() if ln.startswith("metadata: ") and "waiting on the store" in ln]
+    assert waits and all(ln.startswith(f"metadata: {uri}/") for ln in waits), proc.stderr
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    assert ms.MetadataStore(uri).read("segments").num_rows == sum(1 for _ in log_dir.glob("*-*/*.log"))
+
+    gate = TcpGate(s3_server.port, delay=2.0)
+    try:
+        proc = segdex("reindex", "--no-progress", "--metadata", uri, str(log_dir),
+                      env=s3_server.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{gate.port}", AWS_TIMEOUT="500ms"))
+    finally:
+        gate.close()
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"segdex reindex: metadata path {uri}/runs: the object store did not answer in time (each request waits "
+        "AWS_TIMEOUT, 30s by default, and is retried; check the endpoint's load and the network)"]
 
 
 def test_store_down_then_back(s3_server, s3_env, s3_bucket, tmp_path):

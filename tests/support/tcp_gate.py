@@ -1,6 +1,7 @@
-"""A TCP forwarder between a client and a server that the test can close: a real network path to the S3 server
-that goes down at a chosen moment (after N connections were accepted, or when told), as a store that becomes
-unreachable in the middle of a run."""
+"""A TCP forwarder between a client and a server that the test can close or slow down: a real network path to the
+S3 server that goes down at a chosen moment (after N connections were accepted, or when told), as a store that
+becomes unreachable in the middle of a run, or whose answers come late (``delay``: seconds before each chunk of
+the server's answer is passed on), as a slow store."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ class TcpGate:
     """Listens on 127.0.0.1 (``port``) and forwards each connection to ``target_port``; after ``allow``
     connections (None: no limit) or ``close()``, new connections are refused and open ones are cut."""
 
-    def __init__(self, target_port: int, allow: int | None = None) -> None:
+    def __init__(self, target_port: int, allow: int | None = None, delay: float = 0.0) -> None:
         self.target_port = target_port
         self.allow = allow
+        self.delay = delay
         self.accepted = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -35,13 +37,14 @@ class TcpGate:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             self._open += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.delay)):
+                threading.Thread(target=self._pipe, args=(a, b, delay), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, delay: float) -> None:
         try:
             while data := src.recv(65536):
+                if delay:
+                    self._closed.wait(delay)  # a slow answer (a closed gate cuts it at once)
                 dst.sendall(data)
         except OSError:
             pass
