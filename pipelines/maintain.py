@@ -19,38 +19,39 @@ class MaintenanceError(SegdexError):
     """A maintenance request that would be unsafe, or a table that cannot be maintained."""
 
 
-def _active_files(uri: str) -> int:
-    from deltalake import DeltaTable
-
-    return len(DeltaTable(uri).file_uris())
-
-
 def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE_RETENTION_HOURS,
                    allow_unsafe: bool = False, dry_run: bool = False) -> dict[str, Any]:
     """Compact the small files of table ``path/name`` and vacuum files older than ``retention_hours``.
 
     Returns ``{table, files_before, files_after, vacuumed, version}``. Through Spark when the session has
-    Delta loaded, else with delta-rs.
+    Delta loaded, else with delta-rs, each commit through ``MetadataStore.commit_once``: on object storage other
+    brokers' runs keep merging meanwhile, and a compaction that lost the race to one of them is done again on
+    the table as it now is (it adds no row, so doing it again is safe).
     """
     if retention_hours < SAFE_RETENTION_HOURS and not allow_unsafe:
         raise MaintenanceError(
             f"vacuum retention {retention_hours} h is below the safe {SAFE_RETENTION_HOURS} h: readers of older "
             f"versions and running writers could lose files (allow_unsafe to force)")
-    uri = ms.table_path(path, name)
+    store = ms.MetadataStore(path, spark)
+    uri = store.uri(name)
     if ms.spark_has_delta(spark) and not dry_run:
         return _maintain_spark(spark, uri, name, retention_hours, allow_unsafe)
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(uri):
+    if not store.exists(name):
         raise MaintenanceError(f"{uri}: no Delta table")
-    before = _active_files(uri)
-    dt = DeltaTable(uri)
+    before = len(store.open(name).file_uris())
     if not dry_run and before > 1:
-        dt.optimize.compact()
-        dt = DeltaTable(uri)
-    vacuumed = dt.vacuum(retention_hours=retention_hours, dry_run=dry_run,
-                         enforce_retention_duration=not allow_unsafe)
-    dt = DeltaTable(uri)
+        store.commit_once(name, lambda props: store.open(name).optimize.compact(commit_properties=props))
+    vacuumed: list[str] = []
+
+    def vacuum(props: Any) -> None:
+        vacuumed[:] = store.open(name).vacuum(retention_hours=retention_hours, dry_run=dry_run,
+                                              enforce_retention_duration=not allow_unsafe, commit_properties=props)
+
+    if dry_run:
+        vacuum(None)
+    else:
+        store.commit_once(name, vacuum)
+    dt = store.open(name)
     return {"table": name, "files_before": before, "files_after": len(dt.file_uris()),
             "vacuumed": len(vacuumed), "version": dt.version()}
 

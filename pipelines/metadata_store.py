@@ -498,7 +498,7 @@ class MetadataStore:
         raise CommitOutcomeUnknown(f"{self.uri(name)}: whether the commit landed cannot be read: "
                                    f"{one_line(last) if last else 'no answer'}") from None
 
-    def _commit_once(self, name: str, attempt_fn) -> int:
+    def commit_once(self, name: str, attempt_fn) -> int:
         """Run ``attempt_fn(commit_properties)`` until its commit is in table ``name``, exactly once: the commit
         carries this store's ``txn`` (app id, next version); after an error the table is read again and the
         commit counts as done when that ``txn`` is there; otherwise it is tried again after a jittered backoff,
@@ -556,6 +556,10 @@ class MetadataStore:
             if (reason := storage_failure(e)) is None:
                 raise  # another failure (a listing cut short): a commit attempt reads the table again
             raise StorageAccessError(f"{uri}: {reason}") from None
+
+    def open(self, name: str) -> Any:
+        """Table ``name`` as a delta-rs ``DeltaTable`` (its current version), read as ``_open`` reads it."""
+        return self._open(self.uri(name))
 
     def _open(self, uri: str) -> Any:
         """The table at ``uri``, read again a few times when the log read fails while other writers commit (a
@@ -667,7 +671,7 @@ class MetadataStore:
         if data.num_rows == 0 and self.exists(table.name):
             return 0
         if self.remote:
-            self._commit_once(table.name, lambda props: write_deltalake(
+            self.commit_once(table.name, lambda props: write_deltalake(
                 self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props,
                 partition_by=self._partitioning(table)))
             return data.num_rows
@@ -688,7 +692,7 @@ class MetadataStore:
             _retry(lambda: self._merge_spark(table, data, scope), self.retries)
             return data.num_rows
         if self.remote:
-            self._commit_once(table.name, lambda props: self._merge_deltalake(table, data, scope, props))
+            self.commit_once(table.name, lambda props: self._merge_deltalake(table, data, scope, props))
             return data.num_rows
         with _writer_lock(uri):
             _retry(lambda: self._merge_deltalake(table, data, scope), self.retries)

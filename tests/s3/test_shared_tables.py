@@ -89,7 +89,7 @@ def test_commit_landed_but_answer_lost(s3_env, s3_bucket):
         if len(calls) == 1:
             raise OSError("connection reset by peer while reading the response")
 
-    assert store._commit_once("events", commit_then_fail) == 0
+    assert store.commit_once("events", commit_then_fail) == 0
     assert len(calls) == 1 and store.commit_attempts["events"] == 1
     assert _counts(store) == {7: 50}
 
@@ -107,6 +107,6 @@ def test_commit_failed_before_landing_is_retried(s3_env, s3_bucket):
             raise OSError("Generic S3 error: the request was cut")
         write_deltalake(store.uri("events"), _rows(3, 20), mode="append", commit_properties=props)
 
-    assert store._commit_once("events", fail_then_commit) == 1
+    assert store.commit_once("events", fail_then_commit) == 1
     assert store.commit_attempts["events"] == 2
     assert _counts(store) == {3: 20}
