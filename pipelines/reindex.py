@@ -33,8 +33,8 @@ from segdex.indexcore.log.log_dir import (
     LogDirLockedException,
     ensure_not_locked,
     list_log_dir,
-    read_checkpoints,
 )
+from segdex.indexcore.log.log_manager import read_checkpoints
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
 from segdex.indexcore.metadata.metadata_image import most_advanced_image, stray_replicas
