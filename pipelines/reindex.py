@@ -486,7 +486,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
             times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
-    coordination = coordinators.build(outcomes, ctx)
+    coordination = coordinators.build(outcomes, ctx, log_dirs)
     attention = (bool(discovery.refused) or bool(discovery.unloadable) or any(o.attention for o in outcomes)
                  or bool(coordination.restore_problems) or bool(coordination.problems))
     exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)
