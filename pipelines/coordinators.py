@@ -6,7 +6,7 @@ transactions and, for a coordinator partition, loads it as the coordinator does 
 The driver joins them (``build``): every group's committed offsets against the partitions' log start and end
 offsets (verify: the end after the broker's next start, from the startup preview), the open transactions against
 the coordinators' transactions (``find-hanging``'s rules at the run's time). When a partition is held by several
-log dirs, the replica with the highest log end offset is read.
+log dirs, the replica read is ``cluster_view.most_complete_replica``'s, as ``segdex groups`` reads it.
 
 A coordinator partition whose load stopped before the end of its files (a damaged or cut segment) marks every row
 it gives (``partial``, ``loaded_to_offset``, ``kafka_after_start``: what Kafka's coordinator loads there after the
@@ -30,6 +30,7 @@ from segdex.indexcore.tools.cluster_view import (
     CONSUMER_OFFSETS,
     TRANSACTION_STATE,
     CoordinatorPartition,
+    most_complete_replica,
     read_topic_id,
 )
 from segdex.indexcore.tools.consumer_groups import ALL_GROUP_TYPES, OK, RestoreCheck, describe_groups, restore_check
@@ -99,37 +100,36 @@ class CoordinatorTables:
         return [c for c in self.restore_checks if c.status != OK]
 
 
-def _most_complete(candidates: dict[tuple[str, int], tuple[int, Any]], key: tuple[str, int], end: int,
-                   value: Any) -> None:
-    if key not in candidates or end > candidates[key][0]:
-        candidates[key] = (end, value)
-
-
 @dataclass
 class _Collected:
     """The scan's facts gathered on the driver: topic names, log bounds and coordinator loads by partition."""
 
     topic_names: dict[str, str] = field(default_factory=dict)
-    bounds: dict[tuple[str, int], tuple[int, tuple[int, int, str]]] = field(default_factory=dict)
-    coordinators: dict[tuple[str, int], tuple[int, CoordinatorPartition]] = field(default_factory=dict)
+    bounds: dict[tuple[str, int], tuple[int, int, str]] = field(default_factory=dict)  # (start, end, log dir)
+    coordinators: dict[tuple[str, int], CoordinatorPartition] = field(default_factory=dict)
     opened: list[tuple[str, OpenTransaction]] = field(default_factory=list)
 
     def log_offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
         found = self.bounds.get((topic, partition))
-        return None if found is None else found[1][:2]
+        return None if found is None else found[:2]
 
     def count(self, topic: str, partition: int, start: int, end: int) -> int:
         """Records in [start, end) of the partition, read here (-1: unreadable from the driver)."""
-        path = os.path.join(self.bounds[(topic, partition)][1][2], f"{topic}-{partition}")
+        path = os.path.join(self.bounds[(topic, partition)][2], f"{topic}-{partition}")
         try:
             return recovered_partition(path, LogConfig(), start).count_records(start, end)
         except (OSError, SegdexError):
             return -1
 
 
-def _collect(outcomes: list[Any], problems: list[str]) -> _Collected:
+def _collect(outcomes: list[Any], problems: list[str], log_dirs: list[str]) -> _Collected:
+    """The facts of the outcomes; of a partition several log dirs hold, its most complete replica's
+    (``most_complete_replica``, ranked by ``log_dirs``, the log dirs in the order the run was given them)."""
     out = _Collected()
     node_ids: dict[str, int | None] = {}
+    ranks = {os.path.realpath(d): i for i, d in reversed(list(enumerate(log_dirs)))}
+    bounds: dict[tuple[str, int], list[tuple[int, int, tuple[int, int, str]]]] = {}
+    coordinators: dict[tuple[str, int], list[tuple[int, int, CoordinatorPartition]]] = {}
     for o in outcomes:
         p, c = o.partition, getattr(o, "coordination", None)
         if p is None or c is None or p.future:
@@ -139,15 +139,18 @@ def _collect(outcomes: list[Any], problems: list[str]) -> _Collected:
         if c.topic_id:
             out.topic_names[c.topic_id] = p.topic
         out.opened += [(p.log_dir, t) for t in c.open_transactions]
+        rank = ranks.get(os.path.realpath(p.log_dir), len(ranks))
         end = p.startup_log_end_offset if p.startup_log_end_offset is not None else p.log_end_offset
         if end is not None:
             start = p.log_start_offset if p.log_start_offset is not None else 0
-            _most_complete(out.bounds, (p.topic, p.partition), end, (start, end, p.log_dir))
+            bounds.setdefault((p.topic, p.partition), []).append((end, rank, (start, end, p.log_dir)))
         if c.load is not None:
             if p.log_dir not in node_ids:
                 node_ids[p.log_dir] = read_node_id(p.log_dir)
             replica = CoordinatorPartition(p.topic, p.partition, p.log_dir, node_ids[p.log_dir], c.load)
-            _most_complete(out.coordinators, (p.topic, p.partition), c.load.next_offset, replica)
+            coordinators.setdefault((p.topic, p.partition), []).append((c.load.next_offset, rank, replica))
+    out.bounds = {k: most_complete_replica(v) for k, v in bounds.items()}
+    out.coordinators = {k: most_complete_replica(v) for k, v in coordinators.items()}
     return out
 
 
@@ -207,11 +210,12 @@ def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartitio
             run_id=ctx.run_id, recorded_at=ctx.scanned_at))
 
 
-def build(outcomes: list[Any], ctx: RunContext) -> CoordinatorTables:
-    """The tables from the scan's outcomes (``PartitionOutcome`` with ``partition`` and ``coordination``)."""
+def build(outcomes: list[Any], ctx: RunContext, log_dirs: list[str] | None = None) -> CoordinatorTables:
+    """The tables from the scan's outcomes (``PartitionOutcome`` with ``partition`` and ``coordination``);
+    ``log_dirs``: the run's log dirs in the order given, which decides between replicas equally far."""
     tables = CoordinatorTables()
-    facts = _collect(outcomes, tables.problems)
-    chosen = [v for _, v in sorted(facts.coordinators.values(), key=lambda e: (e[1].topic, e[1].partition))]
+    facts = _collect(outcomes, tables.problems, log_dirs or [])
+    chosen = sorted(facts.coordinators.values(), key=lambda c: (c.topic, c.partition))
     tables.problems += [f"{c.topic}-{c.partition}: {why}" for c in chosen for why in c.load.undecodable]
     tables.problems += [c.load.partial_line(f"{c.topic}-{c.partition}") for c in chosen if c.load.partial]
     _group_rows(tables, [c for c in chosen if c.topic == CONSUMER_OFFSETS], facts, ctx)

@@ -16,8 +16,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
-from segdex.indexcore.log.log_dir import read_checkpoints
-from segdex.indexcore.log.log_loader import PartitionState, finish_log_dir, remove_clean_shutdown_marker
+from segdex.indexcore.log.log_manager import (
+    PartitionState,
+    finish_log_dir,
+    read_checkpoints,
+    remove_clean_shutdown_marker,
+)
 from segdex.indexcore.log.quarantine import check_quarantine_dir
 
 from . import reindex
@@ -72,12 +76,9 @@ class RecoverHooks:
         for task, out in zip(_tasks_in_order(discovery, outcomes), outcomes, strict=True):
             if task.log_dir not in by_dir or is_cluster_metadata(task.topic):
                 continue  # the metadata log is no LogManager log: its own raft layer loads it
-            loaded = out.loaded or {"clean": False}
-            state = PartitionState(task.topic, task.partition, bool(loaded.get("clean")) and
-                                   out.partition is not None and out.partition.status == "ok",
-                                   loaded.get("log_start_offset"), loaded.get("log_end_offset"),
-                                   loaded.get("first_base_offset"))
-            by_dir[task.log_dir].append(state)
+            loaded = out.loaded or PartitionState(task.topic, task.partition, False)
+            ok = out.partition is not None and out.partition.status == "ok"
+            by_dir[task.log_dir].append(replace(loaded, clean=loaded.clean and ok))
         failing = {u.path for u in discovery.unloadable if u.fails}  # the start fails there: no marker promises
         for log_dir, states in by_dir.items():
             r = self.results[log_dir]

@@ -33,8 +33,8 @@ from segdex.indexcore.log.log_dir import (
     LogDirLockedException,
     ensure_not_locked,
     list_log_dir,
-    read_checkpoints,
 )
+from segdex.indexcore.log.log_manager import read_checkpoints
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal
 from segdex.indexcore.metadata.metadata_image import most_advanced_image, stray_replicas
@@ -486,7 +486,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
             times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
     t0, t_discovered, t_scanned = times
-    coordination = coordinators.build(outcomes, ctx)
+    coordination = coordinators.build(outcomes, ctx, log_dirs)
     attention = (bool(discovery.refused) or bool(discovery.unloadable) or any(o.attention for o in outcomes)
                  or bool(coordination.restore_problems) or bool(coordination.problems))
     exit_status = int(ExitStatus.ATTENTION if attention else ExitStatus.OK)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
@@ -30,7 +30,14 @@ from segdex.indexcore.log.log_cleaner_manager import (
     segment_facts,
 )
 from segdex.indexcore.log.log_dir import held_by, partition_findings
-from segdex.indexcore.log.log_loader import LogLoader, snapshot_files_in
+from segdex.indexcore.log.log_loader import (
+    LogLoader,
+    SegmentOnDisk,
+    StartupPreview,
+    preview_start,
+    snapshot_files_in,
+)
+from segdex.indexcore.log.log_manager import PartitionState
 from segdex.indexcore.log.log_segments import (
     PartitionRecovery,
     SegmentRecovery,
@@ -39,7 +46,6 @@ from segdex.indexcore.log.log_segments import (
     speculate_segment,
 )
 from segdex.indexcore.log.quarantine import truncate_with_quarantine
-from segdex.indexcore.log.startup_preview import SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.log.unloadable import Unloadable
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools.index_verifier import verify_segment
@@ -119,9 +125,9 @@ class PartitionOutcome:
     removed: list[str] = field(default_factory=list)  # temporaries a killed run left, removed under the lock
     notes: list[str] = field(default_factory=list)  # information, not problems
     findings: list[str] = field(default_factory=list)  # leftovers Kafka's loader acts on: "kind file-name"
-    # recover: {"clean", "log_start_offset", "log_end_offset", "first_base_offset", "snapshots"}; clean means
-    # recovered whole with every file written, so the log dir's checkpoints may say so
-    loaded: dict[str, Any] | None = None
+    # recover: the partition as its load left it; clean means recovered whole with every file written, so the log
+    # dir's checkpoints may say so
+    loaded: PartitionState | None = None
     startup: StartupPreview | None = None  # verify: what the broker's next start does to this partition
     cleaning: CleaningView | None = None  # verify, compacted topics: what Kafka's log cleaner would do next
     coordination: PartitionCoordination | None = None  # open transactions, a coordinator partition's load
@@ -200,7 +206,8 @@ def _list_partition(task: PartitionTask, writing: bool, out: PartitionOutcome) -
 
 class VerifyScan:
     """``verify`` of one partition directory: every segment recovered in memory and its index files checked,
-    nothing written; what the broker's next start does to the partition predicted (``startup_preview``).
+    nothing written; what the broker's next start does to the partition predicted (``LogLoader``'s dry run,
+    ``preview_start``).
 
     Subclasses write: ``ReindexScan`` and ``RecoverScan``. Rows record the state after the run (a segment whose
     indexes were rewritten is ``ok``); ``found`` counts the statuses as found before any rewrite. Index files are
@@ -338,11 +345,7 @@ class RecoverScan(ReindexScan):
             reason: Reason | None) -> tuple[SegmentStatus, Reason | None, bool]:
         truncated = moved_later = False
         if self.writing and self.task.quarantine and status == SegmentStatus.CORRUPT_LOG_TAIL:
-            # Kafka recovers a segment whose offset index is missing when it opens it and then ignores the
-            # truncation (later segments survive, leaving an offset gap); otherwise its recovery pass truncates
-            # and deletes every later segment (LogLoader.loadSegmentFiles, recoverLog)
-            index_present = os.path.exists(index_paths(seg.log_path)[INDEX_FILE_SUFFIX])
-            gone = [p for _, p in later] if index_present else []
+            gone = [p for _, p in later] if self.loader.truncates_later(seg) else []
             status, reason = _truncate(self.task, seg, gone, self.out, status, reason)
             truncated = status == SegmentStatus.OK
             moved_later = truncated and bool(gone)
@@ -428,7 +431,7 @@ def _open_loader(task: PartitionTask, out: PartitionOutcome, ctx: RunContext,
         out.messages.append(f"error: {task.path}: {why}; the broker would not load this partition")
         out.attention = True
         out.partition = _partition_row(task, [], SegmentStatus.ERROR, why, ctx)
-        out.loaded = {"clean": False}
+        out.loaded = PartitionState(task.topic, task.partition, False)
         return None
 
 
@@ -456,11 +459,11 @@ def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, w
     """recover: when every segment came out ``ok``, stage the producer snapshots and the leader-epoch-checkpoint
     Kafka's load leaves, and delete the snapshot files it would delete; otherwise leave them to the broker."""
     clean = not out.attention and all(r.status == SegmentStatus.OK for r in out.segments)
-    out.loaded = {"clean": clean and bool(out.segments)}
+    out.loaded = PartitionState(task.topic, task.partition, clean and bool(out.segments))
     if not out.segments:
         out.attention = True
         out.messages.append(f"no segments: {task.path}: no .log file; the broker creates an empty segment there")
-    if not out.loaded["clean"]:
+    if not out.loaded.clean:
         return
     loaded = loader.finish()
     wanted = loaded.snapshot_files()
@@ -480,12 +483,13 @@ def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, w
                 staged_rows[path] = -1  # not a segment's file
                 out.files_written += 1
     except OSError as e:
-        out.loaded = {"clean": False}
+        out.loaded = replace(out.loaded, clean=False)
         out.attention = True
         out.messages.append(f"error: {task.path}: producer snapshots not written: {e.strerror or e}")
         return
-    out.loaded.update(log_start_offset=loaded.log_start_offset, log_end_offset=loaded.log_end_offset,
-                      first_base_offset=loader.bases[0] if loader.bases else None, snapshots=len(loaded.snapshots))
+    out.loaded = replace(out.loaded, log_start_offset=loaded.log_start_offset, log_end_offset=loaded.log_end_offset,
+                         first_base_offset=loader.bases[0] if loader.bases else None,
+                         snapshots=len(loaded.snapshots))
 
 
 def _stage(seg: SegmentRecovery, status: SegmentStatus, reason: Reason | None, writes: PendingWrites,
@@ -518,7 +522,7 @@ def fail_writes(out: PartitionOutcome, staged_rows: dict[str, int], errors: list
         out.attention = True
         out.messages.append(f"error: {path}: not written: {why}")
         if out.loaded is not None:
-            out.loaded["clean"] = False
+            out.loaded = replace(out.loaded, clean=False)
         i = staged_rows.get(path)
         if i is not None and i < 0:  # a partition-level file (recover's snapshots, leader-epoch-checkpoint)
             out.files_written -= 1

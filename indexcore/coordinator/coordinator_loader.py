@@ -27,8 +27,8 @@ from typing import Any
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, RecoveryFailedException
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, index_paths
+from segdex.indexcore.log.log_loader import ACTION_FAIL, ACTION_TRUNCATE, SegmentOnDisk, preview_start
 from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
-from segdex.indexcore.log.startup_preview import ACTION_FAIL, ACTION_TRUNCATE, SegmentOnDisk, preview_start
 from segdex.indexcore.protocol.message_format import INT16, MessageFormatException
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import ensure_valid

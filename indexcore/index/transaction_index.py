@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 
@@ -45,6 +46,29 @@ class TransactionIndex:
 
     def to_bytes(self) -> bytes:
         return b"".join(t.to_bytes() for t in self.aborted)
+
+    @staticmethod
+    def sanity_check(path: str, start_offset: int) -> tuple[str, str] | None:
+        """``TransactionIndex.sanityCheck`` of the ``.txnindex`` at ``path`` as a broker's load opens it
+        (``LogSegment.sanityCheck`` in ``LogLoader.loadSegmentFiles``): None when it passes (or there is no file),
+        else ("corrupt", why) for an aborted transaction ending below ``start_offset`` (the ``CorruptIndexException``
+        the load answers by recovering the segment) or ("fail", why) for an entry of an unknown version (an
+        exception the load does not catch). Whole 34-byte entries only, in order; a partial last entry is not
+        read. The version rule is Kafka 4.x's (any but 0 fails); 3.x reads the first byte only and fails on it
+        above 0."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        whole = len(data) // ENTRY_SIZE * ENTRY_SIZE
+        for version, _pid, _first, last, _lso in ABORTED_TXN.iter_unpack(data[:whole]):
+            if version != CURRENT_VERSION:
+                return "fail", f"unexpected aborted transaction version {version} in {os.path.basename(path)}"
+            if last < start_offset:
+                return "corrupt", (f"aborted transaction ending at {last} below the base offset {start_offset} in "
+                                   f"{os.path.basename(path)}")
+        return None
 
 
 def parse_transaction_index(data: bytes) -> list[AbortedTxn]:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from segdex.indexcore.config.broker_config import load_properties
 from segdex.indexcore.errors import InvalidLayoutException, NotTopicPartitionDirException, SegdexError
 from segdex.indexcore.fs.atomic_file import FileAttributes
-from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.layout import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
@@ -395,22 +394,6 @@ def partition_findings(partition_dir: str | os.PathLike) -> list[PartitionFindin
 
 def log_dir_of(partition_dir: str | os.PathLike) -> str:
     return os.path.dirname(os.path.abspath(os.fspath(partition_dir)))
-
-
-@dataclass(frozen=True)
-class LogDirCheckpoints:
-    recovery_points: dict[tuple[str, int], int]
-    log_start_offsets: dict[tuple[str, int], int]
-    high_watermarks: dict[tuple[str, int], int]
-
-
-def read_checkpoints(log_dir: str | os.PathLike) -> LogDirCheckpoints:
-    log_dir = os.fspath(log_dir)
-    return LogDirCheckpoints(
-        read_offset_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT)),
-        read_offset_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)),
-        read_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT)),
-    )
 
 
 def read_node_id(log_dir: str | os.PathLike) -> int | None:

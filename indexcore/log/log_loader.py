@@ -1,43 +1,68 @@
-"""Kafka's ``LogLoader`` for one partition with no clean-shutdown marker and no recovery point, done offline: what
-its startup recovery followed by a clean shutdown leaves in the partition directory, besides the index files.
+"""Kafka's ``LogLoader``: a broker's load of one partition directory, written once, run two ways.
 
-Kafka recovers every segment in offset order (``LogLoader.recoverSegment``), each with a new
-``ProducerStateManager`` loaded from the latest snapshot (producers expired at the broker's clock dropped,
-``loadFromSnapshot``), replays the segment's batches into it and snapshots it at the segment's end
-(``takeSnapshot``: only at an offset above the last snapshot). After the last segment: stray snapshots (neither a
-segment's base offset nor the highest one above every base) are removed, then those at or below the log start
-offset or above the log end offset (``truncateAndReload``). A clean shutdown writes no new snapshot when the log
-end offset already has one. The leader-epoch cache keeps what ``leader-epoch-checkpoint`` held, takes each batch
-epoch above its latest (``LogSegment.recover``), is cut at the log end offset (``truncateFromEnd``) and at the log
-start offset (``truncateFromStart``).
+Kafka's load of a partition (``LogLoader.load``), in the order it runs:
 
-So the snapshot files: one at each segment base offset above the log start offset (the state before that
-segment), and one at the log end offset (the state after the last segment), each filtered by expiry at every
-segment boundary, exactly as the Kafka load that ``KafkaOracle load`` runs in the tests.
+1. ``loadSegmentFiles``: each segment is opened in offset order. One whose ``.index`` is missing, or whose
+   ``.txnindex`` fails ``TransactionIndex.sanityCheck`` (an aborted transaction ending below the segment's base
+   offset), is recovered there and then (``recoverSegment``). A truncation found there cuts that segment only; its
+   later segments stay (an offset gap). An exception there (an aborted-transaction entry of an unknown version:
+   any but 0 in Kafka 4.x, whose rule is followed here, a first byte above 0 in 3.x; an offset that goes
+   backwards) fails the whole load. Offset and time index contents are not checked.
+2. ``recoverLog``, only without ``.kafka_cleanshutdown``: every segment from the floor segment of the recovery
+   point (``recovery-point-offset-checkpoint``, 0 when absent) to the last is recovered again, in order. The first
+   one that truncates (or throws ``InvalidOffsetException``: emptied to its base offset) ends the pass and every
+   later segment is deleted.
+3. ``deleteSegmentsIfLogStartGreaterThanLogEnd``: a log end offset below the checkpointed log start offset
+   deletes every segment.
+4. The log end offset is the last segment's ``readNextOffset``: after recovery the next offset of its valid part;
+   a segment not recovered (a clean start) is read as it is, its offset index's last entry then batch sizes
+   chained to the end of the file (``FileLogInputStream``: no CRC check, a size field below 14 fails the load).
+5. Producer state (``UnifiedLog.rebuildProducerState``, record version 2 only): each ``recoverSegment`` first
+   replays the segments from the latest producer snapshot up to the one it recovers, and the load ends by
+   replaying from the latest snapshot to the log end (skipped on a clean start without any snapshot). Those
+   segments are read as they are, by batch size: one not recovered with a size field below 14 (a zero-filled
+   tail) fails the load even where recovery itself never looks. Snapshots are taken at each recovered segment's
+   base and end offsets. The leader-epoch cache is cut at the log end offset (``truncateFromEnd``) and at the
+   checkpointed log start offset (``truncateFromStart``).
+
+``LogLoader`` runs these phases two ways:
+
+- the dry run (``preview_start``): over the segments as a scan found them (``SegmentOnDisk``), the log dir's
+  marker and the partition's checkpoint entries, what the broker's next start would re-read, truncate, delete or
+  fail on, nothing written (the startup preview, ``StartupPreview``). With the marker, a corrupt log tail or a wrong
+  offset/time index is served as it is: the preview says so.
+- the real run (``recover_segment`` for each segment in offset order, then ``finish``): the load with no
+  clean-shutdown marker and no recovery point, followed by a clean shutdown, done offline (``segdex recover``):
+  every segment recovered in order, each with a new ``ProducerStateManager`` loaded from the latest snapshot
+  (producers expired at the broker's clock dropped, ``loadFromSnapshot``), its batches replayed into it and a
+  snapshot taken at its end (``takeSnapshot``: only at an offset above the last snapshot). After the last
+  segment: stray snapshots (neither a segment's base offset nor the highest one above every base) are removed,
+  then those at or below the log start offset or above the log end offset (``truncateAndReload``). A clean
+  shutdown writes no new snapshot when the log end offset already has one. So the snapshot files: one at each
+  segment base offset above the log start offset, and one at the log end offset, each filtered by expiry at every
+  segment boundary. ``truncates_later`` is the truncation rule of that run (``--truncate``).
+
+``KafkaOracle load`` (the real ``UnifiedLog`` creation) judges both in the tests, and a real broker's recorded
+starts judge the dry run.
+
+Before any of that, names (``indexcore.log.unloadable``): a directory of the log dir or a file of any partition
+whose name the broker's start throws on means no partition loads at all (the broker exits), and a ``.log`` name
+it misreads adds an empty segment, which can set the log end offset. A real broker's starts judge these.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.fs.atomic_file import fsync_dir, same_content, write_atomic
-from segdex.indexcore.log.checkpoints import (
-    format_leader_epoch_checkpoint,
-    format_offset_checkpoint,
-    mode_template,
-    read_leader_epoch_checkpoint,
-    write_offset_checkpoint,
-)
-from segdex.indexcore.log.layout import (
-    CLEAN_SHUTDOWN_FILE,
-    LEADER_EPOCH_CHECKPOINT,
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-)
+from segdex.indexcore.errors import CorruptRecordException
+from segdex.indexcore.index.transaction_index import TransactionIndex
+from segdex.indexcore.log.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
+from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, TXN_INDEX_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
-from segdex.indexcore.log.log_dir import LogDirCheckpoints
+from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, SpeculativeSegment
 from segdex.indexcore.log.producer_snapshot import (
     manager_snapshot_bytes,
@@ -47,14 +72,49 @@ from segdex.indexcore.log.producer_snapshot import (
     snapshot_to_load,
 )
 from segdex.indexcore.log.producer_state import ProducerStateManager
+from segdex.indexcore.log.unloadable import Unloadable, fail_notes
+from segdex.indexcore.record.file_records import batches, open_log
 
-CLEAN_SHUTDOWN_CONTENT = b'{"version":0,"brokerEpoch":-1}'
+ACTION_NONE = "none"  # nothing re-read: the broker serves the files as they are
+ACTION_RECOVER = "recover"  # segments re-read, nothing lost
+ACTION_TRUNCATE = "truncate"  # bytes cut or segments deleted
+ACTION_FAIL = "fail"  # the load throws: the broker takes the whole log dir offline
+ACTIONS = (ACTION_NONE, ACTION_RECOVER, ACTION_TRUNCATE, ACTION_FAIL)
+
+
+@dataclass(frozen=True)
+class SegmentOnDisk:
+    """One segment as the broker's start finds it: its ``.log`` recovered offline (``result``: what Kafka's
+    ``LogSegment.recover`` would find) and whether its ``.index`` exists."""
+
+    base_offset: int
+    log_path: str
+    result: RecoveryResult
+    index_present: bool
+
+
+@dataclass
+class StartupPreview:
+    """The outcome of the broker's next load of one partition (the dry run)."""
+
+    action: str
+    recovered: list[int] = field(default_factory=list)  # base offsets of the segments re-read, in order
+    deleted: list[int] = field(default_factory=list)  # base offsets of the segments deleted
+    truncated: dict[int, int] = field(default_factory=dict)  # base offset -> bytes cut from its .log
+    lost_bytes: int = 0  # .log bytes gone: cut tails and deleted segments
+    log_end_offset: int | None = None
+    lost_offsets: tuple[int, int | None] | None = None  # first and last offset gone (None: not known)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def loses_data(self) -> bool:
+        return self.lost_bytes > 0
 
 
 @dataclass
 class LoadedPartition:
-    """What Kafka's load and clean stop leave, besides the index files: the producer snapshots (offset -> bytes),
-    the leader-epoch-checkpoint bytes (None: Kafka keeps no such file), the offsets the checkpoints get."""
+    """What the real run's load and clean stop leave, besides the index files: the producer snapshots (offset ->
+    bytes), the leader-epoch-checkpoint bytes (None: Kafka keeps no such file), the offsets the checkpoints get."""
 
     log_start_offset: int
     log_end_offset: int
@@ -65,60 +125,126 @@ class LoadedPartition:
         return {producer_snapshot_file_name(o): data for o, data in sorted(self.snapshots.items())}
 
 
+class LoadFailed(Exception):
+    """The load throws: the broker takes the log dir offline."""
+
+
+def snapshot_files_in(partition_dir: str) -> list[str]:
+    """Names of the producer snapshot files in a partition directory."""
+    return sorted(n for n in os.listdir(partition_dir) if snapshot_offset(n) is not None)
+
+
+def _floor_index(bases: list[int], offset: int) -> int:
+    """Index of the segment ``LogSegments.values(offset, ...)`` starts at: the floor segment, else the first."""
+    return max(bisect.bisect_right(bases, offset) - 1, 0)
+
+
 class LogLoader:
-    """Recovers a partition's segments in order (``recover_segment``) and tracks the snapshots Kafka's load takes;
-    ``finish`` gives the partition's ``LoadedPartition``.
+    """``LogLoader.load`` of one partition, phase by phase as Kafka's (see the module doc): the real run recovers
+    the segments the caller hands it in offset order (``recover_segment``, then ``finish``); the dry run
+    (``dry_run=True``, then ``load``) predicts the broker's next start from the segments as found.
 
     ``now_ms`` is the broker clock of the load (producer expiry); ``log_start_offset_checkpoint`` the partition's
     entry in ``log-start-offset-checkpoint`` (0 when none); ``precomputed`` segments recovered on their own in
-    parallel (``PartitionRecovery``).
+    parallel (``PartitionRecovery``). The dry run also takes the log dir's marker (``clean_shutdown``), the
+    partition's ``recovery_point`` and whether its record version keeps producer state (``producer_state``: False
+    before message format 0.11); it reads the partition's snapshot files' names, nothing else.
     """
 
     def __init__(self, partition_dir: str, config: LogConfig | None = None, now_ms: int = 0,
                  log_start_offset_checkpoint: int = 0,
-                 precomputed: dict[int, SpeculativeSegment] | None = None) -> None:
+                 precomputed: dict[int, SpeculativeSegment] | None = None, *, dry_run: bool = False,
+                 clean_shutdown: bool = False, recovery_point: int = 0, producer_state: bool = True) -> None:
         self.partition_dir = partition_dir
         self.config = config or LogConfig()
         self.now_ms = now_ms
         self.checkpoint_lso = log_start_offset_checkpoint
+        self.dry_run = dry_run
+        self.clean_shutdown = clean_shutdown
+        self.recovery_point = recovery_point
+        self.producer_state = producer_state
+        # the producer snapshots as the load goes: offset -> bytes (real run), offset -> None (dry run: names only)
+        self.snapshots: dict[int, bytes | None] = {}
+        self.bases: list[int] = []  # base offsets of the segments loaded, in order
+        self.log_end_offset: int | None = None
+        if dry_run:
+            self.snapshots = dict.fromkeys(snapshot_offset(n) for n in snapshot_files_in(partition_dir))
+            self.segments: list[SegmentOnDisk] = []
+            self.remaining: list[SegmentOnDisk] = []
+            self.size: dict[int, int] = {}
+            self.readable: dict[int, str | None] = {}
+            self.out = StartupPreview(ACTION_NONE)
+            return
         self.recovery = PartitionRecovery(self.config, precomputed)
         path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
         self.initial_epochs = read_leader_epoch_checkpoint(path)
         self.recovery.leader_epochs.extend(self.initial_epochs)
         self.epoch_file_existed = os.path.exists(path)
-        self.snapshots: dict[int, bytes] = {}
         self.last_snap_offset = log_start_offset_checkpoint
         self.map_end_offset = log_start_offset_checkpoint
-        self.bases: list[int] = []
-        self.log_end_offset: int | None = None
 
-    def _reload(self, offset: int, log_start_offset: int) -> None:
-        """``UnifiedLog.rebuildProducerState`` up to ``offset`` in a new manager: snapshots at or below the log
-        start offset are deleted (``truncateAndReload``), the latest other one is loaded (expired producers
-        dropped), and when it lies below ``offset`` the map end moves there and a snapshot is taken (the batches
-        in between were replayed into this state already)."""
-        self.snapshots = {o: d for o, d in self.snapshots.items() if o > log_start_offset}
-        latest = snapshot_to_load(self.snapshots, log_start_offset, offset)
-        if latest is None:  # nothing to load: an empty manager starting at the log start offset
-            self.recovery.producer_state = ProducerStateManager()
-            self.last_snap_offset = log_start_offset
-            self.map_end_offset = log_start_offset
-        else:
-            self.recovery.producer_state = self.recovery.producer_state.reloaded(
-                self.now_ms, self.config.producer_id_expiration_ms)
-            self.last_snap_offset = self.map_end_offset = latest
-        if offset > self.map_end_offset:  # updateMapEndOffset(offset) then takeSnapshot
-            self.map_end_offset = offset
-            self._take_snapshot()
+    # ------------------------------------------------------------------ the phases of the load
 
-    def _take_snapshot(self) -> None:
-        """``ProducerStateManager.takeSnapshot``: only at an offset above the last snapshot."""
-        if self.map_end_offset > self.last_snap_offset:
-            self.snapshots[self.map_end_offset] = manager_snapshot_bytes(self.recovery.producer_state)
-            self.last_snap_offset = self.map_end_offset
+    @staticmethod
+    def recovered_when_opened(log_path: str, base_offset: int, index_present: bool) -> str | None:
+        """Why ``loadSegmentFiles`` recovers the segment as it opens it (its ``.index`` missing, its ``.txnindex``
+        failing ``sanityCheck``), else None; ``LoadFailed`` for a ``.txnindex`` the load throws on. A truncation
+        found there cuts that segment only; one found by ``recoverLog`` deletes every later segment."""
+        txn = TransactionIndex.sanity_check(index_paths(log_path)[TXN_INDEX_FILE_SUFFIX], base_offset)
+        if txn is not None and txn[0] == "fail":
+            raise LoadFailed(txn[1])
+        if not index_present:
+            return "no offset index"
+        return txn[1] if txn is not None else None
+
+    def truncates_later(self, seg: SegmentRecovery) -> bool:
+        """The real run's truncation rule: whether cutting ``seg``'s corrupt tail deletes every later segment, as
+        ``recoverLog`` does, or cuts that segment alone, as a recovery when it is opened does
+        (``recovered_when_opened``; the pass that follows finds it whole). A ``.txnindex`` the load throws on
+        counts as no reason to recover it when opened."""
+        present = os.path.exists(index_paths(seg.log_path)[INDEX_FILE_SUFFIX])
+        try:
+            return self.recovered_when_opened(seg.log_path, seg.base_offset, present) is None
+        except LoadFailed:
+            return True
+
+    def load_segment_files(self) -> None:
+        """``loadSegmentFiles`` (dry run): a segment ``recovered_when_opened`` is recovered there; a truncation
+        there cuts that segment only."""
+        for i, seg in enumerate(self.segments):
+            if self.recovered_when_opened(seg.log_path, seg.base_offset, seg.index_present) is None:
+                continue
+            self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments[:i])
+            self._recovered(seg)
+            if seg.result.error is not None:
+                raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
+            self._cut(seg, seg.result.valid_bytes)
+            self._snapshot_after_recovery(seg)
+
+    def recover_log(self) -> None:
+        """``recoverLog`` (dry run, without the marker): from the recovery point's floor segment on; the first
+        truncation deletes every later segment."""
+        start = _floor_index([s.base_offset for s in self.segments], self.recovery_point)
+        for i in range(start, len(self.segments)):
+            seg = self.segments[i]
+            self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments)
+            self._recovered(seg)
+            if seg.result.error is not None:
+                if not seg.result.error.startswith("InvalidOffsetException"):
+                    raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
+                truncated = self._cut(seg, 0)  # "Found invalid offset during recovery": emptied
+            else:
+                truncated = self._cut(seg, seg.result.valid_bytes)
+            self._snapshot_after_recovery(seg)
+            if truncated:
+                self.out.deleted = [s.base_offset for s in self.segments[i + 1:]]
+                self.remaining = self.segments[:i + 1]
+                return
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
-        self._reload(base_offset, self.checkpoint_lso)  # LogLoader.recoverSegment passes the checkpointed one
+        """``recoverSegment`` (real run): producer state rebuilt up to the segment with the checkpointed log start
+        offset, the segment recovered into it, then a snapshot at its end."""
+        self.rebuild_producer_state(base_offset, self.checkpoint_lso)
         seg = self.recovery.recover_segment(log_path, base_offset, native)
         self.bases.append(base_offset)
         r = seg.result
@@ -129,15 +255,168 @@ class LogLoader:
         self.log_end_offset = r.next_offset if r is not None else base_offset
         return seg
 
+    def rebuild_producer_state(self, upto: int, log_start_offset: int,
+                               loaded: list[SegmentOnDisk] | None = None) -> None:
+        """``UnifiedLog.rebuildProducerState`` up to ``upto``: the snapshot ``truncateAndReload`` loads is the
+        latest one above the log start offset and at or below ``upto`` (``snapshot_to_load``; none: an empty state
+        at the log start offset), the segments from there to ``upto`` are replayed, and a snapshot is taken at
+        ``upto`` when it lies past the one loaded.
+
+        Real run: the segments were replayed in order already, so this state is the replay's; snapshots at or
+        below the log start offset are deleted, the latest other one is loaded (expired producers dropped), the
+        map end moves to ``upto`` and the snapshot is taken. Dry run (record version 2 only): the segments of
+        ``loaded`` the replay reads that were not recovered are read as they are, by batch size (``LoadFailed``
+        where their sizes do not chain)."""
+        if self.dry_run:
+            if self.producer_state:
+                start = snapshot_to_load(self.snapshots, log_start_offset, upto)
+                self._read_replayed(upto, log_start_offset if start is None else start, loaded or [])
+            return
+        self.snapshots = {o: d for o, d in self.snapshots.items() if o > log_start_offset}
+        latest = snapshot_to_load(self.snapshots, log_start_offset, upto)
+        if latest is None:  # nothing to load: an empty manager starting at the log start offset
+            self.recovery.producer_state = ProducerStateManager()
+            self.last_snap_offset = log_start_offset
+            self.map_end_offset = log_start_offset
+        else:
+            self.recovery.producer_state = self.recovery.producer_state.reloaded(
+                self.now_ms, self.config.producer_id_expiration_ms)
+            self.last_snap_offset = self.map_end_offset = latest
+        if upto > self.map_end_offset:  # updateMapEndOffset(upto) then takeSnapshot
+            self.map_end_offset = upto
+            self._take_snapshot()
+
+    def read_log_end_offset(self) -> int:
+        """The log end offset (dry run): the last segment's ``LogSegment.readNextOffset``, a segment not recovered
+        read as it is."""
+        last = self.remaining[-1]
+        if last.base_offset not in self.out.recovered:
+            try:
+                return LogSegment(last.log_path, last.base_offset).read_next_offset()
+            except (CorruptRecordException, OSError) as e:
+                raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}") from None
+        return last.base_offset if self.size[last.base_offset] == 0 else last.result.next_offset
+
+    def delete_segments_if_log_start_greater_than_log_end(self, leo: int) -> int:
+        """``deleteSegmentsIfLogStartGreaterThanLogEnd`` (dry run): the log end offset the load goes on with."""
+        if leo >= self.checkpoint_lso:
+            return leo
+        self.out.notes.append(f"log end offset {leo} below the checkpointed log start offset {self.checkpoint_lso}: "
+                              f"every segment is deleted")
+        self.out.deleted = [s.base_offset for s in self.segments]
+        self.out.truncated = {}
+        self.remaining = []
+        return self.checkpoint_lso
+
+    def remove_stray_snapshots(self, bases: list[int]) -> None:
+        """The snapshots ``ProducerStateManager.removeStraySnapshots`` leaves over the segments left (``bases``)."""
+        staying = remove_stray_snapshots(self.snapshots, bases)
+        self.snapshots = {o: d for o, d in self.snapshots.items() if o in staying}
+
+    # ------------------------------------------------------------------ the dry run: the startup preview
+
+    def load(self, segments: list[SegmentOnDisk]) -> StartupPreview:
+        """The dry run over ``segments`` (offset order, at least one): the broker's next start predicted."""
+        self.segments = list(segments)
+        self.remaining = list(segments)
+        self.size = {s.base_offset: s.result.size_bytes for s in segments}
+        try:
+            self.load_segment_files()
+            if not self.clean_shutdown:
+                self.recover_log()
+            leo = self.read_log_end_offset()
+            self.out.log_end_offset = self.delete_segments_if_log_start_greater_than_log_end(leo)
+            self.remove_stray_snapshots([s.base_offset for s in self.remaining])
+            if self.remaining and not (self.clean_shutdown and not self.snapshots):
+                self.rebuild_producer_state(leo, self.checkpoint_lso, self.remaining)
+        except LoadFailed as e:
+            self.out.action = ACTION_FAIL
+            self.out.notes.append(f"the broker's load fails: {e}; it takes the whole log dir offline")
+            return self.out
+        return self._outcome()
+
+    def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:
+        """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads that were not recovered."""
+        if upto <= start:
+            return
+        for i, seg in enumerate(loaded):
+            end = loaded[i + 1].base_offset if i + 1 < len(loaded) else None
+            if seg.base_offset >= upto:
+                break
+            if (end is not None and end <= start) or seg.base_offset in self.out.recovered:
+                continue
+            self._read_as_is(seg)
+
+    def _read_as_is(self, seg: SegmentOnDisk) -> None:
+        """A segment not recovered, read by batch size as the producer-state replay reads it."""
+        if seg.result.error is None and seg.result.valid_bytes == seg.result.size_bytes:
+            return  # every batch valid to the end: its sizes chain too (verify read it already)
+        if seg.base_offset not in self.readable:
+            why = None
+            try:
+                with open_log(seg.log_path) as buf:
+                    for _ in batches(buf):
+                        pass
+            except CorruptRecordException as e:
+                why = f"{os.path.basename(seg.log_path)} read for producer state: {e}"
+            self.readable[seg.base_offset] = why
+        if self.readable[seg.base_offset]:
+            raise LoadFailed(self.readable[seg.base_offset])
+
+    def _snapshot_after_recovery(self, seg: SegmentOnDisk) -> None:
+        if self.producer_state:
+            kept = self.size[seg.base_offset]
+            self.snapshots.update(dict.fromkeys({seg.base_offset,
+                                                 seg.base_offset if kept == 0 else seg.result.next_offset}))
+
+    def _recovered(self, seg: SegmentOnDisk) -> None:
+        if seg.base_offset not in self.out.recovered:
+            self.out.recovered.append(seg.base_offset)
+
+    def _cut(self, seg: SegmentOnDisk, keep: int) -> bool:
+        gone = self.size[seg.base_offset] - keep
+        if gone <= 0:
+            return False
+        self.out.truncated[seg.base_offset] = self.out.truncated.get(seg.base_offset, 0) + gone
+        self.size[seg.base_offset] = keep
+        return True
+
+    def _outcome(self) -> StartupPreview:
+        out = self.out
+        deleted = set(out.deleted)
+        out.lost_bytes = (sum(n for b, n in out.truncated.items() if b not in deleted)
+                          + sum(s.result.size_bytes for s in self.segments if s.base_offset in deleted))
+        if out.lost_bytes:
+            out.action = ACTION_TRUNCATE
+            out.lost_offsets = _lost_offsets(self.segments, out, deleted)
+        elif out.recovered:
+            out.action = ACTION_RECOVER
+        if self.clean_shutdown:
+            corrupt = [s for s in self.remaining if s.base_offset not in out.recovered
+                       and (s.result.error is not None or s.result.valid_bytes < s.result.size_bytes)]
+            if corrupt:
+                out.notes.append(f"clean-shutdown marker in front of {len(corrupt)} segment(s) with a corrupt log "
+                                 f"({', '.join(os.path.basename(s.log_path) for s in corrupt)}): the broker "
+                                 f"serves them as they are")
+        return out
+
+    # ------------------------------------------------------------------ the real run: recovery, then a clean stop
+
+    def _take_snapshot(self) -> None:
+        """``ProducerStateManager.takeSnapshot``: only at an offset above the last snapshot."""
+        if self.map_end_offset > self.last_snap_offset:
+            self.snapshots[self.map_end_offset] = manager_snapshot_bytes(self.recovery.producer_state)
+            self.last_snap_offset = self.map_end_offset
+
     def finish(self) -> LoadedPartition:
         """The files after the last segment (call only when every segment was recovered clean)."""
         lso = max(self.checkpoint_lso, self.bases[0]) if self.bases else self.checkpoint_lso
         leo = self.log_end_offset if self.log_end_offset is not None else lso
-        staying = remove_stray_snapshots(self.snapshots, self.bases)
-        self.snapshots = {o: d for o, d in self.snapshots.items() if o in staying and o <= leo}
-        self._reload(leo, lso)  # the log's own manager: LogLoader.load's last rebuildProducerState
+        self.remove_stray_snapshots(self.bases)
+        self.snapshots = {o: d for o, d in self.snapshots.items() if o <= leo}
+        self.rebuild_producer_state(leo, lso)  # the log's own manager: the load's last rebuildProducerState
         kept = dict(self.snapshots)
-        # LogLoader.load cuts the cache at the checkpointed log start offset, not at the first base offset
+        # the load cuts the cache at the checkpointed log start offset, not at the first base offset
         assigned = self.recovery.leader_epochs
         cut_end = truncate_epochs_from_end(assigned, leo)
         epochs = truncate_epochs_from_start(cut_end, self.checkpoint_lso)
@@ -155,78 +434,44 @@ class LogLoader:
                 lec = f.read()
         else:
             lec = b""
-        return LoadedPartition(lso, leo, kept, lec)
+        return LoadedPartition(lso, leo, kept, lec)  # type: ignore[arg-type]
 
 
-def snapshot_files_in(partition_dir: str) -> list[str]:
-    """Names of the producer snapshot files in a partition directory."""
-    return sorted(n for n in os.listdir(partition_dir) if snapshot_offset(n) is not None)
+def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
+                  log_start_offset_checkpoint: int | None, producer_state: bool = True,
+                  unloadable: tuple[Unloadable, ...] | list[Unloadable] = ()) -> StartupPreview:
+    """The broker's next load of a partition whose segments are ``segments`` (offset order): ``LogLoader``'s dry
+    run. ``recovery_point`` and ``log_start_offset_checkpoint`` are the partition's checkpoint entries (None: none,
+    read as 0 as ``LogManager.loadLog`` does); ``producer_state`` is False for a topic on a message format before
+    0.11 (no producer state replay). ``unloadable``: what the start trips on in the partition's log dir
+    (``indexcore.log.unloadable``): a failure anywhere there is this partition's outcome too (the broker exits
+    before it serves anything); a ``.log`` name of this partition the start misreads is a note, and may set the
+    log end offset."""
+    failed = fail_notes(list(unloadable), clean_shutdown)
+    if failed:
+        return StartupPreview(ACTION_FAIL, notes=failed)
+    if not segments:
+        out = StartupPreview(ACTION_NONE, log_end_offset=log_start_offset_checkpoint or 0)
+    else:
+        out = LogLoader(os.path.dirname(segments[0].log_path), log_start_offset_checkpoint=log_start_offset_checkpoint
+                        or 0, dry_run=True, clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0,
+                        producer_state=producer_state).load(segments)
+    for u in unloadable:
+        out.notes.append(f"{u.effect} ({os.path.basename(u.path)})")
+        if u.log_end_offset is not None and out.action != ACTION_FAIL:
+            out.log_end_offset = u.log_end_offset
+    return out
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition of a log dir after ``segdex recover``: clean (recovered whole, its files written) or not."""
-
-    topic: str
-    partition: int
-    clean: bool
-    log_start_offset: int | None = None  # after the load: max(checkpoint, first base offset)
-    log_end_offset: int | None = None
-    first_base_offset: int | None = None
-
-
-def marker_path(log_dir: str) -> str:
-    return os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
-
-
-def remove_clean_shutdown_marker(log_dir: str) -> bool:
-    """Delete the log dir's ``.kafka_cleanshutdown`` (durably) before anything else changes there: a broker must
-    never find a marker in front of files that are being rewritten. Returns whether one was there."""
-    try:
-        os.unlink(marker_path(log_dir))
-    except FileNotFoundError:
-        return False
-    fsync_dir(log_dir)
-    return True
-
-
-def log_dir_checkpoints(partitions: list[PartitionState], checkpoints: LogDirCheckpoints
-                        ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-    """The recovery points and log start offsets ``LogManager`` checkpoints at a clean shutdown, for the
-    partitions of one log dir (``checkpointRecoveryOffsetsInDir``, ``checkpointLogStartOffsetsInDir``).
-
-    A clean partition's recovery point is its log end offset; its log start offset has an entry only while it
-    lies above the first segment's base offset. A partition that is not clean keeps what the files said (the
-    broker then recovers it itself). Entries of partitions no longer in the dir go, as Kafka writes only its logs.
-    """
-    recovery: dict[tuple[str, int], int] = {}
-    starts: dict[tuple[str, int], int] = {}
-    for p in sorted(partitions, key=lambda p: (p.topic, p.partition)):
-        key = (p.topic, p.partition)
-        if p.clean:
-            recovery[key] = p.log_end_offset
-            if p.first_base_offset is not None and p.log_start_offset > p.first_base_offset:
-                starts[key] = p.log_start_offset
-            continue
-        if key in checkpoints.recovery_points:
-            recovery[key] = checkpoints.recovery_points[key]
-        if key in checkpoints.log_start_offsets:
-            starts[key] = checkpoints.log_start_offsets[key]
-    return recovery, starts
-
-
-def finish_log_dir(log_dir: str, partitions: list[PartitionState], checkpoints: LogDirCheckpoints,
-                   marker: bool) -> bool:
-    """Write the log dir's checkpoints (atomically, only where they change), then, when ``marker`` and every
-    partition is clean, ``.kafka_cleanshutdown`` last; returns whether the marker was written. The caller holds
-    the log dir's ``.lock`` and has made every partition's files durable."""
-    recovery, starts = log_dir_checkpoints(partitions, checkpoints)
-    for name, offsets in ((RECOVERY_POINT_CHECKPOINT, recovery), (LOG_START_OFFSET_CHECKPOINT, starts)):
-        path = os.path.join(log_dir, name)
-        if not same_content(path, format_offset_checkpoint(offsets)):
-            write_offset_checkpoint(path, offsets)
-    if not marker or not all(p.clean for p in partitions):
-        return False
-    path = marker_path(log_dir)
-    write_atomic(path, CLEAN_SHUTDOWN_CONTENT, template=mode_template(path))
-    return True
+def _lost_offsets(segments: list[SegmentOnDisk], out: StartupPreview,
+                  deleted: set[int]) -> tuple[int, int | None] | None:
+    """First and last offset of what the start removes: from the first cut (its valid end) or deleted segment's
+    base, to the last valid offset of the deleted segments (None when only an unreadable tail is cut)."""
+    firsts = [s.base_offset if out.truncated[s.base_offset] >= s.result.size_bytes else s.result.next_offset
+              for s in segments if s.base_offset in out.truncated and s.base_offset not in deleted]
+    firsts += [s.base_offset for s in segments if s.base_offset in deleted]
+    if not firsts:
+        return None
+    lasts = [s.result.next_offset - 1 for s in segments if s.base_offset in deleted and s.result.next_offset
+             > s.base_offset]
+    return min(firsts), (max(lasts) if lasts else None)

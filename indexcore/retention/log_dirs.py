@@ -18,7 +18,8 @@ from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_le
 from segdex.indexcore.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
 )
-from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir, read_checkpoints
+from segdex.indexcore.log.log_dir import hold_lock, is_locked, list_log_dir
+from segdex.indexcore.log.log_manager import read_checkpoints
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.unloadable import Unloadable, unloadable_refusal

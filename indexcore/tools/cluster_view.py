@@ -2,7 +2,8 @@
 
 ``kafka-consumer-groups`` and ``kafka-transactions`` ask a live cluster; segdex answers from the disks of its
 brokers (one log dir or many: a whole cluster's disks). The same partition may sit on several of them (replicas);
-segdex reads the replica with the highest log end offset, as the most complete copy, and names the others.
+segdex reads the most complete replica (``most_complete_replica``: the highest end offset, a tie to the log dir
+given first), the same rule the scan's tables follow (``pipelines.coordinators``).
 
 - ``__consumer_offsets`` partitions load as the group coordinator loads them (``group_coordinator_shard``);
 - ``__transaction_state`` partitions as the transaction coordinator does (``transaction_state_manager``);
@@ -21,8 +22,10 @@ coordinator partition none of the log dirs holds (``missing_partitions``: a gap 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
@@ -40,6 +43,27 @@ PARTITION_METADATA = "partition.metadata"
 CLUSTER_METADATA = "__cluster_metadata"
 
 TopicPartition = tuple[str, int]
+V = TypeVar("V")
+
+
+def most_complete_replica(candidates: Iterable[tuple[int, int, V]]) -> V:
+    """The replica to read of a partition several log dirs hold: of ``candidates`` (end offset, rank of the
+    replica's log dir in the order the log dirs were given, value), the one with the highest end offset; on a
+    tie, the one whose log dir was given first. ``ValueError`` when there is none.
+
+    Why this rule: the highest end offset is the copy that holds the most of what the partition's producers wrote
+    (for a coordinator partition, the most group or transaction state), the one an operator restoring a cluster
+    from its disks wants read. Replicas equally far have no better one; the operator's own order decides, as a
+    partition's replica list decides which replica Kafka prefers as leader (the first). Never the order a scan's
+    tasks came back in, nor a path's spelling: the same log dirs given in the same order pick the same replica in
+    ``segdex groups`` and ``transactions`` (``ClusterView``) and in a run's ``groups`` tables."""
+    best: tuple[int, int, V] | None = None
+    for c in candidates:
+        if best is None or c[0] > best[0] or (c[0] == best[0] and c[1] < best[1]):
+            best = c
+    if best is None:
+        raise ValueError("no replica")
+    return best[2]
 
 
 def read_topic_id(partition_dir: str | os.PathLike) -> str | None:
@@ -103,9 +127,9 @@ class ClusterView:
                     out[topic_id] = topic
         return out
 
-    def _most_complete(self, candidates: list[tuple[int, PartitionDir, object]]) -> tuple[PartitionDir, object]:
-        _end, replica, value = max(candidates, key=lambda c: c[0])
-        return replica, value
+    def _rank(self, replica: PartitionDir) -> int:
+        """The position of the replica's log dir among those given."""
+        return [os.fspath(d) for d in self.log_dirs].index(replica.log_dir)
 
     def recovered(self, topic: str, partition: int) -> RecoveredPartition | None:
         """The partition as a broker's recovery leaves it, from its most complete replica; None when no log dir
@@ -119,8 +143,8 @@ class ClusterView:
                 except (SegdexError, OSError) as e:
                     self.problems.append(f"{p.path}: {e}")
                     continue
-                candidates.append((part.log_end_offset, p, part))
-            self._recovered[key] = self._most_complete(candidates)[1] if candidates else None
+                candidates.append((part.log_end_offset, self._rank(p), part))
+            self._recovered[key] = most_complete_replica(candidates) if candidates else None
         return self._recovered[key]  # type: ignore[return-value]
 
     def _recovery_point(self, replica: PartitionDir) -> int | None:
@@ -136,8 +160,9 @@ class ClusterView:
         for (t, partition), replicas in sorted(self.replicas.items()):
             if t != topic:
                 continue
-            candidates = [(loaded.next_offset, p, loaded) for p in replicas for loaded in (load(p.path),)]
-            replica, loaded = self._most_complete(candidates)
+            candidates = [(loaded.next_offset, self._rank(p), (p, loaded)) for p in replicas
+                          for loaded in (load(p.path),)]
+            replica, loaded = most_complete_replica(candidates)
             if loaded.partial:
                 clean = os.path.exists(os.path.join(replica.log_dir, CLEAN_SHUTDOWN_FILE))
                 loaded.after_start = after_broker_start(replica.path, loaded, clean, self._recovery_point(replica),

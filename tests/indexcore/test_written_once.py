@@ -30,15 +30,31 @@ def _definitions() -> list[tuple[Path, ast.AST, bool]]:
     return found
 
 
-def test_no_kafka_method_is_claimed_twice():
+def _claims() -> dict[str, list[str]]:
     claims = collections.defaultdict(list)
     for path, node, _ in _definitions():
         doc = ast.get_docstring(node) or ""
         m = CLAIM.match(doc)
         if m:
             claims[m.group(1)].append(f"{path.relative_to(REPO_ROOT)}:{node.name}")
+    return claims
+
+
+def test_no_kafka_method_is_claimed_twice():
+    claims = _claims()
     assert len(claims) > 20  # the check reads the docstrings it means to
     assert {k: v for k, v in claims.items() if len(v) > 1} == {}
+
+
+def test_the_load_is_written_once():
+    """One model of Kafka's load (issue 39, point 5): ``LogLoader.load`` and ``UnifiedLog.rebuildProducerState``
+    each claimed by exactly one docstring in indexcore, on ``LogLoader``, whose dry run is the startup preview and
+    whose real run is recovery; no module of its own for the preview."""
+    claims = _claims()
+    assert claims["LogLoader.load"] == ["indexcore/log/log_loader.py:LogLoader"]
+    assert claims["UnifiedLog.rebuildProducerState"] == ["indexcore/log/log_loader.py:rebuild_producer_state"]
+    assert claims["TransactionIndex.sanityCheck"] == ["indexcore/index/transaction_index.py:sanity_check"]
+    assert not (INDEXCORE / "log" / "startup_preview.py").exists()
 
 
 # Per-class counterparts, as in Kafka: OffsetIndex.sanityCheck and TimeIndex.sanityCheck, each over its own entries.

@@ -88,3 +88,38 @@ def test_a_damaged_coordinator_partition_marks_its_rows_in_tables_that_gain_the_
     groups = {r["group"]: r["partial"] for r in store.read("groups").to_pylist()}
     assert groups == {"app": False, "simple": False, "elsewhere": None}
     assert {r["partial"] for r in store.read("group_offsets").to_pylist()} == {False}
+
+
+def test_verify_and_segdex_groups_read_the_same_replica_of_a_tie(tmp_path: Path):
+    """Two replicas of ``__consumer_offsets-0`` loaded to the same offset but not equal (group ``app`` committed 5
+    on one broker's disk, 6 on the other's): ``segdex groups`` (``ClusterView``) and a run's ``groups`` table
+    read the same one, the replica of the log dir given first, whatever order the scan's tasks come back in.
+    Before one rule decided both, the table took the first task's replica and ``segdex groups`` the first log
+    dir's."""
+    from datetime import UTC, datetime
+
+    from segdex.indexcore.tools.cluster_view import ClusterView
+    from segdex.pipelines import coordinators
+    from segdex.pipelines.run_context import RunContext
+    from segdex.pipelines.scan import PartitionTask, scan_partition
+    from tests.support.group_log_dirs import commit
+
+    dirs = []
+    for node, offset in ((1, 5), (2, 6)):
+        log_dir = tmp_path / f"broker-{node}"
+        write_partition(log_dir, "__consumer_offsets", 0, [build_batch(0, [commit("app", "orders", 0, offset)])])
+        (log_dir / "meta.properties").write_text(f"version=1\nnode.id={node}\ncluster.id=c\n")
+        dirs.append(str(log_dir))
+    view = ClusterView(dirs)
+    first = view.group_coordinators[0]
+    assert (first.log_dir, first.node_id) == (dirs[0], 1)
+    assert ClusterView(dirs[::-1]).group_coordinators[0].log_dir == dirs[1]
+    ctx = RunContext("verify", "verify-tie", datetime.now(UTC))
+    outcomes = [scan_partition(PartitionTask(d, str(Path(d) / "__consumer_offsets-0"), "__consumer_offsets", 0,
+                                             False, LogConfig()), ctx) for d in dirs]
+    assert outcomes[0].coordination.load.next_offset == outcomes[1].coordination.load.next_offset == 1
+    for order in (outcomes, outcomes[::-1]):  # the tasks' order decides nothing
+        tables = coordinators.build(order, ctx, dirs)
+        assert {(g.log_dir, g.coordinator) for g in tables.groups} == {(dirs[0], 1)}
+        assert {r.committed_offset for r in tables.group_offsets} == {5}
+    assert {g.log_dir for g in coordinators.build(outcomes, ctx, dirs[::-1]).groups} == {dirs[1]}

@@ -31,8 +31,8 @@ import pytest
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.fs import atomic_file
 from segdex.indexcore.log import log_segment
-from segdex.indexcore.log.log_dir import read_checkpoints
-from segdex.indexcore.log.log_loader import LoadedPartition, LogLoader, PartitionState, finish_log_dir
+from segdex.indexcore.log.log_loader import LoadedPartition, LogLoader
+from segdex.indexcore.log.log_manager import PartitionState, finish_log_dir, read_checkpoints
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, index_files, recover_partition
 from segdex.indexcore.status import Reason, SegmentStatus
 from segdex.indexcore.tools import rebuild as rebuild_module

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.log.log_dir import LogDirCheckpoints
+from segdex.indexcore.log.log_manager import LogDirCheckpoints
 from segdex.indexcore.retention import apply as ra
 from segdex.indexcore.retention.log_dirs import PartitionRetention
 from segdex.indexcore.retention.policy import Deletion, RetentionPlan

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from segdex.indexcore.tools.cluster_view import ClusterView
 from segdex.indexcore.tools.consumer_groups import describe_groups
 from tests.support.group_log_dirs import restored_log_dir
@@ -36,3 +38,13 @@ def test_a_clusters_log_dirs_are_read_together_and_the_fullest_replica_wins(tmp_
     rows = {(r.group, r.topic, r.partition): (r.offset, r.log_end_offset) for g in groups for r in g.offsets}
     assert rows[("app", "orders", 0)] == (5, 10) and rows[("simple", "orders", 2)] == (2, 20)
     assert {g.coordinator for g in groups} == {7}
+
+
+def test_the_most_complete_replica_is_the_furthest_then_the_log_dir_given_first():
+    from segdex.indexcore.tools.cluster_view import most_complete_replica
+
+    assert most_complete_replica([(5, 2, "c"), (9, 1, "b"), (7, 0, "a")]) == "b"
+    assert most_complete_replica([(9, 2, "c"), (9, 0, "a"), (9, 1, "b")]) == "a"
+    assert most_complete_replica([(3, 0, "only")]) == "only"
+    with pytest.raises(ValueError):
+        most_complete_replica([])

@@ -1,4 +1,5 @@
-"""The startup preview's single rules, each on a small partition built here, in the test process.
+"""``LogLoader``'s dry run (the startup preview): its single rules, each on a small partition built here, in the test
+process.
 
 ``preview_start`` predicts what Kafka's ``LogLoader.load`` does to a partition at the broker's next start. The
 recorded starts (tests/kafka/golden/startup_preview_kafka.json) judge it on a random workload; here each rule of Kafka's
@@ -9,7 +10,6 @@ load gets a partition of its own, so that a change to any one of them shows:
   (out of order, repeated keys): the expected slots are traced by hand through Kafka's algorithm;
 - ``LogSegment.readNextOffset``: ``read(offsetIndex.lastOffset)`` looks the last entry's offset up and reads
   batches by size from that position on; no batch at or past that offset: the base offset;
-- ``TransactionIndex.sanityCheck`` (whole 34-byte entries only: ``entries = length / 34``);
 - ``LogLoader.load``: ``loadSegmentFiles``, ``recoverLog`` (first truncation deletes every later segment),
   ``deleteSegmentsIfLogStartGreaterThanLogEnd`` (strictly below), ``removeStraySnapshots`` and
   ``UnifiedLog.rebuildProducerState`` (replay from the latest snapshot at or below the offset, else the log start
@@ -26,18 +26,14 @@ import struct
 from pathlib import Path
 
 import crc32c
+import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.layout import index_paths
+from segdex.indexcore.log.log_loader import LogLoader, SegmentOnDisk, StartupPreview, preview_start
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
-from segdex.indexcore.log.startup_preview import (
-    SegmentOnDisk,
-    StartupPreview,
-    preview_start,
-    transaction_index_at_load,
-)
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
@@ -134,26 +130,8 @@ def test_next_offset_is_the_base_offset_when_no_batch_reaches_the_indexed_offset
     assert LogSegment(str(log), 100).read_next_offset() == 100
 
 
-# ------------------------------------------------------------------ TransactionIndex.sanityCheck
-
-
 def _aborted(version: int, pid: int, first: int, last: int, lso: int) -> bytes:
     return struct.pack(">hqqqq", version, pid, first, last, lso)  # AbortedTxn: 34 bytes
-
-
-def test_txn_index_partial_last_entry_is_not_read(tmp_path: Path):
-    """``entries = length / 34``: a whole valid entry followed by 10 stray bytes passes the sanity check."""
-    path = tmp_path / "00000000000000000000.txnindex"
-    path.write_bytes(_aborted(0, 7, 0, 5, 6) + b"\1" * 10)
-    assert transaction_index_at_load(str(path), 0) is None
-
-
-def test_txn_index_entry_ending_below_the_base_is_corrupt(tmp_path: Path):
-    """``sanityCheck``: an aborted transaction whose last offset lies below the segment's base offset."""
-    path = tmp_path / "00000000000000000010.txnindex"
-    path.write_bytes(_aborted(0, 7, 2, 9, 10))
-    assert transaction_index_at_load(str(path), 10) == (
-        "corrupt", "aborted transaction ending at 9 below the base offset 10 in 00000000000000000010.txnindex")
 
 
 # ------------------------------------------------------------------ LogLoader.load
@@ -370,3 +348,24 @@ def test_a_zero_filled_tail_fails_the_log_end_read(tmp_path: Path):
     _put(part, 0, _batch(0) + ZEROS)
     out = preview_start(_on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {SIZE_ZERO}")])
+
+
+# ------------------------------------------------------------------ the real run's truncation rule
+
+
+@pytest.mark.parametrize("damage", ["index present", "no offset index", "txnindex below the base"])
+def test_the_real_run_truncates_as_the_dry_run_predicts(damage: str, tmp_path: Path):
+    """``recover --truncate`` cuts a corrupt tail by the dry run's rule (``truncates_later``): a segment
+    ``loadSegmentFiles`` recovers when it opens it (its offset index missing, or its ``.txnindex`` failing
+    ``sanityCheck``) is cut alone, its later segments kept; otherwise ``recoverLog``'s truncation deletes them."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 5))
+    log = _put(part, 5, _batches(5, 5) + ZEROS, index=damage != "no offset index")
+    _put(part, 10, _batches(10, 5))
+    if damage == "txnindex below the base":
+        Path(index_paths(str(log))[".txnindex"]).write_bytes(_aborted(0, 7, 1, 2, 3))
+    out = preview_start(_on_disk(part), False, None, None)
+    assert out.truncated == {5: len(ZEROS)}
+    seg = PartitionRecovery(LogConfig()).recover_segment(str(log), 5)
+    assert LogLoader(str(part)).truncates_later(seg) == (out.deleted == [10])
+    assert out.deleted == ([10] if damage == "index present" else [])
