@@ -18,7 +18,18 @@ TOPIC_CONFIGS_HELP = ("the saved output of `kafka-configs.sh --bootstrap-server 
                       "(with or without --all): every topic's overrides, and with --all the brokers' settings")
 
 
+CONFIG_SOURCES_HELP = ("Topic configs (cleanup.policy, retention.ms, index.interval.bytes, ...) come from, highest "
+                       "first: --topic-config; Kafka's own configs of its internal topics (__consumer_offsets and "
+                       "__transaction_state are cleanup.policy=compact); --config; --bootstrap-server or "
+                       "--topic-configs; the log dir's metadata log (__cluster_metadata-0: each topic's configs, "
+                       "then the brokers' dynamic ones); --broker-config's log.* settings (log.cleanup.policy, ...); "
+                       "Kafka's defaults (cleanup.policy=delete).")
+
+
 def add_broker_config_argument(parser: argparse.ArgumentParser) -> None:
+    """--broker-config, --topic-configs, --bootstrap-server and --command-config, and where topic configs come from
+    (after the parser's epilog)."""
+    parser.epilog = f"{parser.epilog}. {CONFIG_SOURCES_HELP}" if parser.epilog else CONFIG_SOURCES_HELP
     parser.add_argument("--broker-config", metavar="PATH", help=BROKER_CONFIG_HELP)
     parser.add_argument("--topic-configs", metavar="PATH", help=TOPIC_CONFIGS_HELP)
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",

@@ -33,23 +33,31 @@ HELP = ("list, describe and find hanging transactions offline as kafka-transacti
         "and the partitions' producer state in one or more log dirs")
 
 
+NOW_HELP = ("the time durations are measured to (default: now); give the time the broker stopped to see what it "
+            "would have answered then")
+JSON_HELP = "one JSON object per row"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--now", type=int, metavar="EPOCH_MS",
-                        help="the time durations are measured to (default: now); give the time the broker stopped "
-                             "to see what it would have answered then")
-    parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    parser.add_argument("--now", type=int, metavar="EPOCH_MS", help=NOW_HELP)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="list transactions (kafka-transactions list)")
     listing.add_argument("--duration-filter", type=int, metavar="MS",
                          help="only transactions running longer than MS milliseconds")
     describe = sub.add_parser("describe", help="describe a transactional id (kafka-transactions describe)")
-    describe.add_argument("--transactional-id", required=True, metavar="ID")
+    describe.add_argument("--transactional-id", required=True, metavar="ID",
+                          help="the transactional id to describe, as its producer's transactional.id names it")
     hanging = sub.add_parser("find-hanging", help="open transactions the coordinator will never end")
     hanging.add_argument("--topic", help="only this topic's partitions")
     hanging.add_argument("--partition", type=int, help="only this partition (with --topic)")
     hanging.add_argument("--max-transaction-timeout", type=int, default=15, metavar="MIN",
                          help="the broker's transaction.max.timeout.ms in minutes (default 15)")
     for p in (listing, describe, hanging):
+        # also after the action (`transactions list --json LOGDIR`), as kafka-transactions takes them; SUPPRESS:
+        # when not given here, the value given before the action (or its default) stays
+        p.add_argument("--now", type=int, metavar="EPOCH_MS", default=argparse.SUPPRESS, help=NOW_HELP)
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
         p.add_argument("log_dirs", nargs="+", metavar="LOGDIR",
                        help="a broker's log dir; give several (a cluster's disks) to read them together")
 

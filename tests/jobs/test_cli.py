@@ -31,3 +31,16 @@ def test_a_user_setting_for_openblas_stays():
            "print(os.environ['OPENBLAS_NUM_THREADS'])"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["3"], proc.stderr
+
+
+def test_help_says_where_topic_configs_come_from(capsys):
+    """cleanup.policy decides what clean and retention touch: each command that resolves topic configs names their
+    sources, highest first, in its --help."""
+    from segdex.jobs.cli import main
+
+    for command in ("rebuild", "reindex", "verify", "recover", "retention", "clean"):
+        assert main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "Topic configs (cleanup.policy, retention.ms" in text, command
+        assert "Kafka's defaults (cleanup.policy=delete)." in text, command
+        assert "exit status: 0 clean; 1 something needs attention" in text, command

@@ -17,6 +17,41 @@ def test_transactions_list_and_find_hanging(capsys):
     assert capsys.readouterr().out.startswith("Topic\tPartition\tProducerId")
 
 
+def test_json_and_now_are_taken_after_the_action_too(capsys):
+    """``transactions list --json LOGDIR``, as kafka-transactions takes its options: the same rows as before the
+    action; a value given before the action stays when the action does not repeat it."""
+    logs = str(GOLDEN / "broker_logs")
+    assert cli(["transactions", "--json", "list", logs]) == 0
+    before = capsys.readouterr().out
+    assert cli(["transactions", "list", "--json", logs]) == 0
+    assert capsys.readouterr().out == before
+    assert json.loads(before.splitlines()[0])["TransactionalId"] == "tx-dump"
+    described = [["transactions", "--now", "2000000000000", "describe", "--transactional-id", "tx-dump", "--json",
+                  logs],
+                 ["transactions", "describe", "--json", "--now", "2000000000000", "--transactional-id", "tx-dump",
+                  logs]]
+    outs = []
+    for argv in described:
+        assert cli(argv) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and json.loads(outs[0])["TransactionalId"] == "tx-dump"
+
+
+def test_every_transactions_option_has_help(capsys):
+    import argparse
+
+    from segdex.jobs.cli import build_parser
+
+    command = next(a for a in build_parser("transactions")._actions if isinstance(a, argparse._SubParsersAction))
+    transactions = command.choices["transactions"]
+    actions = next(a for a in transactions._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(actions) == {"list", "describe", "find-hanging"}
+    missing = [(name, a.option_strings) for name, p in actions.items() for a in p._actions if not a.help]
+    assert missing == []
+    assert cli(["transactions", "describe", "--help"]) == 0
+    assert "the transactional id to describe" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_damaged_transaction_state_marks_its_rows_partial_with_kafkas_answer(tmp_path: Path, capsys):
     # Kafka 4.4's own __transaction_state-0: tx-dump's records at offsets 0-9; offset 5's batch (position 656,
     # PrepareAbort) fails its CRC: the load ends at offset 5, tx-dump Ongoing as offset 4 left it
