@@ -151,3 +151,22 @@ def test_remote_argument_errors(sample):
     assert both.returncode == 2 and "give one" in both.stderr
     wrong = segdex("sql", "--remote", "http://127.0.0.1:1", "SELECT 1")
     assert wrong.returncode == 2 and "sc://HOST:PORT" in wrong.stderr
+
+
+def test_fleet_tables_on_s3_through_spark_connect(server, sample, tmp_path, s3_server, s3_bucket):
+    """Tables on object storage queried through a Spark Connect server that has no s3a of its own (a remote
+    server's settings are not segdex's): the rows are read here with delta-rs and sent to the session, so
+    ``segdex sql --remote ... --metadata s3://...`` answers the per-broker GROUP BY with the dirs' counts, and
+    the run's verify through the server recorded them there."""
+    _, remote = copies(sample, tmp_path)
+    (remote / "meta.properties").write_text("version=1\nnode.id=7\ncluster.id=connect-fleet\n")
+    uri = f"s3://{s3_bucket}/segdex"
+    env = s3_server.env()
+    run = segdex("verify", "--remote", server.url, "--no-progress", "--metadata", uri, str(remote), env=env)
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    out = segdex("sql", "--remote", server.url, "--metadata", uri, "--format", "json",
+                 "SELECT broker_id, cluster_id, count(*) AS n FROM segments GROUP BY 1, 2", env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [
+        {"broker_id": 7, "cluster_id": "connect-fleet", "n": sum(1 for _ in remote.rglob("*.log"))}]
+    assert s3_server.secret_key not in out.stdout + out.stderr + run.stdout + run.stderr
