@@ -24,6 +24,7 @@ from segdex.indexcore.log.checkpoints import (
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
+from segdex.indexcore.log.quarantine import QuarantineSession
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
@@ -96,6 +97,9 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
     ``until_clean``, round after round while the offset map fills (each from the last one's end offset, as
     Kafka's next cleaning would start), the last round's plan returned with the count."""
     checkpoint, total = task.cleaner_checkpoint, None
+    # one quarantine for all rounds: each original file kept once, the manifest's restore lines the dir before the run
+    session = (QuarantineSession(task.path, quarantine, run_id, "segdex clean: replaced by cleaned segments")
+               if quarantine is not None else None)
     while True:
         why = held_by(task.log_dir, task.lock_owner)
         if why:
@@ -106,8 +110,8 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         # after a first round, the rest of the range is cleaned whatever its dirty ratio: until it is clean
         rounds = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
-                               task.high_watermark, checkpoint, quarantine, f"{run_id}-{rounds}" if rounds else run_id,
-                               force=rounds > 0)
+                               task.high_watermark, checkpoint, quarantine, run_id, force=rounds > 0,
+                               session=session)
         plan.rounds = int(plan.applied)
         if total is None:
             total = plan
