@@ -1,7 +1,7 @@
 """``segdex clean`` over many log dirs: every partition of a compacted topic planned in a task of its own
 (``indexcore.log.log_cleaner.plan_cleaning``: Kafka's load, ``LogCleanerManager``'s choice, one ``Cleaner`` round
-in memory), or with ``apply`` cleaned (``clean_partition``) under each log dir's lock, the checkpoints written
-after; the ``cleaning`` Delta table.
+counted), or with ``apply`` cleaned (``clean_partition``, group by group) under each log dir's lock, the
+checkpoints written after; the ``cleaning`` Delta table.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: Part
 def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
          cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
     """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
-    ``until_clean`` every round Kafka's cleaner would need, in memory."""
+    ``until_clean`` every round Kafka's cleaner would need (counts only)."""
     found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
     tasks = _compacted(found)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
