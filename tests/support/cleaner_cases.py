@@ -222,6 +222,23 @@ def _merge_edge(rng: random.Random, part: Path, config: LogConfig) -> int:
     return max(own, rng.choice(firsts or [own])) + rng.choice([0, 0, 4, 8, 12])
 
 
+def apply_round(part: Path, round_: CleaningRound) -> None:
+    """A round cleaned in memory (``Cleaner(keep_files=True)``, no writer) into our copy, as Kafka's swap leaves
+    it (the replaced segments' files and snapshots gone)."""
+    for cleaned in round_.segments:
+        for base in cleaned.replaces:
+            for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
+                (part / (segment_name(base)[:-4] + suffix)).unlink(missing_ok=True)
+        stem = part / segment_name(cleaned.base_offset)[:-4]
+        files = {".log": cleaned.log, ".index": cleaned.offset_index, ".timeindex": cleaned.time_index,
+                 ".txnindex": cleaned.txn_index}
+        for suffix, data in files.items():
+            if data is not None:
+                Path(f"{stem}{suffix}").write_bytes(data)
+                if suffix != ".txnindex":
+                    os.utime(f"{stem}{suffix}", ns=(cleaned.mtime_ms * 10**6, cleaned.mtime_ms * 10**6))
+
+
 def _compare(round_: CleaningRound, theirs: Path, ours: Path) -> list[str]:
     """Every cleaned segment's files, as segdex's round left them in ``ours``, against the ones Kafka's round
     left."""
