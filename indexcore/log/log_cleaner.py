@@ -221,7 +221,7 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
         return plan
     if quarantine is not None and session is None:
         session = QuarantineSession(partition_dir, quarantine, run_id, "segdex clean: replaced by cleaned segments")
-    writer = _SwapWriter(partition_dir, session, quarantine)
+    writer = SwapWriter(partition_dir, session, quarantine)
     try:
         round_ = ctx.clean(writer=writer)
     except (UnsupportedCompressionException, SegdexError, OSError) as e:
@@ -249,7 +249,7 @@ def _group_bases(group: list[CleanerSegment]) -> SimpleNamespace:
     return SimpleNamespace(base_offset=group[0].base_offset, replaces=[s.base_offset for s in group])
 
 
-class _SwapWriter(GroupWriter):
+class SwapWriter(GroupWriter):
     """An applied round's groups, each as Kafka's ``cleanSegments`` writes it: its replaced files kept in the
     quarantine, its ``.log`` streamed into a temporary, then ``replace_segments`` (the ``.cleaned`` files, the
     ``.swap`` renames, the old segments' ``.deleted``), before the next group is read."""
