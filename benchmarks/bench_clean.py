@@ -16,6 +16,16 @@ loaded first, only ``doClean`` timed), one partition after another as one cleane
 ``Cleaner.clean`` in this process (the same work: offset map, grouping, cleaning into memory, one core), and the
 whole ``segdex clean --apply --discard`` command (load, plan, clean, swap, fsync; every core) on the same data.
 Medians of ``--runs``. Not a test.
+
+Memory at size (issue 38): ``--memory-gib 1 4`` measures, for each size, one compacted partition of that many GiB
+in 100 MiB segments whose keys are nearly all live (a changelog: batches of 10 records of 1,000 byte values,
+one record in ten overwriting an earlier key), the peak memory of ``segdex clean --apply --discard`` (one round)
+and of the ``--until-clean`` plan, as separate commands: the process tree's resident set sampled every 20 ms
+(anonymous memory, ``RssAnon``, summed over the tree; the mapped segments' page cache, ``RssFile``, apart), and
+the wall time. The segdex the commands run is the one ``python -m segdex.jobs.cli`` imports (run it once per tree
+to compare two)::
+
+    .venv/bin/python -m benchmarks.bench_clean --memory-gib 1 4
 """
 
 from __future__ import annotations
@@ -183,6 +193,106 @@ def segdex_command(log_dir: Path, work: Path) -> float:
     return wall
 
 
+def changelog_partition(root: Path, gib: float) -> Path:
+    """A log dir (generated once) of one compacted partition of ``gib`` GiB in 100 MiB segments, nearly every key
+    live: batches of 10 records with 1,000 byte values, one record in ten overwriting an earlier key."""
+    log_dir = root / f"changelog-{gib}g"
+    stamp = log_dir / ".complete"
+    if stamp.exists():
+        return log_dir
+    shutil.rmtree(log_dir, ignore_errors=True)
+    part = log_dir / "changelog-0"
+    part.mkdir(parents=True)
+    rng = random.Random(38)
+    value = rng.randbytes(1000)
+    total, written, offset, t = int(gib * (1 << 30)), 0, 0, time.perf_counter()
+    while written < total:
+        base, chunks, size = offset, [], 0
+        while size < (100 << 20) - 20_000 and written + size < total:
+            keys = [rng.randrange(offset + i) if offset and rng.random() < 0.1 else offset + i for i in range(10)]
+            recs = [Record(offset + i, T0, f"key-{k}".encode(), value) for i, k in enumerate(keys)]
+            b = build_batch(offset, recs)
+            chunks.append(b)
+            size += len(b)
+            offset += 10
+        (part / segment_name(base)).write_bytes(b"".join(chunks))
+        written += size
+    (part / segment_name(offset)).write_bytes(build_batch(offset, [Record(offset, T0, b"last", value)]))
+    os.sync()
+    stamp.write_text(str(offset))
+    print(f"  generated {log_dir.name} ({offset:,} records) in {time.perf_counter() - t:.0f} s", flush=True)
+    return log_dir
+
+
+def _tree_pids(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(RssAnon, RssFile) of one process, bytes."""
+    anon = file = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    anon = int(line.split()[1]) * 1024
+                elif line.startswith("RssFile:"):
+                    file = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return anon, file
+
+
+def peak_memory(cmd: list[str]) -> tuple[int, int, float, subprocess.CompletedProcess]:
+    """Run ``cmd``; (peak anonymous memory of its process tree, peak mapped file pages, seconds, the result)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_anon = peak_file = 0
+    while proc.poll() is None:
+        sizes = [_rss(p) for p in _tree_pids(proc.pid)]
+        peak_anon = max(peak_anon, sum(a for a, _ in sizes))
+        peak_file = max(peak_file, sum(f for _, f in sizes))
+        time.sleep(0.02)
+    out, err = proc.communicate()
+    return peak_anon, peak_file, time.perf_counter() - t, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def memory_run(root: Path, sizes: list[float]) -> int:
+    """Peak memory and time of an applied round and of an --until-clean plan, per size (the module's docs)."""
+    import segdex
+
+    print(f"segdex clean at size ({os.path.dirname(segdex.__file__) if hasattr(segdex, '__file__') else '?'}"
+          f", dedupe buffer {DEDUPE >> 20} MiB): peak anonymous memory of the process tree (mapped page cache apart)")
+    print(f"{'GiB':>5} {'command':34} {'peak anon':>10} {'mapped':>9} {'seconds':>8}  result")
+    failed = 0
+    for gib in sizes:
+        pristine = changelog_partition(root, gib)
+        base = [sys.executable, "-m", "segdex.jobs.cli", "clean", "--no-record", "--now", str(NOW),
+                "--dedupe-buffer-size", str(DEDUPE), "--topic-config", "changelog:cleanup.policy=compact",
+                "--topic-config", "changelog:segment.bytes=104857600"]
+        for name, extra in (("--until-clean (plan)", ["--until-clean"]), ("--apply --discard", ["--apply",
+                                                                                               "--discard"])):
+            work = fresh_copy(pristine, root / "mem")
+            anon, mapped, secs, proc = peak_memory([*base, *extra, str(work)])
+            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("changelog-0")]
+            result = (line[0][len("changelog-0: "):][:110] if line else f"exit {proc.returncode}: {proc.stderr[-300:]}")
+            failed += proc.returncode != 0
+            print(f"{gib:5} {name:34} {anon / 2**20:7.0f} MiB {mapped / 2**20:5.0f} MiB {secs:8.1f}  {result}",
+                  flush=True)
+        shutil.rmtree(root / "mem", ignore_errors=True)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--offsets-gib", type=float, default=1.0)
@@ -190,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topic-mib", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "segdex-bench-clean")
+    ap.add_argument("--memory-gib", type=float, nargs="+", metavar="GIB",
+                    help="instead: peak memory of an applied round and an --until-clean plan at these sizes")
     args = ap.parse_args(argv)
+    if args.memory_gib:
+        return memory_run(args.root, args.memory_gib)
     from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
     offsets, topic, n_offsets, n_topic = ensure_data(args.root, args.offsets_gib, args.topic_partitions,

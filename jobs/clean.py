@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(outside every log dir)")
     parser.add_argument("--until-clean", action="store_true",
                         help="round after round while the offset map fills, until what Kafka would clean now is "
-                             "clean (a plan: every round in memory; with --apply: each written)")
+                             "clean (a plan: counts only, a round the next one reads spilled to a scratch dir "
+                             "under TMPDIR; with --apply: each written)")
     parser.add_argument("--discard", action="store_true",
                         help="with --apply: keep no copy of the replaced segments (disks without room for both)")
     add_allow_unloadable_argument(parser)

@@ -1,7 +1,7 @@
 """``segdex clean`` over many log dirs: every partition of a compacted topic planned in a task of its own
 (``indexcore.log.log_cleaner.plan_cleaning``: Kafka's load, ``LogCleanerManager``'s choice, one ``Cleaner`` round
-in memory), or with ``apply`` cleaned (``clean_partition``) under each log dir's lock, the checkpoints written
-after; the ``cleaning`` Delta table.
+counted), or with ``apply`` cleaned (``clean_partition``, group by group) under each log dir's lock, the
+checkpoints written after; the ``cleaning`` Delta table.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from segdex.indexcore.log.checkpoints import (
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
+from segdex.indexcore.log.quarantine import QuarantineSession
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
@@ -82,7 +83,7 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: Part
 def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
          cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
     """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
-    ``until_clean`` every round Kafka's cleaner would need, in memory."""
+    ``until_clean`` every round Kafka's cleaner would need (counts only)."""
     found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
     tasks = _compacted(found)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
@@ -96,6 +97,9 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
     ``until_clean``, round after round while the offset map fills (each from the last one's end offset, as
     Kafka's next cleaning would start), the last round's plan returned with the count."""
     checkpoint, total = task.cleaner_checkpoint, None
+    # one quarantine for all rounds: each original file kept once, the manifest's restore lines the dir before the run
+    session = (QuarantineSession(task.path, quarantine, run_id, "segdex clean: replaced by cleaned segments")
+               if quarantine is not None else None)
     while True:
         why = held_by(task.log_dir, task.lock_owner)
         if why:
@@ -106,8 +110,8 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         # after a first round, the rest of the range is cleaned whatever its dirty ratio: until it is clean
         rounds = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
-                               task.high_watermark, checkpoint, quarantine, f"{run_id}-{rounds}" if rounds else run_id,
-                               force=rounds > 0)
+                               task.high_watermark, checkpoint, quarantine, run_id, force=rounds > 0,
+                               session=session)
         plan.rounds = int(plan.applied)
         if total is None:
             total = plan

@@ -4,7 +4,10 @@ Every one: strace's ``when=N`` counts each call of a process, whatever its file,
 most one process makes (the quarantine's copies, the cleaned segments, the swap, the checkpoint, and writes to
 pipes).
 
-    .venv/bin/python -m scripts.crash_every_point [--only rename] [--limit N]
+    .venv/bin/python -m scripts.crash_every_point [--only rename] [--limit N] [--groups]
+
+``--groups``: the partition whose round is four groups (``compacted_groups``), each streamed and swapped in
+before the next.
 
 The suite kills it at 8 random calls (``tests/jobs/test_crash_points.py``); this walks all of them with the same
 checks: the command is killed (``strace -e inject=CALL:signal=KILL:when=N``), Kafka 4.4's own load of what it
@@ -27,8 +30,8 @@ from tests.jobs.test_crash_points import (
     CALL,
     CLEAN_NOW,
     REPO,
+    SHAPES,
     clean_args,
-    compacted,
     joined_lines,
     latest_values,
     strace,
@@ -52,10 +55,10 @@ def calls_per_process(trace: Path) -> dict[str, int]:
     return out
 
 
-def one_point(root: Path, oracle: KafkaOracle, what: str, before: dict) -> str | None:
+def one_point(root: Path, oracle: KafkaOracle, what: str, before: dict, groups: bool = False) -> str | None:
     """The kill at ``what`` and its checks; None when every one holds, else what failed."""
-    part = compacted(root / "crash")
-    proc = strace(clean_args(part.parent, root / "q"), root / "trace", inject=what)
+    part = SHAPES["groups" if groups else "one group"](root / "crash")
+    proc = strace(clean_args(part.parent, root / "q", groups), root / "trace", inject=what)
     if proc.returncode == 0:
         return "not killed"
     loaded = root / "loaded" / "table-0"
@@ -67,7 +70,7 @@ def one_point(root: Path, oracle: KafkaOracle, what: str, before: dict) -> str |
         return "Kafka's load left .cleaned/.swap/.deleted files"
     if latest_values(loaded) != before:
         return "Kafka's load lost a key's value"
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q")],
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q", groups)],
                           cwd=REPO, capture_output=True, text=True)
     if proc.returncode != 0:
         return f"the next run failed ({proc.returncode}): {proc.stderr[-300:]}"
@@ -82,12 +85,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="one call name (write, fsync, rename, unlink, ...)")
     ap.add_argument("--limit", type=int, help="at most this many points of each call")
+    ap.add_argument("--groups", action="store_true", help="a round of four groups")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="segdex-crash-") as tmp:
         base = Path(tmp)
-        clean = compacted(base / "clean")
+        clean = SHAPES["groups" if args.groups else "one group"](base / "clean")
         before = latest_values(clean)
-        strace(clean_args(clean.parent, base / "clean-q"), base / "clean-trace")
+        strace(clean_args(clean.parent, base / "clean-q", args.groups), base / "clean-trace")
         counts = calls_per_process(base / "clean-trace")
         oracle = KafkaOracle(KafkaInstall("4.4.0"), base / "oracle")
         failures, done, start = [], {}, time.monotonic()
@@ -100,7 +104,7 @@ def main() -> int:
                     root = base / "point"
                     shutil.rmtree(root, ignore_errors=True)
                     root.mkdir()
-                    failed = one_point(root, oracle, what, before)
+                    failed = one_point(root, oracle, what, before, args.groups)
                     done[name] = done.get(name, 0) + 1
                     if failed:
                         failures.append(f"{what}: {failed}")

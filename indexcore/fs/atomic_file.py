@@ -125,6 +125,22 @@ def create_temporary(path: str, data: bytes, attributes: FileAttributes, sync: b
     return tmp
 
 
+def open_temporary(path: str, template: str | None = None):
+    """A new temporary file beside ``path`` with the attributes ``path`` would get (``FileAttributes.for_target``),
+    opened for buffered writing: for a file too big to hold in memory, streamed in, then fsynced and renamed by
+    the caller. Returns (its path, the open file)."""
+    attributes = FileAttributes.for_target(path, template)
+    tmp = temporary_path(os.path.dirname(os.path.abspath(path)))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        attributes.apply(fd, path)
+        return tmp, os.fdopen(fd, "wb", buffering=1 << 20)
+    except BaseException:
+        os.close(fd)
+        _discard(tmp)
+        raise
+
+
 def _discard(tmp: str) -> None:
     """Remove a temporary whose write or rename failed (already gone: nothing to do)."""
     with contextlib.suppress(FileNotFoundError):

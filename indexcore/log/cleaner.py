@@ -127,23 +127,32 @@ class CleanedSegment:
     txn_index: bytes | None  # None: no .txnindex file
     mtime_ms: int
     replaces: list[int]  # base offsets of the segments it replaces (its own first)
+    size: int = 0  # its .log's bytes (``log`` holds them only when the Cleaner keeps its files in memory)
 
-    def as_segment(self, max_index_size: int) -> CleanerSegment:
-        """The segment as the log holds it after the swap, in memory: what a planned next round reads."""
-        last = last_batch(self.log, 0, quiet=False)  # LogSegment.readNextOffset
-        return CleanerSegment(f"(planned round's segment {self.base_offset})", self.base_offset, len(self.log),
+    def _bytes(self, path: str | None):
+        return contextlib.nullcontext(self.log) if path is None else open_log(path)
+
+    def as_segment(self, max_index_size: int, path: str | None = None) -> CleanerSegment:
+        """The segment as the log holds it after the swap: what a planned next round reads (its ``.log`` in
+        ``log``, or written at ``path``)."""
+        with self._bytes(path) as buf:
+            last = last_batch(buf, 0, quiet=False)  # LogSegment.readNextOffset
+        return CleanerSegment(path or f"(planned round's segment {self.base_offset})", self.base_offset, self.size,
                               self.mtime_ms, OffsetIndex.from_bytes(self.offset_index, self.base_offset,
                                                                     max_index_size),
                               len(self.time_index) // TIME_INDEX_ENTRY_SIZE,
                               parse_transaction_index(self.txn_index) if self.txn_index else [],
-                              last.last_offset + 1 if last is not None else self.base_offset, data=self.log)
+                              last.last_offset + 1 if last is not None else self.base_offset,
+                              data=self.log if path is None else None)
 
-    def facts(self) -> SegmentFacts:
+    def facts(self, path: str | None = None) -> SegmentFacts:
         """``LogCleanerManager``'s facts of it: its size, its largest timestamp (the time index's last entry,
-        else the modification time the swap gave it) and its first batch's max timestamp."""
+        else the modification time the swap gave it) and its first batch's max timestamp (its ``.log`` in
+        ``log``, or written at ``path``)."""
         largest = TimeIndex.from_bytes(self.time_index, self.base_offset).last_entry()[0]
-        first = next(batches(self.log, 0), None)
-        return SegmentFacts(self.base_offset, len(self.log), largest if largest >= 0 else self.mtime_ms,
+        with self._bytes(path) as buf:
+            first = next(batches(buf, 0), None)
+        return SegmentFacts(self.base_offset, self.size, largest if largest >= 0 else self.mtime_ms,
                             first.max_timestamp if first is not None and first.max_timestamp >= 0 else LONG_MAX)
 
 
@@ -183,14 +192,40 @@ class CleaningRound:
     stats: CleanerStats = field(default_factory=CleanerStats)
 
     def swapped(self, segs: list[CleanerSegment], facts: list[SegmentFacts],
-                max_index_size: int) -> tuple[list[CleanerSegment], list[SegmentFacts]]:
-        """The log's segments (and their facts) after this round's ``LocalLog.replaceSegments``, in memory: each
-        cleaned segment in place of those it replaces, as a broker's cleaner holds the log for its next pass."""
+                new: list[tuple[CleanerSegment, SegmentFacts]]) -> tuple[list[CleanerSegment], list[SegmentFacts]]:
+        """The log's segments (and their facts) after this round's ``LocalLog.replaceSegments``: each cleaned
+        segment (``new``, as ``CleanedSegment.as_segment`` and ``facts`` give it) in place of those it replaces,
+        as a broker's cleaner holds the log for its next pass."""
         gone = {base for c in self.segments for base in c.replaces}
         kept = [(s, f) for s, f in zip(segs, facts, strict=True) if s.base_offset not in gone]
-        new = [(c.as_segment(max_index_size), c.facts()) for c in self.segments]
         both = sorted(kept + new, key=lambda sf: sf[0].base_offset)
         return [s for s, _ in both], [f for _, f in both]
+
+
+class GroupWriter:
+    """Where an applied (or spilled) round's groups go while it reads (``Cleaner.clean(writer=...)``), one group
+    at a time as Kafka's ``cleanSegments`` writes them: ``begin`` once the groups are known (before any write:
+    it may refuse the round), ``open`` at a group's start (the file its ``.log`` bytes stream into), ``commit``
+    once the group is clean (its indexes written, the swap done; returns what the round keeps of it, without its
+    bytes), ``abort`` when the group's cleaning threw (its partial files removed)."""
+
+    def begin(self, groups: list[list[CleanerSegment]], end_offset: int) -> None:
+        pass
+
+    def open(self, group: list[CleanerSegment]):
+        raise NotImplementedError
+
+    def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        pass
+
+
+def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:
+    """What a round keeps of a group written out: its names, sizes and time, not its bytes."""
+    return CleanedSegment(cleaned.base_offset, b"", b"", b"", None, cleaned.mtime_ms, cleaned.replaces,
+                          cleaned.size)
 
 
 def _segment_range(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
@@ -412,8 +447,11 @@ class Cleaner:
     # -- a round -----------------------------------------------------------------------------------------------
 
     def clean(self, segs: list[CleanerSegment], to_clean: LogToClean, log_start_offset: int, high_watermark: int,
-              active_producers: dict[int, LastRecord], config, now_ms: int) -> CleaningRound:
-        """``Cleaner.doClean``: one round at the clock ``now_ms`` (``config``: the topic's ``LogConfig``)."""
+              active_producers: dict[int, LastRecord], config, now_ms: int,
+              writer: GroupWriter | None = None) -> CleaningRound:
+        """``Cleaner.doClean``: one round at the clock ``now_ms`` (``config``: the topic's ``LogConfig``). With a
+        ``writer``, each group is written (and swapped in) as it is cleaned, as Kafka's round does, and the round
+        keeps no group's bytes: its memory is the offset map's, the I/O buffers' and one group's indexes."""
         stats = CleanerStats()
         before_dirty = _segment_range(segs, 0, to_clean.first_dirty_offset)
         legacy_horizon = before_dirty[-1].mtime_ms - config.delete_retention_ms if before_dirty else 0
@@ -422,22 +460,35 @@ class Cleaner:
         end_offset = self.offset_map.latest_offset + 1
         tm = CleanedTransactionMetadata()
         cleaned = []
-        for group in self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
-                                                 config.segment_index_bytes, upper):
+        groups = self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
+                                             config.segment_index_bytes, upper)
+        if writer is not None:
+            writer.begin(groups, end_offset)
+        for group in groups:
+            sink = writer.open(group) if writer is not None else None
             try:
-                cleaned.append(self._clean_segments(segs, group, log_start_offset, active_producers, config,
-                                                    now_ms, tm, legacy_horizon, high_watermark, stats))
+                done = self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms, tm,
+                                            legacy_horizon, high_watermark, stats, sink)
             except IndexFullException as e:
+                if writer is not None:
+                    writer.abort()
                 raise _index_full(e, group, config.segment_index_bytes) from None
+            except BaseException:
+                if writer is not None:
+                    writer.abort()
+                raise
+            cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
+                           else without_bytes(done))
         return CleaningRound(end_offset, cleaned, stats)
 
     def _clean_segments(self, segs: list[CleanerSegment], group: list[CleanerSegment], log_start_offset: int,
                         active_producers: dict[int, LastRecord], config, now_ms: int,
                         tm: CleanedTransactionMetadata, legacy_horizon: int, high_watermark: int,
-                        stats: CleanerStats) -> CleanedSegment:
-        """``Cleaner.cleanSegments``: one group into one segment."""
+                        stats: CleanerStats, sink=None) -> CleanedSegment:
+        """``Cleaner.cleanSegments``: one group into one segment (its ``.log`` bytes into ``sink`` when given)."""
         base = group[0].base_offset
-        out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes, self.keep_files)
+        out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes,
+                          self.keep_files and sink is None, sink)
         tm.cleaned_index = out.txn_index
         for i, seg in enumerate(group):
             seg_upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
@@ -453,7 +504,8 @@ class Cleaner:
         stats.bytes_written += out.size
         txn = out.txn_index.to_bytes() if len(out.txn_index) else None
         return CleanedSegment(base, bytes(out.log) if out.log is not None else b"", out.offset_index.to_bytes(),
-                              out.time_index.to_bytes(), txn, group[-1].mtime_ms, [s.base_offset for s in group])
+                              out.time_index.to_bytes(), txn, group[-1].mtime_ms, [s.base_offset for s in group],
+                              out.size)
 
     def _clean_into(self, seg: CleanerSegment, out: _CleanedLog, retain_legacy_deletes: bool,
                     delete_retention_ms: int, tm: CleanedTransactionMetadata,
@@ -573,10 +625,12 @@ class _CleanedLog:
     by batch (an offset entry, keyed by the batch's last offset at its start, once more than
     ``index.interval.bytes`` were written since the last)."""
 
-    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool = True) -> None:
+    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool = True,
+                 sink=None) -> None:
         self.base_offset = base_offset
         self.interval = index_interval_bytes
-        self.log: bytearray | None = bytearray() if keep else None  # None: a plan's, its bytes only counted
+        self.log: bytearray | None = bytearray() if keep else None  # None: streamed to ``sink``, or only counted
+        self.sink = sink  # a binary file the bytes are written to as they are appended
         self.size = 0
         self.offset_index = OffsetIndex(base_offset, max_index_size)
         self.time_index = TimeIndex(base_offset, max_index_size)
@@ -594,6 +648,8 @@ class _CleanedLog:
         position = self.size
         if self.log is not None:
             self.log += batch_bytes
+        if self.sink is not None:
+            self.sink.write(batch_bytes)
         self.size += len(batch_bytes)
         if batch.max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from segdex.indexcore.fs.atomic_file import fsync_dir, write_atomic
+from segdex.indexcore.fs.atomic_file import fsync_dir, open_temporary, write_atomic
 from segdex.indexcore.log.cleaner import CleanedSegment
 from segdex.indexcore.log.layout import filename_prefix_from_offset, parse_segment_file_name
 from segdex.indexcore.log.log_segment import last_batch
@@ -49,8 +49,17 @@ def replaced_files(partition_dir: str, cleaned: CleanedSegment) -> list[str]:
         partition_dir, cleaned)
 
 
-def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
-    """``LocalLog.replaceSegments`` with one cleaned segment (steps 1-4 of the module doc)."""
+def open_cleaned_log(partition_dir: str, base_offset: int):
+    """A temporary for the ``.log`` of the segment cleaned at ``base_offset`` to be streamed into (the attributes
+    its ``.log.cleaned`` gets): (its path, the open file). ``replace_segments(log_written=...)`` takes it in."""
+    stem = os.path.join(partition_dir, filename_prefix_from_offset(base_offset))
+    return open_temporary(stem + ".log" + CLEANED_SUFFIX, template=stem + ".log")
+
+
+def replace_segments(partition_dir: str, cleaned: CleanedSegment, log_written: str | None = None) -> list[str]:
+    """``LocalLog.replaceSegments`` with one cleaned segment (steps 1-4 of the module doc); ``log_written``: its
+    ``.log`` already streamed into this temporary (``open_cleaned_log``) and fsynced, not in ``cleaned.log``.
+    Returns the files it put in place."""
     stem = os.path.join(partition_dir, filename_prefix_from_offset(cleaned.base_offset))
     template = stem + ".log"
     files = {".log": cleaned.log, ".index": cleaned.offset_index, ".timeindex": cleaned.time_index,
@@ -60,7 +69,10 @@ def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
         if data is None:
             continue
         path = stem + suffix + CLEANED_SUFFIX
-        write_atomic(path, data, fsync_directory=False, template=template)
+        if suffix == ".log" and log_written is not None:
+            os.replace(log_written, path)
+        else:
+            write_atomic(path, data, fsync_directory=False, template=template)
         if suffix != ".txnindex":  # Kafka sets the log's and the two indexes' times, not the txn index's
             os.utime(path, ns=(os.stat(path).st_atime_ns, cleaned.mtime_ms * 1_000_000))
         written.append(stem + suffix)
@@ -80,6 +92,7 @@ def replace_segments(partition_dir: str, cleaned: CleanedSegment) -> None:
     for path in old + snapshots:
         os.unlink(path + DELETED_SUFFIX)
     fsync_dir(partition_dir)
+    return written
 
 
 def complete_swaps(partition_dir: str) -> list[str]:

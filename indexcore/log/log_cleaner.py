@@ -1,7 +1,8 @@
 """Kafka's ``LogCleaner`` for one partition directory, offline: load it as a broker's start does, ask
-``LogCleanerManager`` whether and where it would be cleaned, and run one ``Cleaner`` round in memory, to say what
-the round would leave (``plan_cleaning``: a ``CleaningPlan``) or to write it as Kafka's cleaner does
-(``clean_partition``: ``LocalLog.replaceSegments``, every replaced file kept in a quarantine first).
+``LogCleanerManager`` whether and where it would be cleaned, and run one ``Cleaner`` round, to say what the round
+would leave (``plan_cleaning``: a ``CleaningPlan``, counts only) or to write it as Kafka's cleaner does
+(``clean_partition``: group by group, each streamed into its ``.cleaned`` files and swapped in by
+``LocalLog.replaceSegments`` before the next, every replaced file kept in a quarantine first).
 
 The load is ``LogLoader``'s (every segment recovered, producers expired at ``now``): a partition whose load would
 truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a snappy batch is
@@ -10,16 +11,28 @@ not planned either where the snappy kernel is not built (``error``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import tempfile
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
-from segdex.indexcore.log.cleaner import Cleaner, CleanerSegment, CleaningRound, LastRecord, LogCleaningException
-from segdex.indexcore.log.local_log import complete_swaps, replace_segments, replaced_files
+from segdex.indexcore.log.cleaner import (
+    CleanedSegment,
+    Cleaner,
+    CleanerSegment,
+    CleaningRound,
+    GroupWriter,
+    LastRecord,
+    LogCleaningException,
+    without_bytes,
+)
+from segdex.indexcore.log.local_log import complete_swaps, open_cleaned_log, replace_segments, replaced_files
 from segdex.indexcore.log.log_cleaner_manager import (
     SegmentFacts,
     clamped_high_watermark,
@@ -30,7 +43,7 @@ from segdex.indexcore.log.log_cleaner_manager import (
 from segdex.indexcore.log.log_loader import LogLoader
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.producer_state import ProducerStateManager
-from segdex.indexcore.log.quarantine import keep_in_quarantine
+from segdex.indexcore.log.quarantine import QuarantineSession
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
 from segdex.indexcore.status import SegmentStatus
@@ -137,47 +150,233 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                   checkpoint: int | None = None, until_clean: bool = False) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
-    ``Cleaner.doClean`` in memory with this thread's offset map (``CleanerConfig``); with ``until_clean``, while
-    the offset map fills, the next rounds too, each over the segments the last one left (in memory, as a
-    broker's cleaner holds the log between its passes), until the range is clean."""
-    return _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                       checkpoint, until_clean, keep_files=until_clean)[0]
+    ``Cleaner.doClean`` with this thread's offset map (``CleanerConfig``), its figures counted, no byte kept;
+    with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
+    left, as a broker's cleaner holds the log between its passes: a round a later one reads is written to a
+    scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory."""
+    plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
+                         checkpoint)
+    if ctx is None:
+        return plan
+    if not until_clean:
+        try:
+            round_ = ctx.clean()
+        except (UnsupportedCompressionException, SegdexError, OSError) as e:
+            plan.error = _round_error(e)
+            return plan
+        return _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
+    with tempfile.TemporaryDirectory(prefix="segdex-clean-plan-") as scratch:
+        writer = _ScratchWriter(scratch, ctx.config.segment_index_bytes)
+        segs, facts, previous = ctx.loaded.segments, ctx.loaded.facts, None
+        while True:
+            if previous is not None:
+                segs, facts = previous.swapped(segs, facts, writer.take())
+                ctx.view = cleaning_view(facts, ctx.start, ctx.loaded.log_end_offset, ctx.lso, previous.end_offset,
+                                         now_ms, config)
+                if ctx.view.log.cleanable_bytes == 0:
+                    break
+            writer.upper = ctx.view.log.first_uncleanable_offset
+            try:
+                round_ = ctx.clean(segs, writer)
+            except (UnsupportedCompressionException, SegdexError, OSError) as e:
+                if previous is None:
+                    plan.error = _round_error(e)
+                    return plan
+                plan.error = _round_error(e, f"round {plan.rounds + 1}")
+                break
+            if previous is None:
+                plan = _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
+            elif round_.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
+                plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
+                break
+            else:
+                plan = plan.followed_by(_round_plan(CleaningPlan(), round_, ctx.view.log.first_uncleanable_offset))
+            if not plan.map_full:
+                break
+            previous = round_
+    return plan
 
 
 def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                     log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                     checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
-                    force: bool = False) -> CleaningPlan:
-    """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``):
-    each cleaned segment replaces its sources as ``LocalLog.replaceSegments`` does (``local_log``), every file it
-    removes first kept under ``quarantine`` (None: discarded). The log dir's ``cleaner-offset-checkpoint`` is the
-    caller's to write (``end_offset``), once per log dir. The caller holds the log dir's ``.lock``."""
+                    force: bool = False, session: QuarantineSession | None = None) -> CleaningPlan:
+    """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``),
+    streamed as Kafka's round streams it: each group cleaned into its ``.cleaned`` files while its segments are
+    read, then swapped in (``LocalLog.replaceSegments``, ``local_log``) before the next group starts, every file it
+    removes first kept under ``quarantine`` (None: discarded) through ``session`` (one per run and partition:
+    across ``--until-clean`` rounds, each original file kept once). Memory: the offset map, the I/O buffers and one
+    group's indexes. The log dir's ``cleaner-offset-checkpoint`` is the caller's to write (``end_offset``), once
+    per log dir. The caller holds the log dir's ``.lock``.
+
+    A round that throws part way (Kafka's round throws there too: a full index, a damaged batch) leaves the groups
+    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False)."""
     # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
     finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
     finished += complete_swaps(partition_dir)
-    plan, round_ = _plan_round(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint,
-                               high_watermark, checkpoint)
+    plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
+                         checkpoint)
     plan.finished = "; ".join(finished) or None
-    if plan.error or round_ is None or not (plan.would_clean or force):
+    if ctx is None or not (plan.would_clean or force):
         return plan
-    files = [f for c in round_.segments for f in replaced_files(partition_dir, c)]
-    need = sum(len(c.log) + len(c.offset_index) + len(c.time_index) + len(c.txn_index or b"")
-               for c in round_.segments)
-    short = _short_of_room(partition_dir, need) or (
-        quarantine and _short_of_room(quarantine, sum(os.path.getsize(f) for f in files)))
-    if short:
-        plan.error = f"not applied: {short}; nothing was changed"
+    if quarantine is not None and session is None:
+        session = QuarantineSession(partition_dir, quarantine, run_id, "segdex clean: replaced by cleaned segments")
+    writer = SwapWriter(partition_dir, session, quarantine)
+    try:
+        round_ = ctx.clean(writer=writer)
+    except (UnsupportedCompressionException, SegdexError, OSError) as e:
+        plan.error = (f"not applied: {e}" if isinstance(e, _ShortOfRoom) else _round_error(e))
+        if writer.groups:
+            plan.error += (f"; the {writer.groups} cleaned segments before it were swapped in, as Kafka's round "
+                           f"leaves them (cleaner-offset-checkpoint unchanged)")
+            plan.quarantine = session.where if session is not None else None
+        elif not isinstance(e, _ShortOfRoom):
+            plan.error += "; nothing was changed"
         return plan
-    if quarantine is not None:
-        manifest = keep_in_quarantine(partition_dir, files, quarantine, run_id,
-                                      f"segdex clean: replaced by cleaned segments "
-                                      f"{', '.join(str(c.base_offset) for c in round_.segments)}")
-        plan.quarantine = os.path.dirname(manifest.pieces[0].quarantined) if manifest.pieces else None
-    for cleaned in round_.segments:
-        replace_segments(partition_dir, cleaned)
+    _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
+    plan.quarantine = session.where if session is not None and session.manifest.pieces else None
     plan.applied = True
     plan.bytes_freed = plan.bytes_before - plan.bytes_after
     return plan
+
+
+class _ShortOfRoom(SegdexError):
+    """A filesystem without room for the next write: the round stops before it."""
+
+
+def _group_bases(group: list[CleanerSegment]) -> SimpleNamespace:
+    """What ``local_log.replaced_files`` reads of a cleaned segment, known before it is written."""
+    return SimpleNamespace(base_offset=group[0].base_offset, replaces=[s.base_offset for s in group])
+
+
+class SwapWriter(GroupWriter):
+    """An applied round's groups, each as Kafka's ``cleanSegments`` writes it: its replaced files kept in the
+    quarantine, its ``.log`` streamed into a temporary, then ``replace_segments`` (the ``.cleaned`` files, the
+    ``.swap`` renames, the old segments' ``.deleted``), before the next group is read."""
+
+    def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None) -> None:
+        self.partition_dir = partition_dir
+        self.session = session
+        self.quarantine = quarantine
+        self.groups = 0  # groups swapped in
+        self.tmp: str | None = None
+        self.file = None
+
+    def _needs(self, group: list[CleanerSegment]) -> tuple[int, int]:
+        """(bytes the group's cleaned files may take at most, bytes of the originals it replaces to keep)."""
+        out = sum(s.size + len(s.offset_index) * 8 + (s.time_index_entries + 2) * 12 + 4096 for s in group)
+        files = replaced_files(self.partition_dir, _group_bases(group))
+        keep = self.session.to_keep(files) if self.session is not None else []
+        return out, sum(os.path.getsize(f) for f in keep)
+
+    def _short(self, out: int, keep: int) -> str | None:
+        if not keep:
+            return _short_of_room(self.partition_dir, out)
+        if _same_filesystem(self.partition_dir, self.quarantine):
+            return _short_of_room(self.partition_dir, out + keep)
+        return _short_of_room(self.partition_dir, out) or _short_of_room(self.quarantine, keep)
+
+    def begin(self, groups: list[list[CleanerSegment]], end_offset: int) -> None:
+        """Room for the largest group beside the partition, and in the quarantine for every original the round
+        replaces (a quarantine on the log dir's filesystem: for the largest group's, as each group frees its
+        sources before the next is kept)."""
+        needs = [self._needs(g) for g in groups]
+        if not needs:
+            return
+        out = max(o for o, _ in needs)
+        keep = (max(o + k for o, k in needs) - out if _same_filesystem(self.partition_dir, self.quarantine)
+                else sum(k for _, k in needs))
+        short = self._short(out, keep)
+        if short:
+            raise _ShortOfRoom(f"{short}; nothing was changed")
+
+    def open(self, group: list[CleanerSegment]):
+        if self.session is not None:
+            short = self._short(*self._needs(group))
+            if short:
+                raise _ShortOfRoom(f"stopped before segment {group[0].base_offset}: {short}")
+            self.session.keep(replaced_files(self.partition_dir, _group_bases(group)))
+        self.tmp, self.file = open_cleaned_log(self.partition_dir, group[0].base_offset)
+        return self.file
+
+    def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        tmp, self.tmp, self.file = self.tmp, None, None
+        written = replace_segments(self.partition_dir, cleaned, log_written=tmp)
+        if self.session is not None:
+            self.session.wrote(written)
+        self.groups += 1
+        return without_bytes(cleaned)
+
+    def abort(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        if self.tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)
+        self.tmp = self.file = None
+
+
+class _ScratchWriter(GroupWriter):
+    """A planned round's groups written to a scratch directory when a later round reads them (the round ends
+    before ``upper``: the map filled), else only counted. ``take`` hands the next round the segments written
+    (as ``CleanerSegment`` and their facts); a scratch file a later group replaces is removed once that group is
+    written."""
+
+    def __init__(self, scratch: str, max_index_size: int) -> None:
+        self.scratch = scratch
+        self.max_index_size = max_index_size
+        self.upper = 0  # the round's first uncleanable offset
+        self.spill = False
+        self.path: str | None = None
+        self.file = None
+        self.new: list[tuple[CleanerSegment, SegmentFacts]] = []
+        self.serial = 0
+
+    def begin(self, groups: list[list[CleanerSegment]], end_offset: int) -> None:
+        self.spill = end_offset < self.upper
+        if self.spill:
+            need = sum(s.size for g in groups for s in g)
+            short = _short_of_room(self.scratch, need)
+            if short:
+                raise _ShortOfRoom(f"the planned rounds' scratch directory {short} (set TMPDIR elsewhere)")
+
+    def open(self, group: list[CleanerSegment]):
+        if not self.spill:
+            return None
+        self.serial += 1
+        self.path = os.path.join(self.scratch, f"{group[0].base_offset:020d}.{self.serial}.log")
+        self.file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit or abort
+        return self.file
+
+    def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
+        if self.file is not None:
+            self.file.close()
+            self.new.append((cleaned.as_segment(self.max_index_size, self.path), cleaned.facts(self.path)))
+            self.file = None
+        for seg in group:  # a scratch file of an earlier round: read for the last time
+            if seg.log_path.startswith(self.scratch + os.sep):
+                os.unlink(seg.log_path)
+        return without_bytes(cleaned)
+
+    def abort(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+    def take(self) -> list[tuple[CleanerSegment, SegmentFacts]]:
+        new, self.new = self.new, []
+        return new
+
+
+def _same_filesystem(a: str, b: str | None) -> bool:
+    if b is None:
+        return False
+    while not os.path.exists(b) and os.path.dirname(b) != b:  # a quarantine not created yet
+        b = os.path.dirname(b)
+    return os.stat(a).st_dev == os.stat(b).st_dev
 
 
 def _short_of_room(path: str, need: int) -> str | None:
@@ -191,10 +390,28 @@ def _short_of_room(path: str, need: int) -> str | None:
     return None
 
 
-def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
-                log_start_offset_checkpoint: int, high_watermark: int | None,
-                checkpoint: int | None, until_clean: bool = False,
-                keep_files: bool = True) -> tuple[CleaningPlan, CleaningRound | None]:
+@dataclass
+class _Prepared:
+    """A partition loaded and viewed for cleaning, its offset map made: what a round needs."""
+
+    loaded: LoadedForCleaning
+    view: object
+    config: LogConfig
+    cleaning: Cleaner
+    start: int
+    hw: int
+    lso: int
+    now_ms: int
+
+    def clean(self, segs: list[CleanerSegment] | None = None, writer: GroupWriter | None = None) -> CleaningRound:
+        return self.cleaning.clean(self.loaded.segments if segs is None else segs, self.view.log, self.start,
+                                   self.hw, self.loaded.active_producers(), self.config, self.now_ms, writer)
+
+
+def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
+             log_start_offset_checkpoint: int, high_watermark: int | None,
+             checkpoint: int | None) -> tuple[CleaningPlan, _Prepared | None]:
+    """The partition loaded, ``LogCleanerManager``'s choice made; the round's context (None: no round)."""
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
         loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
@@ -220,32 +437,8 @@ def _plan_round(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, n
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, keep_files, cleaner.thread_io_buffer_size)
-    try:
-        round_ = cleaning.clean(loaded.segments, view.log, start, hw, loaded.active_producers(), config, now_ms)
-    except (UnsupportedCompressionException, SegdexError, OSError) as e:
-        plan.error = _round_error(e)
-        return plan, None
-    _round_plan(plan, round_, view.log.first_uncleanable_offset)
-    if until_clean:
-        segs, facts = loaded.segments, loaded.facts
-        previous = round_
-        while plan.map_full:
-            segs, facts = previous.swapped(segs, facts, config.segment_index_bytes)
-            view = cleaning_view(facts, start, end, lso, previous.end_offset, now_ms, config)
-            if view.log.cleanable_bytes == 0:
-                break
-            try:
-                later = cleaning.clean(segs, view.log, start, hw, loaded.active_producers(), config, now_ms)
-            except (UnsupportedCompressionException, SegdexError, OSError) as e:
-                plan.error = _round_error(e, f"round {plan.rounds + 1}")
-                break
-            if later.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
-                plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
-                break
-            plan = plan.followed_by(_round_plan(CleaningPlan(), later, view.log.first_uncleanable_offset))
-            previous = later
-    return plan, round_
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size)
+    return plan, _Prepared(loaded, view, config, cleaning, start, hw, lso, now_ms)
 
 
 def _round_error(e: Exception, where: str = "") -> str:

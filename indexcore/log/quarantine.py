@@ -42,6 +42,9 @@ class QuarantineManifest:
     run_id: str
     reason: str
     pieces: list[QuarantinedPiece] = field(default_factory=list)
+    # shell commands that put the partition back as it was before the run, in order (``QuarantineSession``: the
+    # files the run left removed, then every original copied back); empty where each piece's own line does it
+    restore: list[str] = field(default_factory=list)
 
 
 def check_quarantine_dir(quarantine: str, log_dirs: list[str]) -> str:
@@ -143,9 +146,9 @@ def truncate_with_quarantine(partition_dir: str, log_path: str, valid_bytes: int
     return manifest
 
 
-def _keep_files(where: str, manifest: QuarantineManifest, files: list[str]) -> None:
+def _keep_files(where: str, manifest: QuarantineManifest, files: list[str], restore=None) -> None:
     """Copy each file whole and durably under ``where`` (a name already there gets the run id appended), each a
-    piece of the manifest, which is rewritten after each copy."""
+    piece of the manifest, which is rewritten after each copy (``restore()``: its top-level restore lines)."""
     for path in files:
         dst = os.path.join(where, os.path.basename(path))
         if os.path.exists(dst):
@@ -154,6 +157,8 @@ def _keep_files(where: str, manifest: QuarantineManifest, files: list[str]) -> N
         _copy_durably(path, dst)
         manifest.pieces.append(QuarantinedPiece("file", os.path.realpath(path), dst, size, digest, 0,
                                                 f"cp -p '{dst}' '{os.path.realpath(path)}'"))
+        if restore is not None:
+            manifest.restore = restore()
         _write_manifest(where, manifest)
 
 
@@ -166,3 +171,46 @@ def keep_in_quarantine(partition_dir: str, files: list[str], quarantine: str, ru
     manifest = QuarantineManifest(os.path.realpath(partition_dir), run_id, reason)
     _keep_files(where, manifest, files)
     return manifest
+
+
+class QuarantineSession:
+    """One run's quarantine of one partition across all its writes (``segdex clean --apply``: every group of every
+    round): each ORIGINAL file (one the partition held before the run) kept once, before the write that replaces
+    it; a file the run itself wrote and a later round replaces is not kept (it can be made again from the
+    originals). One manifest for the run, rewritten after each piece, whose top-level ``restore`` lines remove what
+    the run left and copy every original back: the partition as it was before the run."""
+
+    def __init__(self, partition_dir: str, quarantine: str, run_id: str, reason: str) -> None:
+        self.partition_dir = os.path.realpath(partition_dir)
+        self.where = partition_quarantine(quarantine, partition_dir)
+        self.manifest = QuarantineManifest(self.partition_dir, run_id, reason)
+        self.written: set[str] = set()  # real paths of the files this run put into the partition
+        self.kept: set[str] = set()  # real paths of the originals kept
+
+    def to_keep(self, files: list[str]) -> list[str]:
+        """Those of ``files`` that are originals not kept yet."""
+        real = [os.path.realpath(f) for f in files]
+        return [f for f, r in zip(files, real, strict=True) if r not in self.written and r not in self.kept]
+
+    def keep(self, files: list[str]) -> None:
+        """Copy the originals among ``files`` durably under the quarantine, before anything replaces them."""
+        todo = self.to_keep(files)
+        if not todo and self.manifest.pieces:
+            return
+        os.makedirs(self.where, exist_ok=True)
+        _keep_files(self.where, self.manifest, todo, self._restore)
+        self.kept.update(os.path.realpath(f) for f in todo)
+        if not todo:
+            _write_manifest(self.where, self.manifest)
+
+    def wrote(self, files: list[str]) -> None:
+        """``files`` were written into the partition by this run: a later replacement of them keeps nothing, and
+        the restore lines remove them first."""
+        self.written.update(os.path.realpath(f) for f in files)
+        if self.manifest.pieces:
+            self.manifest.restore = self._restore()
+            _write_manifest(self.where, self.manifest)
+
+    def _restore(self) -> list[str]:
+        return ([f"rm -f '{p}'" for p in sorted(self.written)]
+                + [f"cp -p '{p.quarantined}' '{p.source}'" for p in self.manifest.pieces])

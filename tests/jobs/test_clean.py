@@ -178,6 +178,39 @@ def test_until_clean_repeats_rounds_while_the_offset_map_fills(tmp_path: Path, c
     assert not again.would_clean or not again.map_full  # nothing left that needs another full round
 
 
+def test_until_clean_keeps_each_original_once_and_restores_the_dir_as_before_the_run(tmp_path: Path, capsys):
+    """``--until-clean --apply --quarantine``: of all the rounds' replaced files, only the originals are kept (a
+    round's output a later round replaces is not), each once, in one manifest whose top-level restore lines put the
+    partition back as it was before the run."""
+    import json
+    import subprocess
+
+    log_dir, now = _compacted_log_dir(tmp_path, 1, seed=11)
+    part = log_dir / "orders-0"
+    originals = {p.name: p.read_bytes() for p in part.iterdir()}
+    q = tmp_path / "q"
+    assert segdex(["clean", "--now", str(now), "--no-record", "--dedupe-buffer-size", str(24 * 5), "--topic-config",
+                   "orders:cleanup.policy=compact", "--until-clean", "--apply", "--quarantine", str(q),
+                   str(log_dir)]) == 0
+    out = capsys.readouterr().out
+    rounds = int(out.split(" rounds: ")[0].rsplit("; ", 1)[1])
+    assert rounds > 2, out
+    (manifest,) = q.rglob("manifest.json")
+    m = json.loads(manifest.read_text())
+    assert m["earlier"] == []  # one run, one manifest: no round's record pushed aside
+    sources = [Path(p["source"]).name for p in m["pieces"]]
+    assert len(sources) == len(set(sources)) and set(sources) <= set(originals)
+    for piece in m["pieces"]:  # each the original's bytes, not a later round's input
+        assert Path(piece["quarantined"]).read_bytes() == originals[Path(piece["source"]).name]
+    kept = sum(p.stat().st_size for p in manifest.parent.iterdir() if p.name != "manifest.json")
+    assert kept <= sum(len(b) for b in originals.values())
+    assert {p.name for p in manifest.parent.iterdir()} == {*sources, "manifest.json"}
+    assert {p.name: p.read_bytes() for p in part.iterdir()} != originals
+    for line in m["restore"]:
+        subprocess.run(["sh", "-c", line], check=True)
+    assert {p.name: p.read_bytes() for p in part.iterdir()} == originals
+
+
 def test_a_corrupt_partition_is_left_alone_and_the_others_cleaned(tmp_path: Path, capsys):
     """A flipped byte in a compacted partition's cleanable range: that partition untouched (named with its file and
     why), exit 1; the other partition of the log dir cleaned."""

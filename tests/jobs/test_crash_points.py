@@ -294,6 +294,28 @@ def compacted(root: Path) -> Path:
     return part
 
 
+def compacted_groups(root: Path) -> Path:
+    """A compacted partition whose round is several groups: four segments of about 700 KB (every key overwritten
+    in each) and an active one, cleaned with ``segment.bytes`` 1 MiB (``GROUPS_CONFIG``), so that each segment is
+    a group of its own, streamed and swapped in before the next is read."""
+    rng = random.Random(3)
+    part = root / "logs" / "table-0"
+    part.mkdir(parents=True)
+    offset = 0
+    for _ in range(4):
+        base, batches = offset, []
+        for _ in range(70):
+            batches.append(build_batch(offset, [(1_700_000_000_000, f"k{rng.randrange(300)}".encode(),
+                                                 rng.randbytes(1000)) for _ in range(10)]))
+            offset += 10
+        (part / f"{base:020d}.log").write_bytes(b"".join(batches))
+    (part / f"{offset:020d}.log").write_bytes(build_batch(offset, [(1_700_000_000_000, b"last", b"x")]))
+    return part
+
+
+GROUPS_CONFIG = "table:segment.bytes=1048576"
+
+
 def latest_values(part: Path) -> dict[bytes, bytes | None]:
     """Each key's last value in offset order, over the live segments (a compacted topic's meaning)."""
     from segdex.indexcore.record.file_records import batches, open_log
@@ -309,9 +331,14 @@ def latest_values(part: Path) -> dict[bytes, bytes | None]:
     return out
 
 
-def clean_args(log_dir: Path, quarantine: Path) -> list[str]:
+def clean_args(log_dir: Path, quarantine: Path, groups: bool = False) -> list[str]:
+    """``groups``: for ``compacted_groups``' partition, a segment of its own per group."""
     return ["clean", "--apply", "--quarantine", str(quarantine), "--no-record", "--now", str(CLEAN_NOW),
-            "--topic-config", "table:cleanup.policy=compact", str(log_dir)]
+            "--topic-config", "table:cleanup.policy=compact", *(["--topic-config", GROUPS_CONFIG] if groups else []),
+            str(log_dir)]
+
+
+SHAPES = {"one group": compacted, "groups": compacted_groups}
 
 
 def test_clean_apply_order(tmp_path):
@@ -324,7 +351,8 @@ def test_clean_apply_order(tmp_path):
     evs = events(tmp_path / "trace")
     renames = [(i, p) for i, (n, p) in enumerate(evs) if n.startswith("rename")]
     first_cleaned = min(i for i, p in renames if p[-1].endswith(".cleaned"))
-    copies = [i for i, (n, p) in enumerate(evs) if n == "fsync" and p and str(tmp_path / "q") in p[0]]
+    copies = [i for i, (n, p) in enumerate(evs) if n == "fsync" and p and str(tmp_path / "q") in p[0]
+              and os.path.basename(p[0])[:1].isdigit()]  # the copies (the manifest is rewritten after the swap too)
     assert copies and max(copies) < first_cleaned
     swaps = [i for i, p in renames if p[-1].endswith(".swap")]
     deleted = [i for i, p in renames if p[-1].endswith(".deleted")]
@@ -336,17 +364,46 @@ def test_clean_apply_order(tmp_path):
     assert check_atomic_order(tmp_path / "trace", part.parent) >= 1
 
 
+def test_clean_apply_order_group_by_group(tmp_path):
+    """A round of four groups, streamed: each group's originals are in the quarantine, fsynced, before its own
+    ``.cleaned`` files exist and after the group before it was swapped in (room for a group, not a round); each
+    group's ``.swap`` files are renamed in before the next group's ``.cleaned`` file; the checkpoint last."""
+    part = compacted_groups(tmp_path)
+    bases = sorted(p.name[:20] for p in part.glob("*.log"))[:-1]
+    proc = strace(clean_args(part.parent, tmp_path / "q", groups=True), tmp_path / "trace")
+    assert proc.returncode == 0, proc.stderr
+    evs = events(tmp_path / "trace")
+    renames = [(i, p) for i, (n, p) in enumerate(evs) if n.startswith("rename")]
+    q = str(tmp_path / "q")
+    for n, base in enumerate(bases):
+        cleaned = min(i for i, p in renames if p[-1].endswith(f"{base}.log.cleaned"))
+        copied = [i for i, (c, p) in enumerate(evs) if c == "fsync" and p and p[0].startswith(q)
+                  and os.path.basename(p[0]).startswith(base)]
+        assert copied and max(copied) < cleaned, base
+        swapped_in = max(i for i, p in renames if p[0].endswith(".swap") and os.path.basename(p[0]).startswith(base))
+        if n + 1 < len(bases):
+            later = bases[n + 1]
+            assert swapped_in < min(i for i, p in renames if p[-1].endswith(f"{later}.log.cleaned")), base
+            assert swapped_in < min(i for i, (c, p) in enumerate(evs) if c == "fsync" and p and p[0].startswith(q)
+                                    and os.path.basename(p[0]).startswith(later)), base
+    checkpoint = max(i for i, p in renames if p[-1].endswith("cleaner-offset-checkpoint"))
+    assert checkpoint > max(i for i, p in renames if p[0].endswith(".swap"))
+    assert check_atomic_order(tmp_path / "trace", part.parent) >= 4
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("seed", range(8))
-def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44):
-    clean = compacted(tmp_path / "clean")
+def test_clean_apply_killed_at_a_random_call(tmp_path, seed, shape, kafka44):
+    groups = shape == "groups"
+    clean = SHAPES[shape](tmp_path / "clean")
     before = latest_values(clean)
-    strace(clean_args(clean.parent, tmp_path / "clean-q"), tmp_path / "clean-trace")
+    strace(clean_args(clean.parent, tmp_path / "clean-q", groups), tmp_path / "clean-trace")
     assert latest_values(clean) == before  # the round keeps every key's last value (none expired at this clock)
     counts = call_counts(tmp_path / "clean-trace", clean)
 
-    part = compacted(tmp_path / "crash")
+    part = SHAPES[shape](tmp_path / "crash")
     what = injection(seed, counts)
-    proc = strace(clean_args(part.parent, tmp_path / "q"), tmp_path / "trace", inject=what)
+    proc = strace(clean_args(part.parent, tmp_path / "q", groups), tmp_path / "trace", inject=what)
     assert proc.returncode != 0, f"not killed by {what}"
     # Kafka's own load of what the kill left: it finishes or rolls back the swap, and no key's value is lost
     loaded = tmp_path / "loaded" / "table-0"
@@ -356,8 +413,8 @@ def test_clean_apply_killed_at_a_random_call(tmp_path, seed, kafka44):
     assert not [p for p in loaded.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
     assert latest_values(loaded) == before, what
     # segdex's next run finishes the same way and cleans
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, tmp_path / "q")],
-                          cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli",
+                           *clean_args(part.parent, tmp_path / "q", groups)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, (what, proc.stdout, proc.stderr)
     assert not [p for p in part.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
     assert latest_values(part) == before, what
@@ -380,26 +437,33 @@ def swap_in_renames(trace: Path) -> list[tuple[int, str]]:
     return out
 
 
-def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, kafka44):
-    """Killed at each ``.swap`` renamed in (the ``.log``'s, then its indexes'): Kafka's load and segdex's next run
-    rename the rest in, lose no value and leave no ``.swap`` (the walk over every call, scripts/crash_every_point.py,
-    found a ``.txnindex.swap`` segdex left behind here)."""
-    clean = compacted(tmp_path / "clean")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, shape, kafka44):
+    """Killed at each ``.swap`` renamed in (the ``.log``'s, then its indexes'; with ``groups``, of every group of
+    the round, the groups before it already swapped in): Kafka's load and segdex's next run rename the rest in,
+    lose no value and leave no ``.swap`` (the walk over every call, scripts/crash_every_point.py, found a
+    ``.txnindex.swap`` segdex left behind here)."""
+    groups = shape == "groups"
+    clean = SHAPES[shape](tmp_path / "clean")
     before = latest_values(clean)
-    strace(clean_args(clean.parent, tmp_path / "clean-q"), tmp_path / "clean-trace")
+    strace(clean_args(clean.parent, tmp_path / "clean-q", groups), tmp_path / "clean-trace")
     points = swap_in_renames(tmp_path / "clean-trace")
     assert len(points) >= 3 and points[0][1].endswith(".log.swap")
+    if groups:  # each group's .log renamed in, the last group's indexes too
+        assert len({name[:20] for _, name in points}) == 4
+        points = [(w, n) for w, n in points if n.endswith(".log.swap") or n[:20] == points[-1][1][:20]]
     for when, name in points:
         root = tmp_path / f"at-{when}"
-        part = compacted(root / "crash")
-        proc = strace(clean_args(part.parent, root / "q"), root / "trace", inject=f"rename:signal=KILL:when={when}")
+        part = SHAPES[shape](root / "crash")
+        proc = strace(clean_args(part.parent, root / "q", groups), root / "trace",
+                      inject=f"rename:signal=KILL:when={when}")
         assert proc.returncode != 0, f"not killed renaming {name} in"
         assert (part / name).exists(), name  # killed just before this rename
         loaded = root / "loaded" / "table-0"
         shutil.copytree(part, loaded)
         answer = kafka44.load(loaded, CLEAN_NOW)
         assert "exception" not in answer, (name, answer)
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q")],
+        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q", groups)],
                               cwd=REPO, capture_output=True, text=True)
         assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
         assert f"renamed {name} in" in proc.stdout, (name, proc.stdout)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -269,10 +270,15 @@ def test_segdex_removes_the_bytes_kafkas_cleaner_removes(scenario):
     assert re.search(rf"{COMPACTED}-0: cleaned: .* \(tombstones: \d+ removed, [1-9]\d* kept[;)]", out), out
     # and the aborted transaction's records went, counted apart
     assert re.search(rf"{COMPACTED}-0: cleaned: .*; aborted transactions' records: [1-9][\d,]* removed\)", out), out
-    # what the rounds replaced, kept: prices-1's rounds each left their manifest (the later ones keep the earlier)
+    # what the rounds replaced, kept: prices-1's rounds in one manifest, each original file once (a round's output
+    # a later round replaced is not kept), its restore lines the dir as it was before the run
     manifests = {m.parent.name: json.loads(m.read_text()) for m in scenario["quarantine"].rglob("manifest.json")}
-    rounds = int(re.search(rf"{COMPACTED}-1: cleaned: .*; (\d) rounds: ", out).group(1))
-    assert len(manifests[f"{COMPACTED}-1"]["earlier"]) == rounds - 1, manifests[f"{COMPACTED}-1"]
+    m = manifests[f"{COMPACTED}-1"]
+    sources = [p["source"] for p in m["pieces"]]
+    assert m["earlier"] == [] and len(sources) == len(set(sources)), m
+    grown = {base for base, _ in scenario["grown_segments"][(COMPACTED, 1)]}
+    assert {int(os.path.basename(s)[:20]) for s in sources if s.endswith(".log")} <= grown
+    assert m["restore"][-1].startswith("cp -p ") and any(r.startswith("rm -f ") for r in m["restore"])
 
 
 def test_segdex_leaves_the_segments_kafkas_cleaner_leaves(scenario):

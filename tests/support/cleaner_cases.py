@@ -6,7 +6,9 @@ with drawn topic configs, clock, offset map size, checkpoint and high watermark,
 What is compared, round by round: the cleaner's view (first dirty and uncleanable offsets, the checkpoint's
 forced update, the compaction delay, clean and cleanable bytes, the ratio), the last stable offset, the round's
 end offset, and every file of every cleaned segment (``.log``, ``.index``, ``.timeindex``, ``.txnindex``) byte
-for byte with the ``.log``'s modification time; replaced segments gone on both sides.
+for byte with the ``.log``'s modification time; replaced segments gone on both sides. segdex's round is the
+applied one (``clean_partition``'s writer): each group streamed into its ``.cleaned`` files and swapped into
+segdex's copy before the next, the files compared as they lie there.
 
 Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
 --cleaner`` (thousands)."""
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningException
-from segdex.indexcore.log.log_cleaner import load_for_cleaning
+from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import segment_name
@@ -51,12 +53,13 @@ class CleanerVerdict:
     kafka_threw: str | None = None  # the exception both Kafka's round and segdex's ended with
     threw: dict[str, int] = field(default_factory=dict)  # over cases added: those exceptions, by their text's kind
 
-    def count(self, round_: CleaningRound, first_uncleanable_offset: int) -> None:
-        """What one round covered."""
+    def count(self, round_: CleaningRound, first_uncleanable_offset: int, part: Path) -> None:
+        """What one round covered (its segments written in ``part``)."""
         self.rounds += bool(round_.segments)
         self.rebuilt += round_.stats.batches_rebuilt
         self.full += round_.end_offset < first_uncleanable_offset
-        self.txn_files += sum(c.txn_index is not None for c in round_.segments)
+        self.txn_files += sum((part / (segment_name(c.base_offset)[:-4] + ".txnindex")).exists()
+                              for c in round_.segments)
         self.grouped += sum(len(c.replaces) > 1 for c in round_.segments)
         self.emptied += round_.stats.empty_batches
         self.add_recompressed(round_.stats.compressed_rebuilt)
@@ -124,8 +127,8 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
         round_, failed = _round(functools.partial(Cleaner(SkimpyOffsetMap(dedupe)).clean, segs, view.log, start, hw,
-                                                  loaded.active_producers(), config, now), answer, verdict,
-                                ours, theirs)
+                                                  loaded.active_producers(), config, now,
+                                                  SwapWriter(str(ours), None, None)), answer, verdict, ours, theirs)
         if failed is not None:
             if failed:
                 verdict.mismatches.append(f"{where}: {failed}")
@@ -133,12 +136,11 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         if round_.end_offset != answer["endOffset"]:
             verdict.mismatches.append(f"{where}: end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
             return verdict
-        verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs)]
+        verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs, ours)]
         if verdict.mismatches:
             return verdict
-        apply_round(ours, round_)
         checkpoint = round_.end_offset
-        verdict.count(round_, view.log.first_uncleanable_offset)
+        verdict.count(round_, view.log.first_uncleanable_offset, ours)
     return verdict
 
 
@@ -221,8 +223,8 @@ def _merge_edge(rng: random.Random, part: Path, config: LogConfig) -> int:
 
 
 def apply_round(part: Path, round_: CleaningRound) -> None:
-    """Our round's segments into our copy, as Kafka's swap leaves them (the replaced segments' files and
-    snapshots gone)."""
+    """A round cleaned in memory (``Cleaner(keep_files=True)``, no writer) into our copy, as Kafka's swap leaves
+    it (the replaced segments' files and snapshots gone)."""
     for cleaned in round_.segments:
         for base in cleaned.replaces:
             for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
@@ -237,24 +239,26 @@ def apply_round(part: Path, round_: CleaningRound) -> None:
                     os.utime(f"{stem}{suffix}", ns=(cleaned.mtime_ms * 10**6, cleaned.mtime_ms * 10**6))
 
 
-def _compare(round_: CleaningRound, theirs: Path) -> list[str]:
-    """Every cleaned segment's files against the ones Kafka's round left."""
+def _compare(round_: CleaningRound, theirs: Path, ours: Path) -> list[str]:
+    """Every cleaned segment's files, as segdex's round left them in ``ours``, against the ones Kafka's round
+    left."""
     out = []
     for cleaned in round_.segments:
-        stem = theirs / segment_name(cleaned.base_offset)[:-4]
-        txn = Path(f"{stem}.txnindex")
-        files = {".log": (cleaned.log, Path(f"{stem}.log")), ".index": (cleaned.offset_index, Path(f"{stem}.index")),
-                 ".timeindex": (cleaned.time_index, Path(f"{stem}.timeindex")), ".txnindex": (cleaned.txn_index, txn)}
-        for suffix, (mine, path) in files.items():
+        name = segment_name(cleaned.base_offset)[:-4]
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+            mine, path = ours / f"{name}{suffix}", theirs / f"{name}{suffix}"
+            mine_bytes = mine.read_bytes() if mine.exists() else None
             kafkas = path.read_bytes() if path.exists() else None
-            if mine != kafkas:
-                out.append(f"segment {cleaned.base_offset}{suffix}: {_first_difference(mine, kafkas)}")
-        log = Path(f"{stem}.log")
-        if log.exists() and cleaned.mtime_ms != log.stat().st_mtime_ns // 1_000_000:
-            out.append(f"segment {cleaned.base_offset}: mtime {cleaned.mtime_ms} != Kafka's "
+            if mine_bytes != kafkas:
+                out.append(f"segment {cleaned.base_offset}{suffix}: {_first_difference(mine_bytes, kafkas)}")
+        log, mine = theirs / f"{name}.log", ours / f"{name}.log"
+        if log.exists() and mine.stat().st_mtime_ns // 1_000_000 != log.stat().st_mtime_ns // 1_000_000:
+            out.append(f"segment {cleaned.base_offset}: mtime {mine.stat().st_mtime_ns // 1_000_000} != Kafka's "
                        f"{log.stat().st_mtime_ns // 1_000_000}")
         out += [f"segment {gone} left by Kafka's swap" for gone in cleaned.replaces[1:]
                 if (theirs / segment_name(gone)).exists()]
+        out += [f"segment {gone} left by segdex's swap" for gone in cleaned.replaces[1:]
+                if (ours / segment_name(gone)).exists()]
     return out
 
 

@@ -220,9 +220,9 @@ def test_kafka_3_9_2_leaves_the_same_log_bytes_but_for_the_round_end_batch(kafka
 
 
 def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path):
-    """``Cleaner(keep_files=False)`` (a plan without --until-clean): the same end offset, counts, indexes and
-    groups as the round that keeps its files, an empty ``.log``, and a peak of Python memory a fraction of the
-    kept round's (2 MB of distinct keys, all kept)."""
+    """``Cleaner(keep_files=False)`` (a plan): the same end offset, counts, groups and sizes as the round that
+    keeps its files, no byte of a cleaned segment kept (neither its ``.log`` nor its indexes), and a peak of Python
+    memory a fraction of the kept round's (2 MB of distinct keys, all kept)."""
     import tracemalloc
 
     part = tmp_path / "c-0"
@@ -246,8 +246,8 @@ def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path)
     kept, planned = rounds
     assert (planned.end_offset, planned.stats) == (kept.end_offset, kept.stats)
     assert kept.stats.bytes_written == len(kept.segments[0].log) > 2_000_000
-    assert [(c.base_offset, c.replaces, c.offset_index, c.time_index, c.log) for c in planned.segments] == [
-        (c.base_offset, c.replaces, c.offset_index, c.time_index, b"") for c in kept.segments]
+    assert [(c.base_offset, c.replaces, c.size, c.offset_index, c.time_index, c.log) for c in planned.segments] == [
+        (c.base_offset, c.replaces, len(c.log), b"", b"", b"") for c in kept.segments]
     assert peaks[1] < peaks[0] / 4, peaks
 
 

@@ -138,7 +138,8 @@ def test_whole_files_moved_away_are_recorded_whole(tmp_path: Path):
         "file", str(later.resolve()), len(data), hashlib.sha256(data).hexdigest(), 0)
     (written,) = (tmp_path / "q").glob("*/t-0/*.json")
     on_disk = json.loads(written.read_text())
-    assert sorted(on_disk) == ["earlier", "partition_dir", "pieces", "reason", "run_id"] and on_disk["earlier"] == []
+    assert sorted(on_disk) == ["earlier", "partition_dir", "pieces", "reason", "restore", "run_id"]
+    assert on_disk["earlier"] == [] and on_disk["restore"] == []
     assert on_disk["pieces"] == [vars(tail), vars(whole)]
 
 
