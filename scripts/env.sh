@@ -7,41 +7,40 @@ segdex_pip_install_editable() {
   .venv/bin/python -m pip install -q -e "$1"
 }
 
-# Delta Lake's Spark jars (scripts/delta/pom.xml) in .venv/delta-jars, fetched with Maven once per pom change;
-# segdex's Spark sessions load them for SEGDEX_DELTA_WRITER=spark. Without Maven or network, a warning.
-segdex_delta_jars() {
-  local dir=.venv/delta-jars stamp=.venv/delta-jars/.fetched
-  if [ -f "$stamp" ] && [ ! scripts/delta/pom.xml -nt "$stamp" ]; then return 0; fi
+# The runtime jars a pom names, copied by Maven into DIR once per change of the pom (a stamp file in DIR):
+#   segdex_maven_jars POM DIR NEED WHAT [MVN-ARG...]
+# NEED=required: no Maven or a failed fetch is an error (the tests need them); NEED=optional: a warning naming
+# WHAT needs them.
+segdex_maven_jars() {
+  local pom="$1" dir="$2" need="$3" what="$4" stamp="$2/.fetched"
+  shift 4
+  if [ -f "$stamp" ] && [ ! "$pom" -nt "$stamp" ]; then return 0; fi
   if ! command -v mvn >/dev/null 2>&1; then
-    echo "segdex: mvn not found: Delta Lake's Spark jars not fetched (SEGDEX_DELTA_WRITER=spark needs them)" >&2
-    return 0
+    echo "segdex: mvn not found: the jars of $pom not fetched ($what needs them)" >&2
+    [ "$need" = optional ]; return
   fi
   rm -rf "$dir"
-  if mvn -q -B -Dstyle.color=never -f scripts/delta/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir" \
-      -DincludeScope=runtime -DincludeGroupIds=io.delta >/dev/null; then
+  mkdir -p "$dir"
+  if mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DoutputDirectory="$PWD/$dir${MAVEN_SUBDIR:-}" \
+      -DincludeScope=runtime "$@" >"$dir/mvn.log" 2>&1; then
     touch "$stamp"
   else
-    echo "segdex: could not fetch Delta Lake's Spark jars with Maven (SEGDEX_DELTA_WRITER=spark needs them)" >&2
+    [ "$need" = optional ] || cat "$dir/mvn.log" >&2
+    echo "segdex: could not fetch the jars of $pom with Maven ($what needs them)" >&2
+    [ "$need" = optional ]
   fi
 }
 
-# Hadoop's s3a filesystem (scripts/s3a/pom.xml: hadoop-aws matching pyspark's Hadoop, and the AWS SDK bundle it
-# names) in .venv/s3a-jars, fetched with Maven once per pom change; segdex's Spark sessions load them to read tables
-# on object storage (s3://, s3a://). Without Maven or network, a warning.
+# Delta Lake's Spark jars in .venv/delta-jars: segdex's Spark sessions load them for SEGDEX_DELTA_WRITER=spark.
+segdex_delta_jars() {
+  segdex_maven_jars scripts/delta/pom.xml .venv/delta-jars optional "SEGDEX_DELTA_WRITER=spark" \
+    -DincludeGroupIds=io.delta
+}
+
+# Hadoop's s3a filesystem (hadoop-aws matching pyspark's Hadoop, and the AWS SDK bundle it names) in
+# .venv/s3a-jars: segdex's Spark sessions load them to read tables on object storage (s3://, s3a://).
 segdex_s3a_jars() {
-  local dir=.venv/s3a-jars stamp=.venv/s3a-jars/.fetched
-  if [ -f "$stamp" ] && [ ! scripts/s3a/pom.xml -nt "$stamp" ]; then return 0; fi
-  if ! command -v mvn >/dev/null 2>&1; then
-    echo "segdex: mvn not found: Hadoop's s3a jars not fetched (Spark reads of s3:// tables need them)" >&2
-    return 0
-  fi
-  rm -rf "$dir"
-  if mvn -q -B -Dstyle.color=never -f scripts/s3a/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir" \
-      -DincludeScope=runtime >/dev/null; then
-    touch "$stamp"
-  else
-    echo "segdex: could not fetch Hadoop's s3a jars with Maven (Spark reads of s3:// tables need them)" >&2
-  fi
+  segdex_maven_jars scripts/s3a/pom.xml .venv/s3a-jars optional "Spark's reads of s3:// tables"
 }
 
 # Apache Kafka's release jars for the tests (tests/kafka/pom.xml), one folder per version in .venv/kafka/<version>/:
@@ -68,16 +67,10 @@ segdex_kafka() {
   done
 }
 
-# s3proxy's jars (tests/s3/pom.xml) in .venv/s3proxy/libs: the S3-compatible server the tests write shared Delta
-# tables into (tests/support/s3_harness.py). Fetched once per pom change (Maven's local repository caches them).
+# s3proxy's jars in .venv/s3proxy/libs: the S3-compatible server the tests write shared Delta tables into
+# (tests/support/s3_harness.py).
 segdex_s3proxy() {
-  local dir=.venv/s3proxy stamp=.venv/s3proxy/.fetched
-  if [ -f "$stamp" ] && [ ! tests/s3/pom.xml -nt "$stamp" ]; then return 0; fi
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  mvn -q -B -Dstyle.color=never -f tests/s3/pom.xml dependency:copy-dependencies -DoutputDirectory="$PWD/$dir/libs" \
-    -DincludeScope=runtime >"$dir/mvn.log" 2>&1 || { cat "$dir/mvn.log" >&2; echo "segdex: could not fetch s3proxy" >&2; return 1; }
-  touch "$stamp"
+  MAVEN_SUBDIR=/libs segdex_maven_jars tests/s3/pom.xml .venv/s3proxy required "the tests of tables on object storage"
 }
 
 segdex_venv() {
