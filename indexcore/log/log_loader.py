@@ -189,12 +189,14 @@ class LogLoader:
     def recovered_when_opened(log_path: str, base_offset: int, index_present: bool) -> str | None:
         """Why ``loadSegmentFiles`` recovers the segment as it opens it (its ``.index`` missing, its ``.txnindex``
         failing ``sanityCheck``), else None; ``LoadFailed`` for a ``.txnindex`` the load throws on. A truncation
-        found there cuts that segment only; one found by ``recoverLog`` deletes every later segment."""
+        found there cuts that segment only; one found by ``recoverLog`` deletes every later segment.
+        ``LogSegment.sanityCheck`` reads the ``.txnindex`` only when the ``.index`` is there: without it the segment
+        is recovered (its transaction index reset, never read), whatever that file holds."""
+        if not index_present:
+            return "no offset index"
         txn = TransactionIndex.sanity_check(index_paths(log_path)[TXN_INDEX_FILE_SUFFIX], base_offset)
         if txn is not None and txn[0] == "fail":
             raise LoadFailed(txn[1])
-        if not index_present:
-            return "no offset index"
         return txn[1] if txn is not None else None
 
     def truncates_later(self, seg: SegmentRecovery) -> bool:

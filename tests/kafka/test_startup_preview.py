@@ -112,7 +112,7 @@ def test_the_workload_covers_every_startup_outcome(previewed):
     _root, _pristine, parts, rows, _summary = previewed
     kinds = {v["kind"] for v in parts.values()}
     assert {"none", "no-index", "some-index", "flip", "partial", "zeros", "txn-corrupt", "txn-version",
-            "offset-back"} <= kinds
+            "offset-back", "txn-version-no-index"} <= kinds
     assert any("InvalidOffsetException" in (r.reason or "") for r in previewed[4].segment_rows)
     actions = {(d, r.startup_action) for (d, _), r in rows.items()}
     for d in ("clean", "unclean"):

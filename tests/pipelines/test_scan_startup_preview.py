@@ -43,7 +43,7 @@ def test_preview_names_kafkas_recorded_start(tmp_path: Path):
             # refuse, which a CRC-only reading (want[1]) may pass: at most that, and never past it
             assert (lost[1] is None) == (want[1] is None), (key, lost, kafka)
             assert lost[1] is None or lost[0] <= lost[1] <= want[1], (key, lost, kafka)
-    assert sum(k.get("lost_offsets") is not None for k in recorded.values()) >= 20
+    assert sum(k.get("lost_offsets") is not None for k in recorded.values()) >= 15  # of 72: the recording covers losses
     assert any(k["lost_offsets"][1] is None for k in recorded.values() if k.get("lost_offsets"))
     assert sum(not k["fails"] for k in recorded.values()) >= PER_DIR
     assert {k["action"] for k in recorded.values() if not k["fails"]} == {"none", "recover", "truncate"}

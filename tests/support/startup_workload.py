@@ -38,7 +38,7 @@ def _flip(data: bytearray, rng: random.Random, at_least: int) -> None:
 
 
 KINDS = ["none", "none", "no-index", "some-index", "flip", "partial", "zeros", "txn-corrupt", "txn-version",
-         "flip-no-index", "offset-back"]
+         "flip-no-index", "offset-back", "txn-version-no-index"]
 
 
 def _damage(part: Path, bases: list[int], rng: random.Random, kind: str) -> str:
@@ -71,12 +71,21 @@ def _damage(part: Path, bases: list[int], rng: random.Random, kind: str) -> str:
         k = rng.randrange(1, len(starts))
         data[starts[k]:starts[k] + 8] = data[starts[k - 1]:starts[k - 1] + 8]
         log.write_bytes(bytes(data))
-    if kind in ("txn-corrupt", "txn-version"):
-        if pick == 0:
-            return "none"
-        # version 256: unknown to Kafka 4.x (an int16) and 3.x (which reads its first byte) alike
-        version, last = (0, pick - 1) if kind == "txn-corrupt" else (256, pick + 1)
-        (part / segment_name(pick, ".txnindex")).write_bytes(struct.pack(">hqqqq", version, 7, 0, last, 0))
+    if kind in ("txn-corrupt", "txn-version", "txn-version-no-index"):
+        return _damage_txn(part, pick, kind)
+    return kind
+
+
+def _damage_txn(part: Path, pick: int, kind: str) -> str:
+    """A ``.txnindex`` the load's sanity check finds corrupt (an entry ending below the base) or of an unknown
+    version; ``txn-version-no-index``: that segment's ``.index`` gone too, so the load recovers it unread."""
+    if pick == 0:
+        return "none"
+    if kind == "txn-version-no-index":
+        (part / segment_name(pick, ".index")).unlink()
+    # version 256: unknown to Kafka 4.x (an int16) and 3.x (which reads its first byte) alike
+    version, last = (0, pick - 1) if kind == "txn-corrupt" else (256, pick + 1)
+    (part / segment_name(pick, ".txnindex")).write_bytes(struct.pack(">hqqqq", version, 7, 0, last, 0))
     return kind
 
 
