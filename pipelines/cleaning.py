@@ -11,7 +11,6 @@ import functools
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Any
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
@@ -27,6 +26,7 @@ from segdex.indexcore.log.log_dir import held_by
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
+from .engine import Engine
 from .reindex import Discovery, acquire_locks, discover, unloadable_log_dirs
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
@@ -79,7 +79,7 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: Part
                          task.cleaner_checkpoint, until_clean)
 
 
-def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
+def plan(spark: Engine, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
          cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
     """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
     ``until_clean`` every round Kafka's cleaner would need, in memory."""
@@ -121,7 +121,7 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         checkpoint = plan.end_offset
 
 
-def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
+def apply(spark: Engine, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
           cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False,
           allow_unloadable: bool = False) -> CleaningRun:
     """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
@@ -164,6 +164,6 @@ def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]])
     write_offset_checkpoint(path, offsets)
 
 
-def record(spark: Any, metadata_path: str, run: CleaningRun) -> int:
+def record(spark: Engine, metadata_path: str, run: CleaningRun) -> int:
     """Append the run's rows to the ``cleaning`` table."""
     return ms.MetadataStore(metadata_path, spark).append(CLEANING_TABLE, run.rows())

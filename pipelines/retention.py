@@ -40,6 +40,8 @@ from segdex.pipelines.schemas import (  # noqa: F401 - re-exported
 )
 from segdex.pipelines.spark_tasks import run_tasks
 
+from .engine import Engine
+
 TIMESTAMP_UNKNOWN = "unknown"
 
 STATUS_PLANNED = "planned"
@@ -56,7 +58,7 @@ def new_run_id() -> str:
 
 
 def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int,
-             topic_overrides: dict | None = None, apply: bool = False, spark: Any = None,
+             topic_overrides: dict | None = None, apply: bool = False, spark: Engine | None = None,
              allow_unloadable: bool = False) -> list[LogDirOutcome]:
     """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
     (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
@@ -107,7 +109,7 @@ def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetim
     return rows
 
 
-def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
+def record_actions(spark: Engine, metadata_path: str, rows: Any) -> int:
     """Upsert rows (typed rows, dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run
     become applied rows when the same run applies them."""
     return ms.MetadataStore(metadata_path, spark).upsert(RETENTION_ACTIONS_TABLE, rows)
@@ -136,7 +138,7 @@ def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfi
     return plan_rows(plan, log_dir, STATUS_WHAT_IF, SOURCE_METADATA, run_id, run_at, now_ms)
 
 
-def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResolver, now_ms: int,
+def what_if(spark: Engine, metadata_path: str, config: LogConfig | TopicConfigResolver, now_ms: int,
             topic_overrides: dict | None = None, run_id: str | None = None, run_at: datetime | None = None) -> Any:
     """Retention planned from the ``segments`` and ``partitions`` tables alone, as a DataFrame of
     ``retention_actions`` rows (status ``what_if``); no log dir is read. One group per partition."""

@@ -155,7 +155,7 @@ def small_appends(spark, path: str, n: int = 6) -> None:
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
     for i in range(n):
-        ms.write_table(spark, path, "t", [{"k": i, "v": json.dumps(i)}], schema)
+        ms.write_table(spark, path, ms.TableSpec("t", schema), [{"k": i, "v": json.dumps(i)}])
 
 
 def test_metadata_maintenance_compacts_and_vacuums_safely(tmp_path, spark):

@@ -28,7 +28,7 @@ from segdex.jobs import report
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import reindex
 from segdex.pipelines.batch_write import PendingWrites
-from segdex.pipelines.run_context import MODE_REINDEX, RunContext
+from segdex.pipelines.run_context import MODE_REINDEX, RunContext, RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
 from segdex.pipelines.scan import PartitionTask, commit_group, scan_partition
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, fixture_case_names, load_case, log_start_offset
@@ -128,7 +128,7 @@ def test_reindex_and_compact_never_write_the_metadata_log(tmp_path, spark):
     log_dir = tmp_path / "logs"
     meta_part = old_partition(log_dir, "__cluster_metadata")
     old_partition(log_dir, "orders")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     assert not list(meta_part.glob("*.index")) and not list(meta_part.glob("*.timeindex"))
     assert len(list((log_dir / "orders-0").glob("*.index"))) == 3
@@ -176,7 +176,7 @@ def test_replaced_and_new_files_keep_the_brokers_owner_and_mode(tmp_path, spark)
     set_high_watermarks(log_dir, ["orders"], 60)
     chown_tree(log_dir, 0o640)
     (log_dir / ".lock").unlink()  # left by the rebuild: this run creates it again
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     assert summary.run_row.files_written == 2
     assert owner(part / "00000000000000000000.index") == (OTHER_UID, OTHER_GID, 0o640)
@@ -271,7 +271,7 @@ def test_a_broker_holding_the_lock_refuses_reindex_and_rebuild(tmp_path, spark):
     log_dir = tmp_path / "logs"
     part = old_partition(log_dir, "orders")
     with broker_lock(log_dir):
-        summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+        summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                               progress=False)
         proc = segdex("rebuild", str(part))
     assert summary.exit_status == 1 and summary.run_row.files_written == 0
@@ -306,7 +306,7 @@ def test_a_failed_write_is_a_failure_everywhere(tmp_path, spark, capsys):
     part = old_partition(log_dir, "orders")
     (part / "00000000000000000020.index").mkdir()  # the target cannot be replaced: a directory is in the way
     meta = str(tmp_path / "meta")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", meta, reindex.LogConfig(), progress=False)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], meta, reindex.LogConfig()), progress=False)
     report.print_run(summary)
     out = capsys.readouterr()
     assert summary.exit_status == 1
@@ -342,7 +342,7 @@ def assemble_broker_dir(root: Path) -> Path:
 def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafka_fixtures):
     log_dir = assemble_broker_dir(tmp_path)
     before = tree(log_dir)
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)  # no topic configs: index.interval.bytes 4096 assumed everywhere
     assert tree(log_dir) == before
     assert summary.run_row.files_written == 0 and summary.exit_status == 0
@@ -353,8 +353,8 @@ def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafk
     # --normalize rewrites them to what Kafka's recovery writes with the topics' own configs
     topics = {c: reindex.LogConfig().with_overrides({"index.interval.bytes": str(
         load_case(c)["topic_config"]["index.interval.bytes"])}) for c in fixture_case_names()}
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(), topics,
-                          progress=False, normalize=True)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig(),
+                                                       topics, normalize=True), progress=False)
     assert summary.run_row.files_written > 0
     for case in fixture_case_names():
         for f in (FIXTURES / case / "recovered").glob("*index"):
@@ -586,8 +586,8 @@ def test_symlinked_log_dir_and_future_copy_keep_their_rows(tmp_path, spark):
     link = tmp_path / "link"
     link.symlink_to(log_dir)
     meta = str(tmp_path / "meta")
-    reindex.run(spark, [str(link)], "verify", meta, reindex.LogConfig(), progress=False)
-    reindex.run(spark, [str(log_dir)], "verify", meta, reindex.LogConfig(), progress=False)
+    reindex.run(spark, "verify", RunRequest([str(link)], meta, reindex.LogConfig()), progress=False)
+    reindex.run(spark, "verify", RunRequest([str(log_dir)], meta, reindex.LogConfig()), progress=False)
     rows = ms.rows_of(ms.read_arrow(meta, "segments"))
     assert {r["log_dir"] for r in rows} == {str(log_dir.resolve())}
     keys = sorted((r["future"], r["base_offset"]) for r in rows)
@@ -612,7 +612,7 @@ def test_a_fifo_named_log_never_hangs(tmp_path, spark):
         assert proc.returncode == 1, (args, proc.stderr)
         assert "a FIFO, not a regular file" in proc.stderr, args
     assert (part / "00000000000000000000.index").is_file()  # an index that is a FIFO is corrupt: rebuilt
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     row = {r.base_offset: r for r in summary.segment_rows}
     assert row[60].status == "unreadable" and "a FIFO, not a regular file" in row[60].reason
@@ -627,7 +627,7 @@ def test_leftovers_kafka_cleans_at_load_are_reported(tmp_path, spark, capsys):
     (part / "00000000000000000099.index").write_bytes(b"")  # orphan: no .log with that offset
     (part / "00000000000000000040.log.swap").write_bytes(b"")
     (part / "00000000000000000000.log.deleted").write_bytes(b"")
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     report.print_run(summary)
     err = capsys.readouterr().err
@@ -659,7 +659,7 @@ def test_a_directory_kafka_cannot_load_is_reported(tmp_path, spark, capsys):
     log_dir = tmp_path / "logs"
     old_partition(log_dir, "orders")
     (log_dir / "lost+found").mkdir()
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     report.print_run(summary)
     err = capsys.readouterr().err
@@ -737,7 +737,7 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
     write_deltalake(str(meta / "runs"), old_schema.empty_table(), mode="append")
     log_dir = tmp_path / "logs"
     old_partition(log_dir, "orders")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(meta), reindex.LogConfig(), progress=False)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(meta), reindex.LogConfig()), progress=False)
     runs = ms.rows_of(ms.read_arrow(str(meta), "runs"))
     assert [r["files_failed"] for r in runs] == [0] and summary.exit_status == 0
     assert json.loads(runs[0]["log_dirs"]) == [str(log_dir.resolve())]

@@ -20,6 +20,7 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines import recover
 from segdex.pipelines.local_engine import ENGINE_ENV, LocalEngine, wants_local_engine
 from segdex.pipelines.metadata_store import MetadataStore
+from segdex.pipelines.run_context import RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 
@@ -75,8 +76,8 @@ def test_recover_on_the_local_engine_writes_what_spark_writes(tmp_path: Path, sp
     a, b = _dir(tmp_path / "a"), _dir(tmp_path / "b")
     at = int(datetime(2026, 11, 26, tzinfo=UTC).timestamp() * 1000)
     with LocalEngine(2) as engine:
-        local = recover.run(engine, [str(a)], str(tmp_path / "meta-a"), LogConfig(), {}, now_ms=at)
-    on_spark = recover.run(spark, [str(b)], str(tmp_path / "meta-b"), LogConfig(), {}, now_ms=at)
+        local = recover.run(engine, RunRequest([str(a)], str(tmp_path / "meta-a"), LogConfig(), {}, now_ms=at))
+    on_spark = recover.run(spark, RunRequest([str(b)], str(tmp_path / "meta-b"), LogConfig(), {}, now_ms=at))
     assert tree(a) == tree(b) and len(tree(a)) > 40
     assert local.run.exit_status == on_spark.run.exit_status == 0
 
