@@ -13,7 +13,6 @@ import socket
 from datetime import UTC, datetime
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
-from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.fs.atomic_file import remove_temporaries
 from segdex.indexcore.log.checkpoints import (
     CorruptCheckpointException,
@@ -28,6 +27,7 @@ from . import metadata_store as ms
 from . import runs, spark_tasks
 from .engine import Engine
 from .reindex import Discovery, acquire_locks, discover, unloadable_log_dirs
+from .run_context import RunRequest
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
 
@@ -79,11 +79,11 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: Part
                          task.cleaner_checkpoint, until_clean)
 
 
-def plan(spark: Engine, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-         cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
-    """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
-    ``until_clean`` every round Kafka's cleaner would need, in memory."""
-    found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
+def plan(spark: Engine, request: RunRequest, cleaner: CleanerConfig, until_clean: bool = False) -> CleaningRun:
+    """Plan every compacted partition of ``request.log_dirs`` (the KRaft metadata log and ``-future`` dirs aside)
+    at ``request.now_ms``; with ``until_clean`` every round Kafka's cleaner would need, in memory."""
+    now_ms = _now_ms(request)
+    found = discover(request.log_dirs, request.config, dict(request.topic_configs), now_ms=now_ms)
     tasks = _compacted(found)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
                                   "segdex clean")
@@ -121,19 +121,20 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         checkpoint = plan.end_offset
 
 
-def apply(spark: Engine, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-          cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False,
-          allow_unloadable: bool = False) -> CleaningRun:
-    """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
-    ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless ``allow_unloadable``:
-    ``reindex.discover``); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets
-    (Kafka's ``doneCleaning``), while the lock is still held."""
+def apply(spark: Engine, request: RunRequest, cleaner: CleanerConfig, until_clean: bool = False) -> CleaningRun:
+    """Clean every compacted partition Kafka's cleaner would clean at ``request.now_ms``, one round each, under
+    each log dir's ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless
+    ``request.allow_unloadable``: ``reindex.discover``), replaced segments kept in ``request.quarantine`` (None:
+    nowhere); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets (Kafka's
+    ``doneCleaning``), while the lock is still held."""
+    log_dirs, allow_unloadable, quarantine, now_ms = (request.log_dirs, request.allow_unloadable,
+                                                      request.quarantine, _now_ms(request))
     unlocked = [] if allow_unloadable else unloadable_log_dirs(log_dirs)  # refused by discover, never locked
     locks, refused = acquire_locks([d for d in log_dirs if os.path.realpath(d) not in unlocked])
     try:
         owner = (socket.gethostname(), os.getpid())
-        found = discover([lk.log_dir for lk in locks] + unlocked, config, topic_configs, owner, now_ms,
-                         allow_unloadable)
+        found = discover([lk.log_dir for lk in locks] + unlocked, request.config, dict(request.topic_configs), owner,
+                         now_ms, allow_unloadable)
         found.refused[:0] = refused
         for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
             if lock.log_dir in found.listed:
@@ -149,6 +150,13 @@ def apply(spark: Engine, log_dirs: list[str], config: LogConfig, topic_configs: 
     finally:
         for lock in locks:
             lock.release()
+
+
+def _now_ms(request: RunRequest) -> int:
+    """The cleaner's clock: the request's, which a cleaning run needs."""
+    if request.now_ms is None:
+        raise ValueError("a cleaning run needs the request's now_ms (the cleaner's clock)")
+    return request.now_ms
 
 
 def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]]) -> None:
