@@ -7,6 +7,7 @@ full-disk cases. Each test names the numbered point of the issue it covers.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -15,7 +16,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,6 +31,8 @@ from segdex.pipelines.batch_write import PendingWrites
 from segdex.pipelines.run_context import MODE_REINDEX, RunContext, RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
 from segdex.pipelines.scan import PartitionTask, commit_group, scan_partition
+from tests.support import cli
+from tests.support.cli import segdex_popen
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, fixture_case_names, load_case, log_start_offset
 
 REPO = REPO_ROOT
@@ -40,11 +42,7 @@ OTHER_UID = 4321
 OTHER_GID = 4322
 
 
-def segdex(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout, **kw)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    return proc
+segdex = functools.partial(cli.segdex, timeout=300, no_traceback=True)
 
 
 def tree(path: Path, pattern: str = "*") -> dict[str, str]:
@@ -246,10 +244,8 @@ def test_reindex_holds_the_lock_and_a_second_writer_is_refused(tmp_path):
     generate_uniform(log_dir, partitions=60, segments_per_partition=2, segment_bytes=256 * 1024,
                      topics=[("t", 1, 120)])
     # on Spark: a run long enough for two other commands to be refused while it holds the lock
-    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "reindex", "--no-progress", "--metadata",
-                              str(tmp_path / "meta"), "--config", "index.interval.bytes=0", str(log_dir)],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "SEGDEX_ENGINE": "spark"})
+    child = segdex_popen("reindex", "--no-progress", "--metadata", str(tmp_path / "meta"), "--config",
+                         "index.interval.bytes=0", str(log_dir), env={"SEGDEX_ENGINE": "spark"})
     try:
         deadline = time.monotonic() + 120
         while lock_holder(log_dir) != child.pid and child.poll() is None and time.monotonic() < deadline:
@@ -478,9 +474,7 @@ REINDEX_ARGS = ["reindex", "--no-progress", "--config", "index.interval.bytes=0"
 
 
 def start_reindex(log_dir: Path, meta: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *REINDEX_ARGS, "--metadata", str(meta),
-                             str(log_dir)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return segdex_popen(*REINDEX_ARGS, "--metadata", str(meta), str(log_dir), start_new_session=True)
 
 
 def wait_for_temporaries(log_dir: Path, child: subprocess.Popen) -> None:
@@ -697,8 +691,7 @@ def test_a_closed_pipe_ends_the_output_not_the_work(tmp_path):
     write_partition(log_dir, "orders", 0, batches, segment_bytes=2000)
     part = log_dir / "orders-0"
     logs = len(list(part.glob("*.log")))
-    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "rebuild", str(part)], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = segdex_popen("rebuild", str(part), text=False)
     first = child.stdout.readline()
     child.stdout.close()  # what `| head -1` does
     err = child.stderr.read().decode()

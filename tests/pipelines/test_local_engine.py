@@ -22,7 +22,8 @@ from segdex.pipelines.local_engine import ENGINE_ENV, LocalEngine, wants_local_e
 from segdex.pipelines.metadata_store import MetadataStore
 from segdex.pipelines.run_context import RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
-from tests.support.fixtures import FIXTURES, REPO_ROOT
+from tests.support.cli import segdex_popen
+from tests.support.fixtures import FIXTURES
 
 
 def tree(path: Path) -> dict[str, str]:
@@ -90,10 +91,8 @@ def test_recover_on_the_local_engine_writes_what_spark_writes(tmp_path: Path, sp
 
 
 def _cli(*args: str) -> subprocess.Popen:
-    env = {**os.environ, ENGINE_ENV: "local"}
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    """A command on the one-host engine, in a session of its own (a signal reaches it alone)."""
+    return segdex_popen(*args, env={ENGINE_ENV: "local", "PYSPARK_GATEWAY_PORT": None}, start_new_session=True)
 
 
 def test_a_command_on_the_local_engine_reports_its_start_and_starts_no_jvm(tmp_path: Path):
@@ -138,7 +137,6 @@ def test_workers_die_with_a_killed_driver(tmp_path):
     """A driver killed with SIGKILL (no finally runs) leaves no worker behind: each dies with its parent."""
     import signal
     import subprocess
-    import sys
     import time
 
     code = ("import os, sys, time\nfrom segdex.pipelines.local_engine import LocalEngine\n"
