@@ -155,17 +155,19 @@ def run(args: argparse.Namespace) -> int:
             return ExitStatus.USAGE
     from segdex.pipelines import cleaning
     from segdex.pipelines.local_engine import close_engine, get_engine
+    from segdex.pipelines.run_context import RunRequest
     from segdex.pipelines.schemas import default_metadata_path
 
     topics = {t: args._resolver(t) for t in topics_on_disk(args.log_dirs)} | topics
     now = args.now if args.now is not None else int(time.time() * 1000)
     spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
     try:
+        request = RunRequest(args.log_dirs, args.metadata or default_metadata_path(), default, topics, now_ms=now,
+                             allow_unloadable=args.allow_unloadable, quarantine=quarantine)
         if args.apply:
-            result = cleaning.apply(spark, args.log_dirs, default, topics, cleaner, now, quarantine,
-                                    args.until_clean, args.allow_unloadable)
+            result = cleaning.apply(spark, request, cleaner, args.until_clean)
         else:
-            result = cleaning.plan(spark, args.log_dirs, default, topics, cleaner, now, args.until_clean)
+            result = cleaning.plan(spark, request, cleaner, args.until_clean)
         status = print_run(result)
         if not args.no_record:
             try:

@@ -17,6 +17,7 @@ import sys
 from segdex.indexcore.status import ExitStatus
 from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, print_log_dir_outcome, spark_if_master
 from segdex.jobs.report import human_bytes
+from segdex.pipelines.engine import Engine
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = ("trim over-long (preallocated or densified) index files of non-active segments; with --metadata, "
@@ -66,7 +67,7 @@ def print_outcome(o, apply: bool, verbose: bool) -> None:
     print(f"{o.log_dir}: {human_bytes(o.reclaimable_bytes)} {verb} ({summary})")
 
 
-def maintain_metadata(args: argparse.Namespace, spark) -> int:
+def maintain_metadata(args: argparse.Namespace, spark: Engine) -> int:
     """Compact and vacuum every table under --metadata; one line per table."""
     from segdex.pipelines import maintain
     from segdex.pipelines import metadata_store as ms

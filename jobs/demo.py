@@ -7,6 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from segdex.indexcore.status import ExitStatus
+from segdex.pipelines.engine import Engine
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
 HELP = "generate a sample log dir (several topics, partitions, segments), reindex it, and query it with SQL"
@@ -35,7 +36,7 @@ def show(result: Any, out: TextIO | None = None) -> None:
         report.print_rows(columns, rows, "table", out)
 
 
-def demo(spark: Any, root: str, out: TextIO | None = None) -> int:
+def demo(spark: Engine, root: str, out: TextIO | None = None) -> int:
     """The whole demo on ``spark``: run it, show it."""
     from segdex.pipelines import demo as pipeline
 

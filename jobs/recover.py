@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from segdex.jobs import report
     from segdex.pipelines import recover
     from segdex.pipelines.local_engine import close_engine, get_engine
+    from segdex.pipelines.run_context import RunRequest
     from segdex.pipelines.schemas import default_metadata_path
 
     spark = get_engine(args.master, f"segdex-{COMMAND}", args.remote)
@@ -62,11 +63,11 @@ def run(args: argparse.Namespace) -> int:
     if args.now is not None:
         arguments[1:1] = ["--now", str(args.now)]
     try:
+        request = RunRequest(args.log_dirs, args.metadata or default_metadata_path(), default, topics,
+                             arguments=arguments, now_ms=args.now, resolver=args._resolver,
+                             allow_unloadable=args.allow_unloadable, quarantine=args.quarantine)
         summary, failed = guarded_run(COMMAND, lambda: recover.run(
-            spark, args.log_dirs, args.metadata or default_metadata_path(), default, topics, arguments=arguments,
-            progress=None if args.no_progress else report.print_progress, now_ms=args.now,
-            quarantine=args.quarantine, resolver=args._resolver, allow_unloadable=args.allow_unloadable),
-            "; no log dir was marked clean")
+            spark, request, None if args.no_progress else report.print_progress), "; no log dir was marked clean")
     finally:
         close_engine(spark)
     if failed is not None:

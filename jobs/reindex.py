@@ -76,15 +76,16 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     from segdex.jobs import report
     from segdex.pipelines import reindex
     from segdex.pipelines.local_engine import close_engine, get_engine
+    from segdex.pipelines.run_context import RunRequest
     from segdex.pipelines.schemas import default_metadata_path
 
     spark = get_engine(args.master, f"segdex-{mode}", args.remote)
     try:
+        request = RunRequest(args.log_dirs, args.metadata or default_metadata_path(), default, topics,
+                             arguments=_arguments(args, mode), normalize=getattr(args, "normalize", False),
+                             resolver=args._resolver, allow_unloadable=getattr(args, "allow_unloadable", False))
         summary, failed = guarded_run(mode, lambda: reindex.run(
-            spark, args.log_dirs, mode, args.metadata or default_metadata_path(), default, topics,
-            arguments=_arguments(args, mode), progress=None if args.no_progress else report.print_progress,
-            normalize=getattr(args, "normalize", False), resolver=args._resolver,
-            allow_unloadable=getattr(args, "allow_unloadable", False)))
+            spark, mode, request, None if args.no_progress else report.print_progress))
     finally:
         close_engine(spark)
     if failed is not None:

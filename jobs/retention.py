@@ -172,11 +172,11 @@ def run(args: argparse.Namespace) -> int:
     metadata = args.metadata or default_metadata_path()
     run_id, run_at = pr.new_run_id(), datetime.now(UTC)
     if args.from_metadata:
-        return _what_if(args, config, None, now_ms, metadata, run_id, run_at)
+        return _what_if(args, config, now_ms, metadata, run_id, run_at)
     if check_log_dirs("retention", args.log_dirs):
         return ExitStatus.USAGE
     spark = spark_if_master(args.master, "retention", args.remote)
-    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, None, args.apply, spark,
+    outcomes = pr.run_disk([os.path.abspath(d) for d in args.log_dirs], config, now_ms, args.apply, spark,
                            args.allow_unloadable)
     status = print_log_dirs(outcomes, args.apply, args.verbose, now_ms)
     if not args.no_record:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: str, run_at) -> int:
+def _what_if(args, config, now_ms: int, metadata: str, run_id: str, run_at) -> int:
     from segdex.pipelines import metadata_store as ms
     from segdex.pipelines import retention as pr
     from segdex.pipelines.spark_session import get_spark
@@ -196,7 +196,7 @@ def _what_if(args, config, topic_overrides, now_ms: int, metadata: str, run_id: 
             return ExitStatus.USAGE
     spark = get_spark(args.master, "segdex-retention-what-if", remote=args.remote)
     try:
-        df = pr.what_if(spark, args.from_metadata, config, now_ms, topic_overrides, run_id, run_at).cache()
+        df = pr.what_if(spark, args.from_metadata, config, now_ms, run_id, run_at).cache()
         rows = [r.asDict() for r in df.orderBy("log_dir", "topic", "partition", "base_offset").collect()]
     except ms.MetadataStoreError as e:
         _err(str(e))

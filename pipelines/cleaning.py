@@ -11,10 +11,8 @@ import functools
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Any
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
-from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.fs.atomic_file import remove_temporaries
 from segdex.indexcore.log.checkpoints import (
     CorruptCheckpointException,
@@ -28,7 +26,9 @@ from segdex.indexcore.log.quarantine import QuarantineSession
 
 from . import metadata_store as ms
 from . import runs, spark_tasks
+from .engine import Engine
 from .reindex import Discovery, acquire_locks, discover, unloadable_log_dirs
+from .run_context import RunRequest
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
 
@@ -80,11 +80,11 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: Part
                          task.cleaner_checkpoint, until_clean)
 
 
-def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-         cleaner: CleanerConfig, now_ms: int, until_clean: bool = False) -> CleaningRun:
-    """Plan every compacted partition of ``log_dirs`` (the KRaft metadata log and ``-future`` dirs aside); with
-    ``until_clean`` every round Kafka's cleaner would need (counts only)."""
-    found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
+def plan(spark: Engine, request: RunRequest, cleaner: CleanerConfig, until_clean: bool = False) -> CleaningRun:
+    """Plan every compacted partition of ``request.log_dirs`` (the KRaft metadata log and ``-future`` dirs aside)
+    at ``request.now_ms``; with ``until_clean`` every round Kafka's cleaner would need (counts only)."""
+    now_ms = _now_ms(request)
+    found = discover(request.log_dirs, request.config, dict(request.topic_configs), now_ms=now_ms)
     tasks = _compacted(found)
     plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
                                   "segdex clean")
@@ -125,19 +125,20 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         checkpoint = plan.end_offset
 
 
-def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
-          cleaner: CleanerConfig, now_ms: int, quarantine: str | None, until_clean: bool = False,
-          allow_unloadable: bool = False) -> CleaningRun:
-    """Clean every compacted partition Kafka's cleaner would clean now, one round each, under each log dir's
-    ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless ``allow_unloadable``:
-    ``reindex.discover``); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets
-    (Kafka's ``doneCleaning``), while the lock is still held."""
+def apply(spark: Engine, request: RunRequest, cleaner: CleanerConfig, until_clean: bool = False) -> CleaningRun:
+    """Clean every compacted partition Kafka's cleaner would clean at ``request.now_ms``, one round each, under
+    each log dir's ``.lock`` (a dir a broker holds is refused, as is one a broker's start trips on unless
+    ``request.allow_unloadable``: ``reindex.discover``), replaced segments kept in ``request.quarantine`` (None:
+    nowhere); then each log dir's ``cleaner-offset-checkpoint`` takes the rounds' end offsets (Kafka's
+    ``doneCleaning``), while the lock is still held."""
+    log_dirs, allow_unloadable, quarantine, now_ms = (request.log_dirs, request.allow_unloadable,
+                                                      request.quarantine, _now_ms(request))
     unlocked = [] if allow_unloadable else unloadable_log_dirs(log_dirs)  # refused by discover, never locked
     locks, refused = acquire_locks([d for d in log_dirs if os.path.realpath(d) not in unlocked])
     try:
         owner = (socket.gethostname(), os.getpid())
-        found = discover([lk.log_dir for lk in locks] + unlocked, config, topic_configs, owner, now_ms,
-                         allow_unloadable)
+        found = discover([lk.log_dir for lk in locks] + unlocked, request.config, dict(request.topic_configs), owner,
+                         now_ms, allow_unloadable)
         found.refused[:0] = refused
         for lock in locks:  # a killed run's temporaries (the checkpoint's): ours to remove, under the lock
             if lock.log_dir in found.listed:
@@ -155,6 +156,13 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
             lock.release()
 
 
+def _now_ms(request: RunRequest) -> int:
+    """The cleaner's clock: the request's, which a cleaning run needs."""
+    if request.now_ms is None:
+        raise ValueError("a cleaning run needs the request's now_ms (the cleaner's clock)")
+    return request.now_ms
+
+
 def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]]) -> None:
     """``LogCleanerManager.doneCleaning``: the log dir's checkpoint entries of the partitions cleaned, the others
     kept (a checkpoint Kafka cannot read is replaced, as Kafka's next write would)."""
@@ -168,6 +176,6 @@ def _done_cleaning(log_dir: str, done: list[tuple[PartitionTask, CleaningPlan]])
     write_offset_checkpoint(path, offsets)
 
 
-def record(spark: Any, metadata_path: str, run: CleaningRun) -> int:
+def record(spark: Engine, metadata_path: str, run: CleaningRun) -> int:
     """Append the run's rows to the ``cleaning`` table."""
     return ms.MetadataStore(metadata_path, spark).append(CLEANING_TABLE, run.rows())

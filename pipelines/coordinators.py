@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.coordinator.coordinator_loader import LoadSummary, after_broker_start
@@ -52,13 +52,30 @@ class PartitionCoordination:
     problem: str | None = None
 
 
-def coordination(path: str, topic: str, partition: int, producers: ProducerStateManager | None,
-                 clean_shutdown: bool = False, recovery_point: int | None = None,
-                 log_start_offset: int | None = None) -> PartitionCoordination:
+class ScannedPartition(Protocol):
+    """What ``coordination`` reads of a scan task (``scan.PartitionTask`` is one): the partition, where it is,
+    and what the broker's next start reads of its log dir (the clean-shutdown marker, its checkpoint entries)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def clean_shutdown(self) -> bool: ...
+    @property
+    def recovery_point(self) -> int | None: ...
+    @property
+    def log_start_offset(self) -> int | None: ...
+
+
+def coordination(task: ScannedPartition, producers: ProducerStateManager | None) -> PartitionCoordination:
     """In the scan task, after the partition's segments: its topic id, open transactions, and its coordinator
     load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition; a load that stopped early
     gets Kafka's own load after the broker's next start (``after_broker_start``, from the log dir's
     clean-shutdown marker and the partition's checkpoint entries)."""
+    path, topic, partition = task.path, task.topic, task.partition
     out = PartitionCoordination(read_topic_id(path))
     if producers is not None:
         out.open_transactions = open_transactions(topic, partition, producers)
@@ -68,8 +85,8 @@ def coordination(path: str, topic: str, partition: int, producers: ProducerState
         elif topic == TRANSACTION_STATE:
             out.load = load_transactions(path)
         if out.load is not None and out.load.partial:
-            out.load.after_start = after_broker_start(path, out.load, clean_shutdown, recovery_point,
-                                                      log_start_offset)
+            out.load.after_start = after_broker_start(path, out.load, task.clean_shutdown, task.recovery_point,
+                                                      task.log_start_offset)
     except (OSError, SegdexError) as e:
         out.problem = f"{path}: cannot load as the coordinator does: {getattr(e, 'strerror', None) or e}"
     return out

@@ -5,11 +5,12 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
 
 from . import reindex, sql
+from .engine import Engine
+from .run_context import RunRequest
 from .sample_logdir import generate_sample
 
 MARKER = ".segdex-demo"
@@ -59,14 +60,14 @@ class DemoResult:
     queries: list[tuple[str, str, list[str], list[tuple]]] = field(default_factory=list)  # title, SQL, cols, rows
 
 
-def run(spark: Any, root: str) -> DemoResult:
+def run(spark: Engine, root: str) -> DemoResult:
     """Generate the sample in ``root``, verify and reindex it, run the demo queries."""
     logs, meta = prepare(Path(root))
     counts = generate_sample(logs)
     result = DemoResult(logs, meta, counts, damage_tail(logs))
     for mode in ("verify", "reindex"):
-        result.runs.append(reindex.run(spark, [str(logs)], mode, str(meta), LogConfig(), {},
-                                       arguments=[mode, str(logs)], progress=False))
+        result.runs.append(reindex.run(spark, mode, RunRequest([str(logs)], str(meta), LogConfig(),
+                                                               arguments=[mode, str(logs)])))
     for title, query in QUERIES:
         columns, rows = sql.run_query(spark, str(meta), query)
         result.queries.append((title, query, columns, rows))

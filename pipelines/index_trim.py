@@ -4,13 +4,13 @@ each log dir, one Spark task per dir. Not Kafka's log compaction: the ``.log`` f
 
 from __future__ import annotations
 
-from typing import Any
-
 from segdex.indexcore.tools.index_trim import TrimOutcome, trim_log_dir
 from segdex.pipelines.spark_tasks import run_tasks
 
+from .engine import Engine
 
-def trim_indexes(log_dirs: list[str], apply: bool = False, spark: Any = None,
+
+def trim_indexes(log_dirs: list[str], apply: bool = False, spark: Engine | None = None,
                  allow_unloadable: bool = False) -> list[TrimOutcome]:
     """``trim_log_dir`` for each log dir: one Spark task per dir when ``spark`` is given."""
     if spark is None or len(log_dirs) < 2:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .engine import Engine, is_local
+
 SIGNAL_NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
 STOP_TIMEOUT_S = 30.0
 
@@ -43,7 +45,7 @@ class RunInterrupted(BaseException):
 
 
 @contextlib.contextmanager
-def stop_on_signals(spark: Any) -> Iterator[None]:
+def stop_on_signals(spark: Engine) -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM cancel the Spark jobs and raise ``RunInterrupted`` (main thread
     only; elsewhere the block runs unchanged)."""
     if threading.current_thread() is not threading.main_thread():
@@ -77,11 +79,11 @@ def ignored_signals() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def stop_spark(spark: Any, timeout: float = STOP_TIMEOUT_S) -> None:
+def stop_spark(spark: Engine, timeout: float = STOP_TIMEOUT_S) -> None:
     """Cancel the jobs, wait for their tasks to end, and stop the Spark context so that no executor process
     writes on. Runs in a thread of its own (a fresh py4j connection); returns when done or after ``timeout``.
     The one-host engine (``local_engine``) kills its worker processes."""
-    if getattr(spark, "is_local_engine", False):
+    if is_local(spark):
         spark.stop()
         return
     import logging

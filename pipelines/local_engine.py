@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, wait
 from typing import Any
 
+from .engine import Engine, is_local
+
 ENGINE_ENV = "SEGDEX_ENGINE"  # local | spark (default: local where nothing asks for Spark)
 
 
@@ -59,10 +61,10 @@ def get_engine(master: str | None = None, app_name: str = "segdex", remote: str 
     return engine
 
 
-def close_engine(engine: Any) -> None:
+def close_engine(engine: Engine) -> None:
     """The end of a command's run: the one-host engine's workers finish and exit (a Spark session is left as
     is: spark-submit and the tests own theirs)."""
-    if getattr(engine, "is_local_engine", False):
+    if is_local(engine):
         engine.close()
 
 

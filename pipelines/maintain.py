@@ -12,6 +12,8 @@ from typing import Any
 from segdex.indexcore.errors import SegdexError
 from segdex.pipelines import metadata_store as ms
 
+from .engine import Engine
+
 SAFE_RETENTION_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration (7 days)
 
 
@@ -19,7 +21,7 @@ class MaintenanceError(SegdexError):
     """A maintenance request that would be unsafe, or a table that cannot be maintained."""
 
 
-def maintain_table(spark: Any, path: str, name: str, retention_hours: int = SAFE_RETENTION_HOURS,
+def maintain_table(spark: Engine, path: str, name: str, retention_hours: int = SAFE_RETENTION_HOURS,
                    allow_unsafe: bool = False, dry_run: bool = False) -> dict[str, Any]:
     """Compact the small files of table ``path/name`` and vacuum files older than ``retention_hours``.
 
@@ -63,7 +65,7 @@ RETENTION_WINDOW_IGNORE = "spark.databricks.delta.vacuum.retentionWindowIgnore.e
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 
-def _maintain_spark(spark: Any, uri: str, name: str, retention_hours: int, allow_unsafe: bool) -> dict[str, Any]:
+def _maintain_spark(spark: Engine, uri: str, name: str, retention_hours: int, allow_unsafe: bool) -> dict[str, Any]:
     """OPTIMIZE and VACUUM through Delta Lake on Spark's Python API (the table's path is never pasted into SQL),
     vacuuming with ``retention_hours`` itself. The files vacuumed and the version come from the commit's history
     (``VACUUM END``'s ``numDeletedFiles``)."""
@@ -89,7 +91,7 @@ def _maintain_spark(spark: Any, uri: str, name: str, retention_hours: int, allow
             "vacuumed": None if vacuumed is None else int(vacuumed), "version": last["version"]}
 
 
-def maintain_tables(spark: Any, path: str, retention_hours: int = SAFE_RETENTION_HOURS, allow_unsafe: bool = False,
+def maintain_tables(spark: Engine, path: str, retention_hours: int = SAFE_RETENTION_HOURS, allow_unsafe: bool = False,
                     dry_run: bool = False, names: list[str] | None = None) -> list[dict[str, Any]]:
     """``maintain_table`` for every Delta table under ``path`` (or ``names``)."""
     return [maintain_table(spark, path, n, retention_hours, allow_unsafe, dry_run)

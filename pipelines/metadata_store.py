@@ -47,6 +47,7 @@ import pyarrow as pa
 from segdex.indexcore.errors import SegdexError
 
 from . import aws_env, fleet
+from .engine import Engine
 from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
 
@@ -192,7 +193,7 @@ def writer_is_spark() -> bool:
     return os.environ.get(WRITER_ENV, "").strip().lower() == "spark"
 
 
-def spark_has_delta(spark: Any) -> bool:
+def spark_has_delta(spark: Engine | None) -> bool:
     """Whether this session can read and write Delta through Spark (delta-spark loaded, or forced by env). A
     Spark Connect session never writes through Spark: delta-spark's Python API (MERGE, OPTIMIZE, VACUUM) needs
     Delta's Connect plugin on the server; segdex writes those tables with delta-rs from this process instead."""
@@ -204,7 +205,7 @@ def spark_has_delta(spark: Any) -> bool:
     return spark_reads_delta(spark)
 
 
-def spark_reads_delta(spark: Any) -> bool:
+def spark_reads_delta(spark: Engine | None) -> bool:
     """Whether this session (classic, or a Spark Connect server) has Delta's reader and catalog loaded."""
     if spark is None:
         return False
@@ -439,7 +440,7 @@ def _retry(fn, retries: int) -> Any:
 class MetadataStore:
     """The Delta tables under ``path``, written and read through ``spark`` when it has Delta, else delta-rs."""
 
-    def __init__(self, path: str, spark: Any = None, retries: int = DEFAULT_RETRIES,
+    def __init__(self, path: str, spark: Engine | None = None, retries: int = DEFAULT_RETRIES,
                  app_id: str | None = None) -> None:
         self.path = path
         self.spark = spark
@@ -813,21 +814,19 @@ class MetadataStore:
 # -- module-level conveniences (tests, small callers) -------------------------------------------------------------
 
 
-def write_table(spark: Any, path: str, name: str, rows_or_arrow: Any, schema: pa.Schema,
-                merge_keys: Sequence[str] | None = None, update_when_changed: Sequence[str] | None = None,
-                retries: int = DEFAULT_RETRIES, scope: Scope | None = None) -> int:
-    """Upsert (with ``merge_keys``) or append ``rows_or_arrow`` into table ``path/name``; see ``MetadataStore``."""
-    spec = TableSpec(name, schema, tuple(merge_keys or ()),
-                     tuple(update_when_changed) if update_when_changed is not None else None)
-    store = MetadataStore(path, spark, retries)
-    return store.upsert(spec, rows_or_arrow, scope) if merge_keys else store.append(spec, rows_or_arrow)
+def write_table(spark: Engine | None, path: str, table: TableSpec, rows_or_arrow: Any,
+                scope: Scope | None = None) -> int:
+    """Upsert (a table with merge keys) or append (one without) ``rows_or_arrow`` into ``path/<table.name>``; see
+    ``MetadataStore``."""
+    store = MetadataStore(path, spark)
+    return store.upsert(table, rows_or_arrow, scope) if table.keys else store.append(table, rows_or_arrow)
 
 
 def read_arrow(path: str, name: str) -> pa.Table:
     return MetadataStore(path).read(name)
 
 
-def read_table(spark: Any, path: str, name: str) -> Any:
+def read_table(spark: Engine, path: str, name: str) -> Any:
     return MetadataStore(path, spark).read_df(name)
 
 
@@ -835,7 +834,7 @@ def table_names(path: str) -> list[str]:
     return MetadataStore(path).tables()
 
 
-def register_views(spark: Any, path: str, names: Iterable[str] | None = None) -> list[str]:
+def register_views(spark: Engine, path: str, names: Iterable[str] | None = None) -> list[str]:
     return MetadataStore(path, spark).register_views(names)
 
 

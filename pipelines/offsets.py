@@ -4,12 +4,13 @@ dir when a SparkSession is given (a log dir of thousands of partitions), else a 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.layout import parse_partition_dir_name
 from segdex.indexcore.tools.list_offsets import OffsetAnswer, list_offset
 from segdex.pipelines.spark_tasks import run_tasks
+
+from .engine import Engine
 
 
 def answer(path: str, target: int, log_start_offset: int | None) -> OffsetAnswer:
@@ -21,7 +22,7 @@ def answer(path: str, target: int, log_start_offset: int | None) -> OffsetAnswer
         return OffsetAnswer(tp.topic, tp.partition, error=f"{getattr(e, 'strerror', None) or e}")
 
 
-def list_offsets(work: list[tuple[str, int | None]], target: int, spark: Any = None) -> list[OffsetAnswer]:
+def list_offsets(work: list[tuple[str, int | None]], target: int, spark: Engine | None = None) -> list[OffsetAnswer]:
     """Answers for (partition dir, log start offset) pairs, sorted by topic and partition."""
     if spark is None or len(work) < 2:
         answers = [answer(path, target, start) for path, start in work]

@@ -13,9 +13,8 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from segdex.indexcore.config.log_config import LogConfig, TopicConfigResolver, is_cluster_metadata
+from segdex.indexcore.config.log_config import is_cluster_metadata
 from segdex.indexcore.log.log_manager import (
     PartitionState,
     finish_log_dir,
@@ -25,8 +24,9 @@ from segdex.indexcore.log.log_manager import (
 from segdex.indexcore.log.quarantine import check_quarantine_dir
 
 from . import reindex
+from .engine import Engine
 from .reindex import Discovery, ProgressSnapshot, RunSummary
-from .run_context import MODE_RECOVER, RunContext
+from .run_context import MODE_RECOVER, RunContext, RunRequest
 from .scan import PartitionOutcome
 
 
@@ -91,23 +91,21 @@ class RecoverHooks:
                 r.error = f"checkpoints or marker not written: {e.strerror or e}"
 
 
-def run(spark: Any, log_dirs: list[str], metadata_path: str, config: LogConfig,
-        topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
-        native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        now_ms: int | None = None, quarantine: str | None = None,
-        resolver: TopicConfigResolver | None = None, allow_unloadable: bool = False) -> RecoverSummary:
-    """Recover every partition of ``log_dirs``; ``now_ms`` is the broker clock for producer expiry (default:
-    now). With ``quarantine`` (``--truncate``), corrupt tails are cut as Kafka's recovery cuts them, every removed
-    byte kept there (``indexcore.quarantine``). A log dir a broker's start trips on is left alone unless
-    ``allow_unloadable`` (``reindex.discover``). Raises what ``reindex.run`` raises, and UsageException for a
-    quarantine inside a log dir."""
+def run(spark: Engine, request: RunRequest,
+        progress: Callable[[ProgressSnapshot], None] | None = None) -> RecoverSummary:
+    """Recover every partition of ``request.log_dirs``; ``request.now_ms`` is the broker clock for producer expiry
+    (default: now). With ``request.quarantine`` (``--truncate``), corrupt tails are cut as Kafka's recovery cuts
+    them, every removed byte kept there (``indexcore.quarantine``). A log dir a broker's start trips on is left
+    alone unless ``request.allow_unloadable`` (``reindex.discover``). Every index file is left as Kafka's recovery
+    writes it (``normalize``, whatever the request says). Raises what ``reindex.run`` raises, and UsageException
+    for a quarantine inside a log dir."""
+    quarantine = request.quarantine
     if quarantine is not None:
-        quarantine = check_quarantine_dir(quarantine, log_dirs)
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        quarantine = check_quarantine_dir(quarantine, request.log_dirs)
+    now_ms = int(time.time() * 1000) if request.now_ms is None else request.now_ms
     hooks = RecoverHooks(quarantine)
-    summary = reindex.run(spark, log_dirs, MODE_RECOVER, metadata_path, config, topic_configs, arguments, native,
-                          progress, normalize=True, now_ms=now_ms, hooks=hooks, resolver=resolver,
-                          allow_unloadable=allow_unloadable)
+    summary = reindex.run(spark, MODE_RECOVER, replace(request, normalize=True, now_ms=now_ms, quarantine=quarantine),
+                          progress, hooks)
     return RecoverSummary(summary, list(hooks.results.values()), now_ms)
 
 

@@ -43,9 +43,10 @@ from segdex.indexcore.status import ExitStatus
 from . import coordinators, preflight, schemas, spark_tasks
 from .cluster_metadata import cluster_tables
 from .coordinators import CoordinatorTables
+from .engine import Engine
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
-from .run_context import RunContext
+from .run_context import RunContext, RunRequest
 from .runs import new_run_id
 from .scan import (
     PartitionOutcome,
@@ -286,7 +287,7 @@ def plan_spans(tasks: list[PartitionTask], slots: int) -> tuple[list[PartitionTa
     return whole, spans
 
 
-def scan(spark: Any, discovery: Discovery, ctx: RunContext,
+def scan(spark: Engine, discovery: Discovery, ctx: RunContext,
          progress: Callable[[ProgressSnapshot], None] | None = None) -> list[PartitionOutcome]:
     """Run the scan of every discovered partition as Spark tasks (``spark_tasks.run_tasks``: DataFrame
     operations only, classic Spark or Spark Connect); returns the outcomes on the driver.
@@ -391,7 +392,7 @@ def _preflight(discovery: Discovery, writing: bool, metadata_path: str) -> None:
         discovery.listed = [d for d in discovery.listed if d not in gone]
 
 
-def _clean_after_interrupt(spark: Any, discovery: Discovery) -> int:
+def _clean_after_interrupt(spark: Engine, discovery: Discovery) -> int:
     """Stop Spark so that no task writes on, then remove the temporaries its killed tasks left (under the
     locks, which the caller still holds); returns how many were removed."""
     stop_spark(spark)
@@ -412,11 +413,8 @@ class RunHooks(Protocol):
     def after_scan(self, discovery: Discovery, outcomes: list[PartitionOutcome]) -> None: ...
 
 
-def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: LogConfig,
-        topic_configs: dict[str, LogConfig] | None = None, arguments: list[str] | None = None,
-        native: bool | None = None, progress: Callable[[ProgressSnapshot], None] | None = None,
-        normalize: bool = False, now_ms: int | None = None, hooks: RunHooks | None = None,
-        resolver: TopicConfigResolver | None = None, allow_unloadable: bool = False) -> RunSummary:
+def run(spark: Engine, mode: str, request: RunRequest, progress: Callable[[ProgressSnapshot], None] | None = None,
+        hooks: RunHooks | None = None) -> RunSummary:
     """The whole ``segdex reindex``/``verify``/``recover``: lock, discover, check, scan in Spark, print problems,
     write Delta. The run's ``RunContext`` (``mode`` is its command) goes to every task; ``hooks`` add the
     command's own driver steps.
@@ -424,22 +422,24 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     Reindex holds every log dir's ``.lock`` from before the listing until its last write is durable (executors
     write under the driver's lock, see ``scan.scan_group``). Raises ``preflight.PreflightError`` before any change
     when the metadata destination is unusable, ``RunInterrupted`` after a clean stop on SIGTERM/SIGINT, and
-    ``RunFailed`` when the metadata could not be written after index files were. With ``resolver`` (the
+    ``RunFailed`` when the metadata could not be written after index files were. With ``request.resolver`` (the
     configs as the command resolved them, with their sources), each topic's effective config is recorded in
     ``topic_configs`` and the summary names the topics whose index settings nobody gave. A writing run leaves alone
-    (refused) a log dir a broker's start trips on, unless ``allow_unloadable`` (see ``discover``).
+    (refused) a log dir a broker's start trips on, unless ``request.allow_unloadable`` (see ``discover``).
     """
     t0 = time.monotonic()
-    ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), native, normalize)  # ValueError for another mode
+    # ValueError for another mode
+    ctx = RunContext(mode, new_run_id(mode), datetime.now(UTC), request.native, request.normalize)
     writing = ctx.writing
+    log_dirs, metadata_path = request.log_dirs, request.metadata_path
     preflight.check_metadata_destination(metadata_path)  # before the locks: a bad path leaves no trace
-    unlocked = unloadable_log_dirs(log_dirs) if writing and not allow_unloadable else []
+    unlocked = unloadable_log_dirs(log_dirs) if writing and not request.allow_unloadable else []
     locks, refused = acquire_locks([d for d in log_dirs if os.path.realpath(d) not in unlocked]) if writing \
         else ([], [])
     try:
         owner = (socket.gethostname(), os.getpid()) if writing else None
-        discovery = discover([lk.log_dir for lk in locks] + unlocked if writing else log_dirs, config,
-                             topic_configs, owner, now_ms, allow_unloadable)
+        discovery = discover([lk.log_dir for lk in locks] + unlocked if writing else log_dirs, request.config,
+                             dict(request.topic_configs), owner, request.now_ms, request.allow_unloadable)
         discovery.refused[:0] = refused
         _preflight(discovery, writing, metadata_path)
         for lock in locks:
@@ -462,8 +462,16 @@ def run(spark: Any, log_dirs: list[str], mode: str, metadata_path: str, config: 
     finally:
         for lock in locks:
             lock.release()
-    return _finish(spark, discovery, outcomes, ctx, metadata_path, arguments, log_dirs,
-                   (t0, t_discovered, t_scanned), resolver)
+    return _finish(spark, _Scanned(discovery, outcomes, ctx), request, (t0, t_discovered, t_scanned))
+
+
+@dataclass
+class _Scanned:
+    """What the scan left for the driver to record: the discovery, the outcomes and the run's context."""
+
+    discovery: Discovery
+    outcomes: list[PartitionOutcome]
+    ctx: RunContext
 
 
 def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run_id: str,
@@ -481,10 +489,10 @@ def _config_rows(discovery: Discovery, resolver: TopicConfigResolver | None, run
     return rows, assumed
 
 
-def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], ctx: RunContext,
-            metadata_path: str, arguments: list[str] | None, log_dirs: list[str],
-            times: tuple[float, float, float], resolver: TopicConfigResolver | None = None) -> RunSummary:
+def _finish(spark: Engine, scanned: _Scanned, request: RunRequest, times: tuple[float, float, float]) -> RunSummary:
     """Record segments, partitions and the run in Delta; the summary of the run."""
+    discovery, outcomes, ctx = scanned.discovery, scanned.outcomes, scanned.ctx
+    log_dirs, metadata_path = request.log_dirs, request.metadata_path
     t0, t_discovered, t_scanned = times
     coordination = coordinators.build(outcomes, ctx, log_dirs)
     attention = (bool(discovery.refused) or bool(discovery.unloadable) or any(o.attention for o in outcomes)
@@ -497,7 +505,7 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
     partition_rows = [o.partition for o in outcomes if o.partition]
     written = sum(o.files_written for o in outcomes)
     run_row = RunRow(
-        run_id=ctx.run_id, command=ctx.command, arguments=json.dumps(arguments or []),
+        run_id=ctx.run_id, command=ctx.command, arguments=json.dumps(list(request.arguments)),
         log_dirs=json.dumps([os.path.realpath(d) for d in log_dirs]),
         started_at=ctx.scanned_at, ended_at=datetime.now(UTC),
         partitions=len(partition_rows), segments=len(segment_rows),
@@ -507,11 +515,11 @@ def _finish(spark: Any, discovery: Discovery, outcomes: list[PartitionOutcome], 
         skipped=len(discovery.skipped) + len(discovery.refused) + len(discovery.unloadable),
         exit_status=exit_status,
     )
-    config_rows, on_defaults = _config_rows(discovery, resolver, ctx.run_id, ctx.scanned_at)
+    config_rows, on_defaults = _config_rows(discovery, request.resolver, ctx.run_id, ctx.scanned_at)
     tables = [(schemas.TOPIC_CONFIGS_TABLE, config_rows, None)] if config_rows else []
     tables += _cluster_merges(discovery.listed or log_dirs, ctx.run_id, ctx.scanned_at)
     try:
-        _record(spark, metadata_path, discovery, outcomes, segment_rows, partition_rows, run_row, tables,
+        _record(MetadataStore(metadata_path, spark), scanned, _Rows(segment_rows, partition_rows, run_row, tables),
                 coordination)
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -543,15 +551,23 @@ def _cluster_merges(log_dirs: list[str], run_id: str, at: datetime) -> list[tupl
             (schemas.BROKERS_TABLE, cluster.brokers, cluster.broker_scope)]
 
 
-def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list[PartitionOutcome],
-            segment_rows: list[SegmentRow], partition_rows: list[PartitionRow], run_row: RunRow,
-            tables: list[tuple[Any, list, Scope | None]] | None = None,
-            coordination: CoordinatorTables | None = None) -> None:
-    """Every table's merge of the run, side by side, then the run's row. ``tables``: more (table, rows, scope)
+@dataclass
+class _Rows:
+    """A run's rows for the tables: segments, partitions, the run's own row, and more (table, rows, scope)
     merges (``topic_configs``, ``topics``, ``brokers``)."""
-    store = MetadataStore(metadata_path, spark)
-    merges: list[tuple[Any, list, Scope | None]] = list(tables or [])  # (table, rows, scope), one commit each
-    scope = rescanned_scope(discovery, outcomes)
+
+    segments: list[SegmentRow]
+    partitions: list[PartitionRow]
+    run: RunRow
+    tables: list[tuple[Any, list, Scope | None]] = field(default_factory=list)
+
+
+def _record(store: MetadataStore, scanned: _Scanned, found: _Rows,
+            coordination: CoordinatorTables | None = None) -> None:
+    """Every table's merge of the run, side by side, then the run's row."""
+    discovery, segment_rows, partition_rows = scanned.discovery, found.segments, found.partitions
+    merges: list[tuple[Any, list, Scope | None]] = list(found.tables)  # (table, rows, scope), one commit each
+    scope = rescanned_scope(discovery, scanned.outcomes)
     if segment_rows or scope:
         merges.append((schemas.SEGMENTS_TABLE, segment_rows, scope))
     if partition_rows or scope:
@@ -567,4 +583,4 @@ def _record(spark: Any, metadata_path: str, discovery: Discovery, outcomes: list
     with ThreadPoolExecutor(max(1, len(merges))) as pool:
         for done in [pool.submit(store.upsert, table, rows, sc) for table, rows, sc in merges]:
             done.result()
-    store.upsert(schemas.RUNS_TABLE, [run_row])
+    store.upsert(schemas.RUNS_TABLE, [found.run])

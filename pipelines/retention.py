@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +41,8 @@ from segdex.pipelines.schemas import (  # noqa: F401 - re-exported
 )
 from segdex.pipelines.spark_tasks import run_tasks
 
+from .engine import Engine
+
 TIMESTAMP_UNKNOWN = "unknown"
 
 STATUS_PLANNED = "planned"
@@ -55,26 +58,35 @@ def new_run_id() -> str:
     return runs.new_run_id("retention")
 
 
-def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int,
-             topic_overrides: dict | None = None, apply: bool = False, spark: Any = None,
-             allow_unloadable: bool = False) -> list[LogDirOutcome]:
+def run_disk(log_dirs: list[str], config: LogConfig | TopicConfigResolver, now_ms: int, apply: bool = False,
+             spark: Engine | None = None, allow_unloadable: bool = False) -> list[LogDirOutcome]:
     """``indexcore.retention.run_log_dir`` for each log dir: one Spark task per log dir when ``spark`` is given
-    (each task plans and applies its own dir under that dir's lock), else a loop in this process."""
+    (each task plans and applies its own dir under that dir's lock), else a loop in this process. ``config``: one
+    for every topic, or a resolver (``as_resolver`` makes one with per-topic overrides)."""
     try:  # what the metadata log's image makes stray: left alone (a log dir without one: none)
         strays = stray_replicas([d for d in log_dirs if os.path.isdir(d)])
     except (SegdexError, OSError):
         strays = {}
     if spark is None or len(log_dirs) < 2:
-        return [run_log_dir(d, config, now_ms, topic_overrides, apply, allow_unloadable, strays) for d in log_dirs]
-    return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, topic_overrides, apply,
-                                                            allow_unloadable, strays), "segdex retention")
+        return [run_log_dir(d, config, now_ms, None, apply, allow_unloadable, strays) for d in log_dirs]
+    return run_tasks(spark, log_dirs, lambda d: run_log_dir(d, config, now_ms, None, apply, allow_unloadable,
+                                                            strays), "segdex retention")
 
 
-def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str, run_id: str, run_at: datetime,
-              now_ms: int) -> list[RetentionActionRow]:
+@dataclass(frozen=True)
+class RetentionRun:
+    """What every ``retention_actions`` row of one run carries: its id, when it ran, and the clock it judged by."""
+
+    run_id: str
+    run_at: datetime
+    now_ms: int
+
+
+def plan_rows(plan: RetentionPlan, log_dir: str, status: str, source: str,
+              run: RetentionRun) -> list[RetentionActionRow]:
     """A plan as ``retention_actions`` rows: one per deleted or blocked segment, one for a skipped partition."""
-    common = {"run_id": run_id, "log_dir": log_dir, "topic": plan.topic, "partition": plan.partition,
-              "status": status, "source": source, "now_ms": now_ms, "run_at": run_at,
+    common = {"run_id": run.run_id, "log_dir": log_dir, "topic": plan.topic, "partition": plan.partition,
+              "status": status, "source": source, "now_ms": run.now_ms, "run_at": run.run_at,
               "log_start_offset_after": plan.log_start_offset_after}
     rows = []
     for d in plan.deletions:
@@ -103,19 +115,21 @@ def outcome_rows(outcomes: Iterable[LogDirOutcome], run_id: str, run_at: datetim
             status = STATUS_PLANNED
             if applied:
                 status = STATUS_FAILED if p.error else STATUS_APPLIED
-            rows.extend(plan_rows(p.plan, o.log_dir, status, SOURCE_DISK, run_id, run_at, now_ms))
+            rows.extend(plan_rows(p.plan, o.log_dir, status, SOURCE_DISK, RetentionRun(run_id, run_at, now_ms)))
     return rows
 
 
-def record_actions(spark: Any, metadata_path: str, rows: Any) -> int:
+def record_actions(spark: Engine, metadata_path: str, rows: Any) -> int:
     """Upsert rows (typed rows, dicts or a DataFrame) into ``<metadata>/retention_actions``; planned rows of a run
     become applied rows when the same run applies them."""
     return ms.MetadataStore(metadata_path, spark).upsert(RETENTION_ACTIONS_TABLE, rows)
 
 
 def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfigResolver,
-                topic_overrides: dict | None, now_ms: int, run_id: str, run_at: datetime) -> list[RetentionActionRow]:
+                run: RetentionRun) -> list[RetentionActionRow]:
+    """One partition's retention planned from its ``segments`` and ``partitions`` rows (``what_if``)."""
     log_dir, topic, partition = key
+    now_ms = run.now_ms
     rows = sorted(rows, key=lambda r: r["base_offset"])
     part = rows[0]
     segments = []
@@ -132,16 +146,16 @@ def _plan_group(key: tuple, rows: Iterable[dict], config: LogConfig | TopicConfi
     if leo is None:
         leo = rows[-1]["next_offset"] if rows[-1]["next_offset"] is not None else rows[-1]["base_offset"]
     facts = PartitionFacts(topic, partition, segments, leo, part["log_start_offset"], part["high_watermark"])
-    plan = plan_retention(facts, as_resolver(config, topic_overrides)(topic), now_ms)
-    return plan_rows(plan, log_dir, STATUS_WHAT_IF, SOURCE_METADATA, run_id, run_at, now_ms)
+    plan = plan_retention(facts, as_resolver(config)(topic), now_ms)
+    return plan_rows(plan, log_dir, STATUS_WHAT_IF, SOURCE_METADATA, run)
 
 
-def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResolver, now_ms: int,
-            topic_overrides: dict | None = None, run_id: str | None = None, run_at: datetime | None = None) -> Any:
+def what_if(spark: Engine, metadata_path: str, config: LogConfig | TopicConfigResolver, now_ms: int,
+            run_id: str | None = None, run_at: datetime | None = None) -> Any:
     """Retention planned from the ``segments`` and ``partitions`` tables alone, as a DataFrame of
-    ``retention_actions`` rows (status ``what_if``); no log dir is read. One group per partition."""
-    run_id = run_id or new_run_id()
-    run_at = run_at or datetime.now(UTC)
+    ``retention_actions`` rows (status ``what_if``); no log dir is read. One group per partition. ``config``: one
+    for every topic, or a resolver (``as_resolver`` makes one with per-topic overrides)."""
+    run = RetentionRun(run_id or new_run_id(), run_at or datetime.now(UTC), now_ms)
     segments = ms.read_table(spark, metadata_path, "segments")
     partitions = ms.read_table(spark, metadata_path, "partitions")
     keys = ["log_dir", "topic", "partition"]
@@ -160,7 +174,7 @@ def what_if(spark: Any, metadata_path: str, config: LogConfig | TopicConfigResol
     def plan(table: pa.Table) -> pa.Table:  # one partition's segments (DataFrame API: Spark Connect too)
         rows = table.to_pylist()
         key = (rows[0]["log_dir"], rows[0]["topic"], rows[0]["partition"])
-        out = list(_plan_group(key, rows, config, topic_overrides, now_ms, run_id, run_at))
+        out = list(_plan_group(key, rows, config, run))
         return ms.to_arrow(out, RETENTION_ACTIONS_SCHEMA)
 
     schema = ms.spark_schema(RETENTION_ACTIONS_SCHEMA)

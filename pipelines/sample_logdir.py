@@ -37,35 +37,33 @@ def _checkpoints(log_dir: Path, leo: dict[tuple[str, int], int]) -> None:
     (log_dir / META_PROPERTIES).write_text("version=1\nnode.id=1\ncluster.id=segdex-sample\n")
 
 
-def _partition(log_dir: Path, topic: str, partition: int, kind: str, codec: int, batches: int,
-               segment_bytes: int, rng: random.Random) -> int:
-    """Write one partition's segments; return its log end offset."""
+def _partition(w: SegmentWriter, partition: int, kind: str, codec: int, batches: int, rng: random.Random) -> int:
+    """Write one partition's segments through its writer ``w``; return its log end offset."""
     offset, ts = 0, START_MS + partition * 7
     open_txn: dict[int, int] = {}
-    with SegmentWriter(log_dir, topic, partition, segment_bytes) as w:
-        for i in range(batches):
-            ts += rng.randint(1, 40)
-            n = rng.randint(1, 5)
-            recs = [(ts + rng.randint(-20, 20) if kind == "plain" else ts, f"k{offset + j}".encode(),
-                     rng.randbytes(rng.randint(40, 600))) for j in range(n)]
-            if kind == "legacy":
-                data = build_batch(offset, recs, magic=1, compression=codec)
-            elif kind == "txn":
-                pid = 1000 + i % 3
-                if pid in open_txn and rng.random() < 0.3:  # end that producer's transaction
-                    ctrl = "ABORT" if rng.random() < 0.5 else "COMMIT"
-                    data = build_batch(offset, [], control=(ctrl, 0), control_timestamp=ts, producer_id=pid,
-                                       producer_epoch=0)
-                    del open_txn[pid]
-                    n = 1
-                else:
-                    open_txn.setdefault(pid, offset)
-                    data = build_batch(offset, recs, producer_id=pid, producer_epoch=0, base_sequence=i,
-                                       is_transactional=True, compression=codec)
+    for i in range(batches):
+        ts += rng.randint(1, 40)
+        n = rng.randint(1, 5)
+        recs = [(ts + rng.randint(-20, 20) if kind == "plain" else ts, f"k{offset + j}".encode(),
+                 rng.randbytes(rng.randint(40, 600))) for j in range(n)]
+        if kind == "legacy":
+            data = build_batch(offset, recs, magic=1, compression=codec)
+        elif kind == "txn":
+            pid = 1000 + i % 3
+            if pid in open_txn and rng.random() < 0.3:  # end that producer's transaction
+                ctrl = "ABORT" if rng.random() < 0.5 else "COMMIT"
+                data = build_batch(offset, [], control=(ctrl, 0), control_timestamp=ts, producer_id=pid,
+                                   producer_epoch=0)
+                del open_txn[pid]
+                n = 1
             else:
-                data = build_batch(offset, recs, compression=codec, partition_leader_epoch=i * 3 // batches)
-            w.append(data, offset)
-            offset += n
+                open_txn.setdefault(pid, offset)
+                data = build_batch(offset, recs, producer_id=pid, producer_epoch=0, base_sequence=i,
+                                   is_transactional=True, compression=codec)
+        else:
+            data = build_batch(offset, recs, compression=codec, partition_leader_epoch=i * 3 // batches)
+        w.append(data, offset)
+        offset += n
     return offset
 
 
@@ -81,7 +79,8 @@ def generate_sample(log_dir: str | os.PathLike, batches_per_partition: int = 600
     leo = {}
     for topic, (partitions, kind, codec) in (topics or DEMO_TOPICS).items():
         for p in range(partitions):
-            leo[(topic, p)] = _partition(log_dir, topic, p, kind, codec, batches_per_partition, segment_bytes, rng)
+            with SegmentWriter(log_dir, topic, p, segment_bytes) as w:
+                leo[(topic, p)] = _partition(w, p, kind, codec, batches_per_partition, rng)
     _checkpoints(log_dir, leo)
     return _count(log_dir)
 

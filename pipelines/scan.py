@@ -253,9 +253,7 @@ class VerifyScan:
                 break
         self.finish()
         if task.read_only is None:
-            out.coordination = coordination(task.path, task.topic, task.partition,
-                                            self.recovery_state.producer_state, task.clean_shutdown,
-                                            task.recovery_point, task.log_start_offset)
+            out.coordination = coordination(task, self.recovery_state.producer_state)
         _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
         summarize(task, out, self.ctx)
         return out
@@ -319,8 +317,7 @@ class ReindexScan(VerifyScan):
               force: bool = False) -> tuple[SegmentStatus, Reason | None]:
         """Stage the segment's rebuilt index files where the command rewrites them (or ``force``)."""
         if self.writing and seg.files and (force or self.rewrites(status)):
-            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, len(self.out.segments),
-                                    self.out)
+            status, reason = _stage(seg, status, reason, self.staged_writes, self.staged_rows, self.out)
         return status, reason
 
     def act(self, seg: SegmentRecovery, later: list[tuple[int, str]], status: SegmentStatus,
@@ -493,8 +490,10 @@ def _stage_load(task: PartitionTask, loader: LogLoader, out: PartitionOutcome, w
 
 
 def _stage(seg: SegmentRecovery, status: SegmentStatus, reason: Reason | None, writes: PendingWrites,
-           staged_rows: dict[str, int], row: int, out: PartitionOutcome) -> tuple[SegmentStatus, Reason | None]:
-    """Stage a segment's rebuilt index files; returns the row's status and reason after the (pending) write."""
+           staged_rows: dict[str, int], out: PartitionOutcome) -> tuple[SegmentStatus, Reason | None]:
+    """Stage a segment's rebuilt index files (its row is the next of ``out.segments``); returns the row's status
+    and reason after the (pending) write."""
+    row = len(out.segments)
     stem = seg.log_path[: -len(LOG_FILE_SUFFIX)]
     mine: list[str] = []
     try:
@@ -544,11 +543,14 @@ def summarize(task: PartitionTask, out: PartitionOutcome, ctx: RunContext) -> No
         f"{n} {s}" for s, n in sorted(counts.items()) if s != SegmentStatus.OK)
     if out.findings:  # files Kafka's loader will delete or swap in: the partition's reason keeps them too
         reason = "; ".join(x for x in (reason, "; ".join(out.findings)) if x)
-    out.partition = _partition_row(task, out.segments, worst, reason, ctx, out.startup, out.cleaning)
+    out.partition = _partition_row(task, out.segments, worst, reason, ctx, out)
 
 
 def _partition_row(task: PartitionTask, segments: list[SegmentRow], status: str, reason: str, ctx: RunContext,
-                   startup: StartupPreview | None = None, cleaning: CleaningView | None = None) -> PartitionRow:
+                   out: PartitionOutcome | None = None) -> PartitionRow:
+    """The partition's row: from its segment rows, and from ``out``'s startup preview and cleaner view (none for
+    a partition that could not be scanned)."""
+    startup, cleaning = (out.startup, out.cleaning) if out is not None else (None, None)
     last = segments[-1] if segments else None
     stamps = [r.max_timestamp for r in segments if r.max_timestamp is not None]
     if task.future:

@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from .engine import Engine, is_local
+
 # token (8 bytes, one per run), segments done since the last datagram, bytes done since the last datagram
 PROGRESS_DATAGRAM = struct.Struct(">8sqq")
 SEND_INTERVAL_S = 0.2  # a task sends at most five datagrams a second (and one when it ends)
@@ -36,7 +38,7 @@ def report(segments: int, nbytes: int) -> None:
         _REPORT(segments, nbytes)
 
 
-def is_connect(spark: Any) -> bool:
+def is_connect(spark: Engine) -> bool:
     """Whether ``spark`` is a Spark Connect session (a client of a remote Spark)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
@@ -122,10 +124,10 @@ class ProgressChannel:
         self._sock.close()
 
 
-def parallelism(spark: Any) -> int:
+def parallelism(spark: Engine) -> int:
     """How many tasks the session runs at once (``defaultParallelism``; through Spark Connect, the session's
     ``spark.default.parallelism`` or this machine's cores)."""
-    if getattr(spark, "is_local_engine", False):
+    if is_local(spark):
         return spark.workers
     if not is_connect(spark):
         return max(1, spark.sparkContext.defaultParallelism)
@@ -135,10 +137,10 @@ def parallelism(spark: Any) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def driver_host(spark: Any) -> str | None:
+def driver_host(spark: Engine) -> str | None:
     """The address executors can reach this process at, for the progress channel: 127.0.0.1 for a local master
     or a Spark Connect server on this machine, the driver's host for a cluster; None when unknown (no channel)."""
-    if getattr(spark, "is_local_engine", False):
+    if is_local(spark):
         return "127.0.0.1"
     if is_connect(spark):
         remote = os.environ.get("SPARK_REMOTE", "") or getattr(spark, "_segdex_remote", "") or ""
@@ -152,7 +154,7 @@ def driver_host(spark: Any) -> str | None:
         return None
 
 
-def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], description: str | None = None,
+def run_tasks(spark: Engine, items: Sequence[Any], fn: Callable[[Any], Any], description: str | None = None,
               sender: ProgressSender | None = None) -> list[Any]:
     """``[fn(item) for item in items]``, each call in a Spark task of its own; results in item order.
 
@@ -160,7 +162,7 @@ def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], descri
     items = list(items)
     if not items:
         return []
-    if getattr(spark, "is_local_engine", False):  # the one-host engine: the same function, no JVM
+    if is_local(spark):  # the one-host engine: the same function, no JVM
         return spark.run_tasks(items, fn, sender)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

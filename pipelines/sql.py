@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
 
 from segdex.indexcore.errors import SegdexError
 
 from . import metadata_store
+from .engine import Engine
 
 FORMATS = ("table", "csv", "json")
 
@@ -70,7 +70,7 @@ def rewrite_time_travel(query: str, names: list[str]) -> tuple[str, dict[str, tu
     return query, views
 
 
-def run_query(spark: Any, metadata_path: str, query: str) -> tuple[list[str], list[tuple]]:
+def run_query(spark: Engine, metadata_path: str, query: str) -> tuple[list[str], list[tuple]]:
     """Register the tables ``query`` uses under ``metadata_path``, run it; (column names, rows). Time travel runs
     in Spark's Delta reader when the session has it, else through delta-rs (``rewrite_time_travel``)."""
     store = metadata_store.MetadataStore(metadata_path, spark)

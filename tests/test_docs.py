@@ -20,6 +20,7 @@ import pytest
 
 from segdex.jobs.cli import COMMANDS, build_parser
 from segdex.jobs.cli import main as segdex_main
+from tests.support.cli import segdex
 from tests.support.fixtures import GOLDEN, REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
@@ -241,8 +242,7 @@ def sample(tmp_path_factory) -> Path:
     generate_sample(logs)
     damage_tail(logs)
     for command in ("verify", "reindex"):
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", command, "--no-progress", "--metadata",
-                               str(meta), str(logs)], capture_output=True, text=True, timeout=300)
+        proc = segdex(command, "--no-progress", "--metadata", str(meta), str(logs), timeout=300)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr  # 1: the cut tail
     shutil.copytree(GOLDEN / "broker_logs", root / "tests" / "kafka" / "golden" / "broker_logs")
     return root

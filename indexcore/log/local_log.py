@@ -21,15 +21,18 @@ import os
 
 from segdex.indexcore.fs.atomic_file import fsync_dir, open_temporary, write_atomic
 from segdex.indexcore.log.cleaner import CleanedSegment
-from segdex.indexcore.log.layout import filename_prefix_from_offset, parse_segment_file_name
-from segdex.indexcore.log.log_segment import last_batch
-from segdex.indexcore.record.file_records import open_log
+from segdex.indexcore.log.layout import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    SEGMENT_SUFFIXES,
+    SWAP_FILE_SUFFIX,
+    filename_prefix_from_offset,
+)
+from segdex.indexcore.log.log_loader import complete_swaps  # noqa: F401 - Kafka's load finishes a swap (the cleaner)
 
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
-DELETED_SUFFIX = ".deleted"
-KRAFT_SNAPSHOT_DELETED_SUFFIX = ".checkpoint.deleted"  # LogLoader leaves these to KafkaMetadataLog
-SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+CLEANED_SUFFIX = CLEANED_FILE_SUFFIX
+SWAP_SUFFIX = SWAP_FILE_SUFFIX
+DELETED_SUFFIX = DELETED_FILE_SUFFIX
 
 
 def _files_of(partition_dir: str, base: int, suffixes=SEGMENT_SUFFIXES) -> list[str]:
@@ -94,66 +97,3 @@ def replace_segments(partition_dir: str, cleaned: CleanedSegment, log_written: s
     fsync_dir(partition_dir)
     return written
 
-
-def complete_swaps(partition_dir: str) -> list[str]:
-    """What Kafka's ``LogLoader.load`` does with an interrupted cleaning's files before it loads a partition
-    (``removeTempFilesAndCollectSwapFiles``, then its second and third passes), so that a later run starts where a
-    broker's start would: ``.deleted`` files removed (a KRaft snapshot's aside); ``.swap`` files at or above the
-    lowest ``.cleaned`` base offset removed (their operation never finished), then the ``.cleaned`` files; every
-    file of a live segment in the offsets the ``.log.swap`` segments cover (from the lowest base to the highest
-    next offset) removed; then every ``.swap`` file renamed in, an index's too when its ``.log`` was already
-    swapped. Returns what it did, a line each (empty: nothing was left over). Files a replacement removes were kept
-    in the quarantine before the first ``.cleaned`` file was written."""
-    done: list[str] = []
-    swaps = _remove_temp_files_and_collect_swap_files(partition_dir, done)
-    covered = []  # (base, next offset) of each .log.swap segment
-    for name in [n for n in swaps if n.endswith(".log" + SWAP_SUFFIX)]:
-        base = parse_segment_file_name(name[: -len(SWAP_SUFFIX)]).base_offset
-        with open_log(os.path.join(partition_dir, name)) as buf:
-            last = last_batch(buf, 0, quiet=False)  # LogSegment.readNextOffset of the swapped segment
-        covered.append((base, last.next_offset if last is not None else base))
-    if covered:
-        low, high = min(b for b, _ in covered), max(n for _, n in covered)
-        for name in sorted(os.listdir(partition_dir)):
-            offset = _offset_from_file(name)
-            if not name.endswith(SWAP_SUFFIX) and offset is not None and low <= offset < high:
-                os.unlink(os.path.join(partition_dir, name))
-                done.append(f"removed {name} (replaced by the swap)")
-    for name in swaps:
-        os.rename(os.path.join(partition_dir, name), os.path.join(partition_dir, name[: -len(SWAP_SUFFIX)]))
-        done.append(f"renamed {name} in")
-    if done:
-        fsync_dir(partition_dir)
-    return done
-
-
-def _remove_temp_files_and_collect_swap_files(partition_dir: str, done: list[str]) -> list[str]:
-    """``LogLoader.removeTempFilesAndCollectSwapFiles``: the ``.deleted`` files removed, the ``.swap`` files at or
-    above the lowest ``.cleaned`` base offset removed, then the ``.cleaned`` files; the ``.swap`` files left."""
-    cleaned: list[str] = []
-    swaps: list[str] = []
-    for name in sorted(os.listdir(partition_dir)):
-        if name.endswith(DELETED_SUFFIX) and not name.endswith(KRAFT_SNAPSHOT_DELETED_SUFFIX):
-            os.unlink(os.path.join(partition_dir, name))
-            done.append(f"removed {name}")
-        elif name.endswith(CLEANED_SUFFIX):
-            cleaned.append(name)
-        elif name.endswith(SWAP_SUFFIX):
-            swaps.append(name)
-    min_cleaned = min((_offset_from_file(n) for n in cleaned), default=None)
-    for name in [n for n in swaps if min_cleaned is not None and _offset_from_file(n) >= min_cleaned]:
-        os.unlink(os.path.join(partition_dir, name))
-        done.append(f"removed {name} (its cleaning never finished)")
-        swaps.remove(name)
-    for name in cleaned:
-        os.unlink(os.path.join(partition_dir, name))
-        done.append(f"removed {name}")
-    return swaps
-
-
-def _offset_from_file(name: str) -> int | None:
-    """``LogFileUtils.offsetFromFile``: the number before the name's first dot; None when there is none."""
-    try:
-        return int(name[: name.index(".")])
-    except ValueError:
-        return None

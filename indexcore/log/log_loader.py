@@ -25,6 +25,10 @@ Kafka's load of a partition (``LogLoader.load``), in the order it runs:
    base and end offsets. The leader-epoch cache is cut at the log end offset (``truncateFromEnd``) and at the
    checkpointed log start offset (``truncateFromStart``).
 
+Before those phases, the load's first three passes finish or roll back what an interrupted cleaning left
+(``removeTempFilesAndCollectSwapFiles``, then the ``.swap`` files' covered segments deleted and the swaps renamed
+in): ``complete_swaps``, which the cleaner runs before it cleans a partition.
+
 ``LogLoader`` runs these phases two ways:
 
 - the dry run (``preview_start``): over the segments as a scan found them (``SegmentOnDisk``), the log dir's
@@ -58,11 +62,21 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import CorruptRecordException
+from segdex.indexcore.fs.atomic_file import fsync_dir
 from segdex.indexcore.index.transaction_index import TransactionIndex
 from segdex.indexcore.log.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
-from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, LEADER_EPOCH_CHECKPOINT, TXN_INDEX_FILE_SUFFIX, index_paths
+from segdex.indexcore.log.layout import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    SWAP_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    index_paths,
+    parse_segment_file_name,
+)
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
-from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult
+from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult, last_batch
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, SpeculativeSegment
 from segdex.indexcore.log.producer_snapshot import (
     manager_snapshot_bytes,
@@ -477,3 +491,74 @@ def _lost_offsets(segments: list[SegmentOnDisk], out: StartupPreview,
     lasts = [s.result.next_offset - 1 for s in segments if s.base_offset in deleted and s.result.next_offset
              > s.base_offset]
     return min(firsts), (max(lasts) if lasts else None)
+
+
+# -- the load's first passes: what an interrupted cleaning (``LocalLog.replaceSegments``) left ---------------------
+
+KRAFT_SNAPSHOT_DELETED_SUFFIX = ".checkpoint.deleted"  # LogLoader leaves these to KafkaMetadataLog
+
+
+def complete_swaps(partition_dir: str) -> list[str]:
+    """What Kafka's ``LogLoader.load`` does with an interrupted cleaning's files before it loads a partition
+    (``removeTempFilesAndCollectSwapFiles``, then its second and third passes), so that a later run starts where a
+    broker's start would: ``.deleted`` files removed (a KRaft snapshot's aside); ``.swap`` files at or above the
+    lowest ``.cleaned`` base offset removed (their operation never finished), then the ``.cleaned`` files; every
+    file of a live segment in the offsets the ``.log.swap`` segments cover (from the lowest base to the highest
+    next offset) removed; then every ``.swap`` file renamed in, an index's too when its ``.log`` was already
+    swapped. Returns what it did, a line each (empty: nothing was left over). Files a replacement removes were kept
+    in the quarantine before the first ``.cleaned`` file was written."""
+    done: list[str] = []
+    swaps = remove_temp_files_and_collect_swap_files(partition_dir, done)
+    covered = []  # (base, next offset) of each .log.swap segment
+    for name in [n for n in swaps if n.endswith(".log" + SWAP_FILE_SUFFIX)]:
+        base = parse_segment_file_name(name[: -len(SWAP_FILE_SUFFIX)]).base_offset
+        with open_log(os.path.join(partition_dir, name)) as buf:
+            last = last_batch(buf, 0, quiet=False)  # LogSegment.readNextOffset of the swapped segment
+        covered.append((base, last.next_offset if last is not None else base))
+    if covered:
+        low, high = min(b for b, _ in covered), max(n for _, n in covered)
+        for name in sorted(os.listdir(partition_dir)):
+            offset = _offset_from_file(name)
+            if not name.endswith(SWAP_FILE_SUFFIX) and offset is not None and low <= offset < high:
+                os.unlink(os.path.join(partition_dir, name))
+                done.append(f"removed {name} (replaced by the swap)")
+    for name in swaps:
+        os.rename(os.path.join(partition_dir, name), os.path.join(partition_dir, name[: -len(SWAP_FILE_SUFFIX)]))
+        done.append(f"renamed {name} in")
+    if done:
+        fsync_dir(partition_dir)
+    return done
+
+
+def remove_temp_files_and_collect_swap_files(partition_dir: str, done: list[str]) -> list[str]:
+    """``LogLoader.removeTempFilesAndCollectSwapFiles``, the load's first pass: the ``.deleted`` files removed,
+    the ``.swap`` files at or above the lowest ``.cleaned`` base offset removed, then the ``.cleaned`` files; the
+    ``.swap`` files left (the second and third passes are ``complete_swaps``'). Each removal is a line of
+    ``done``."""
+    cleaned: list[str] = []
+    swaps: list[str] = []
+    for name in sorted(os.listdir(partition_dir)):
+        if name.endswith(DELETED_FILE_SUFFIX) and not name.endswith(KRAFT_SNAPSHOT_DELETED_SUFFIX):
+            os.unlink(os.path.join(partition_dir, name))
+            done.append(f"removed {name}")
+        elif name.endswith(CLEANED_FILE_SUFFIX):
+            cleaned.append(name)
+        elif name.endswith(SWAP_FILE_SUFFIX):
+            swaps.append(name)
+    min_cleaned = min((_offset_from_file(n) for n in cleaned), default=None)
+    for name in [n for n in swaps if min_cleaned is not None and _offset_from_file(n) >= min_cleaned]:
+        os.unlink(os.path.join(partition_dir, name))
+        done.append(f"removed {name} (its cleaning never finished)")
+        swaps.remove(name)
+    for name in cleaned:
+        os.unlink(os.path.join(partition_dir, name))
+        done.append(f"removed {name}")
+    return swaps
+
+
+def _offset_from_file(name: str) -> int | None:
+    """``LogFileUtils.offsetFromFile``: the number before the name's first dot; None when there is none."""
+    try:
+        return int(name[: name.index(".")])
+    except ValueError:
+        return None

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,13 @@ import pytest
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.log_segments import recover_partition
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from tests.support import cli
 from tests.support.fixtures import REPO_ROOT, broker_lock
 
 REPO = REPO_ROOT
 
 
-def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return proc
+segdex = functools.partial(cli.segdex, no_traceback=True)
 
 
 def make_partition(root: Path, batches: int = 40, value_size: int = 300) -> Path:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.tools.dump_log import batch_view
 from segdex.indexcore.tools.index_verifier import verify_segment
-from segdex.jobs.cli import main as segdex_main
+from tests.support.cli import segdex_here
 from tests.support.fixtures import FIXTURES, load_case
 
 SUFFIXES = (".index", ".timeindex", ".txnindex")
@@ -35,15 +32,6 @@ def case_config(case: dict) -> LogConfig:
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_segdex(*args: str) -> subprocess.CompletedProcess:
-    """The command in this process (tests/indexcore/test_bad_input.py runs the command line as a process): its exit
-    status and what it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = segdex_main(list(args))
-    return subprocess.CompletedProcess(["segdex", *args], status, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("native", KERNELS, ids=lambda n: "native" if n else "python")
@@ -81,7 +69,7 @@ def test_rebuild_cli_out_dir_matches_kafka(fixture_case, tmp_path):
     source = FIXTURES / fixture_case / case["recovery_input_dir"]
     before = {p.name: sha(p) for p in source.iterdir()}
     tc = case["topic_config"]
-    proc = run_segdex("rebuild", "--out-dir", str(tmp_path),
+    proc = segdex_here("rebuild", "--out-dir", str(tmp_path),
                       "--config", f"index.interval.bytes={tc.get('index.interval.bytes', 4096)}",
                       "--config", f"segment.index.bytes={tc.get('segment.index.bytes', 10485760)}", str(source))
     corrupt = any(s["recoverReturn"] for s in case["recovered"]["segments"])
@@ -106,13 +94,13 @@ def test_rebuild_in_place_on_a_copy(fixture_case, tmp_path):
     tc = case["topic_config"]
     args = ["rebuild", "--config", f"index.interval.bytes={tc.get('index.interval.bytes', 4096)}",
             "--config", f"segment.index.bytes={tc.get('segment.index.bytes', 10485760)}", str(part)]
-    run_segdex(*args)
+    segdex_here(*args)
     for p in (FIXTURES / fixture_case / "recovered").iterdir():
         if p.suffix in SUFFIXES:
             assert (part / p.name).read_bytes() == p.read_bytes()
     assert {p.name: sha(p) for p in part.glob("*.log")} == logs_before
     mtimes = {p.name: p.stat().st_mtime_ns for p in part.iterdir()}
-    second = run_segdex(*args)
+    second = segdex_here(*args)
     assert "written=0" in second.stdout and "written=1" not in second.stdout
     assert {p.name: p.stat().st_mtime_ns for p in part.iterdir()} == mtimes
 

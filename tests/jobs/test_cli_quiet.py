@@ -6,10 +6,8 @@ OF``) through delta-rs (through Spark's Delta reader: tests/pipelines/test_metad
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from segdex.pipelines import spark_tasks
 from segdex.pipelines.reindex import Progress
 from segdex.pipelines.sample_logdir import generate_sample
+from tests.support import cli
 from tests.support.fixtures import REPO_ROOT
 
 pytestmark = pytest.mark.spark  # every test here starts Spark (a command on Spark, a cluster, a Connect server)
@@ -27,8 +26,7 @@ JVM_NOISE = re.compile(r"log4j|WARN|WARNING|NativeCodeLoader|Setting default log
 
 def segdex(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, **(env or {})})
+    proc = cli.segdex(*args, env=env)
     return proc, time.monotonic() - started
 
 

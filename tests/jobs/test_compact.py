@@ -7,8 +7,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from segdex.jobs.cli import main
 from segdex.jobs.report import human_bytes
 from segdex.pipelines import maintain
 from segdex.pipelines import metadata_store as ms
+from tests.support.cli import segdex
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, load_case
 
 REPO = REPO_ROOT
@@ -113,8 +112,7 @@ def test_corrupt_tail_is_reported_not_trimmed(tmp_path):
     data = bytearray(bad.read_bytes())
     data[4096] = 7  # garbage after the entries
     bad.write_bytes(bytes(data))
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = segdex("compact", "--apply", str(log_dir))
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1
     assert "corrupt: " in proc.stderr and "non-zero bytes after the 25 entries" in proc.stderr
@@ -132,8 +130,7 @@ def test_locked_and_bad_dirs(tmp_path):
     (log_dir / ".lock").touch()
     before = snapshot(log_dir)
     with broker_lock(log_dir):
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--apply", str(log_dir)], cwd=REPO,
-                              capture_output=True, text=True)
+        proc = segdex("compact", "--apply", str(log_dir))
         assert proc.returncode == 1 and "refused" in proc.stderr and ".lock is held" in proc.stderr
         assert "Traceback" not in proc.stderr
         assert snapshot(log_dir) == before
@@ -155,7 +152,7 @@ def small_appends(spark, path: str, n: int = 6) -> None:
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
     for i in range(n):
-        ms.write_table(spark, path, "t", [{"k": i, "v": json.dumps(i)}], schema)
+        ms.write_table(spark, path, ms.TableSpec("t", schema), [{"k": i, "v": json.dumps(i)}])
 
 
 def test_metadata_maintenance_compacts_and_vacuums_safely(tmp_path, spark):

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from tests.support.cli import command, segdex
 from tests.support.fixtures import FIXTURES, REPO_ROOT, load_case
 from tests.support.retention_cases import CASE, assert_broker_loadable, check_kafka_state, exp_args, stage
 
@@ -38,7 +39,7 @@ SEEDS = range(12)
 
 def strace(args: list[str], out: Path, inject: str | None = None) -> subprocess.CompletedProcess:
     """``segdex ARGS`` under strace (``strace_python``)."""
-    return strace_python(["-m", "segdex.jobs.cli", *args], out, inject)
+    return strace_python(command(*args)[1:], out, inject)
 
 
 def strace_python(argv: list[str], out: Path, inject: str | None = None) -> subprocess.CompletedProcess:
@@ -155,7 +156,7 @@ def test_retention_apply_order(tmp_path, kafka_fixtures):
 
 def test_compact_apply_order(tmp_path):
     part = partition(tmp_path)
-    rebuilt = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO)
+    rebuilt = segdex("rebuild", "-q", str(part))
     assert rebuilt.returncode == 0
     for idx in sorted(part.glob("*.index"))[:-1]:
         idx.write_bytes(idx.read_bytes() + bytes(4096))  # preallocated tails, as after a crash
@@ -240,8 +241,7 @@ def test_rebuild_killed_at_a_random_call(tmp_path, seed):
     for p in part.iterdir():  # no partial file: each index file is absent, or whole
         if p.suffix in (".index", ".timeindex"):
             assert p.read_bytes() == expected[p.name], (what, p.name)
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "rebuild", "-q", str(part)], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = segdex("rebuild", "-q", str(part))
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".index", ".timeindex")} == expected
     assert not list(part.glob(".segdex-*")), what  # the re-run removed what the crash left
@@ -260,8 +260,7 @@ def test_retention_killed_at_a_random_call(tmp_path, seed, kafka_fixtures):
     proc = strace([*args, str(log_dir)], tmp_path / "trace", inject=what)
     assert proc.returncode != 0, f"not killed by {what}"
     assert_broker_loadable(log_dir, e)
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args, str(log_dir)], cwd=REPO, capture_output=True,
-                          text=True)
+    proc = segdex(*args, str(log_dir))
     assert proc.returncode == 0, (what, proc.stderr)
     check_kafka_state(log_dir, e)  # Kafka's end state, no stray file (the listing is compared whole)
     assert not list(log_dir.rglob(".segdex-*")), what
@@ -413,8 +412,7 @@ def test_clean_apply_killed_at_a_random_call(tmp_path, seed, shape, kafka44):
     assert not [p for p in loaded.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
     assert latest_values(loaded) == before, what
     # segdex's next run finishes the same way and cleans
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli",
-                           *clean_args(part.parent, tmp_path / "q", groups)], cwd=REPO, capture_output=True, text=True)
+    proc = segdex(*clean_args(part.parent, tmp_path / "q", groups))
     assert proc.returncode == 0, (what, proc.stdout, proc.stderr)
     assert not [p for p in part.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")], what
     assert latest_values(part) == before, what
@@ -463,8 +461,7 @@ def test_clean_apply_killed_at_each_swap_in_rename(tmp_path, shape, kafka44):
         shutil.copytree(part, loaded)
         answer = kafka44.load(loaded, CLEAN_NOW)
         assert "exception" not in answer, (name, answer)
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *clean_args(part.parent, root / "q", groups)],
-                              cwd=REPO, capture_output=True, text=True)
+        proc = segdex(*clean_args(part.parent, root / "q", groups))
         assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
         assert f"renamed {name} in" in proc.stdout, (name, proc.stdout)
         for d in (loaded, part):

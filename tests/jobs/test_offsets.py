@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -19,7 +18,8 @@ from segdex.indexcore.tools.list_offsets import (
     list_offset,
     parse_target,
 )
-from tests.support.fixtures import FIXTURES, REPO_ROOT, load_case
+from tests.support import cli
+from tests.support.fixtures import FIXTURES, load_case
 
 SPECIALS = {"EARLIEST_TIMESTAMP": EARLIEST_TIMESTAMP, "LATEST_TIMESTAMP": LATEST_TIMESTAMP,
             "MAX_TIMESTAMP": MAX_TIMESTAMP}
@@ -77,11 +77,7 @@ def test_parse_target():
             parse_target(bad)
 
 
-def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "offsets", *args], capture_output=True,
-                          text=True, cwd=REPO_ROOT, timeout=120)
-    assert "Traceback" not in proc.stderr
-    return proc
+segdex = functools.partial(cli.segdex, "offsets", timeout=120, no_traceback=True)  # `segdex offsets ARGS`
 
 
 def test_offsets_command_on_a_log_dir(tmp_path):

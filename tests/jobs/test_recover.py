@@ -24,6 +24,7 @@ from segdex.indexcore.log.producer_snapshot import read_snapshot
 from segdex.indexcore.tools.segment_writer import segment_name
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import recover, reindex
+from segdex.pipelines.run_context import RunRequest
 from tests.support.fixtures import fixture_case_names, load_case
 from tests.support.generated_partitions import generated_partition
 from tests.support.recovery_cases import INDEX_SUFFIXES, TXN_CASE_NOW, case_log_config
@@ -63,8 +64,8 @@ def test_recover_leaves_what_kafka_leaves_for_every_fixture(spark, kafka_fixture
     log_dir = tmp_path / "logs"
     cases = _stage_fixtures(log_dir, kafka_fixtures, corrupt=False)
     assert len(cases) >= 22
-    summary = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
-                          now_ms=TXN_CASE_NOW)
+    summary = recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
+                                            now_ms=TXN_CASE_NOW))
     assert summary.exit_status == 0, [o.messages for o in summary.run.outcomes]
     assert [d.marker for d in summary.log_dirs] == [True]
     assert (log_dir / ".kafka_cleanshutdown").read_bytes() == MARKER
@@ -99,8 +100,8 @@ def test_recover_leaves_what_kafka_leaves_for_every_fixture(spark, kafka_fixture
     assert snapshots_compared >= 40
     # a second run changes nothing
     before = _files(log_dir)
-    again = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
-                        now_ms=TXN_CASE_NOW)
+    again = recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
+                                          now_ms=TXN_CASE_NOW))
     assert again.exit_status == 0 and again.run.run_row.files_written == 0
     after = _files(log_dir)
     assert {k: v for k, v in after.items() if k != ".lock"} == {k: v for k, v in before.items() if k != ".lock"}
@@ -115,13 +116,14 @@ def test_txn_fixture_snapshot_keeps_the_producers_kafka_keeps(spark, kafka_fixtu
     part = log_dir / "txn-0"
     part.mkdir()
     shutil.copy(kafka_fixtures / "v2_txn_two_producers" / "broker" / segment_name(0), part)
-    recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=TXN_CASE_NOW)
+    recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=TXN_CASE_NOW))
     [snap] = part.glob("*.snapshot")
     first = snap.read_bytes()
     entries = read_snapshot(first)
     assert [e.producer_id for e in entries] == [4001, 4002, 4003]
     assert [e.current_txn_first_offset for e in entries] == [952, None, None]
-    recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=TXN_CASE_NOW + 86_400_000)
+    recover.run(spark,
+                RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=TXN_CASE_NOW + 86_400_000))
     assert snap.read_bytes() == first
 
 
@@ -162,7 +164,7 @@ def test_a_corrupt_leader_epoch_checkpoint_is_an_error_row(spark, kafka_fixtures
     part.mkdir(parents=True)
     shutil.copy(kafka_fixtures / "v2_gzip" / "broker" / segment_name(0), part)
     (part / "leader-epoch-checkpoint").write_text("0\n5\n0 0\n")
-    summary = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=0)
+    summary = recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), {}, now_ms=0))
     assert summary.exit_status == 1 and not summary.log_dirs[0].marker
     [o] = summary.run.outcomes
     assert o.partition.status == "error" and "leader-epoch-checkpoint" in o.partition.reason
@@ -191,7 +193,7 @@ def generated_log_dirs(tmp_path_factory, spark):
             (d / segment_name(base)).write_bytes(data)
         configs[f"gen{i}"] = LogConfig().with_overrides({"index.interval.bytes": str(rng.choice([1, 200, 4096]))})
     shutil.copytree(pristine, mine)
-    summary = recover.run(spark, [str(mine)], str(root / "meta"), LogConfig(), configs, now_ms=now)
+    summary = recover.run(spark, RunRequest([str(mine)], str(root / "meta"), LogConfig(), configs, now_ms=now))
     assert summary.exit_status == 0, [o.messages for o in summary.run.outcomes]
     # the same partitions split into one task per segment, completed in order by a second wave (issue 29)
     split = root / "segdex-split"
@@ -207,7 +209,8 @@ def generated_log_dirs(tmp_path_factory, spark):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reindex, "SPAN_MIN_BYTES", 0)
         patch.setattr(reindex, "plan_spans", plan_spans)
-        summary = recover.run(spark, [str(split)], str(root / "meta-split"), LogConfig(), configs, now_ms=now)
+        summary = recover.run(spark,
+                              RunRequest([str(split)], str(root / "meta-split"), LogConfig(), configs, now_ms=now))
     assert summary.exit_status == 0, [o.messages for o in summary.run.outcomes]
     assert len(spans) > 40  # most generated partitions have several segments
     return pristine, {"whole": mine, "split": split}, configs, now
@@ -267,7 +270,7 @@ def test_fixture_snapshots_equal_kafkas_load(oracle, kafka_fixtures: Path, spark
     kafka_dir = tmp_path / "kafka"
     shutil.copytree(log_dir, kafka_dir)
     configs = _topic_configs(cases)
-    recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), configs, now_ms=TXN_CASE_NOW)
+    recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), configs, now_ms=TXN_CASE_NOW))
     for name, case in cases.items():
         c = load_case(case)
         cfg = {k: c["topic_config"][k] for k in ("index.interval.bytes", "segment.index.bytes")}
@@ -361,8 +364,8 @@ def test_truncated_dirs_equal_kafkas_own_load(oracle, kafka_fixtures: Path, spar
     _corrupt_middle_of_multi_segment(kafka_fixtures, log_dir / "multi-0", indexes)
     kafka_dir = tmp_path / "kafka"
     shutil.copytree(log_dir, kafka_dir)
-    summary = recover.run(spark, [str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
-                          now_ms=TXN_CASE_NOW, quarantine=str(tmp_path / "q"))
+    summary = recover.run(spark, RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), _topic_configs(cases),
+                                            now_ms=TXN_CASE_NOW, quarantine=str(tmp_path / "q")))
     assert summary.exit_status == 0
     for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
         case = cases.get(part.name, "multi_segment_partition_retention")

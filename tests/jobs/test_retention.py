@@ -75,8 +75,9 @@ def metadata_tables(spark, meta: str, case: dict, log_dirs: list[str], hw: int |
         parts.append({"log_dir": ld, "topic": TOPIC, "partition": 0, "future": False, "log_start_offset": 0,
                       "recovery_point": 1537, "high_watermark": hw, "log_end_offset": 1537, "status": "ok",
                       "run_id": "r", "scanned_at": at})
-    ms.write_table(spark, meta, "segments", segs, SEGMENTS_SCHEMA, ["log_dir", "topic", "partition", "base_offset"])
-    ms.write_table(spark, meta, "partitions", parts, PARTITIONS_SCHEMA, ["log_dir", "topic", "partition"])
+    ms.write_table(spark, meta,
+                   ms.TableSpec("segments", SEGMENTS_SCHEMA, ("log_dir", "topic", "partition", "base_offset")), segs)
+    ms.write_table(spark, meta, ms.TableSpec("partitions", PARTITIONS_SCHEMA, ("log_dir", "topic", "partition")), parts)
 
 
 def test_what_if_from_metadata_matches_disk_plan(tmp_path, spark, case):
@@ -128,10 +129,11 @@ def test_what_if_uses_log_mtime_without_timestamps(tmp_path, spark):
     segs = [{"log_dir": "/d", "topic": "legacy", "partition": 0, "base_offset": b, "next_offset": b + 100,
              "max_timestamp": -1, "size_bytes": 1000, "log_mtime_ms": m, "status": "ok", "run_id": "r",
              "scanned_at": at} for b, m in mtimes.items()]
-    ms.write_table(spark, meta, "segments", segs, SEGMENTS_SCHEMA, ["log_dir", "topic", "partition", "base_offset"])
-    ms.write_table(spark, meta, "partitions", [{
+    ms.write_table(spark, meta,
+                   ms.TableSpec("segments", SEGMENTS_SCHEMA, ("log_dir", "topic", "partition", "base_offset")), segs)
+    ms.write_table(spark, meta, ms.TableSpec("partitions", PARTITIONS_SCHEMA, ("log_dir", "topic", "partition")), [{
         "log_dir": "/d", "topic": "legacy", "partition": 0, "log_start_offset": 0, "high_watermark": 300,
-        "log_end_offset": 300, "run_id": "r", "scanned_at": at}], PARTITIONS_SCHEMA, ["log_dir", "topic", "partition"])
+        "log_end_offset": 300, "run_id": "r", "scanned_at": at}])
     got = pr.what_if(spark, meta, LogConfig(retention_ms=4500), now).where("action = 'delete'")
     assert [r["base_offset"] for r in got.orderBy("base_offset").collect()] == [0]
     got = pr.what_if(spark, meta, LogConfig(retention_ms=3000), now).where("action = 'delete'")

@@ -3,10 +3,9 @@ crash at every step leaves a loadable dir that a re-run finishes, bad input is a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
 from segdex.indexcore.retention import log_dirs as ret
 from segdex.indexcore.retention import policy
 from segdex.jobs.cli import main
+from tests.support import cli
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, load_case, log_start_offset
 from tests.support.retention_cases import CASE, TOPIC, assert_broker_loadable, check_kafka_state, exp_args, stage
 
@@ -39,10 +39,7 @@ def snapshot(root: Path) -> dict[str, tuple[str, int]]:
     return out
 
 
-def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return proc
+segdex = functools.partial(cli.segdex, no_traceback=True)
 
 
 @pytest.mark.parametrize("exp", experiments())

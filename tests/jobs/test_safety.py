@@ -7,6 +7,7 @@ full-disk cases. Each test names the numbered point of the issue it covers.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -15,7 +16,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,9 +28,11 @@ from segdex.jobs import report
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines import reindex
 from segdex.pipelines.batch_write import PendingWrites
-from segdex.pipelines.run_context import MODE_REINDEX, RunContext
+from segdex.pipelines.run_context import MODE_REINDEX, RunContext, RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
 from segdex.pipelines.scan import PartitionTask, commit_group, scan_partition
+from tests.support import cli
+from tests.support.cli import segdex_popen
 from tests.support.fixtures import FIXTURES, REPO_ROOT, broker_lock, fixture_case_names, load_case, log_start_offset
 
 REPO = REPO_ROOT
@@ -40,11 +42,7 @@ OTHER_UID = 4321
 OTHER_GID = 4322
 
 
-def segdex(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout, **kw)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    return proc
+segdex = functools.partial(cli.segdex, timeout=300, no_traceback=True)
 
 
 def tree(path: Path, pattern: str = "*") -> dict[str, str]:
@@ -128,7 +126,7 @@ def test_reindex_and_compact_never_write_the_metadata_log(tmp_path, spark):
     log_dir = tmp_path / "logs"
     meta_part = old_partition(log_dir, "__cluster_metadata")
     old_partition(log_dir, "orders")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     assert not list(meta_part.glob("*.index")) and not list(meta_part.glob("*.timeindex"))
     assert len(list((log_dir / "orders-0").glob("*.index"))) == 3
@@ -176,7 +174,7 @@ def test_replaced_and_new_files_keep_the_brokers_owner_and_mode(tmp_path, spark)
     set_high_watermarks(log_dir, ["orders"], 60)
     chown_tree(log_dir, 0o640)
     (log_dir / ".lock").unlink()  # left by the rebuild: this run creates it again
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     assert summary.run_row.files_written == 2
     assert owner(part / "00000000000000000000.index") == (OTHER_UID, OTHER_GID, 0o640)
@@ -246,10 +244,8 @@ def test_reindex_holds_the_lock_and_a_second_writer_is_refused(tmp_path):
     generate_uniform(log_dir, partitions=60, segments_per_partition=2, segment_bytes=256 * 1024,
                      topics=[("t", 1, 120)])
     # on Spark: a run long enough for two other commands to be refused while it holds the lock
-    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "reindex", "--no-progress", "--metadata",
-                              str(tmp_path / "meta"), "--config", "index.interval.bytes=0", str(log_dir)],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "SEGDEX_ENGINE": "spark"})
+    child = segdex_popen("reindex", "--no-progress", "--metadata", str(tmp_path / "meta"), "--config",
+                         "index.interval.bytes=0", str(log_dir), env={"SEGDEX_ENGINE": "spark"})
     try:
         deadline = time.monotonic() + 120
         while lock_holder(log_dir) != child.pid and child.poll() is None and time.monotonic() < deadline:
@@ -271,7 +267,7 @@ def test_a_broker_holding_the_lock_refuses_reindex_and_rebuild(tmp_path, spark):
     log_dir = tmp_path / "logs"
     part = old_partition(log_dir, "orders")
     with broker_lock(log_dir):
-        summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+        summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                               progress=False)
         proc = segdex("rebuild", str(part))
     assert summary.exit_status == 1 and summary.run_row.files_written == 0
@@ -306,7 +302,7 @@ def test_a_failed_write_is_a_failure_everywhere(tmp_path, spark, capsys):
     part = old_partition(log_dir, "orders")
     (part / "00000000000000000020.index").mkdir()  # the target cannot be replaced: a directory is in the way
     meta = str(tmp_path / "meta")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", meta, reindex.LogConfig(), progress=False)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], meta, reindex.LogConfig()), progress=False)
     report.print_run(summary)
     out = capsys.readouterr()
     assert summary.exit_status == 1
@@ -342,7 +338,7 @@ def assemble_broker_dir(root: Path) -> Path:
 def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafka_fixtures):
     log_dir = assemble_broker_dir(tmp_path)
     before = tree(log_dir)
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)  # no topic configs: index.interval.bytes 4096 assumed everywhere
     assert tree(log_dir) == before
     assert summary.run_row.files_written == 0 and summary.exit_status == 0
@@ -353,8 +349,8 @@ def test_default_reindex_leaves_valid_broker_indexes_alone(tmp_path, spark, kafk
     # --normalize rewrites them to what Kafka's recovery writes with the topics' own configs
     topics = {c: reindex.LogConfig().with_overrides({"index.interval.bytes": str(
         load_case(c)["topic_config"]["index.interval.bytes"])}) for c in fixture_case_names()}
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), reindex.LogConfig(), topics,
-                          progress=False, normalize=True)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig(),
+                                                       topics, normalize=True), progress=False)
     assert summary.run_row.files_written > 0
     for case in fixture_case_names():
         for f in (FIXTURES / case / "recovered").glob("*index"):
@@ -478,9 +474,7 @@ REINDEX_ARGS = ["reindex", "--no-progress", "--config", "index.interval.bytes=0"
 
 
 def start_reindex(log_dir: Path, meta: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *REINDEX_ARGS, "--metadata", str(meta),
-                             str(log_dir)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return segdex_popen(*REINDEX_ARGS, "--metadata", str(meta), str(log_dir), start_new_session=True)
 
 
 def wait_for_temporaries(log_dir: Path, child: subprocess.Popen) -> None:
@@ -586,8 +580,8 @@ def test_symlinked_log_dir_and_future_copy_keep_their_rows(tmp_path, spark):
     link = tmp_path / "link"
     link.symlink_to(log_dir)
     meta = str(tmp_path / "meta")
-    reindex.run(spark, [str(link)], "verify", meta, reindex.LogConfig(), progress=False)
-    reindex.run(spark, [str(log_dir)], "verify", meta, reindex.LogConfig(), progress=False)
+    reindex.run(spark, "verify", RunRequest([str(link)], meta, reindex.LogConfig()), progress=False)
+    reindex.run(spark, "verify", RunRequest([str(log_dir)], meta, reindex.LogConfig()), progress=False)
     rows = ms.rows_of(ms.read_arrow(meta, "segments"))
     assert {r["log_dir"] for r in rows} == {str(log_dir.resolve())}
     keys = sorted((r["future"], r["base_offset"]) for r in rows)
@@ -612,7 +606,7 @@ def test_a_fifo_named_log_never_hangs(tmp_path, spark):
         assert proc.returncode == 1, (args, proc.stderr)
         assert "a FIFO, not a regular file" in proc.stderr, args
     assert (part / "00000000000000000000.index").is_file()  # an index that is a FIFO is corrupt: rebuilt
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     row = {r.base_offset: r for r in summary.segment_rows}
     assert row[60].status == "unreadable" and "a FIFO, not a regular file" in row[60].reason
@@ -627,7 +621,7 @@ def test_leftovers_kafka_cleans_at_load_are_reported(tmp_path, spark, capsys):
     (part / "00000000000000000099.index").write_bytes(b"")  # orphan: no .log with that offset
     (part / "00000000000000000040.log.swap").write_bytes(b"")
     (part / "00000000000000000000.log.deleted").write_bytes(b"")
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     report.print_run(summary)
     err = capsys.readouterr().err
@@ -659,7 +653,7 @@ def test_a_directory_kafka_cannot_load_is_reported(tmp_path, spark, capsys):
     log_dir = tmp_path / "logs"
     old_partition(log_dir, "orders")
     (log_dir / "lost+found").mkdir()
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), reindex.LogConfig(),
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), reindex.LogConfig()),
                           progress=False)
     report.print_run(summary)
     err = capsys.readouterr().err
@@ -697,8 +691,7 @@ def test_a_closed_pipe_ends_the_output_not_the_work(tmp_path):
     write_partition(log_dir, "orders", 0, batches, segment_bytes=2000)
     part = log_dir / "orders-0"
     logs = len(list(part.glob("*.log")))
-    child = subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", "rebuild", str(part)], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = segdex_popen("rebuild", str(part), text=False)
     first = child.stdout.readline()
     child.stdout.close()  # what `| head -1` does
     err = child.stderr.read().decode()
@@ -737,7 +730,7 @@ def test_run_table_written_by_an_older_segdex_gains_the_new_column(tmp_path, spa
     write_deltalake(str(meta / "runs"), old_schema.empty_table(), mode="append")
     log_dir = tmp_path / "logs"
     old_partition(log_dir, "orders")
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(meta), reindex.LogConfig(), progress=False)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(meta), reindex.LogConfig()), progress=False)
     runs = ms.rows_of(ms.read_arrow(str(meta), "runs"))
     assert [r["files_failed"] for r in runs] == [0] and summary.exit_status == 0
     assert json.loads(runs[0]["log_dirs"]) == [str(log_dir.resolve())]

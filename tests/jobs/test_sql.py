@@ -18,7 +18,7 @@ def _seed(path: str) -> None:
              "scanned_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)}
             for t, p, b, s, r in [("orders", 0, 0, "ok", ""), ("orders", 0, 10, "corrupt_log_tail", "cut, here"),
                                   ("clicks", 1, 0, "missing", "no .index file")]]
-    metadata_store.write_table(None, path, schemas.SEGMENTS, rows, schemas.SEGMENTS_SCHEMA, schemas.SEGMENT_KEYS)
+    metadata_store.write_table(None, path, schemas.SEGMENTS_TABLE, rows)
 
 
 def test_sql_formats(tmp_path, spark, capsys):

@@ -22,8 +22,6 @@ and bytes.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -35,7 +33,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from segdex.indexcore.log.checkpoints import read_offset_checkpoint
-from segdex.jobs.cli import main as cli
 from tests.support.clean_workload import (
     COMPACTED,
     COMPACTED_PARTITIONS,
@@ -45,6 +42,7 @@ from tests.support.clean_workload import (
     deleted_groups,
     grow,
 )
+from tests.support.cli import segdex_here
 from tests.support.group_workload import GROUP_TOOL, _admin, run_tools
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 
@@ -175,14 +173,11 @@ def describe_rows(stdout: str) -> dict[str, dict[tuple[str, int], tuple[str, str
 
 
 def _segdex_clean(a: KafkaBroker, quarantine: Path, now_ms: int) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        # no --topic-config: the compacted topic's configs are read from the broker's metadata log
-        code = cli(["clean", "--apply", "--until-clean", "--no-progress", "--no-record", "--now", str(now_ms),
-                    "--quarantine", str(quarantine), "--broker-config", str(a.write_properties()),
-                    str(a.data_dir)])
-    (quarantine.parent / "segdex-clean.out").write_text(out.getvalue() + err.getvalue())
-    return code, out.getvalue(), err.getvalue()
+    # no --topic-config: the compacted topic's configs are read from the broker's metadata log
+    proc = segdex_here("clean", "--apply", "--until-clean", "--no-progress", "--no-record", "--now", str(now_ms),
+                       "--quarantine", str(quarantine), "--broker-config", str(a.write_properties()), str(a.data_dir))
+    (quarantine.parent / "segdex-clean.out").write_text(proc.stdout + proc.stderr)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def _serve(a: KafkaBroker, b: KafkaBroker, root: Path) -> dict:

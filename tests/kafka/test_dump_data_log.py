@@ -15,7 +15,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from segdex.indexcore.tools.segment_writer import build_batch
+from tests.support.cli import segdex
 from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, segdex_dump
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
@@ -64,8 +64,7 @@ def test_bad_max_bytes_and_two_decoders(tmp_path):
     for args, message in ((["--max-bytes", "0"], "must be at least 1 byte"),
                           (["--max-bytes", "lots"], "not a whole number"),
                           (["--offsets-decoder", "--transaction-log-decoder"], "not allowed with")):
-        proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", *args, log], cwd=REPO,
-                              capture_output=True, text=True, timeout=60)
+        proc = segdex("dump", *args, log, timeout=60)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
 
@@ -172,8 +171,7 @@ def test_dump_json_carries_keys_and_payloads(broker_data):
     import json
 
     files = logs(broker_data / "__consumer_offsets-0")
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", "--json", "--offsets-decoder", *files],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = segdex("dump", "--json", "--offsets-decoder", *files, timeout=120)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     records = [r for r in rows if r["type"] == "record"]

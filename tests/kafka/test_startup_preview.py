@@ -26,6 +26,7 @@ from segdex.indexcore.errors import CorruptRecordException
 from segdex.indexcore.record.file_records import batches
 from segdex.jobs.cli import main as segdex_main
 from segdex.pipelines import reindex
+from segdex.pipelines.run_context import RunRequest
 from segdex.pipelines.scan import MODE_VERIFY
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
@@ -97,8 +98,8 @@ def previewed(tmp_path_factory, spark):
     pristine = root / "pristine"
     shutil.copytree(root / "clean", pristine / "clean")
     shutil.copytree(root / "unclean", pristine / "unclean")
-    summary = reindex.run(spark, [str(root / "clean"), str(root / "unclean")], MODE_VERIFY, str(root / "meta"),
-                          LogConfig(), topics)
+    summary = reindex.run(spark, MODE_VERIFY, RunRequest([str(root / "clean"), str(root / "unclean")],
+                                                         str(root / "meta"), LogConfig(), topics))
     rows = {(o.partition.log_dir.rsplit("/", 1)[-1], f"{o.partition.topic}-0"): o.partition
             for o in summary.outcomes}
     return root, pristine, parts, rows, summary

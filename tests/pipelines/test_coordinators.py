@@ -15,6 +15,7 @@ from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.jobs.cli import main as cli
 from segdex.pipelines import reindex, schemas
 from segdex.pipelines.metadata_store import MetadataStore
+from segdex.pipelines.run_context import RunRequest
 from tests.support.fixtures import GOLDEN
 from tests.support.group_log_dirs import T, restored_log_dir
 
@@ -49,10 +50,10 @@ def test_verify_fills_the_coordinator_tables_and_prints_one_line_per_group(tmp_p
 def test_a_rerun_drops_the_rows_of_groups_that_are_gone(tmp_path: Path, spark):
     log_dir = restored_log_dir(tmp_path)
     meta = str(tmp_path / "meta")
-    reindex.run(spark, [str(log_dir)], "verify", meta, LogConfig(), {}, progress=False)
+    reindex.run(spark, "verify", RunRequest([str(log_dir)], meta, LogConfig(), {}), progress=False)
     shutil.rmtree(log_dir / "__consumer_offsets-0")
     write_partition(log_dir, "__consumer_offsets", 0, [])
-    summary = reindex.run(spark, [str(log_dir)], "verify", meta, LogConfig(), {}, progress=False)
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], meta, LogConfig(), {}), progress=False)
     assert summary.coordination.restore_checks == [] and summary.coordination.groups == []
     assert MetadataStore(meta, spark).read("group_offsets").num_rows == 0
     assert MetadataStore(meta, spark).read("groups").num_rows == 0
@@ -77,7 +78,7 @@ def test_a_damaged_coordinator_partition_marks_its_rows_in_tables_that_gain_the_
     for table, row in older.items():
         schema = _without_marks(table)
         write_deltalake(str(meta / table.name), pa.Table.from_pylist([row], schema), mode="append")
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(meta), LogConfig(), {}, progress=False)
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(meta), LogConfig(), {}), progress=False)
     assert summary.exit_status == 1
     assert any(p.startswith("PARTIAL: __transaction_state-0 loaded up to offset 5 only") and
                "Kafka: a broker's start truncates it at offset 5" in p for p in summary.coordination.problems)

@@ -4,7 +4,6 @@ dataset scan over delta-rs's Python filesystem handler caused at interpreter exi
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -12,6 +11,7 @@ from collections import Counter
 import pytest
 
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from tests.support.cli import segdex
 from tests.support.fixtures import REPO_ROOT
 
 READ_ALL = ("import sys; from segdex.pipelines.metadata_store import MetadataStore as M; s = M(sys.argv[1]); "
@@ -24,9 +24,8 @@ def spark_written(tmp_path_factory):
     log_dir, meta = root / "logs", root / "meta"
     batches = [build_batch(i, [(1_700_000_000_000 + i, b"k", b"v" * 150)]) for i in range(60)]
     write_partition(log_dir, "orders", 0, batches, segment_bytes=20 * len(batches[0]))
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "verify", "--no-progress", "--metadata",
-                           str(meta), str(log_dir)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "SEGDEX_DELTA_WRITER": "spark"})
+    proc = segdex("verify", "--no-progress", "--metadata", str(meta), str(log_dir), timeout=600,
+                  env={"SEGDEX_DELTA_WRITER": "spark"})
     assert proc.returncode == 1, proc.stderr[-2000:]  # index files missing: attention
     return meta
 
@@ -46,9 +45,7 @@ def test_reading_a_spark_written_table_exits_cleanly_every_time(spark_written):
 
 def test_sql_over_a_spark_written_table_exits_cleanly(spark_written):
     """``segdex sql`` (a Spark session, then the reader) ends with its own status too."""
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--metadata", str(spark_written),
-                           "SELECT count(*) AS n FROM segments"], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = segdex("sql", "--metadata", str(spark_written), "SELECT count(*) AS n FROM segments", timeout=300)
     assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
     lines = proc.stdout.split()
     assert lines[-2:] == ["(1", "row)"] and int(lines[-3]) > 0, proc.stdout  # n, -, the count, (1 row)

@@ -20,8 +20,10 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines import recover
 from segdex.pipelines.local_engine import ENGINE_ENV, LocalEngine, wants_local_engine
 from segdex.pipelines.metadata_store import MetadataStore
+from segdex.pipelines.run_context import RunRequest
 from segdex.pipelines.sample_logdir import generate_uniform
-from tests.support.fixtures import FIXTURES, REPO_ROOT
+from tests.support.cli import segdex_popen
+from tests.support.fixtures import FIXTURES
 
 
 def tree(path: Path) -> dict[str, str]:
@@ -75,8 +77,8 @@ def test_recover_on_the_local_engine_writes_what_spark_writes(tmp_path: Path, sp
     a, b = _dir(tmp_path / "a"), _dir(tmp_path / "b")
     at = int(datetime(2026, 11, 26, tzinfo=UTC).timestamp() * 1000)
     with LocalEngine(2) as engine:
-        local = recover.run(engine, [str(a)], str(tmp_path / "meta-a"), LogConfig(), {}, now_ms=at)
-    on_spark = recover.run(spark, [str(b)], str(tmp_path / "meta-b"), LogConfig(), {}, now_ms=at)
+        local = recover.run(engine, RunRequest([str(a)], str(tmp_path / "meta-a"), LogConfig(), {}, now_ms=at))
+    on_spark = recover.run(spark, RunRequest([str(b)], str(tmp_path / "meta-b"), LogConfig(), {}, now_ms=at))
     assert tree(a) == tree(b) and len(tree(a)) > 40
     assert local.run.exit_status == on_spark.run.exit_status == 0
 
@@ -89,10 +91,8 @@ def test_recover_on_the_local_engine_writes_what_spark_writes(tmp_path: Path, sp
 
 
 def _cli(*args: str) -> subprocess.Popen:
-    env = {**os.environ, ENGINE_ENV: "local"}
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    """A command on the one-host engine, in a session of its own (a signal reaches it alone)."""
+    return segdex_popen(*args, env={ENGINE_ENV: "local", "PYSPARK_GATEWAY_PORT": None}, start_new_session=True)
 
 
 def test_a_command_on_the_local_engine_reports_its_start_and_starts_no_jvm(tmp_path: Path):
@@ -137,7 +137,6 @@ def test_workers_die_with_a_killed_driver(tmp_path):
     """A driver killed with SIGKILL (no finally runs) leaves no worker behind: each dies with its parent."""
     import signal
     import subprocess
-    import sys
     import time
 
     code = ("import os, sys, time\nfrom segdex.pipelines.local_engine import LocalEngine\n"

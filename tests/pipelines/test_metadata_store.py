@@ -16,15 +16,15 @@ SCHEMA = pa.schema([
     pa.field("value", pa.int64()),
     pa.field("note", pa.string()),
 ])
-KEYS = ["k1", "k2"]
+KEYS = ("k1", "k2")
 
 
 def test_upsert_creates_then_merges(tmp_path, spark):
     path = str(tmp_path / "meta")
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 10, "note": "x"},
-                                       {"k1": "a", "k2": 2, "value": 20, "note": None}], SCHEMA, KEYS)
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 2, "value": 21, "note": "y"},
-                                       {"k1": "b", "k2": 1, "value": 30, "note": None}], SCHEMA, KEYS)
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS), [{"k1": "a", "k2": 1, "value": 10, "note": "x"},
+                                                                  {"k1": "a", "k2": 2, "value": 20, "note": None}])
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS), [{"k1": "a", "k2": 2, "value": 21, "note": "y"},
+                                                                  {"k1": "b", "k2": 1, "value": 30, "note": None}])
     got = ms.read_table(spark, path, "t").orderBy("k1", "k2")
     expected = spark.createDataFrame(
         [("a", 1, 10, "x"), ("a", 2, 21, "y"), ("b", 1, 30, None)], ms.spark_schema(SCHEMA))
@@ -33,21 +33,21 @@ def test_upsert_creates_then_merges(tmp_path, spark):
 
 def test_update_when_changed_skips_identical_rows(tmp_path, spark):
     path = str(tmp_path / "meta")
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 10, "note": "run1"}], SCHEMA, KEYS)
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS), [{"k1": "a", "k2": 1, "value": 10, "note": "run1"}])
     # same facts, different bookkeeping column: the row keeps run1
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 10, "note": "run2"}], SCHEMA, KEYS,
-                   update_when_changed=["value"])
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS, ("value",)),
+                   [{"k1": "a", "k2": 1, "value": 10, "note": "run2"}])
     assert ms.rows_of(ms.read_arrow(path, "t")) == [{"k1": "a", "k2": 1, "value": 10, "note": "run1"}]
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 11, "note": "run3"}], SCHEMA, KEYS,
-                   update_when_changed=["value"])
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS, ("value",)),
+                   [{"k1": "a", "k2": 1, "value": 11, "note": "run3"}])
     assert ms.rows_of(ms.read_arrow(path, "t")) == [{"k1": "a", "k2": 1, "value": 11, "note": "run3"}]
 
 
 def test_delete_unmatched_only_in_scope(tmp_path):
     path = str(tmp_path / "meta")
     rows = [{"k1": k, "k2": i, "value": i, "note": None} for k in ("a", "b") for i in range(3)]
-    ms.write_table(None, path, "t", rows, SCHEMA, KEYS)
-    ms.write_table(None, path, "t", [rows[1]], SCHEMA, KEYS, scope=ms.Scope("k1", frozenset({"a"})))
+    ms.write_table(None, path, ms.TableSpec("t", SCHEMA, KEYS), rows)
+    ms.write_table(None, path, ms.TableSpec("t", SCHEMA, KEYS), [rows[1]], scope=ms.Scope("k1", frozenset({"a"})))
     got = sorted((r["k1"], r["k2"]) for r in ms.rows_of(ms.read_arrow(path, "t")))
     assert got == [("a", 1), ("b", 0), ("b", 1), ("b", 2)]
 
@@ -57,8 +57,8 @@ def test_scope_values_are_never_sql(tmp_path):
     path = str(tmp_path / "meta")
     odd = "/data/it's; DROP TABLE t; --"
     rows = [{"k1": k, "k2": i, "value": i, "note": None} for k in (odd, "b") for i in range(3)]
-    ms.write_table(None, path, "t", rows, SCHEMA, KEYS)
-    ms.write_table(None, path, "t", [rows[0]], SCHEMA, KEYS,
+    ms.write_table(None, path, ms.TableSpec("t", SCHEMA, KEYS), rows)
+    ms.write_table(None, path, ms.TableSpec("t", SCHEMA, KEYS), [rows[0]],
                    scope=ms.Scope("k1", frozenset({odd}), ("k1", "k2"), frozenset({(odd, 2)})))
     got = sorted((r["k1"], r["k2"]) for r in ms.rows_of(ms.read_arrow(path, "t")))
     assert got == [(odd, 0), (odd, 2), ("b", 0), ("b", 1), ("b", 2)]
@@ -66,15 +66,15 @@ def test_scope_values_are_never_sql(tmp_path):
 
 def test_duplicate_source_keys_keep_last(tmp_path, spark):
     path = str(tmp_path / "meta")
-    ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": None},
-                                       {"k1": "a", "k2": 1, "value": 2, "note": None}], SCHEMA, KEYS)
+    ms.write_table(spark, path, ms.TableSpec("t", SCHEMA, KEYS), [{"k1": "a", "k2": 1, "value": 1, "note": None},
+                                                                  {"k1": "a", "k2": 1, "value": 2, "note": None}])
     assert [r["value"] for r in ms.rows_of(ms.read_arrow(path, "t"))] == [2]
 
 
 def test_append_and_register_views(tmp_path, spark):
     path = str(tmp_path / "meta")
-    ms.write_table(spark, path, "log", [{"k1": "r1", "k2": 1, "value": 1, "note": None}], SCHEMA)
-    ms.write_table(spark, path, "log", [{"k1": "r1", "k2": 1, "value": 1, "note": None}], SCHEMA)
+    ms.write_table(spark, path, ms.TableSpec("log", SCHEMA), [{"k1": "r1", "k2": 1, "value": 1, "note": None}])
+    ms.write_table(spark, path, ms.TableSpec("log", SCHEMA), [{"k1": "r1", "k2": 1, "value": 1, "note": None}])
     assert ms.register_views(spark, path) == ["log"]
     assert spark.sql("SELECT count(*) AS n FROM log").collect()[0].n == 2
 
@@ -83,7 +83,7 @@ def _writer(path: str, worker: int, n: int) -> None:
     rows = [{"k1": f"w{worker}", "k2": i, "value": i, "note": None} for i in range(n)]
     rows.append({"k1": "shared", "k2": 0, "value": worker, "note": None})
     for chunk in range(0, len(rows), 5):
-        ms.write_table(None, path, "t", rows[chunk:chunk + 5], SCHEMA, KEYS)
+        ms.write_table(None, path, ms.TableSpec("t", SCHEMA, KEYS), rows[chunk:chunk + 5])
 
 
 def test_concurrent_writers_lose_no_rows(tmp_path):
@@ -109,23 +109,24 @@ import pyarrow as pa
 import pytest
 SCHEMA = pa.schema([pa.field("k1", pa.string(), nullable=False), pa.field("k2", pa.int64(), nullable=False),
                     pa.field("value", pa.int64()), pa.field("note", pa.string())])
-KEYS = ["k1", "k2"]
+KEYS = ("k1", "k2")
 path = sys.argv[1]
 spark = get_spark("local[2]", "segdex-delta-spark-test")
 assert ms.spark_has_delta(spark)
-ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run1"},
-                                  {"k1": "a", "k2": 2, "value": 2, "note": "run1"}], SCHEMA, KEYS)
-ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run2"},
-                                  {"k1": "a", "k2": 2, "value": 3, "note": "run2"},
-                                  {"k1": "b", "k2": 1, "value": 4, "note": "run2"}], SCHEMA, KEYS,
-               update_when_changed=["value"])
+T = ms.TableSpec("t", SCHEMA, KEYS)
+T_FACTS = ms.TableSpec("t", SCHEMA, KEYS, ("value",))
+ms.write_table(spark, path, T, [{"k1": "a", "k2": 1, "value": 1, "note": "run1"},
+                                {"k1": "a", "k2": 2, "value": 2, "note": "run1"}])
+ms.write_table(spark, path, T_FACTS, [{"k1": "a", "k2": 1, "value": 1, "note": "run2"},
+                                      {"k1": "a", "k2": 2, "value": 3, "note": "run2"},
+                                      {"k1": "b", "k2": 1, "value": 4, "note": "run2"}])
 print("after-update", sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))))
-ms.write_table(spark, path, "t", [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}], SCHEMA, KEYS,
-               update_when_changed=["value"], scope=ms.Scope("k1", frozenset({"a"})))
+ms.write_table(spark, path, T_FACTS, [{"k1": "a", "k2": 1, "value": 1, "note": "run3"}],
+               scope=ms.Scope("k1", frozenset({"a"})))
 print("after-scope", sorted(tuple(r.values()) for r in ms.rows_of(ms.read_arrow(path, "t"))))
-ms.write_table(spark, path, "t", [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}], SCHEMA, KEYS)
+ms.write_table(spark, path, T, [{"k1": "a", "k2": 2, "value": 3, "note": "run4"}])
 os.environ["SEGDEX_DELTA_WRITER"] = "deltalake"
-ms.write_table(None, path, "u", [{"k1": "x", "k2": 0, "value": None, "note": None}], SCHEMA)
+ms.write_table(None, path, ms.TableSpec("u", SCHEMA), [{"k1": "x", "k2": 0, "value": None, "note": None}])
 os.environ["SEGDEX_DELTA_WRITER"] = "spark"
 print("u-through-spark", [tuple(r) for r in ms.read_table(spark, path, "u").collect()])
 print("views", sorted(ms.register_views(spark, path)))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from chispa import assert_df_equality
 
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.pipelines import metadata_store as ms
+from tests.support.cli import segdex
 from tests.support.fixtures import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -23,9 +23,8 @@ BOOKKEEPING = ("run_id", "scanned_at")
 
 
 def verify(log_dir: Path, meta: Path, writer: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SEGDEX_DELTA_WRITER": writer}
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "verify", "--no-progress", "--metadata",
-                           str(meta), str(log_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {"SEGDEX_DELTA_WRITER": writer}
+    proc = segdex("verify", "--no-progress", "--metadata", str(meta), str(log_dir), env=env, timeout=600)
     assert proc.returncode == 1, proc.stderr[-2000:]  # the index files are missing: attention, as it should be
     return proc
 
@@ -72,11 +71,10 @@ def test_sql_time_travel_through_spark_delta_reader(spark_written):
     """With Spark as the writer, segdex sql reads through Spark's Delta reader (catalog entries over the paths):
     Spark's own VERSION AS OF and DESCRIBE HISTORY."""
     _, meta = spark_written
-    env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "sql", "--format", "json", "--metadata",
-                           str(meta), "SELECT (SELECT count(*) FROM segments VERSION AS OF 0) AS then, "
-                           "(SELECT count(*) FROM segments) AS now"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {"SEGDEX_DELTA_WRITER": "spark"}
+    proc = segdex("sql", "--format", "json", "--metadata", str(meta),
+                  "SELECT (SELECT count(*) FROM segments VERSION AS OF 0) AS then, "
+                  "(SELECT count(*) FROM segments) AS now", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0]) == {"then": 0, "now": 3}
 
@@ -96,10 +94,8 @@ def test_compact_optimizes_and_vacuums_through_spark_when_it_is_the_writer(spark
         aged[hours] = meta / "runs" / f"part-00000-stray-{hours}h.snappy.parquet"
         aged[hours].write_bytes(b"PAR1 not referenced PAR1")
         os.utime(aged[hours], (now - hours * 3600, now - hours * 3600))
-    env = {**os.environ, "SEGDEX_DELTA_WRITER": "spark"}
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "compact", "--metadata", str(meta),
-                           "--vacuum-hours", "200", str(log_dir)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {"SEGDEX_DELTA_WRITER": "spark"}
+    proc = segdex("compact", "--metadata", str(meta), "--vacuum-hours", "200", str(log_dir), env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"{meta}/runs: files 2 -> 1, vacuumed 1 (retention 200 h)" in proc.stdout
     assert aged[180].exists() and not aged[300].exists()

@@ -14,6 +14,7 @@ from chispa import assert_df_equality
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.jobs.cli import main as cli
 from segdex.pipelines import metadata_store, reindex, schemas
+from segdex.pipelines.run_context import RunRequest
 from tests.support.fixtures import FIXTURES, broker_lock, fixture_case_names, load_case
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"Kafka fixtures not found at {FIXTURES}; "
@@ -72,7 +73,7 @@ def test_reindex_matches_kafka_recovery_and_is_idempotent(tmp_path, spark, capsy
     logs_before = {k: v for k, v in tree_state(log_dir).items() if k.endswith(".log")}
     default, topics = _configs()
 
-    first = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
+    first = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(meta), default, topics), progress=False)
     assert first.exit_status == 1  # the three corrupt-tail cases need attention
     assert first.run_row.count_missing == first.run_row.segments - 3
     assert first.run_row.count_corrupt_log_tail == 3
@@ -117,7 +118,7 @@ def test_reindex_matches_kafka_recovery_and_is_idempotent(tmp_path, spark, capsy
     part_before = metadata_store.read_table(spark, str(meta), "partitions").orderBy(*schemas.PARTITION_KEYS)
     seg_before, part_before = seg_before.localCheckpoint(), part_before.localCheckpoint()
 
-    second = reindex.run(spark, [str(log_dir)], "reindex", str(meta), default, topics, progress=False)
+    second = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(meta), default, topics), progress=False)
     assert second.run_row.files_written == 0
     assert tree_state(log_dir) == after  # no file rewritten, not even touched
     assert_df_equality(metadata_store.read_table(spark, str(meta), "segments").orderBy(*schemas.SEGMENT_KEYS),
@@ -138,7 +139,8 @@ def test_verify_broker_folders_as_fixture_says(tmp_path, spark):
             shutil.copyfile(f, log_dir / f"{case}-0" / f.name)
     before = tree_state(log_dir)
     default, topics = _configs()
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), default, topics, progress=False)
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), default, topics),
+                          progress=False)
     assert tree_state(log_dir) == before  # verify writes nothing in the log dir
     got = {(r.topic, r.base_offset): r.status for r in summary.segment_rows}
     for case in fixture_case_names():
@@ -180,7 +182,7 @@ def test_concurrent_runs_lose_no_rows(tmp_path, spark):
 
     def go(d: Path) -> None:
         try:
-            reindex.run(spark, [str(d)], "reindex", meta, default, topics, progress=False)
+            reindex.run(spark, "reindex", RunRequest([str(d)], meta, default, topics), progress=False)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -253,12 +255,12 @@ def test_rows_of_vanished_segments_and_partitions_are_removed(tmp_path, spark):
     generate_sample(a, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
     generate_sample(b, batches_per_partition=80, segment_bytes=8 * 1024, topics=topics)
     meta = str(tmp_path / "meta")
-    reindex.run(spark, [str(a), str(b)], "reindex", meta, LogConfig(), progress=False)
+    reindex.run(spark, "reindex", RunRequest([str(a), str(b)], meta, LogConfig()), progress=False)
     before = metadata_store.read_arrow(meta, "segments").to_pylist()
     first = sorted((a / "orders-0").glob("*.log"))[0]
     first.rename(first.with_name(first.name + ".deleted"))  # as retention leaves a deleted segment
     shutil.rmtree(a / "clicks-0")  # partition moved away
-    reindex.run(spark, [str(a)], "reindex", meta, LogConfig(), progress=False)
+    reindex.run(spark, "reindex", RunRequest([str(a)], meta, LogConfig()), progress=False)
     after = metadata_store.read_arrow(meta, "segments").to_pylist()
     gone = {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in before} - \
         {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]) for r in after}
@@ -348,17 +350,20 @@ def test_split_partitions_leave_what_whole_ones_leave(tmp_path, spark, split_eve
     saved = reindex.plan_spans  # the whole run: no spans at all (SPAN_MIN_BYTES is 0 here, so plan with none)
     reindex.plan_spans = lambda tasks, slots: (tasks, [])
     try:
-        verify_whole = reindex.run(spark, [str(whole)], "verify", str(tmp_path / "m1"), config, topics,
+        verify_whole = reindex.run(spark, "verify", RunRequest([str(whole)], str(tmp_path / "m1"), config, topics),
                                    progress=False)
-        recovered_whole = recover.run(spark, [str(whole)], str(tmp_path / "m2"), config, topics, now_ms=TXN_CASE_NOW)
+        recovered_whole = recover.run(spark, RunRequest([str(whole)], str(tmp_path / "m2"), config, topics,
+                                                        now_ms=TXN_CASE_NOW))
     finally:
         reindex.plan_spans = saved
     assert not split_everything
-    verify_split = reindex.run(spark, [str(split)], "verify", str(tmp_path / "m3"), config, topics, progress=False)
+    verify_split = reindex.run(spark, "verify", RunRequest([str(split)], str(tmp_path / "m3"), config, topics),
+                               progress=False)
     assert len(split_everything) > 40  # fixture cases and generated partitions of several segments were split
     assert _rows(verify_split) == _rows(verify_whole)
     with LocalEngine(2) as engine:
-        recovered_split = recover.run(engine, [str(split)], str(tmp_path / "m4"), config, topics, now_ms=TXN_CASE_NOW)
+        recovered_split = recover.run(engine, RunRequest([str(split)], str(tmp_path / "m4"), config, topics,
+                                                         now_ms=TXN_CASE_NOW))
     assert recovered_split.exit_status == recovered_whole.exit_status
     assert _rows(recovered_split.run) == _rows(recovered_whole.run)
     assert _contents(split) == _contents(whole)
@@ -378,12 +383,12 @@ def test_verify_reads_the_cleaners_checkpoint_and_says_when_it_cannot(tmp_path, 
         w.append(build_batch(4, [(1_700_000_000_004, b"k", b"w")]))
     write_offset_checkpoint(str(log_dir / "cleaner-offset-checkpoint"), {("orders", 0): 2})
     topics = {"orders": LogConfig(cleanup_policy="compact")}
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), LogConfig(), topics,
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), topics),
                           progress=False)
     row = summary.outcomes[0].partition
     assert (row.cleaner_checkpoint, row.cleaner_first_dirty_offset, row.cleaner_first_uncleanable_offset) == (2, 2, 4)
     (log_dir / "cleaner-offset-checkpoint").write_text("0\n5\norders 0 2\n")  # says 5 entries, holds 1
-    summary = reindex.run(spark, [str(log_dir)], "verify", str(tmp_path / "meta"), LogConfig(), topics,
+    summary = reindex.run(spark, "verify", RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig(), topics),
                           progress=False)
     assert any("cleaner-offset-checkpoint ignored" in n for n in summary.discovery.notes)
     row = summary.outcomes[0].partition

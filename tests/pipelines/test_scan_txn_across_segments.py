@@ -14,6 +14,7 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.index.transaction_index import AbortedTxn, parse_transaction_index
 from segdex.indexcore.tools.segment_writer import SegmentWriter, build_batch
 from segdex.pipelines import reindex
+from segdex.pipelines.run_context import RunRequest
 
 T0 = 1_700_000_000_000
 
@@ -55,7 +56,8 @@ def test_aborted_transaction_spanning_segments_and_a_stale_txnindex(tmp_path, sp
     part = write(log_dir)
     stale = part / "00000000000000000000.txnindex"
     stale.write_bytes(AbortedTxn(42, 0, 1, 2).to_bytes())  # segment 0 holds no abort marker: Kafka empties it
-    summary = reindex.run(spark, [str(log_dir)], "reindex", str(tmp_path / "meta"), LogConfig(), progress=False)
+    summary = reindex.run(spark, "reindex", RunRequest([str(log_dir)], str(tmp_path / "meta"), LogConfig()),
+                          progress=False)
     status = {r.base_offset: r.status for r in summary.segment_rows}
     assert status == {0: "ok", 4: "ok", 7: "ok"}
     assert summary.run_row.count_missing == 3  # as found: no .index or .timeindex yet

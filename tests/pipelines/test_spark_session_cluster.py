@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import segdex
 from tests.support.fixtures import REPO_ROOT
 from tests.support.spark_cluster import HOST, StandaloneCluster, clean_env
 
@@ -122,9 +123,8 @@ def _local_run(sample: Path, root: Path) -> Run:
     """``segdex reindex`` in local mode (embedded Spark, local[*])."""
     log_dir, metadata = _copy(sample, root), root / "metadata"
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "reindex", "--metadata", str(metadata),
-                           "--no-progress", str(log_dir)], capture_output=True, text=True, timeout=300,
-                          env=clean_env(_env()), cwd=root)
+    proc = segdex("reindex", "--metadata", str(metadata), "--no-progress", str(log_dir), timeout=300,
+                  env=clean_env(_env()), inherit=False, cwd=root)
     return Run(log_dir, metadata, proc, time.monotonic() - start)
 
 

@@ -5,11 +5,9 @@ embedded classic session. The server runs the scan (``mapInArrow``); this proces
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from chispa import assert_df_equality
 
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.sample_logdir import generate_sample
+from tests.support import cli
 from tests.support.fixtures import REPO_ROOT
 from tests.support.spark_connect import SparkConnectServer
 
@@ -41,10 +40,7 @@ def sample(tmp_path_factory) -> Path:
 
 
 def segdex(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=600, env=full_env)
+    return cli.segdex(*args, env={"SPARK_REMOTE": None, **(env or {})})
 
 
 def index_files(log_dir: Path) -> dict[str, bytes]:

@@ -3,21 +3,17 @@ nor a credential on the terminal; a store that went down fails a write in one li
 
 from __future__ import annotations
 
+import functools
 import os
-import subprocess
-import sys
 
 import pytest
 
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.sample_logdir import generate_sample
-from tests.support.kafka_harness import REPO_ROOT, free_port
+from tests.support import cli
+from tests.support.kafka_harness import free_port
 
-
-def segdex(*args: str, env: dict, inherit: bool = True) -> subprocess.CompletedProcess:
-    """The CLI with ``env`` over this process's environment (``inherit=False``: ``env`` is the whole of it)."""
-    return subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, text=True,
-                          env={**os.environ, **env} if inherit else env, capture_output=True, timeout=300)
+segdex = functools.partial(cli.segdex, timeout=300)  # env over this process's, or the whole with inherit=False
 
 
 @pytest.fixture(scope="module")

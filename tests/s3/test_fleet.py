@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,15 +12,13 @@ import pytest
 
 from segdex.pipelines import metadata_store as ms
 from segdex.pipelines.sample_logdir import generate_sample
-from tests.support.kafka_harness import REPO_ROOT
+from tests.support import cli
 
 BROKERS = 6
 CLUSTER = "fleet-cluster-1"
 
 
-def segdex(*args: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "segdex.jobs.cli", *args], cwd=REPO_ROOT, text=True,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+segdex = cli.segdex_popen  # runs side by side: each returns its Popen
 
 
 def _log_dir(root: Path, broker: int) -> Path:

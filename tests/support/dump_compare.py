@@ -8,13 +8,11 @@ asking the same question gets them from one cache."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import subprocess
 from pathlib import Path
 
-from segdex.jobs.cli import main as segdex_main
+from tests.support.cli import segdex_here
 from tests.support.fixtures import GOLDEN
 from tests.support.kafka_harness import KafkaInstall
 
@@ -65,14 +63,12 @@ def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[
 def segdex_dump(files: list[str], *options: str) -> tuple[dict[str, list[str]], int]:
     """``segdex dump`` in this process (its command line is tested by subprocess in
     tests/kafka/test_dump_data_log.py): per file its lines."""
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        status = segdex_main(["dump", *options, *files])
+    proc = segdex_here("dump", *options, *files)
     out: dict[str, list[str]] = {}
-    for chunk in stdout.getvalue().split("Dumping ")[1:]:
+    for chunk in proc.stdout.split("Dumping ")[1:]:
         name, _, body = chunk.partition("\n")
         out[name] = body.split("\n")[:-1]
-    return out, status
+    return out, proc.returncode
 
 
 def assert_same(kafka: dict[str, tuple[list[str], bool]], ours: dict[str, list[str]]) -> int:

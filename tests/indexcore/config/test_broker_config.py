@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import functools
 from pathlib import Path
 
 import pytest
 
 from segdex.indexcore.config.broker_config import read_broker_config, topic_names
 from segdex.indexcore.config.log_config import ConfigException, TopicConfigResolver
-from tests.support.fixtures import FIXTURES, REPO_ROOT
+from tests.support import cli
+from tests.support.fixtures import FIXTURES
 
 
 def props(tmp_path, text: str):
@@ -69,11 +69,7 @@ def test_broker_names_in_config_args_and_precedence():
     assert resolver.resolve("__consumer_offsets").config.cleanup_policy == "compact"  # internal topics keep theirs
 
 
-def segdex(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", *args], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=300)
-    assert "Traceback" not in proc.stderr
-    return proc
+segdex = functools.partial(cli.segdex, timeout=300, no_traceback=True)
 
 
 def test_rebuild_takes_the_brokers_index_interval(tmp_path):

@@ -12,9 +12,7 @@ skipping.``), and the bytes each test packs from the protocol layout (sizes, CRC
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import shutil
 import struct
@@ -32,7 +30,7 @@ from segdex.indexcore.record.record_batch import increment_sequence
 from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, record_view
 from segdex.indexcore.tools.segment_writer import build_batch
-from segdex.jobs.cli import main as segdex_main
+from tests.support.cli import segdex_here
 from tests.support.control_batches import control_batch
 from tests.support.segment_cases import V2_FIELDS
 
@@ -72,10 +70,8 @@ def legacy_v1_gzip_wrapper(offset: int, timestamp: int, compressed: bytes) -> by
 
 def segdex_lines(*args: str) -> tuple[list[str], int]:
     """``segdex dump`` in this process: its stdout lines and exit status."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        status = segdex_main(["dump", *args])
-    return out.getvalue().splitlines(), status
+    proc = segdex_here("dump", *args)
+    return proc.stdout.splitlines(), proc.returncode
 
 
 def kafka_batch_facts(log: Path) -> list[dict]:

@@ -5,11 +5,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support.cli import segdex
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 
 REPO = REPO_ROOT
@@ -27,8 +26,7 @@ def expected_batches() -> dict[str, list[dict]]:
 def test_dump_json_matches_every_fixture_batch(kafka_fixtures):
     expected = expected_batches()
     assert len(expected) >= 50
-    proc = subprocess.run([sys.executable, "-m", "segdex.jobs.cli", "dump", "--json", *expected], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = segdex("dump", "--json", *expected, timeout=300)
     got: dict[str, list[dict]] = defaultdict(list)
     for line in proc.stdout.splitlines():
         row = json.loads(line)

@@ -1,11 +1,11 @@
-"""``local_log``: what an interrupted cleaning leaves, finished as Kafka's ``LogLoader`` finishes it, and the
-replacement's files (the crash points of the whole swap: tests/jobs/test_crash_points.py)."""
+"""``log_loader.complete_swaps``: what an interrupted cleaning leaves, finished as Kafka's ``LogLoader`` finishes
+it before a partition loads (the crash points of the whole swap: tests/jobs/test_crash_points.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.log.local_log import complete_swaps
+from segdex.indexcore.log.log_loader import complete_swaps
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
