@@ -144,8 +144,8 @@ class ConfigNotes:
                   + ", ".join(f"{k} ({', '.join(w)})" for k, w in sorted(self.unused.items())), file=sys.stderr)
         if self.unknown:
             known = {*KNOWN_CONFIGS, *BROKER_CONFIGS}
-            print("config: names Kafka 4.4 and 3.9 do not know, left out as a broker leaves them: "
-                  + ", ".join(f"{k} ({', '.join(w)}){did_you_mean(k, known, 0.85)}" for k, w in sorted(self.unknown.items())),
+            names = [f"{k} ({', '.join(w)}){did_you_mean(k, known, 0.85)}" for k, w in sorted(self.unknown.items())]
+            print(f"config: names Kafka 4.4 and 3.9 do not know, left out as a broker leaves them: {', '.join(names)}",
                   file=sys.stderr)
 
 
@@ -231,6 +231,22 @@ def metadata_log_configs(log_dirs: list[str]) -> Any:
         print(f"config: the metadata log {part} was read up to offset {image.offset} ({image.stopped})",
               file=sys.stderr)
     return log_configs(image, read_node_id(os.path.dirname(part)))
+
+
+NOW_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last instant a table's timestamp takes
+
+
+def now_error(now: int | None) -> str | None:
+    """What is wrong with ``--now EPOCH_MS``, in Kafka's words for a bounded value (``ConfigDef.Range``); None
+    when it is fine (or not given). Beyond year 9999 no table could record the run."""
+    if now is None:
+        return None
+    if now < 0:
+        return f"Invalid value {now} for --now: Value must be at least 0 (epoch milliseconds)"
+    if now > NOW_MAX_MS:
+        return (f"Invalid value {now} for --now: Value must be no more than {NOW_MAX_MS} "
+                f"(9999-12-31T23:59:59.999Z, the last instant the tables record)")
+    return None
 
 
 def log_dirs_or_broker(command: str, given: list[str], broker: Any) -> list[str] | None:
