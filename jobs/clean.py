@@ -7,7 +7,8 @@ Kafka's cleaner would take it at ``--now`` and why (``min.cleanable.dirty.ratio`
 cleanable range, and what one round would leave (segments, bytes and records before and after, tombstones kept,
 the ``cleaner-offset-checkpoint`` after it, whether the offset map filled). Recorded in the ``cleaning`` table.
 Exit 0 when every partition was planned, 1 when one could not be (a load that would truncate or fail, a batch
-whose codec segdex does not rebuild yet), 2 usage.
+whose codec segdex does not rebuild yet), 2 usage (also: every log dir held by another process, or
+``--until-clean`` past ``--max-rounds``; nothing was changed).
 """
 
 from __future__ import annotations
