@@ -66,7 +66,10 @@ def parse_topic_configs(text: str, where: str = "--topic-configs") -> dict[str, 
         key, value = entry["key"], entry["value"]
         synonyms = entry["synonyms"]
         source_match = _SYNONYM_SOURCE.match(synonyms)
-        source = source_match.group(1) if source_match else (DYNAMIC_TOPIC_CONFIG if form == "Dynamic" else "")
+        # --all lists every synonym a value has: one with none is Kafka's default of a config no broker setting
+        # supplies (leader.replication.throttled.replicas=), as DescribeConfigs says it (DEFAULT_CONFIG)
+        source = source_match.group(1) if source_match else (DYNAMIC_TOPIC_CONFIG if form == "Dynamic"
+                                                              else DEFAULT_CONFIG)
         if entry["sensitive"] == "true" or source == DEFAULT_CONFIG:
             continue
         if key not in KNOWN_CONFIGS:  # a newer Kafka's, or a plugin's (confluent.*): the cluster took it
