@@ -36,7 +36,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 
-from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS, TOPIC_CONFIGS, TopicConfigDef
+from segdex.indexcore.config.kafka_configs import (
+    BROKER_CONFIGS,
+    MESSAGE_FORMAT_VERSIONS,
+    TOPIC_CONFIGS,
+    TopicConfigDef,
+)
 from segdex.indexcore.errors import SegdexError
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -159,6 +164,14 @@ def _parse_list(d: TopicConfigDef, key: str, text: str) -> str:
     return ",".join(items)
 
 
+def _message_format_version(text: str) -> str:
+    """Kafka 3.9's ``MetadataVersion.fromVersionString``: a version, or a release before 4.0 by its short name."""
+    shorts = {v.split("-")[0] for v in MESSAGE_FORMAT_VERSIONS if not v.startswith("4.")}
+    if text not in MESSAGE_FORMAT_VERSIONS and text not in shorts:
+        raise _invalid("message.format.version", text, f"Version {text} is not a valid version")
+    return text
+
+
 def parse_value(key: str, value: str) -> int | float | str:
     """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise (an
     unknown name with the nearest known one)."""
@@ -166,6 +179,8 @@ def parse_value(key: str, value: str) -> int | float | str:
     if d is None:
         raise unknown_config(key)
     text = value.strip()
+    if key == "message.format.version":
+        return _message_format_version(text)
     if d.type == "STRING":
         if d.valid is not None and text not in d.valid:
             raise _invalid(key, text, f"String must be one of: {', '.join(d.valid)}")
