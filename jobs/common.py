@@ -151,12 +151,15 @@ class ConfigNotes:
 
 def _check_names(flag: str, items: dict[str, str], prefix: str = "") -> None:
     """Refuse a name Kafka knows neither as a topic config nor as a broker setting, with the nearest one."""
+    from segdex.indexcore.config.broker_config import broker_only, check_broker_value
     from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS
     from segdex.indexcore.config.log_config import KNOWN_CONFIGS, ConfigException, unknown_config
 
     for key, value in items.items():
         if key not in KNOWN_CONFIGS and key not in BROKER_CONFIGS:
             raise ConfigException(f"{flag} {prefix}{key}={value}: {unknown_config(key)}")
+    for key in broker_only(items):  # a broker setting no topic takes: its value checked as the broker checks it
+        check_broker_value(flag, key, items[key])
 
 
 def config_layers(args: argparse.Namespace, notes: ConfigNotes | None = None,

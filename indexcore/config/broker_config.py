@@ -135,7 +135,7 @@ def topic_names(overrides: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _check_broker_value(path: str, key: str, value: str) -> None:
+def check_broker_value(path: str, key: str, value: str) -> None:
     """A broker setting's value as ``KafkaConfig``'s ``ConfigDef`` parses it (numbers, their ranges, booleans);
     values a config provider fills (``${file:...}``) and other types are left to the broker."""
     kind, low, high, _ = BROKER_CONFIGS[key]
@@ -174,7 +174,7 @@ def read_broker_config(path: str | os.PathLike) -> BrokerConfig:
     config.unknown = sorted(k for k in props if k not in BROKER_CONFIGS and not k.startswith(PREFIXED))
     for key in props:
         if key in BROKER_CONFIGS and key not in ALL_BROKER_SYNONYMS and key not in INTERNAL_TOPIC_SYNONYMS:
-            _check_broker_value(path, key, props[key])
+            check_broker_value(path, key, props[key])
     for topic_key in sorted({t for t, _ in ALL_BROKER_SYNONYMS.values()}):
         found = _synonym(topic_key, props)
         if found is None:
@@ -197,4 +197,4 @@ def read_broker_config(path: str | os.PathLike) -> BrokerConfig:
 
 
 __all__ = ["ALL_BROKER_SYNONYMS", "BROKER_SYNONYMS", "INTERNAL_TOPIC_SYNONYMS", "BrokerConfig", "broker_only",
-           "load_properties", "read_broker_config", "retention_ms", "topic_names"]
+           "check_broker_value", "load_properties", "read_broker_config", "retention_ms", "topic_names"]

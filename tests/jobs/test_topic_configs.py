@@ -222,7 +222,9 @@ def test_every_kafka_config_taken_unused_ones_said_once_unknown_ones_refused(kaf
              "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, "
              "lz4, snappy, gzip, producer"),
             (["--config", "log.roll.hours=0"],
-             "Invalid value 0 for configuration segment.ms: Value must be at least 1")):
+             "Invalid value 0 for configuration segment.ms: Value must be at least 1"),
+            (["--config", "log.cleaner.threads=two"],
+             "--config: Invalid value two for configuration log.cleaner.threads: Not a number of type INT")):
         assert segdex_main(["clean", *args, str(log_dir)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
