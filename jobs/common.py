@@ -73,10 +73,10 @@ def topics_on_disk(paths: list[str]) -> list[str]:
 
 
 def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
-                     ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+                     notes: ConfigNotes | None = None) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """(topic -> configs, topic -> their sources) from ``--topic-configs`` and, live, ``--bootstrap-server`` (for
     the topics under ``paths``; live values win); empty without either. ConfigException when a file is bad or the
-    cluster cannot be asked."""
+    cluster cannot be asked. The configs segdex does not use, and the names Kafka does not know, go to ``notes``."""
     from segdex.indexcore.config.log_config import ConfigException
     from segdex.indexcore.config.topic_configs_file import read_topic_configs
 
@@ -84,6 +84,8 @@ def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
     path = getattr(args, "topic_configs", None)
     if path:
         described.update(read_topic_configs(path))
+        if notes is not None:
+            notes.add("--topic-configs", described.values())
     bootstrap = getattr(args, "bootstrap_server", None)
     command_config = getattr(args, "command_config", None)
     if command_config and not bootstrap:
@@ -92,21 +94,95 @@ def described_topics(args: argparse.Namespace, paths: list[str] | None = None,
         from segdex.indexcore.config.topic_configs_live import describe_topics, read_command_config
 
         properties = read_command_config(command_config) if command_config else {}
-        described.update(describe_topics(bootstrap, topics_on_disk(paths or []), properties))
+        live = describe_topics(bootstrap, topics_on_disk(paths or []), properties)
+        if notes is not None:
+            notes.add("--bootstrap-server", live.values())
+        described.update(live)
     return ({t: d.values for t, d in described.items()}, {t: d.sources for t, d in described.items()})
 
 
-def config_layers(args: argparse.Namespace) -> tuple[Any, dict[str, str], dict[str, dict[str, str]]]:
+class ConfigNotes:
+    """What a run's config arguments gave that changes nothing here, said once each on stderr (``print``): the
+    Kafka configs segdex does not use (taken and checked as Kafka checks them) and, from files a broker or a
+    cluster wrote, the names Kafka 4.4 and 3.9 do not know (left out, as a broker leaves them)."""
+
+    def __init__(self) -> None:
+        self.unused: dict[str, list[str]] = {}  # name -> the arguments that gave it
+        self.unknown: dict[str, list[str]] = {}
+
+    def _note(self, into: dict[str, list[str]], name: str, where: str) -> None:
+        if where not in into.setdefault(name, []):
+            into[name].append(where)
+
+    def add_items(self, where: str, items: dict[str, str]) -> None:
+        """``--config``/``--topic-config`` items (topic or broker names; unknown ones were refused before)."""
+        from segdex.indexcore.config.broker_config import ALL_BROKER_SYNONYMS, broker_only
+        from segdex.indexcore.config.log_config import KNOWN_CONFIGS, UNUSED_CONFIGS
+
+        for name in items:
+            topic_key = name if name in KNOWN_CONFIGS else ALL_BROKER_SYNONYMS.get(name, (None,))[0]
+            if topic_key in UNUSED_CONFIGS or name in broker_only(items):
+                self._note(self.unused, name, where)
+
+    def add(self, where: str, described: Any) -> None:
+        """The topics of a ``--topic-configs`` file or of ``--bootstrap-server``'s answer."""
+        from segdex.indexcore.config.log_config import UNUSED_CONFIGS
+
+        for topic in described:
+            for name in topic.values:
+                if name in UNUSED_CONFIGS:
+                    self._note(self.unused, name, where)
+            for name in topic.unknown:
+                self._note(self.unknown, name, where)
+
+    def print(self) -> None:
+        from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS
+        from segdex.indexcore.config.log_config import KNOWN_CONFIGS, did_you_mean
+
+        if self.unused:
+            print("config: not used by segdex, so changing nothing here (taken and checked as Kafka checks them): "
+                  + ", ".join(f"{k} ({', '.join(w)})" for k, w in sorted(self.unused.items())), file=sys.stderr)
+        if self.unknown:
+            known = {*KNOWN_CONFIGS, *BROKER_CONFIGS}
+            names = [f"{k} ({', '.join(w)}){did_you_mean(k, known, 0.85)}" for k, w in sorted(self.unknown.items())]
+            print(f"config: names Kafka 4.4 and 3.9 do not know, left out as a broker leaves them: {', '.join(names)}",
+                  file=sys.stderr)
+
+
+def _check_names(flag: str, items: dict[str, str], prefix: str = "") -> None:
+    """Refuse a name Kafka knows neither as a topic config nor as a broker setting, with the nearest one."""
+    from segdex.indexcore.config.broker_config import broker_only, check_broker_value
+    from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS
+    from segdex.indexcore.config.log_config import KNOWN_CONFIGS, ConfigException, unknown_config
+
+    for key, value in items.items():
+        if key not in KNOWN_CONFIGS and key not in BROKER_CONFIGS:
+            raise ConfigException(f"{flag} {prefix}{key}={value}: {unknown_config(key)}")
+    for key in broker_only(items):  # a broker setting no topic takes: its value checked as the broker checks it
+        check_broker_value(flag, key, items[key])
+
+
+def config_layers(args: argparse.Namespace, notes: ConfigNotes | None = None,
+                  ) -> tuple[Any, dict[str, str], dict[str, dict[str, str]]]:
     """(BrokerConfig or None, --config, --topic-config) with broker names turned into topic config names;
-    ConfigException (a SegdexError) when any is bad."""
+    ConfigException (a SegdexError) when any is bad: a value Kafka would refuse, a name it does not know (with
+    the nearest it does). What changes nothing here goes to ``notes``."""
     from segdex.indexcore.config.broker_config import read_broker_config, topic_names
     from segdex.indexcore.config.log_config import parse_config_args, parse_topic_config_args
 
+    notes = notes if notes is not None else ConfigNotes()
     path = getattr(args, "broker_config", None)
     broker = read_broker_config(path) if path else None
-    config = topic_names(parse_config_args(getattr(args, "config", None)))
-    topics = {t: topic_names(kv) for t, kv in parse_topic_config_args(getattr(args, "topic_config", None)).items()}
-    return broker, config, topics
+    for name in broker.unknown if broker is not None else []:
+        notes._note(notes.unknown, name, "--broker-config")
+    given = parse_config_args(getattr(args, "config", None))
+    _check_names("--config", given)
+    notes.add_items("--config", given)
+    per_topic = parse_topic_config_args(getattr(args, "topic_config", None))
+    for topic, kv in per_topic.items():
+        _check_names("--topic-config", kv, f"{topic}:")
+        notes.add_items("--topic-config", kv)
+    return broker, topic_names(given), {t: topic_names(kv) for t, kv in per_topic.items()}
 
 
 def broker_defaults(broker: Any) -> dict[str, str]:
@@ -117,19 +193,22 @@ def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = No
     """The one place a command's config arguments become a ``TopicConfigResolver``: ``--topic-config``,
     ``--config``, ``--topic-configs`` and ``--bootstrap-server`` (asked about the topics under ``paths``, else
     under the broker's ``log.dirs``), ``--broker-config``'s ``log.*`` settings, Kafka's defaults; returned with the
-    ``BrokerConfig`` read (None without ``--broker-config``). ConfigException (a SegdexError) when any is bad."""
+    ``BrokerConfig`` read (None without ``--broker-config``). ConfigException (a SegdexError) when any is bad.
+    What was given that changes nothing here is said once, in a ``config:`` line on stderr."""
     from segdex.indexcore.config.log_config import TopicConfigResolver
 
-    broker, config, topic_configs = config_layers(args)
+    notes = ConfigNotes()
+    broker, config, topic_configs = config_layers(args, notes)
     if not paths and broker is not None:
         paths = list(broker.log_dirs)
-    described, sources = described_topics(args, paths)
+    described, sources = described_topics(args, paths, notes)
     resolver = TopicConfigResolver(config, topic_configs, broker=broker_defaults(broker),
                                    broker_origins=broker.origins if broker is not None else None,
                                    described=described, described_sources=sources,
                                    internal=broker.internal if broker is not None else None,
                                    internal_origins=broker.internal_origins if broker is not None else None,
                                    metadata=metadata_log_configs(paths or []))
+    notes.print()
     return resolver, broker
 
 
@@ -155,6 +234,22 @@ def metadata_log_configs(log_dirs: list[str]) -> Any:
         print(f"config: the metadata log {part} was read up to offset {image.offset} ({image.stopped})",
               file=sys.stderr)
     return log_configs(image, read_node_id(os.path.dirname(part)))
+
+
+NOW_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last instant a table's timestamp takes
+
+
+def now_error(now: int | None) -> str | None:
+    """What is wrong with ``--now EPOCH_MS``, in Kafka's words for a bounded value (``ConfigDef.Range``); None
+    when it is fine (or not given). Beyond year 9999 no table could record the run."""
+    if now is None:
+        return None
+    if now < 0:
+        return f"Invalid value {now} for --now: Value must be at least 0 (epoch milliseconds)"
+    if now > NOW_MAX_MS:
+        return (f"Invalid value {now} for --now: Value must be no more than {NOW_MAX_MS} "
+                f"(9999-12-31T23:59:59.999Z, the last instant the tables record)")
+    return None
 
 
 def log_dirs_or_broker(command: str, given: list[str], broker: Any) -> list[str] | None:

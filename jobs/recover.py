@@ -11,7 +11,7 @@ import sys
 
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.status import ExitStatus
-from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, with_command_time
+from segdex.jobs.common import add_allow_unloadable_argument, check_log_dirs, now_error, with_command_time
 from segdex.jobs.reindex import _arguments, add_common_arguments, guarded_run, resolve_configs
 
 SPARK = True  # a Spark command: `-v` shows Spark's own log lines
@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     except SegdexError as e:
         print(f"segdex {COMMAND}: {e}", file=sys.stderr)
         return ExitStatus.USAGE
-    if args.now is not None and args.now < 0:
-        print(f"segdex {COMMAND}: --now must be epoch milliseconds, got {args.now}", file=sys.stderr)
+    if now_error(args.now):
+        print(f"segdex {COMMAND}: {now_error(args.now)}", file=sys.stderr)
         return ExitStatus.USAGE
     if bool(args.truncate) != bool(args.quarantine):
         print(f"segdex {COMMAND}: --truncate and --quarantine DIR go together (nothing is cut without a place "

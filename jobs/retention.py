@@ -23,6 +23,7 @@ from segdex.jobs.common import (
     add_allow_unloadable_argument,
     add_broker_config_argument,
     check_log_dirs,
+    now_error,
     print_log_dir_outcome,
     spark_if_master,
     topic_config_resolver,
@@ -116,7 +117,7 @@ def _usage_error(args: argparse.Namespace) -> str | None:
         return "--from-metadata plans from the tables alone: give no LOGDIR and no --apply"
     if not args.from_metadata and not args.log_dirs:
         return "give at least one LOGDIR, --broker-config with log.dirs, or --from-metadata PATH"
-    return None
+    return now_error(args.now)
 
 
 def print_log_dirs(outcomes, apply: bool, verbose: bool, now_ms: int) -> int:

@@ -63,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from segdex.jobs.common import now_error
+
+    if now_error(args.now):
+        print(f"segdex transactions: {now_error(args.now)}", file=sys.stderr)
+        return ExitStatus.USAGE
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
     if getattr(args, "partition", None) is not None and args.topic is None:
         print("segdex transactions: --partition needs --topic", file=sys.stderr)

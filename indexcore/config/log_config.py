@@ -30,9 +30,18 @@ never topic configs; no writing command touches it (``is_cluster_metadata``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal
 
+from segdex.indexcore.config.kafka_configs import (
+    BROKER_CONFIGS,
+    MESSAGE_FORMAT_VERSIONS,
+    TOPIC_CONFIGS,
+    TopicConfigDef,
+)
 from segdex.indexcore.errors import SegdexError
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -85,62 +94,109 @@ def is_cluster_metadata(topic: str) -> bool:
     return topic == CLUSTER_METADATA_TOPIC
 
 
-@dataclass(frozen=True)
-class _Def:
-    """One config definition: Kafka's type and the smallest value its validator allows."""
-
-    type: str  # INT, LONG, DOUBLE, LIST, STRING
-    at_least: int | None = None
-    at_most: float | None = None  # DOUBLE only (ConfigDef.Range.between)
-
-
-_DEFS: dict[str, _Def] = {
-    "index.interval.bytes": _Def("INT", 0),
-    "segment.index.bytes": _Def("INT", 4),
-    "segment.bytes": _Def("INT", MIN_SEGMENT_BYTES),
-    "retention.ms": _Def("LONG", -1),
-    "retention.bytes": _Def("LONG"),
-    "cleanup.policy": _Def("LIST"),
-    "file.delete.delay.ms": _Def("LONG", 0),
-    # 3.x only (gone in 4.0): below 0.11 a topic keeps old record formats and no leader-epoch-checkpoint
-    "message.format.version": _Def("STRING"),
-    # a broker setting (ProducerStateManagerConfig): producers idle this long are dropped when a log loads
-    "producer.id.expiration.ms": _Def("INT", 1),
-    # the log cleaner's (compact topics)
-    "delete.retention.ms": _Def("LONG", 0),
-    "min.compaction.lag.ms": _Def("LONG", 0),
-    "max.compaction.lag.ms": _Def("LONG", 1),
-    "min.cleanable.dirty.ratio": _Def("DOUBLE", 0, 1),
-}
-_CLEANUP_POLICIES = ("compact", "delete")
-CONFIG_NAMES = frozenset(_DEFS)  # the configs segdex uses
+# the topic configs segdex uses, and the one broker setting it takes as one (ProducerStateManagerConfig's
+# producer.id.expiration.ms: producers idle this long are dropped when a log loads)
+_PRODUCER_ID_EXPIRATION = "producer.id.expiration.ms"
+_DEFS: dict[str, TopicConfigDef] = {**TOPIC_CONFIGS,
+                                    _PRODUCER_ID_EXPIRATION: TopicConfigDef("INT", "86400000", 1, versions=())}
+_USED = ("index.interval.bytes", "segment.index.bytes", "segment.bytes", "retention.ms", "retention.bytes",
+         "cleanup.policy", "file.delete.delay.ms", "message.format.version", _PRODUCER_ID_EXPIRATION,
+         "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio")
+CONFIG_NAMES = frozenset(_USED)  # the configs segdex uses (LogConfig's fields)
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"  # 4.x: when set, the segment size instead of segment.bytes
+KNOWN_CONFIGS = frozenset(_DEFS)  # every topic config Kafka 4.4 or 3.9 knows, and producer.id.expiration.ms
+UNUSED_CONFIGS = KNOWN_CONFIGS - CONFIG_NAMES - {INTERNAL_SEGMENT_BYTES}  # taken, checked, changing nothing here
 INDEX_CONFIGS = ("index.interval.bytes", "segment.index.bytes")  # what decides the bytes of the index files
 
 
-def _invalid(key: str, value: str, why: str) -> ConfigException:
+def _invalid(key: str, value: object, why: str) -> ConfigException:
     return ConfigException(f"Invalid value {value} for configuration {key}: {why}")
 
 
+def did_you_mean(name: str, known: Iterable[str], cutoff: float = 0.6) -> str:
+    """`` (did you mean X?)`` with the known name nearest to ``name`` (difflib), or nothing when none is near."""
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=cutoff)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def unknown_config(key: str) -> ConfigException:
+    """Kafka's ``LogConfig.validateNames`` wording, with the nearest name a topic config or broker setting has."""
+    return ConfigException(f"Unknown topic config name: {key}{did_you_mean(key, {*_DEFS, *BROKER_CONFIGS})}")
+
+
+def _java_double(x: float) -> str:
+    """``Double.toString``: plain between 10^-3 and 10^7, else ``1.0E-5``."""
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(x)
+    d = Decimal(repr(x)).normalize()
+    digits = "".join(map(str, d.as_tuple().digits))
+    return f"{'-' if x < 0 else ''}{digits[0]}.{digits[1:] or '0'}E{d.adjusted()}"
+
+
+def _check_range(d: TopicConfigDef, key: str, number: int | float, shown: str) -> None:
+    """``ConfigDef.Range.ensureValid`` (gzip's level also takes its -1)."""
+    if d.also is not None:  # GzipCompression.LevelValidator
+        if number != d.also and not d.at_least <= number <= d.at_most:
+            raise _invalid(key, shown, f"Value must be between {d.at_least} and {d.at_most} or equal to {d.also}")
+        return
+    if d.at_least is not None and number < d.at_least:
+        raise _invalid(key, shown, f"Value must be at least {d.at_least}")
+    if d.at_most is not None and number > d.at_most:
+        raise _invalid(key, shown, f"Value must be no more than {d.at_most}")
+
+
+def _parse_list(d: TopicConfigDef, key: str, text: str) -> str:
+    """``ConfigDef.parseType`` LIST (split at commas, an empty text an empty list), then the validator: Kafka
+    4.x's ``ValidList`` (no empty item), ``ThrottledReplicaListValidator``."""
+    items = [p.strip() for p in text.split(",")] if text else []
+    if d.throttled:
+        if not (all(re.fullmatch(r"([0-9]+:[0-9]+)?", p) for p in items) or "".join(items) == "*"):
+            raise _invalid(key, f"[{', '.join(items)}]", f"{key} must be the literal '*' or a list of replicas in "
+                                                         f"the following format: [partitionId]:[brokerId],"
+                                                         f"[partitionId]:[brokerId],...")
+        return ",".join(items)
+    if d.valid is not None:
+        if "" in items:
+            raise ConfigException(f"Configuration '{key}' values must not be empty.")
+        for p in items:
+            if p not in d.valid:
+                raise _invalid(key, p, f"String must be one of: {', '.join(d.valid)}")
+    return ",".join(items)
+
+
+def _message_format_version(text: str) -> str:
+    """Kafka 3.9's ``MetadataVersion.fromVersionString``: a version, or a release before 4.0 by its short name."""
+    shorts = {v.split("-")[0] for v in MESSAGE_FORMAT_VERSIONS if not v.startswith("4.")}
+    if text not in MESSAGE_FORMAT_VERSIONS and text not in shorts:
+        raise _invalid("message.format.version", text, f"Version {text} is not a valid version")
+    return text
+
+
 def parse_value(key: str, value: str) -> int | float | str:
-    """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise."""
+    """A config value as Kafka's ``ConfigDef.parseType`` and validator read it; ConfigException otherwise (an
+    unknown name with the nearest known one)."""
     d = _DEFS.get(key)
     if d is None:
-        raise ConfigException(f"unknown config {key!r} (known: {', '.join(sorted(_DEFS))})")
+        raise unknown_config(key)
     text = value.strip()
+    if key == "message.format.version":
+        return _message_format_version(text)
     if d.type == "STRING":
+        if d.valid is not None and text not in d.valid:
+            raise _invalid(key, text, f"String must be one of: {', '.join(d.valid)}")
         return text
+    if d.type == "BOOLEAN":
+        if text.lower() not in ("true", "false"):
+            raise _invalid(key, text, "Expected value to be either true or false")
+        return text.lower()
     if d.type == "LIST":  # an empty list is allowed (Kafka 4.x): neither compaction nor deletion
-        items = [p.strip() for p in text.split(",") if p.strip()]
-        if any(p not in _CLEANUP_POLICIES for p in items):
-            raise _invalid(key, text, f"String must be one of: {', '.join(_CLEANUP_POLICIES)}")
-        return ",".join(items)
+        return _parse_list(d, key, text)
     if d.type == "DOUBLE":  # ConfigDef.parseType: Double.valueOf, then Range.between
         try:
             number = float(text)
         except ValueError:
             raise _invalid(key, text, "Not a number of type DOUBLE") from None
-        if number < d.at_least or number > d.at_most:
-            raise _invalid(key, text, f"Value must be in [{d.at_least}, {d.at_most}]")
+        _check_range(d, key, number, _java_double(number))
         return number
     low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)
     try:
@@ -149,8 +205,7 @@ def parse_value(key: str, value: str) -> int | float | str:
         raise _invalid(key, text, f"Not a number of type {d.type}") from None
     if not low <= number <= high:
         raise _invalid(key, text, f"Not a number of type {d.type}")
-    if d.at_least is not None and number < d.at_least:
-        raise _invalid(key, text, f"Value must be at least {d.at_least}")
+    _check_range(d, key, number, str(number))
     return number
 
 
@@ -171,9 +226,19 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
-        """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad."""
-        changes = {key.replace(".", "_"): parse_value(key, str(value)) for key, value in overrides.items()}
-        return replace(self, **changes)
+        """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad. Every
+        Kafka topic config is checked; those segdex does not use change nothing (``internal.segment.bytes``, set,
+        is the segment size, as Kafka 4.x's ``LogConfig.segmentSize``)."""
+        parsed = {key: parse_value(key, str(value)) for key, value in overrides.items()}
+        changes = {key.replace(".", "_"): v for key, v in parsed.items() if key in CONFIG_NAMES}
+        if INTERNAL_SEGMENT_BYTES in parsed:
+            changes["segment_bytes"] = parsed[INTERNAL_SEGMENT_BYTES]
+        config = replace(self, **changes)
+        if config.min_compaction_lag_ms > config.max_compaction_lag_ms:  # LogConfig.validateValues
+            raise ConfigException(f"conflict topic config setting min.compaction.lag.ms "
+                                  f"({config.min_compaction_lag_ms}) > max.compaction.lag.ms "
+                                  f"({config.max_compaction_lag_ms})")
+        return config
 
     def validate(self) -> None:
         """Check every value as Kafka's LogConfig would (for configs built field by field)."""
@@ -197,7 +262,7 @@ class LogConfig:
         return self.message_format_version.startswith(("0.8", "0.9", "0.10"))
 
     def describe(self, keys: list[str] | None = None) -> str:
-        return ", ".join(f"{k}={getattr(self, k.replace('.', '_'))}" for k in (keys or list(_DEFS)))
+        return ", ".join(f"{k}={getattr(self, k.replace('.', '_'))}" for k in (keys or list(_USED)))
 
 
 @dataclass(frozen=True)
@@ -207,16 +272,19 @@ class ResolvedConfig:
     topic: str
     config: LogConfig
     sources: dict[str, str] = field(default_factory=dict)
+    unused: dict[str, str] = field(default_factory=dict)  # Kafka configs given that segdex does not use: value
 
     def assumed(self, keys: list[str] | tuple[str, ...]) -> list[str]:
         """The keys among ``keys`` that nobody gave: Kafka's defaults, assumed."""
         return [k for k in keys if self.sources.get(k, SOURCE_DEFAULT) == SOURCE_DEFAULT]
 
     def rows(self) -> list[dict[str, str]]:
-        """One ``{"topic", "config", "value", "source"}`` per config segdex uses: the effective value and where it
-        came from (``Kafka default`` when nobody gave it)."""
-        return [{"topic": self.topic, "config": key, "value": str(getattr(self.config, key.replace(".", "_"))),
+        """One ``{"topic", "config", "value", "source"}`` per config segdex uses (the effective value and where it
+        came from, ``Kafka default`` when nobody gave it), then one per Kafka config given that it does not use."""
+        used = [{"topic": self.topic, "config": key, "value": str(getattr(self.config, key.replace(".", "_"))),
                  "source": self.sources.get(key, SOURCE_DEFAULT)} for key in sorted(CONFIG_NAMES)]
+        return used + [{"topic": self.topic, "config": key, "value": value, "source": self.sources[key]}
+                       for key, value in sorted(self.unused.items())]
 
     def from_internal_topic(self) -> dict[str, str]:
         return {k: str(getattr(self.config, k.replace(".", "_")))
@@ -276,7 +344,8 @@ class TopicConfigResolver:
                 values[key] = value
                 origin = origins.get(source, {}).get(key)
                 sources[key] = f"{source} ({origin})" if origin else source
-        resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources)
+        resolved = ResolvedConfig(topic, LogConfig().with_overrides(values), sources,
+                                  {k: str(v) for k, v in values.items() if k not in CONFIG_NAMES})
         self._cache[topic] = resolved
         return resolved
 

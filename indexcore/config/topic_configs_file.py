@@ -12,7 +12,9 @@ Without ``--all`` every line is a topic override. With ``--all`` every config is
 and its source is the first synonym's: ``DYNAMIC_TOPIC_CONFIG`` (a topic override), ``STATIC_BROKER_CONFIG``,
 ``DYNAMIC_BROKER_CONFIG`` or ``DYNAMIC_DEFAULT_BROKER_CONFIG`` (the brokers' ``log.*`` settings, dynamic ones
 included, which no ``server.properties`` shows), ``DEFAULT_CONFIG`` (Kafka's default: not taken, so that a value
-nobody set stays visible as assumed). Only the configs segdex uses are kept; sensitive (``null``) values never.
+nobody set stays visible as assumed). Every Kafka topic config is taken and checked (those segdex does not use
+change nothing); a name Kafka 4.4 and 3.9 do not know (a newer Kafka's, a plugin's) is left out and named once;
+sensitive (``null``) values never.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from segdex.indexcore.config.log_config import CONFIG_NAMES, ConfigException, parse_value
+from segdex.indexcore.config.log_config import KNOWN_CONFIGS, ConfigException, parse_value
 
 _HEADER = re.compile(r"^(Dynamic|All) configs for topic (\S+) are:\s*$")
 _ENTRY = re.compile(r"^\s+(?P<key>[^=\s]+)=(?P<value>.*?) sensitive=(?P<sensitive>true|false) "
@@ -39,6 +41,7 @@ class DescribedTopic:
     topic: str
     values: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)  # names no Kafka 4.4 or 3.9 topic config has: not taken
 
 
 def parse_topic_configs(text: str, where: str = "--topic-configs") -> dict[str, DescribedTopic]:
@@ -63,8 +66,14 @@ def parse_topic_configs(text: str, where: str = "--topic-configs") -> dict[str, 
         key, value = entry["key"], entry["value"]
         synonyms = entry["synonyms"]
         source_match = _SYNONYM_SOURCE.match(synonyms)
-        source = source_match.group(1) if source_match else (DYNAMIC_TOPIC_CONFIG if form == "Dynamic" else "")
-        if key not in CONFIG_NAMES or entry["sensitive"] == "true" or source == DEFAULT_CONFIG:
+        # --all lists every synonym a value has: one with none is Kafka's default of a config no broker setting
+        # supplies (leader.replication.throttled.replicas=), as DescribeConfigs says it (DEFAULT_CONFIG)
+        source = source_match.group(1) if source_match else (DYNAMIC_TOPIC_CONFIG if form == "Dynamic"
+                                                              else DEFAULT_CONFIG)
+        if entry["sensitive"] == "true" or source == DEFAULT_CONFIG:
+            continue
+        if key not in KNOWN_CONFIGS:  # a newer Kafka's, or a plugin's (confluent.*): the cluster took it
+            current.unknown.append(key)
             continue
         try:
             parse_value(key, value)

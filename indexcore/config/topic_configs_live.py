@@ -15,7 +15,7 @@ import os
 import re
 
 from segdex.indexcore.config.broker_config import load_properties
-from segdex.indexcore.config.log_config import CONFIG_NAMES, ConfigException, parse_value
+from segdex.indexcore.config.log_config import KNOWN_CONFIGS, ConfigException, parse_value
 from segdex.indexcore.config.topic_configs_file import DEFAULT_CONFIG, DescribedTopic
 
 DEFAULT_TIMEOUT_S = 30.0  # how long a cluster may take to answer (SEGDEX_ADMIN_TIMEOUT_S overrides)
@@ -84,7 +84,10 @@ def describe_topics(bootstrap: str, topics: list[str], properties: dict[str, str
         described = DescribedTopic(resource.name)
         for name, entry in entries.items():
             source = _source_name(entry.source)
-            if name not in CONFIG_NAMES or entry.is_sensitive or entry.value is None or source == DEFAULT_CONFIG:
+            if entry.is_sensitive or entry.value is None or source == DEFAULT_CONFIG:
+                continue
+            if name not in KNOWN_CONFIGS:  # a newer Kafka's, or a plugin's: the cluster took it
+                described.unknown.append(name)
                 continue
             try:
                 parse_value(name, entry.value)

@@ -132,14 +132,33 @@ def is_locked(log_dir: str | os.PathLike) -> bool:
     return holder is not None and holder != os.getpid()
 
 
+LOCK_HELD = "its .lock is held by another process"  # in every refusal of a held log dir
+
+
 def ensure_not_locked(log_dir: str | os.PathLike) -> None:
-    if is_locked(log_dir):
-        raise LogDirLockedException(locked_message(log_dir))
+    """LogDirLockedException naming the holder's pid when another process holds the log dir's ``.lock``."""
+    holder = lock_holder(log_dir)
+    if holder is not None and holder != os.getpid():
+        raise LogDirLockedException(locked_message(log_dir, holder))
+
+
+def _process_name(pid: int) -> str:
+    """``java`` for a broker: the command of ``pid`` on this host (``/proc/PID/comm``), or nothing."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def locked_message(log_dir: str | os.PathLike, holder: int | None = None) -> str:
-    who = f" (pid {holder})" if holder else ""
-    return (f"{os.fspath(log_dir)}: its .lock is held by another process{who} (a running Kafka broker, or another "
+    """Why a held log dir is refused: by whom (``(pid 4242) named java``, its command on this host; an
+    open-file-description lock, ``F_OFD_SETLK``, has no pid to name)."""
+    who = ""
+    if holder:
+        name = _process_name(holder) if holder > 0 else ""
+        who = f" (pid {holder})" + (f" named {name}" if name else "")
+    return (f"{os.fspath(log_dir)}: {LOCK_HELD}{who} (a running Kafka broker, or another "
             f"segdex run?); stop it or work on a copy of the log dir")
 
 

@@ -136,8 +136,8 @@ def test_apply_needs_a_place_for_what_it_replaces_and_refuses_a_held_dir(tmp_pat
     assert segdex([*base, "--discard", str(log_dir)]) == 2  # --discard without --apply
     (log_dir / ".lock").touch()
     before = _tree(log_dir)
-    with other_holder(log_dir / ".lock"):
-        assert segdex([*base, "--apply", "--discard", str(log_dir)]) == 1
+    with other_holder(log_dir / ".lock"):  # every log dir held: nothing changed, exit 2
+        assert segdex([*base, "--apply", "--discard", str(log_dir)]) == 2
     err = capsys.readouterr().err
     assert "refused" in err and ".lock is held by another process" in err
     assert _tree(log_dir) == before

@@ -143,12 +143,15 @@ def test_parse_every_line_kind_in_the_test_process(tmp_path):
             "  retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:log.retention.hours=168}\n"
             "  cleanup.policy=null sensitive=true synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=null}\n"
             "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:min.insync.replicas=2}\n"
-            "  index.interval.bytes=100 sensitive=false synonyms={}\n")
+            "  index.interval.bytes=100 sensitive=false synonyms={}\n"
+            "  confluent.tier.enable=false sensitive=false "
+            "synonyms={DYNAMIC_TOPIC_CONFIG:confluent.tier.enable=false}\n")
     assert parse_topic_configs(text) == {
         "a": DescribedTopic("a", {"retention.ms": "1000", "retention.bytes": "5"},
                             {"retention.ms": "DYNAMIC_TOPIC_CONFIG", "retention.bytes": "DYNAMIC_TOPIC_CONFIG"}),
-        "b": DescribedTopic("b", {"segment.bytes": "1048576", "index.interval.bytes": "100"},
-                            {"segment.bytes": "STATIC_BROKER_CONFIG", "index.interval.bytes": ""}),
+        "b": DescribedTopic("b", {"segment.bytes": "1048576", "min.insync.replicas": "2"},
+                            {"segment.bytes": "STATIC_BROKER_CONFIG", "min.insync.replicas": "DYNAMIC_TOPIC_CONFIG"},
+                            ["confluent.tier.enable"]),  # --all without a synonym: Kafka's default, not taken
     }
     with pytest.raises(ConfigException) as e:
         parse_topic_configs("  retention.ms=1 sensitive=false synonyms={}\n")
@@ -168,3 +171,63 @@ def test_parse_every_line_kind_in_the_test_process(tmp_path):
         read_topic_configs(path)
     path.write_text("Dynamic configs for topic d are:\n  retention.ms=7 sensitive=false synonyms={}\n")
     assert read_topic_configs(path)["d"].values == {"retention.ms": "7"}
+
+
+def test_every_kafka_config_taken_unused_ones_said_once_unknown_ones_refused(kafka_fixtures: Path, tmp_path: Path,
+                                                                           capsys):
+    """A topic's whole config as `kafka-configs --describe --all` shows it is taken: the configs segdex does not
+    use change nothing (the same index bytes) and are named in one line; a name Kafka does not know is refused,
+    exit 2, in one line with the nearest name; a server.properties name Kafka does not know is said, as a broker
+    starts with it."""
+    import shutil
+
+    from segdex.indexcore.tools.segment_writer import segment_name
+
+    broker = tmp_path / "server.properties"
+    broker.write_text("log.retension.hours=5\nlog.roll.hours=2\nnum.io.threads=8\n")
+    described = tmp_path / "described.txt"
+    described.write_text(
+        "All configs for topic orders are:\n"
+        "  compression.type=zstd sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:compression.type=zstd}\n"
+        "  unclean.leader.election.enable=true sensitive=false "
+        "synonyms={STATIC_BROKER_CONFIG:unclean.leader.election.enable=true}\n"
+        "  confluent.tier.enable=false sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:confluent.tier.enable=false}\n"
+        "  index.interval.bytes=100 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:index.interval.bytes=100}\n")
+    built = {}
+    for name, args in (("all", ["--config", "segment.ms=60000", "--config", "log.cleaner.threads=2",
+                                "--topic-configs", str(described), "--broker-config", str(broker)]),
+                       ("used", ["--config", "index.interval.bytes=100"])):
+        part = tmp_path / name / "orders-0"
+        part.mkdir(parents=True)
+        shutil.copy(kafka_fixtures / "v2_gzip" / "broker" / segment_name(0), part)
+        assert segdex_main(["rebuild", "--quiet", *args, str(part)]) == 0
+        built[name] = (part / segment_name(0, ".index")).read_bytes()
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("config:")]
+        assert lines == ([] if name == "used" else [
+            "config: not used by segdex, so changing nothing here (taken and checked as Kafka checks them): "
+            "compression.type (--topic-configs), log.cleaner.threads (--config), segment.ms (--config), "
+            "unclean.leader.election.enable (--topic-configs)",
+            "config: names Kafka 4.4 and 3.9 do not know, left out as a broker leaves them: confluent.tier.enable "
+            "(--topic-configs), log.retension.hours (--broker-config) (did you mean log.retention.hours?)"])
+    assert built["all"] == built["used"]
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    for args, message in (
+            (["--config", "segment.mss=1"],
+             "--config segment.mss=1: Unknown topic config name: segment.mss (did you mean segment.ms?)"),
+            (["--topic-config", "orders:log.retention.hour=1"],
+             "--topic-config orders:log.retention.hour=1: Unknown topic config name: log.retention.hour (did you "
+             "mean log.retention.hours?)"),
+            (["--topic-config", "orders:compression.type=brotli"],
+             "Invalid value brotli for configuration compression.type: String must be one of: uncompressed, zstd, "
+             "lz4, snappy, gzip, producer"),
+            (["--config", "log.roll.hours=0"],
+             "Invalid value 0 for configuration segment.ms: Value must be at least 1"),
+            (["--config", "log.cleaner.threads=two"],
+             "--config: Invalid value two for configuration log.cleaner.threads: Not a number of type INT")):
+        assert segdex_main(["clean", *args, str(log_dir)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    broker.write_text("num.io.threads=many\n")
+    assert segdex_main(["clean", "--broker-config", str(broker), str(log_dir)]) == 2
+    assert "Invalid value many for configuration num.io.threads: Not a number of type INT" in capsys.readouterr().err

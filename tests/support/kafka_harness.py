@@ -364,6 +364,10 @@ class KafkaOracle:
         return self._ask(f"cleanable\t{partition_dir}\t{log_start_offset}\t{now_ms}\t{high_watermark}\t{cp}"
                          f"\t{dedupe_bytes}\t{pairs}", f"cleaner view of {partition_dir}")
 
+    def validate(self, name: str, value: str) -> str | None:
+        """Kafka's ``LogConfig.validate`` of one topic config: its message when it refuses the value, else None."""
+        return self._ask(f"validate\t{name}\t{value}", f"validation of {name}={value}").get("error")
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

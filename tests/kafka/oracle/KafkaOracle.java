@@ -55,6 +55,9 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * bytes>\t<k=v;k=v>} is the log cleaner's choice for the partition (Kafka 4.x only), and with a dedupe buffer one
  * cleaning round: see {@code cleanable}.
  *
+ * <p>{@code validate\t<topic config name>\t<value>} is {@code LogConfig.validate} of that one config (a topic's
+ * create or alter): {@code {"ok":true}} or {@code {"error":"<Kafka's message>"}}.
+ *
  * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
  * 4.x: the call goes through reflection so that one source serves both families.
  */
@@ -78,6 +81,8 @@ public final class KafkaOracle {
                 } else if (f[0].equals("cleanable")) {
                     answer = cleanable(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
                         Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "");
+                } else if (f[0].equals("validate")) {
+                    answer = validate(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
@@ -88,6 +93,23 @@ public final class KafkaOracle {
                 answer = "{\"fatal\":" + quote(describe(t)) + "}";
             }
             out.println(answer);
+        }
+    }
+
+    private static String validate(String name, String value) throws Exception {
+        Map<String, String> config = new HashMap<>();
+        config.put(name, value);
+        java.util.Properties props = new java.util.Properties();
+        props.putAll(config);
+        try {
+            try {  // 4.x: validate(Map<String, String>); 3.9: validate(Properties)
+                LogConfig.class.getMethod("validate", Map.class).invoke(null, config);
+            } catch (NoSuchMethodException e) {
+                LogConfig.class.getMethod("validate", java.util.Properties.class).invoke(null, props);
+            }
+            return "{\"ok\":true}";
+        } catch (InvocationTargetException e) {
+            return "{\"error\":" + quote(e.getCause().getMessage()) + "}";
         }
     }
 
