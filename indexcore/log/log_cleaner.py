@@ -11,6 +11,7 @@ not planned either where the snappy kernel is not built (``error``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -259,8 +260,7 @@ class SwapWriter(GroupWriter):
         self.session = session
         self.quarantine = quarantine
         self.groups = 0  # groups swapped in
-        self.tmp: str | None = None
-        self.file = None
+        self.opened: collections.deque = collections.deque()  # (temporary, file) of each group open, in order
 
     def _needs(self, group: list[CleanerSegment]) -> tuple[int, int]:
         """(bytes the group's cleaned files may take at most, bytes of the originals it replaces to keep)."""
@@ -296,14 +296,15 @@ class SwapWriter(GroupWriter):
             if short:
                 raise _ShortOfRoom(f"stopped before segment {group[0].base_offset}: {short}")
             self.session.keep(replaced_files(self.partition_dir, _group_bases(group)))
-        self.tmp, self.file = open_cleaned_log(self.partition_dir, group[0].base_offset)
-        return self.file
+        tmp, file = open_cleaned_log(self.partition_dir, group[0].base_offset)
+        self.opened.append((tmp, file))
+        return file
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        tmp, self.tmp, self.file = self.tmp, None, None
+        tmp, file = self.opened.popleft()  # a split round opens the next groups before this one's commit
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
         written = replace_segments(self.partition_dir, cleaned, log_written=tmp)
         if self.session is not None:
             self.session.wrote(written)
@@ -311,12 +312,11 @@ class SwapWriter(GroupWriter):
         return without_bytes(cleaned)
 
     def abort(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        if self.tmp is not None:
+        while self.opened:
+            tmp, file = self.opened.popleft()
+            file.close()
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.tmp)
-        self.tmp = self.file = None
+                os.unlink(tmp)
 
 
 class _ScratchWriter(GroupWriter):
@@ -330,8 +330,7 @@ class _ScratchWriter(GroupWriter):
         self.max_index_size = max_index_size
         self.upper = 0  # the round's first uncleanable offset
         self.spill = False
-        self.path: str | None = None
-        self.file = None
+        self.opened: collections.deque = collections.deque()  # (path, file) of each group open, in order
         self.new: list[tuple[CleanerSegment, SegmentFacts]] = []
         self.serial = 0
 
@@ -347,24 +346,24 @@ class _ScratchWriter(GroupWriter):
         if not self.spill:
             return None
         self.serial += 1
-        self.path = os.path.join(self.scratch, f"{group[0].base_offset:020d}.{self.serial}.log")
-        self.file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit or abort
-        return self.file
+        path = os.path.join(self.scratch, f"{group[0].base_offset:020d}.{self.serial}.log")
+        file = open(path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit or abort
+        self.opened.append((path, file))
+        return file
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
-        if self.file is not None:
-            self.file.close()
-            self.new.append((cleaned.as_segment(self.max_index_size, self.path), cleaned.facts(self.path)))
-            self.file = None
+        if self.spill:
+            path, file = self.opened.popleft()
+            file.close()
+            self.new.append((cleaned.as_segment(self.max_index_size, path), cleaned.facts(path)))
         for seg in group:  # a scratch file of an earlier round: read for the last time
             if seg.log_path.startswith(self.scratch + os.sep):
                 os.unlink(seg.log_path)
         return without_bytes(cleaned)
 
     def abort(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        while self.opened:
+            self.opened.popleft()[1].close()
 
     def take(self) -> list[tuple[CleanerSegment, SegmentFacts]]:
         new, self.new = self.new, []
