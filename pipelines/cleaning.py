@@ -21,6 +21,7 @@ from segdex.indexcore.log.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from segdex.indexcore.log.cleaner import THREADS_ENV
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
@@ -74,10 +75,19 @@ def strays(found: Discovery) -> list[tuple[str, str]]:
     return [(t.path, t.stray) for t in found.tasks if t.stray is not None and t.config.compact]
 
 
-def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: PartitionTask) -> CleaningPlan:
+def round_threads(tasks: int) -> int | None:
+    """Threads for each partition's rounds: the cores the tasks leave (all of them for one partition: Kafka's
+    one thread per partition, beaten on the emergency case); None where ``SEGDEX_CLEAN_THREADS`` says."""
+    if os.environ.get(THREADS_ENV):
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // max(1, tasks))
+
+
+def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: PartitionTask,
+              threads: int | None = None) -> CleaningPlan:
     """One partition's plan (a task's work)."""
     return plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0, task.high_watermark,
-                         task.cleaner_checkpoint, until_clean)
+                         task.cleaner_checkpoint, until_clean, threads)
 
 
 def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict[str, LogConfig],
@@ -86,13 +96,14 @@ def plan(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dict
     ``until_clean`` every round Kafka's cleaner would need (counts only)."""
     found = discover(log_dirs, config, topic_configs, now_ms=now_ms)
     tasks = _compacted(found)
-    plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean),
+    plans = spark_tasks.run_tasks(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean,
+                                                                   threads=round_threads(len(tasks))),
                                   "segdex clean")
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)))
 
 
 def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_id: str, until_clean: bool,
-               task: PartitionTask) -> CleaningPlan:
+               task: PartitionTask, threads: int | None = None) -> CleaningPlan:
     """One partition cleaned as Kafka would clean it now (a task's work), while the driver holds the lock; with
     ``until_clean``, round after round while the offset map fills (each from the last one's end offset, as
     Kafka's next cleaning would start), the last round's plan returned with the count."""
@@ -111,7 +122,7 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         rounds = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
                                task.high_watermark, checkpoint, quarantine, run_id, force=rounds > 0,
-                               session=session)
+                               session=session, threads=threads)
         plan.rounds = int(plan.applied)
         if total is None:
             total = plan
@@ -145,7 +156,9 @@ def apply(spark: Any, log_dirs: list[str], config: LogConfig, topic_configs: dic
         tasks = _compacted(found)
         run_id = runs.new_run_id("clean")
         plans = spark_tasks.run_tasks(spark, tasks, functools.partial(apply_task, now_ms, cleaner, quarantine,
-                                                                      run_id, until_clean), "segdex clean --apply")
+                                                                      run_id, until_clean,
+                                                                      threads=round_threads(len(tasks))),
+                                      "segdex clean --apply")
         done = list(zip(tasks, plans, strict=True))
         for log_dir in sorted({t.log_dir for t, p in done if p.applied}):
             _done_cleaning(log_dir, [(t, p) for t, p in done if p.applied and t.log_dir == log_dir])

@@ -149,14 +149,15 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
-                  checkpoint: int | None = None, until_clean: bool = False) -> CleaningPlan:
+                  checkpoint: int | None = None, until_clean: bool = False, threads: int | None = None) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
     ``Cleaner.doClean`` with this thread's offset map (``CleanerConfig``), its figures counted, no byte kept;
     with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
     left, as a broker's cleaner holds the log between its passes: a round a later one reads is written to a
-    scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory."""
+    scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory.
+    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one)."""
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint)
+                         checkpoint, threads)
     if ctx is None:
         return plan
     if not until_clean:
@@ -201,7 +202,8 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
 def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                     log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                     checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
-                    force: bool = False, session: QuarantineSession | None = None) -> CleaningPlan:
+                    force: bool = False, session: QuarantineSession | None = None,
+                    threads: int | None = None) -> CleaningPlan:
     """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``),
     streamed as Kafka's round streams it: each group cleaned into its ``.cleaned`` files while its segments are
     read, then swapped in (``LocalLog.replaceSegments``, ``local_log``) before the next group starts, every file it
@@ -211,12 +213,14 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
     per log dir. The caller holds the log dir's ``.lock``.
 
     A round that throws part way (Kafka's round throws there too: a full index, a damaged batch) leaves the groups
-    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False)."""
+    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False).
+    ``threads``: as ``plan_cleaning``'s (a split round swaps its groups in the same order; it holds a group per
+    thread)."""
     # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
     finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
     finished += complete_swaps(partition_dir)
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint)
+                         checkpoint, threads)
     plan.finished = "; ".join(finished) or None
     if ctx is None or not (plan.would_clean or force):
         return plan
@@ -409,7 +413,7 @@ class _Prepared:
 
 def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
              log_start_offset_checkpoint: int, high_watermark: int | None,
-             checkpoint: int | None) -> tuple[CleaningPlan, _Prepared | None]:
+             checkpoint: int | None, threads: int | None = None) -> tuple[CleaningPlan, _Prepared | None]:
     """The partition loaded, ``LogCleanerManager``'s choice made; the round's context (None: no round)."""
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
@@ -436,7 +440,7 @@ def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size, threads)
     return plan, _Prepared(loaded, view, config, cleaning, start, hw, lso, now_ms)
 
 
