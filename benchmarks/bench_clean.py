@@ -17,6 +17,10 @@ loaded first, only ``doClean`` timed), one partition after another as one cleane
 whole ``segdex clean --apply --discard`` command (load, plan, clean, swap, fsync; every core) on the same data.
 Medians of ``--runs``. Not a test.
 
+One partition on every core (issue 38): ``--threads 1 2`` cleans the ``__consumer_offsets``-like partition's
+round split over 1 and 2 threads, back to back run after run (medians of ``--runs``; wall and CPU seconds, the
+load average), beside Kafka's ``doClean`` on the same data.
+
 Memory at size (issue 38): ``--memory-gib 1 4`` measures, for each size, one compacted partition of that many GiB
 in 100 MiB segments whose keys are nearly all live (a changelog: batches of 10 records of 1,000 byte values,
 one record in ten overwriting an earlier key), the peak memory of ``segdex clean --apply --discard`` (one round)
@@ -161,9 +165,9 @@ def kafka_clean(oracle, log_dir: Path) -> float:
     return total
 
 
-def segdex_round(log_dir: Path) -> tuple[float, int]:
+def segdex_round(log_dir: Path, threads: int = 1) -> tuple[float, int]:
     """Seconds of ``Cleaner.clean`` (the load not counted, as Kafka's) over the dir's partitions, one at a
-    time in this process; and the bytes left."""
+    time in this process, each round split over ``threads``; and the bytes left."""
     total, left = 0.0, 0
     for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
         config = config_for(part)
@@ -172,8 +176,8 @@ def segdex_round(log_dir: Path) -> tuple[float, int]:
         lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), leo)
         view = cleaning_view(loaded.facts, start, leo, lso, None, NOW, config)
         t = time.perf_counter()
-        round_ = Cleaner(SkimpyOffsetMap(DEDUPE)).clean(loaded.segments, view.log, start, leo,
-                                                        loaded.active_producers(), config, NOW)
+        round_ = Cleaner(SkimpyOffsetMap(DEDUPE), threads=threads).clean(loaded.segments, view.log, start, leo,
+                                                                         loaded.active_producers(), config, NOW)
         total += time.perf_counter() - t
         left += sum(len(c.log) for c in round_.segments)
     return total, left
@@ -293,18 +297,64 @@ def memory_run(root: Path, sizes: list[float]) -> int:
     return 1 if failed else 0
 
 
+def threads_run(args) -> int:
+    """One partition on every core (issue 38): the ``__consumer_offsets``-like partition's ``Cleaner.clean`` split
+    over each of ``--threads`` (one copy, read only, cleaned into memory), the counts interleaved run after run so
+    that the machine's load falls on each alike; wall and CPU seconds (medians), the load average before and after,
+    and Kafka 4.4.0's ``doClean`` on the same data (its JIT warmed first)."""
+    from tests.support.kafka_harness import KafkaInstall, KafkaOracle
+
+    offsets, topic, n, _ = ensure_data(args.root, args.offsets_gib, args.topic_partitions, args.topic_mib)
+    size = sum(f.stat().st_size for f in offsets.rglob("*.log"))
+    ours = fresh_copy(offsets, args.root / "ours")
+    print(f"{offsets.name}: {size / 1e9:.2f} GB, {n:,} records, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f} before", flush=True)
+    walls: dict[int, list[float]] = {t: [] for t in args.threads}
+    cpus: dict[int, list[float]] = {t: [] for t in args.threads}
+    for run in range(args.runs):
+        for t in args.threads:
+            c = time.process_time()
+            wall, _ = segdex_round(ours, t)
+            walls[t].append(wall)
+            cpus[t].append(time.process_time() - c)
+            print(f"  run {run + 1}: {t} threads {wall:6.2f} s wall, {cpus[t][-1]:6.2f} s CPU (load average "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
+    oracle = KafkaOracle(KafkaInstall("4.4.0"), args.root / "oracle", broker_jvm=True)
+    try:
+        kafka_clean(oracle, fresh_copy(topic, args.root / "warm"))  # the JIT warm
+        kafka = statistics.median(kafka_clean(oracle, fresh_copy(offsets, args.root / "theirs"))
+                                  for _ in range(args.kafka_runs))
+    finally:
+        oracle.close()
+    one = statistics.median(walls[args.threads[0]])
+    print(f"Kafka 4.4.0 doClean (one thread): {kafka:.2f} s, {size / kafka / 1e9:.2f} GB/s")
+    for t in args.threads:
+        wall = statistics.median(walls[t])
+        print(f"segdex, {t} threads: {wall:.2f} s wall (median of {args.runs}), {statistics.median(cpus[t]):.2f} s "
+              f"CPU; {size / wall / 1e9:.2f} GB/s; {one / wall:.2f}x {args.threads[0]} thread(s); "
+              f"{kafka / wall:.2f}x Kafka's thread, {kafka / wall / t:.2f}x per core")
+    print(f"load average after: {os.getloadavg()}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--offsets-gib", type=float, default=1.0)
     ap.add_argument("--topic-partitions", type=int, default=64)
     ap.add_argument("--topic-mib", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--kafka-runs", type=int, default=1, help="--threads: Kafka's doClean runs")
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "segdex-bench-clean")
     ap.add_argument("--memory-gib", type=float, nargs="+", metavar="GIB",
                     help="instead: peak memory of an applied round and an --until-clean plan at these sizes")
+    ap.add_argument("--threads", type=int, nargs="+", metavar="N",
+                    help="instead: the __consumer_offsets-like partition's round split over each of these thread "
+                         "counts, run after run back to back, beside Kafka's doClean")
     args = ap.parse_args(argv)
     if args.memory_gib:
         return memory_run(args.root, args.memory_gib)
+    if args.threads:
+        return threads_run(args)
     from tests.support.kafka_harness import KafkaInstall, KafkaOracle
 
     offsets, topic, n_offsets, n_topic = ensure_data(args.root, args.offsets_gib, args.topic_partitions,

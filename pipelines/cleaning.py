@@ -23,6 +23,7 @@ from segdex.indexcore.log.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from segdex.indexcore.log.cleaner import THREADS_ENV
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
@@ -198,17 +199,27 @@ def strays(found: Discovery) -> list[tuple[str, str]]:
 class Rounds:
     """How many rounds a run takes: one, or every round to the end (``until_clean``) up to ``max_rounds`` a
     partition (None: no bound), and where each finished round is reported (``progress(rounds, bytes,
-    elapsed_s)``, None: nowhere)."""
+    elapsed_s)``, None: nowhere), and how many threads each partition's round takes (``round_threads``)."""
 
     until_clean: bool = False
     max_rounds: int | None = None
     progress: Callable[[int, int, float], None] | None = None
+    threads: int | None = None  # a partition's round on this many threads (None: SEGDEX_CLEAN_THREADS, else 1)
 
 
-def plan_task(now_ms: int, cleaner: CleanerConfig, until_clean: bool, task: PartitionTask) -> CleaningPlan:
-    """One partition's plan (a task's work); its rounds reported to the driver's progress when it ends."""
+def round_threads(tasks: int) -> int | None:
+    """Threads for each partition's rounds: the cores the tasks leave (all of them for one partition: Kafka's
+    one thread per partition, beaten on the emergency case); None where ``SEGDEX_CLEAN_THREADS`` says."""
+    if os.environ.get(THREADS_ENV):
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // max(1, tasks))
+
+
+def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: PartitionTask) -> CleaningPlan:
+    """One partition's plan (a task's work) on ``rounds.threads``; its rounds reported to the driver's progress
+    when it ends."""
     planned = plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
-                            task.high_watermark, task.cleaner_checkpoint, until_clean)
+                            task.high_watermark, task.cleaner_checkpoint, rounds.until_clean, rounds.threads)
     spark_tasks.report(planned.rounds, planned.bytes_before or 0)
     return planned
 
@@ -227,7 +238,8 @@ def plan(spark: Engine, request: RunRequest, cleaner: CleanerConfig, rounds: Rou
     bound = over_bound(tasks, cleaner, max_rounds) if until_clean else []
     if bound:
         return CleaningRun(runs.new_run_id("clean"), now_ms, found, [], leftovers, bound, max_rounds)
-    plans = _run(spark, tasks, functools.partial(plan_task, now_ms, cleaner, until_clean), "segdex clean", progress)
+    task_rounds = dataclasses.replace(rounds, progress=None, threads=round_threads(len(tasks)))
+    plans = _run(spark, tasks, functools.partial(plan_task, now_ms, cleaner, task_rounds), "segdex clean", progress)
     return CleaningRun(runs.new_run_id("clean"), now_ms, found, list(zip(tasks, plans, strict=True)), leftovers,
                        max_rounds=max_rounds)
 
@@ -254,7 +266,7 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         done = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
                                task.high_watermark, checkpoint, quarantine, run_id, force=done > 0,
-                               session=session)
+                               session=session, threads=rounds.threads)
         plan.rounds = int(plan.applied)
         if plan.applied:
             spark_tasks.report(1, plan.bytes_before or 0)
@@ -303,7 +315,7 @@ def apply(spark: Engine, request: RunRequest, cleaner: CleanerConfig, rounds: Ro
             if lock.log_dir in found.listed:
                 found.removed += remove_temporaries(lock.log_dir)
         task_fn = functools.partial(apply_task, now_ms, cleaner, quarantine, run_id,
-                                    dataclasses.replace(rounds, progress=None))
+                                    dataclasses.replace(rounds, progress=None, threads=round_threads(len(tasks))))
         plans = _run(spark, tasks, task_fn, "segdex clean --apply", progress)
         done = list(zip(tasks, plans, strict=True))
         for log_dir in sorted({t.log_dir for t, p in done if p.applied}):

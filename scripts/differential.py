@@ -1,7 +1,7 @@
 """Differential run: N generated (and damaged) partitions, each recovered by Kafka's own code and by segdex.
 
     .venv/bin/python -m scripts.differential [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
-    .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,0,1,2,3,4]
+    .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,0,1,2,3,4] [--split 4]
 
 With ``--cleaner`` the cases are compacted partitions cleaned two rounds each by Kafka 4.4's own cleaner and by
 segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the cleaner's view and end offsets, or
@@ -40,7 +40,17 @@ def main() -> int:
     parser.add_argument("--cleaner", action="store_true", help="the log cleaner's rounds (Kafka 4.4.0)")
     parser.add_argument("--codecs", default="0,0,1,2,3,4",
                         help="--cleaner: the data batches' codecs drawn from (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
+    parser.add_argument("--split", type=int, default=0, metavar="THREADS",
+                        help="--cleaner: segdex's rounds split over this many threads (the offset map's build and the "
+                             "groups' cleaning: SEGDEX_CLEAN_THREADS); 0 or 1: the one-thread round")
     args = parser.parse_args()
+    if args.split > 1:
+        import os
+
+        from segdex.indexcore.log.cleaner import THREADS_ENV
+
+        os.environ[THREADS_ENV] = str(args.split)
+        print(f"segdex's cleaning rounds split over {args.split} threads")
     if args.cleaner:
         codecs = tuple(int(c) for c in args.codecs.split(","))
         return cleaner_run(args.cases, args.seed, args.show, codecs)

@@ -283,6 +283,7 @@ static PyObject *OffsetMap_build(OffsetMap *m, PyObject *args) {
     Py_ssize_t pos;
     long long start;
     Py_ssize_t max_desired;
+    long long plain_batches = 0; /* added to the map's count under the GIL: threads filter with one map */
     if (!PyArg_ParseTuple(args, "y*nLn", &view, &pos, &start, &max_desired)) return NULL;
     const uint8_t *buf = view.buf;
     Py_ssize_t n = view.len;
@@ -309,10 +310,11 @@ static PyObject *OffsetMap_build(OffsetMap *m, PyObject *args) {
         if (status != END) break;
         int64_t last = base + be32(b + LAST_OFFSET_DELTA_OFFSET);
         if (last >= start) m->latest_offset = last;
-        m->plain_batches++;
+        plain_batches++;
         pos = end;
     }
     Py_END_ALLOW_THREADS
+    m->plain_batches += plain_batches;
     free(recs);
     PyBuffer_Release(&view);
     if (nomem) return PyErr_NoMemory();
@@ -475,6 +477,7 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
     long long now_ms, high_watermark, delete_retention_ms;
+    long long plain_batches = 0; /* added to the map's count under the GIL: threads filter with one map */
     if (!PyArg_ParseTuple(args, "y*nLLL", &view, &pos, &now_ms, &high_watermark, &delete_retention_ms)) return NULL;
     const uint8_t *buf = view.buf;
     Py_ssize_t n = view.len, size_out = 0;
@@ -510,7 +513,7 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
             else removed_tombstones += r->value_null;
         }
         if (kept == 0) { /* DELETE_EMPTY with nothing kept: the batch goes */
-            m->plain_batches++;
+            plain_batches++;
             read += count;
             tomb_removed += removed_tombstones;
             bytes_read += LOG_OVERHEAD + size;
@@ -534,10 +537,11 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
         tomb_removed += removed_tombstones;
         bytes_read += LOG_OVERHEAD + size;
         size_out = LOG_OVERHEAD + size;
-        m->plain_batches++;
+        plain_batches++;
         break;
     }
     Py_END_ALLOW_THREADS
+    m->plain_batches += plain_batches;
     free(recs);
     PyBuffer_Release(&view);
     if (nomem) return PyErr_NoMemory();
@@ -563,12 +567,70 @@ static int OffsetMap_set_latest(OffsetMap *m, PyObject *value, void *closure) {
     return 0;
 }
 
+
+static PyTypeObject OffsetMapType;
+
+/* merge(other, limit) -> bool: another map's keys put into this one, each with other's offset (the partial map of a
+ * later range: its offsets are the later ones), and its latest offset taken, when the keys this map would then hold
+ * stay below limit; False, nothing changed, otherwise. */
+static PyObject *OffsetMap_merge(OffsetMap *m, PyObject *args) {
+    OffsetMap *o;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!n", &OffsetMapType, &o, &limit)) return NULL;
+    Py_ssize_t fresh = 0;
+    uint64_t cap = o->mask + 1;
+    for (uint64_t i = 0; i < cap; i++) {
+        if (o->table[i].offset >= 0 && find_slot(m, o->table[i].digest)->offset < 0) fresh++;
+    }
+    if (m->size + fresh >= limit) Py_RETURN_FALSE;
+    for (uint64_t i = 0; i < cap; i++) {
+        if (o->table[i].offset < 0) continue;
+        entry_t *e = find_slot(m, o->table[i].digest);
+        if (e->offset < 0) {
+            memcpy(e->digest, o->table[i].digest, DIGEST);
+            m->size++;
+        }
+        e->offset = o->table[i].offset;
+        if ((uint64_t)m->size * 10 > (m->mask + 1) * 7 && !grow(m)) return PyErr_NoMemory();
+    }
+    m->latest_offset = o->latest_offset;
+    Py_RETURN_TRUE;
+}
+
+/* next_txn(buf, position) -> position: from position past every whole batch that is neither transactional nor
+ * control (a v0/v1 entry never is), to the first that is or that Python must read (a size below a v0 record's, a
+ * magic above 2), or to len(buf) when no whole batch is left. */
+static PyObject *next_txn(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &pos)) return NULL;
+    const uint8_t *buf = view.buf;
+    Py_ssize_t n = view.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        if (pos >= n - HEADER_SIZE_UP_TO_MAGIC) { pos = n; break; }
+        const uint8_t *b = buf + pos;
+        int32_t size = be32(b + LENGTH_OFFSET);
+        if (size < RECORD_OVERHEAD_V0 || b[MAGIC_OFFSET] > 2) break;
+        if (pos > n - LOG_OVERHEAD - size) { pos = n; break; }
+        if (b[MAGIC_OFFSET] == 2) {
+            if (size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) break;
+            if (be16(b + ATTRIBUTES_OFFSET) & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)) break;
+        }
+        pos += LOG_OVERHEAD + size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(pos);
+}
+
 static PyMethodDef OffsetMap_methods[] = {
     {"put", (PyCFunction)OffsetMap_put, METH_VARARGS, "put(key, offset): the key's latest offset."},
     {"get", (PyCFunction)OffsetMap_get, METH_VARARGS, "get(key): the key's latest offset, -1 when absent."},
     {"clear", (PyCFunction)OffsetMap_clear, METH_NOARGS, "clear(): no keys, latest offset -1."},
     {"build", (PyCFunction)OffsetMap_build, METH_VARARGS, "The offset map's loop over plain batches."},
     {"filter", (PyCFunction)OffsetMap_filter, METH_VARARGS, "cleanInto's loop over plain batches."},
+    {"merge", (PyCFunction)OffsetMap_merge, METH_VARARGS, "merge(other, limit): a later range's keys, if they fit."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -592,8 +654,13 @@ static PyTypeObject OffsetMapType = {
     .tp_getset = OffsetMap_getset,
 };
 
+static PyMethodDef module_methods[] = {
+    {"next_txn", next_txn, METH_VARARGS, "next_txn(buf, position): the next transactional or control batch."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "segdex.indexcore.log._cleaner", "Native kernel of the log cleaner.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "segdex.indexcore.log._cleaner", "Native kernel of the log cleaner.", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__cleaner(void) {

@@ -42,6 +42,10 @@ class CleanedTransactionMetadata:
             heapq.heappush(self._aborted, (t.first_offset, self._seq, t))
             self._seq += 1
 
+    def pending(self) -> bool:
+        """Whether aborted transactions were given that a batch has not yet begun."""
+        return bool(self._aborted)
+
     def _consume_up_to(self, offset: int) -> None:
         while self._aborted and self._aborted[0][0] <= offset:
             txn = heapq.heappop(self._aborted)[2]

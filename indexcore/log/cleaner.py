@@ -42,7 +42,10 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import copy
 import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import IndexFullException, SegdexError
@@ -53,7 +56,7 @@ from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionInde
 from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
 from segdex.indexcore.log.log_cleaner_manager import LONG_MAX, LogToClean, SegmentFacts, segments
 from segdex.indexcore.log.log_segment import last_batch
-from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap, native_next_txn
 from segdex.indexcore.record.batch_header import (
     BASE_TIMESTAMP_OFFSET,
     DELETE_HORIZON_FLAG_MASK,
@@ -65,6 +68,7 @@ from segdex.indexcore.record.record_batch import RecordBatch, read_batch_header
 from segdex.indexcore.record.records import control_record, records
 
 INT32_MAX = 2**31 - 1
+THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
 MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes and message.max.bytes by default: how far the read buffer grows
 NO_TIMESTAMP = -1
 # BatchRetention
@@ -172,6 +176,14 @@ class CleanerStats:
     aborted_removed: int = 0  # records of aborted transactions removed (their tombstones too)
     map_keys: int = 0
 
+    def add(self, other: CleanerStats) -> None:
+        """Another part's counts (a group cleaned apart), added."""
+        for name in ("bytes_read", "bytes_written", "records_read", "records_kept", "batches_rebuilt",
+                     "tombstones_kept", "tombstones_removed", "empty_batches", "aborted_removed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for codec, n in other.compressed_rebuilt.items():
+            self.compressed_rebuilt[codec] = self.compressed_rebuilt.get(codec, 0) + n
+
     def add_counts(self, records_read: int, records_kept: int, tombstones_removed: int, tombstones_kept: int,
                    bytes_read: int) -> None:
         """What the kernel's ``filter`` counted of the plain batches it dropped, or handed back whole or rebuilt."""
@@ -259,6 +271,62 @@ def collect_aborted_transactions(segs: list[CleanerSegment], log_start_offset: i
             if txn.last_stable_offset >= upper_bound_offset:
                 return out
     return out
+
+
+@dataclass(frozen=True)
+class _TxnEvent:
+    """A transactional or control batch as ``CleanedTransactionMetadata`` reads it."""
+
+    last_offset: int
+    producer_id: int
+    is_transactional: bool
+    is_control: bool
+    control_type: str | None
+
+
+def _txn_events(seg: CleanerSegment, position: int = 0) -> list[_TxnEvent]:
+    """The segment's transactional and control batches from ``position`` on, in order: all that moves a pass's
+    transaction state but the aborted transactions it is given (``_replay``)."""
+    next_txn = native_next_txn()
+    out = []
+    with _open_segment(seg) as buf:
+        while True:
+            if next_txn is not None:
+                position = next_txn(buf, position)
+            batch = next(batches(buf, position), None)
+            if batch is None:
+                break
+            _note(out, buf, batch)
+            position = batch.position + batch.size_in_bytes
+    return out
+
+
+def _note(events: list[_TxnEvent] | None, buf, batch: RecordBatch) -> None:
+    """``batch`` appended to ``events`` (when given) when transactional or control."""
+    if events is not None and (batch.is_control or batch.is_transactional):
+        events.append(_TxnEvent(batch.last_offset, batch.producer_id, batch.is_transactional, batch.is_control,
+                                _control_type(buf, batch) if batch.is_control else None))
+
+
+def _replay(tm: CleanedTransactionMetadata, events: list[_TxnEvent]) -> None:
+    """``tm`` moved past a segment's batches as a pass reads them. Only these batches change what it answers: a
+    plain batch's read only takes in the aborted transactions begun by its last offset, which the next of these
+    (or the next segment's first) takes in too, in the same order (two of one producer cannot both be begun and
+    unread across one: the first's ABORT marker, read in between, lies before the second's first offset)."""
+    for e in events:
+        if e.is_control:
+            tm.on_control_batch_read(e, e.control_type)
+        else:
+            tm.on_batch_read(e)
+
+
+def _drain(futures) -> None:
+    """The pool's work not taken: cancelled where not begun, else waited for (its outcome dropped)."""
+    for f in futures:
+        f.cancel()
+    for f in futures:
+        with contextlib.suppress(BaseException):
+            f.result()
 
 
 def _index_full(e: IndexFullException, group: list[CleanerSegment], max_index_size: int) -> LogCleaningException:
@@ -356,7 +424,7 @@ class Cleaner:
     """``Cleaner`` for one partition's segments (in offset order, the last one active)."""
 
     def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9, keep_files: bool = True,
-                 io_buffer_size: int = 262_144) -> None:
+                 io_buffer_size: int = 262_144, threads: int | None = None) -> None:
         """``keep_files`` False: a plan's round, which keeps the cleaned segments' sizes, indexes and counts but
         not their ``.log`` bytes (``CleanedSegment.log`` empty), so that its memory is the indexes', not the log's.
         ``io_buffer_size``: the thread's read buffer (``CleanerConfig.thread_io_buffer_size``), which decides the
@@ -365,6 +433,10 @@ class Cleaner:
         self.load_factor = load_factor
         self.keep_files = keep_files
         self.io_buffer_size = io_buffer_size
+        # threads > 1: the round split over segments and groups (``_split``), its output the one-thread round's
+        self.threads = max(1, threads if threads is not None else int(os.environ.get(THREADS_ENV) or 1))
+        self._pool: ThreadPoolExecutor | None = None  # while a split round runs
+        self._events: dict[int, list[_TxnEvent]] = {}
 
     # -- the offset map --------------------------------------------------------------------------------------
 
@@ -377,16 +449,83 @@ class Cleaner:
         tm = CleanedTransactionMetadata()
         tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
         max_desired = int(m.slots * self.load_factor)
-        for i, seg in enumerate(dirty):
-            next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            if self._build_for_segment(seg, start, next_start, max_desired, tm, stats):
-                break
+        if not (self._pool is not None and len(dirty) > 1 and self._split_build(dirty, start, end, max_desired, tm)):
+            for i, seg in enumerate(dirty):
+                next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+                if self._build_for_segment(m, seg, start, next_start, max_desired, tm):
+                    break
         stats.map_keys = m.size
 
-    def _build_for_segment(self, seg: CleanerSegment, start: int, next_start: int, max_desired: int,
-                           tm: CleanedTransactionMetadata, stats: CleanerStats) -> bool:
-        """``Cleaner.buildOffsetMapForSegment``; True when the map is full."""
+    def _split_build(self, dirty: list[CleanerSegment], start: int, end: int, max_desired: int,
+                     tm: CleanedTransactionMetadata) -> bool:
+        """The offset map built segment by segment in the pool, each into a partial map of its own from the
+        transaction state the one-thread pass has at its start (``_txn_states``), then merged in offset order (a
+        later offset wins) while the map stays below ``max_desired`` keys. A segment whose merge would reach it
+        (or whose partial map filled) is read again into the map itself, as the one-thread pass reads it: the
+        round ends exactly where that pass's ends; one whose partial build threw too (the pass throws there if it
+        gets there). False, nothing built, where a batch could not be read for the states (the one-thread pass
+        meets it in its turn)."""
         m = self.offset_map
+        positions = [seg.offset_index.lookup(start)[1] for seg in dirty]
+        states = self._build_states(dirty, positions, tm)
+        if states is None:
+            return False
+        found: dict[int, list[_TxnEvent]] = {}  # the batches each partial build read (the cleaning's states need)
+
+        def partial(i: int) -> tuple[SkimpyOffsetMap, bool]:
+            part, events = m.fresh(), []
+            next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+            full = self._build_for_segment(part, dirty[i], start, next_start, max_desired, copy.deepcopy(states[i]),
+                                           events)
+            if not full and positions[i] == 0:
+                found[i] = events
+            return part, full
+
+        futures = deque(self._pool.submit(partial, i) for i in range(min(len(dirty), self.threads + 1)))
+        submitted = len(futures)
+        try:
+            for i, seg in enumerate(dirty):
+                try:
+                    part, full = futures.popleft().result()
+                except Exception:  # noqa: BLE001 - read again below, in the pass's turn
+                    part, full = None, True
+                if submitted < len(dirty):
+                    futures.append(self._pool.submit(partial, submitted))
+                    submitted += 1
+                if not full and m.merge(part, max_desired):
+                    if i in found:
+                        self._events[id(seg)] = found[i]
+                    continue
+                next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+                if self._build_for_segment(m, seg, start, next_start, max_desired, copy.deepcopy(states[i])):
+                    break
+        finally:
+            _drain(futures)
+        return True
+
+    def _build_states(self, dirty: list[CleanerSegment], positions: list[int],
+                      tm: CleanedTransactionMetadata) -> list[CleanedTransactionMetadata] | None:
+        """The transaction state the one-thread pass has at each dirty segment's start (None: a batch could not be
+        read)."""
+        if not tm.pending():  # no aborted transaction in the range: no batch is aborted data, whatever the state
+            return [tm] * len(dirty)
+        try:
+            events = list(self._pool.map(_txn_events, dirty, positions))
+        except (SegdexError, ValueError, OSError):
+            return None
+        states = []
+        for seg, position, seg_events in zip(dirty, positions, events, strict=True):
+            states.append(copy.deepcopy(tm))
+            _replay(tm, seg_events)
+            if position == 0:
+                self._events[id(seg)] = seg_events
+        return states
+
+    def _build_for_segment(self, m: SkimpyOffsetMap, seg: CleanerSegment, start: int, next_start: int,
+                           max_desired: int, tm: CleanedTransactionMetadata,
+                           events: list[_TxnEvent] | None = None) -> bool:
+        """``Cleaner.buildOffsetMapForSegment`` into ``m``; True when the map is full. ``events``: the
+        transactional and control batches read, appended."""
         position = seg.offset_index.lookup(start)[1]
         with _open_segment(seg) as buf:
             while True:
@@ -399,6 +538,7 @@ class Cleaner:
                 batch = next(batches(buf, position), None)
                 if batch is None:
                     break
+                _note(events, buf, batch)
                 if batch.is_control:
                     tm.on_control_batch_read(batch, _control_type(buf, batch))
                 elif not tm.on_batch_read(batch):
@@ -452,6 +592,15 @@ class Cleaner:
         """``Cleaner.doClean``: one round at the clock ``now_ms`` (``config``: the topic's ``LogConfig``). With a
         ``writer``, each group is written (and swapped in) as it is cleaned, as Kafka's round does, and the round
         keeps no group's bytes: its memory is the offset map's, the I/O buffers' and one group's indexes."""
+        if self.threads > 1 and self._pool is None:
+            with ThreadPoolExecutor(self.threads, thread_name_prefix="segdex-clean") as pool:
+                self._pool = pool
+                self._events = {}  # id(segment): its transactional and control batches, where known
+                try:
+                    return self.clean(segs, to_clean, log_start_offset, high_watermark, active_producers, config,
+                                      now_ms, writer)
+                finally:
+                    self._pool, self._events = None, {}
         stats = CleanerStats()
         before_dirty = _segment_range(segs, 0, to_clean.first_dirty_offset)
         legacy_horizon = before_dirty[-1].mtime_ms - config.delete_retention_ms if before_dirty else 0
@@ -464,6 +613,11 @@ class Cleaner:
                                              config.segment_index_bytes, upper)
         if writer is not None:
             writer.begin(groups, end_offset)
+        states = self._group_states(segs, groups, log_start_offset) if self._pool is not None else None
+        if states is not None:
+            cleaned = self._split_clean(segs, groups, states, log_start_offset, active_producers, config, now_ms,
+                                        legacy_horizon, high_watermark, stats, writer)
+            return CleaningRound(end_offset, cleaned, stats)
         for group in groups:
             sink = writer.open(group) if writer is not None else None
             try:
@@ -480,6 +634,76 @@ class Cleaner:
             cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
                            else without_bytes(done))
         return CleaningRound(end_offset, cleaned, stats)
+
+    def _group_states(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
+                      log_start_offset: int) -> list[CleanedTransactionMetadata] | None:
+        """The transaction state the one-thread pass has at each group's start (the aborted transactions it was
+        given for the segments before, then their transactional and control batches), their batches found in the
+        pool; None where a batch could not be read (the one-thread pass meets it in its turn)."""
+        events = self._events
+        todo = [seg for group in groups for seg in group if id(seg) not in events]
+        try:
+            events.update(zip((id(seg) for seg in todo), self._pool.map(_txn_events, todo), strict=True))
+        except (SegdexError, ValueError, OSError):
+            return None
+        tm = CleanedTransactionMetadata()
+        states = []
+        for group in groups:
+            states.append(copy.deepcopy(tm))
+            for i, seg in enumerate(group):
+                seg_upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
+                tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, seg.base_offset,
+                                                                         seg_upper))
+                _replay(tm, events[id(seg)])
+        return states
+
+    def _split_clean(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
+                     states: list[CleanedTransactionMetadata], log_start_offset: int,
+                     active_producers: dict[int, LastRecord], config, now_ms: int, legacy_horizon: int,
+                     high_watermark: int, stats: CleanerStats, writer: GroupWriter | None) -> list[CleanedSegment]:
+        """The groups cleaned in the pool, each from its transaction state (``_group_states``) with the one
+        (read-only) offset map, at most ``threads + 1`` at a time; each taken, and committed to ``writer``, strictly
+        in group order, as the one-thread round commits them: a group that throws is raised in its turn, after the
+        groups before it are committed, the groups after it aborted (their ``.cleaned`` files removed)."""
+        pending: deque = deque()  # (group, future or the exception its open raised, its stats)
+        cleaned: list[CleanedSegment] = []
+        nxt = 0
+
+        def submit() -> None:
+            nonlocal nxt
+            group, part = groups[nxt], CleanerStats()
+            nxt += 1
+            try:
+                sink = writer.open(group) if writer is not None else None
+            except BaseException as e:  # noqa: BLE001 - raised in its turn
+                pending.append((group, e, part))
+                return
+            pending.append((group, self._pool.submit(self._clean_segments, segs, group, log_start_offset,
+                                                     active_producers, config, now_ms, states[nxt - 1],
+                                                     legacy_horizon, high_watermark, part, sink), part))
+
+        try:
+            while nxt < len(groups) and len(pending) < self.threads:
+                submit()
+            while pending:
+                group, future, part = pending.popleft()
+                if isinstance(future, BaseException):
+                    raise future
+                try:
+                    done = future.result()
+                except IndexFullException as e:
+                    raise _index_full(e, group, config.segment_index_bytes) from None
+                stats.add(part)
+                cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
+                               else without_bytes(done))
+                if nxt < len(groups) and not any(isinstance(f, BaseException) for _, f, _ in pending):
+                    submit()
+        except BaseException:
+            _drain([future for _, future, _ in pending if not isinstance(future, BaseException)])
+            if writer is not None:
+                writer.abort()
+            raise
+        return cleaned
 
     def _clean_segments(self, segs: list[CleanerSegment], group: list[CleanerSegment], log_start_offset: int,
                         active_producers: dict[int, LastRecord], config, now_ms: int,

@@ -11,6 +11,7 @@ not planned either where the snappy kernel is not built (``error``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -148,14 +149,15 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
-                  checkpoint: int | None = None, until_clean: bool = False) -> CleaningPlan:
+                  checkpoint: int | None = None, until_clean: bool = False, threads: int | None = None) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
     ``Cleaner.doClean`` with this thread's offset map (``CleanerConfig``), its figures counted, no byte kept;
     with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
     left, as a broker's cleaner holds the log between its passes: a round a later one reads is written to a
-    scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory."""
+    scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory.
+    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one)."""
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint)
+                         checkpoint, threads)
     if ctx is None:
         return plan
     if not until_clean:
@@ -200,7 +202,8 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
 def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                     log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                     checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
-                    force: bool = False, session: QuarantineSession | None = None) -> CleaningPlan:
+                    force: bool = False, session: QuarantineSession | None = None,
+                    threads: int | None = None) -> CleaningPlan:
     """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``),
     streamed as Kafka's round streams it: each group cleaned into its ``.cleaned`` files while its segments are
     read, then swapped in (``LocalLog.replaceSegments``, ``local_log``) before the next group starts, every file it
@@ -210,12 +213,14 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
     per log dir. The caller holds the log dir's ``.lock``.
 
     A round that throws part way (Kafka's round throws there too: a full index, a damaged batch) leaves the groups
-    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False)."""
+    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False).
+    ``threads``: as ``plan_cleaning``'s (a split round swaps its groups in the same order; it holds a group per
+    thread)."""
     # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
     finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
     finished += complete_swaps(partition_dir)
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint)
+                         checkpoint, threads)
     plan.finished = "; ".join(finished) or None
     if ctx is None or not (plan.would_clean or force):
         return plan
@@ -259,8 +264,7 @@ class SwapWriter(GroupWriter):
         self.session = session
         self.quarantine = quarantine
         self.groups = 0  # groups swapped in
-        self.tmp: str | None = None
-        self.file = None
+        self.opened: collections.deque = collections.deque()  # (temporary, file) of each group open, in order
 
     def _needs(self, group: list[CleanerSegment]) -> tuple[int, int]:
         """(bytes the group's cleaned files may take at most, bytes of the originals it replaces to keep)."""
@@ -296,14 +300,15 @@ class SwapWriter(GroupWriter):
             if short:
                 raise _ShortOfRoom(f"stopped before segment {group[0].base_offset}: {short}")
             self.session.keep(replaced_files(self.partition_dir, _group_bases(group)))
-        self.tmp, self.file = open_cleaned_log(self.partition_dir, group[0].base_offset)
-        return self.file
+        tmp, file = open_cleaned_log(self.partition_dir, group[0].base_offset)
+        self.opened.append((tmp, file))
+        return file
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
-        tmp, self.tmp, self.file = self.tmp, None, None
+        tmp, file = self.opened.popleft()  # a split round opens the next groups before this one's commit
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
         written = replace_segments(self.partition_dir, cleaned, log_written=tmp)
         if self.session is not None:
             self.session.wrote(written)
@@ -311,12 +316,11 @@ class SwapWriter(GroupWriter):
         return without_bytes(cleaned)
 
     def abort(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        if self.tmp is not None:
+        while self.opened:
+            tmp, file = self.opened.popleft()
+            file.close()
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.tmp)
-        self.tmp = self.file = None
+                os.unlink(tmp)
 
 
 class _ScratchWriter(GroupWriter):
@@ -330,8 +334,7 @@ class _ScratchWriter(GroupWriter):
         self.max_index_size = max_index_size
         self.upper = 0  # the round's first uncleanable offset
         self.spill = False
-        self.path: str | None = None
-        self.file = None
+        self.opened: collections.deque = collections.deque()  # (path, file) of each group open, in order
         self.new: list[tuple[CleanerSegment, SegmentFacts]] = []
         self.serial = 0
 
@@ -347,24 +350,24 @@ class _ScratchWriter(GroupWriter):
         if not self.spill:
             return None
         self.serial += 1
-        self.path = os.path.join(self.scratch, f"{group[0].base_offset:020d}.{self.serial}.log")
-        self.file = open(self.path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit or abort
-        return self.file
+        path = os.path.join(self.scratch, f"{group[0].base_offset:020d}.{self.serial}.log")
+        file = open(path, "wb", buffering=1 << 20)  # noqa: SIM115 - closed in commit or abort
+        self.opened.append((path, file))
+        return file
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
-        if self.file is not None:
-            self.file.close()
-            self.new.append((cleaned.as_segment(self.max_index_size, self.path), cleaned.facts(self.path)))
-            self.file = None
+        if self.spill:
+            path, file = self.opened.popleft()
+            file.close()
+            self.new.append((cleaned.as_segment(self.max_index_size, path), cleaned.facts(path)))
         for seg in group:  # a scratch file of an earlier round: read for the last time
             if seg.log_path.startswith(self.scratch + os.sep):
                 os.unlink(seg.log_path)
         return without_bytes(cleaned)
 
     def abort(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        while self.opened:
+            self.opened.popleft()[1].close()
 
     def take(self) -> list[tuple[CleanerSegment, SegmentFacts]]:
         new, self.new = self.new, []
@@ -410,7 +413,7 @@ class _Prepared:
 
 def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
              log_start_offset_checkpoint: int, high_watermark: int | None,
-             checkpoint: int | None) -> tuple[CleaningPlan, _Prepared | None]:
+             checkpoint: int | None, threads: int | None = None) -> tuple[CleaningPlan, _Prepared | None]:
     """The partition loaded, ``LogCleanerManager``'s choice made; the round's context (None: no round)."""
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
@@ -437,7 +440,7 @@ def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size, threads)
     return plan, _Prepared(loaded, view, config, cleaning, start, hw, lso, now_ms)
 
 

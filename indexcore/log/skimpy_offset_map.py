@@ -59,6 +59,16 @@ def md5_address() -> int:
     return _md5[1]
 
 
+def native_next_txn():
+    """The kernel's ``next_txn(buf, position)`` (the next transactional or control batch), or None."""
+    if os.environ.get("SEGDEX_NO_NATIVE"):
+        return None
+    try:
+        return importlib.import_module(f"{__package__}._cleaner").next_txn
+    except (ImportError, AttributeError):
+        return None
+
+
 def native_offset_map(slots: int, hash_algorithm: str):
     """The kernel's ``OffsetMap`` for ``slots`` keys, or None (another digest, not built, disabled, no libcrypto)."""
     if hash_algorithm.upper() != "MD5" or os.environ.get("SEGDEX_NO_NATIVE"):
@@ -126,6 +136,28 @@ class SkimpyOffsetMap:
     @property
     def utilization(self) -> float:
         return self.size / self.slots
+
+    def fresh(self) -> SkimpyOffsetMap:
+        """An empty map like this one (its memory, digest and kernel): a range's partial map."""
+        other = SkimpyOffsetMap.__new__(SkimpyOffsetMap)
+        other.hash_algorithm, other.hash_size, other.bytes_per_entry = (self.hash_algorithm, self.hash_size,
+                                                                        self.bytes_per_entry)
+        other.slots = self.slots
+        other.native = native_offset_map(self.slots, self.hash_algorithm) if self.native is not None else None
+        other._offsets, other._latest_offset = {}, -1
+        return other
+
+    def merge(self, later: SkimpyOffsetMap, limit: int) -> bool:
+        """``later``'s keys put into this map with their offsets (the partial map of a later range: its offsets
+        win), its latest offset taken, when this map then holds fewer than ``limit`` keys; False (nothing changed)
+        otherwise."""
+        if self.native is not None:
+            return self.native.merge(later.native, limit)
+        if len(self._offsets) + sum(1 for d in later._offsets if d not in self._offsets) >= limit:
+            return False
+        self._offsets.update(later._offsets)
+        self._latest_offset = later._latest_offset
+        return True
 
     def clear(self) -> None:
         if self.native is not None:
