@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from dataclasses import asdict, dataclass, field
 
 from segdex.indexcore.errors import UsageException
@@ -85,10 +86,20 @@ def _sha256_of(path: str, start: int = 0) -> tuple[int, str]:
 
 
 def _copy_durably(src: str, dst: str, start: int = 0) -> None:
+    """``src`` (from byte ``start``) copied to a new ``dst``, fsynced, with ``src``'s owner, group, mode and times:
+    the manifest's ``cp -p`` restore lines bring back what the broker had (a broker running as its own user must
+    open its segments again, and a segment without a time index is dated by its file's time)."""
     with open(src, "rb") as fi, open(dst, "xb") as fo:
         fi.seek(start)
         shutil.copyfileobj(fi, fo, 1 << 20)
+        st = os.fstat(fi.fileno())
+        try:
+            os.fchown(fo.fileno(), st.st_uid, st.st_gid)
+        except PermissionError:  # not root: the copy stays ours, as cp -p leaves it
+            pass
+        os.fchmod(fo.fileno(), stat.S_IMODE(st.st_mode))
         fo.flush()
+        os.utime(fo.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
         os.fsync(fo.fileno())
     fsync_dir(os.path.dirname(dst))
 

@@ -195,3 +195,31 @@ def test_a_later_run_into_the_same_quarantine_keeps_the_earlier_manifest(tmp_pat
     keep_in_quarantine(str(part), [str(seg)], str(q), "run-3", "cleaned again")
     assert (where / f"{MANIFEST}.unreadable.run-3").read_text() == "{not json"
     assert json.loads((where / MANIFEST).read_text())["earlier"] == []
+
+
+def test_restore_lines_bring_back_owner_mode_and_time(tmp_path: Path):
+    """The originals a session keeps carry their owner, group, mode and modification time, so the manifest's
+    ``cp -p`` restore lines give the broker back files it can open, dated as they were (a segment without a time
+    index is dated by its file's time). The test runs as root: a file of another user is kept as that user's."""
+    from segdex.indexcore.log.quarantine import QuarantineSession
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"segment bytes")
+    os.chmod(log, 0o640)
+    os.utime(log, ns=(1_600_000_000_000_000_000, 1_600_000_000_123_000_000))
+    if os.geteuid() == 0:
+        os.chown(log, 1234, 2345)
+    before = os.stat(log)
+    session = QuarantineSession(str(part), str(tmp_path / "q"), "run", "why")
+    session.keep([str(log)])
+    log.write_bytes(b"cleaned")  # what the run put there
+    session.wrote([str(log)])
+    (manifest,) = (tmp_path / "q").glob("*/t-0/*.json")
+    for line in json.loads(manifest.read_text())["restore"]:
+        subprocess.run(line, shell=True, check=True)
+    after = os.stat(log)
+    assert log.read_bytes() == b"segment bytes"
+    assert (after.st_uid, after.st_gid, after.st_mode, after.st_mtime_ns) == (
+        before.st_uid, before.st_gid, before.st_mode, before.st_mtime_ns)
