@@ -305,22 +305,36 @@ class SwapWriter(GroupWriter):
         return file
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
-        tmp, file = self.opened.popleft()  # a split round opens the next groups before this one's commit
-        file.flush()
-        os.fsync(file.fileno())
-        file.close()
-        written = replace_segments(self.partition_dir, cleaned, log_written=tmp)
+        """The group's streamed ``.log`` made durable and swapped in with its indexes (``replace_segments``). A
+        failure before its temporary became the ``.cleaned`` file (a full disk at the last flush) removes it and
+        every later group's, so no stray temporary stays in the partition; after that, what is left is a
+        ``.cleaned``/``.swap`` state Kafka's load finishes or rolls back."""
+        tmp, file = self.opened[0]  # a split round opens the next groups before this one's commit
+        try:
+            file.flush()
+            os.fsync(file.fileno())
+            file.close()
+            written = replace_segments(self.partition_dir, cleaned, log_written=tmp)
+        except BaseException:
+            self.abort()
+            raise
+        self.opened.popleft()
         if self.session is not None:
             self.session.wrote(written)
         self.groups += 1
         return without_bytes(cleaned)
 
     def abort(self) -> None:
+        """Every open group's temporary closed and removed (a close that cannot flush still frees it)."""
         while self.opened:
             tmp, file = self.opened.popleft()
-            file.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            try:
+                file.close()
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
 
 class _ScratchWriter(GroupWriter):

@@ -285,3 +285,30 @@ def test_stray_replicas_are_left_alone_by_clean_and_retention_and_verify_predict
         assert f"startup: {name}: a stray replica (LogManager.isStrayKraftReplica): the broker renames it {name}." \
                f"<uuid>-stray after its load" in err
     assert "startup: orders-0:" not in err
+
+
+def test_a_write_that_fails_mid_group_leaves_no_temporary(tmp_path: Path):
+    """The disk refuses the cleaned segment's last bytes (a file-size limit: EFBIG, as a full disk's ENOSPC) at
+    the group's flush: the run fails in one line, and the partition holds no temporary file of the streamed
+    group; what is there is what Kafka's load takes (its segments, untouched, with --discard nothing kept)."""
+    import resource
+    import signal
+
+    from tests.support.cli import segdex as segdex_process
+
+    log_dir, now = _compacted_log_dir(tmp_path, partitions=1)
+    part = log_dir / "orders-0"
+    before = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix == ".log"}
+    limit = min(len(b) for b in before.values()) // 2  # smaller than any cleaned group's .log
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = segdex_process("clean", "--now", str(now), "--no-record", "--no-progress", "--topic-config",
+                          "orders:cleanup.policy=compact", "--apply", "--discard", str(log_dir),
+                          preexec_fn=small_files, no_traceback=True)
+    assert proc.returncode != 0, proc.stdout
+    assert "File too large" in proc.stdout + proc.stderr, (proc.stdout, proc.stderr)
+    assert not [p.name for p in part.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]
+    assert {p.name: p.read_bytes() for p in part.iterdir() if p.suffix == ".log"} == before
