@@ -21,6 +21,9 @@ import threading
 # botocore's providers that the object_store crate lacks (the shared files and what they name)
 _PROFILE_PROVIDERS = ("assume-role", "sso", "shared-credentials-file", "login", "custom-process", "config-file",
                       "ec2-credentials-file", "boto-config")
+# sources the AWS chain takes before a profile's keys (web identity, as on EKS; a container's role, as on ECS)
+_AHEAD_OF_PROFILES = ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                      "AWS_CONTAINER_CREDENTIALS_FULL_URI")
 _done: dict[str, str | None] = {}
 _guard = threading.Lock()
 
@@ -42,6 +45,8 @@ def complete_from_profile() -> str | None:
 
 def _complete() -> str | None:
     if os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
+        return None
+    if any(os.environ.get(k) for k in _AHEAD_OF_PROFILES):  # the chain's earlier sources: delta-rs takes them
         return None
     try:
         import botocore.exceptions

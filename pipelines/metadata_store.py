@@ -53,7 +53,7 @@ from .spark_tasks import is_connect
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
-TIMEOUT_ENV = "SEGDEX_STORE_TIMEOUT"  # seconds one commit may take, its retries included
+TIMEOUT_ENV = "SEGDEX_STORE_TIMEOUT"  # seconds after which a commit's retries stop (checked after each failure)
 DEFAULT_TIMEOUT_S = 900.0
 WAIT_REPORT_S = 5.0  # a commit pending this long gets a line, and another each time as long again
 OP_COLUMN = "_segdex_op"  # in the MERGE source only: 'upsert' or 'delete' (a stale row of the scope)
@@ -87,6 +87,8 @@ OBJECT_STORE_SCHEMES = ("s3", "s3a")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what delta-rs's object store says, mapped to one line for the user (first match wins)
 _UNREACHABLE = "the object store cannot be reached (check AWS_ENDPOINT_URL, AWS_REGION and the network)"
+_SLOW = ("the object store did not answer in time (each request waits AWS_TIMEOUT, 30s by default, and is retried; "
+         "check the endpoint's load and the network)")
 _STORAGE_FAILURES = (
     (("SignatureDoesNotMatch", "InvalidAccessKeyId", "lacked the necessary privileges", "403 Forbidden",
       "ExpiredToken", "InvalidToken", "AccessDenied"),
@@ -98,9 +100,7 @@ _STORAGE_FAILURES = (
      "no AWS credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)"),
     (("NoSuchBucket",), "the bucket does not exist"),
     (("tcp connect error", "client error (Connect)", "dns error", "Connection refused"), _UNREACHABLE),
-    (("operation timed out", "timed out", "deadline has elapsed"),
-     "the object store did not answer in time (each request waits AWS_TIMEOUT, 30s by default, and is retried; "
-     "check the endpoint's load and the network)"),
+    (("operation timed out", "timed out", "deadline has elapsed"), _SLOW),
     (("error sending request",), _UNREACHABLE),
 )
 
@@ -163,6 +163,12 @@ def storage_failure(exc: BaseException) -> str | None:
 
 
 _DETERMINISTIC = ("type_coercion", "Error during planning", "Schema error", "Invalid data type", "Parser error")
+
+
+def _answer_lost(reason: str) -> bool:
+    """Whether a store failure may have come after the commit's PUT landed (a timeout, a connection cut): the
+    table is read again before the failure is reported; a refusal or a missing bucket wrote nothing."""
+    return reason in (_UNREACHABLE, _SLOW)
 
 
 def _may_be_transient(exc: BaseException) -> bool:
@@ -512,7 +518,7 @@ class MetadataStore:
                                  max_commit_retries=self.retries)
         deadline = time.monotonic() + self.timeout_s
         delay = 0.05
-        with _Waiting(self.uri(name), _wait_sink[0] if _wait_sink else None, self.wait_report_s) as waiting:
+        with _Waiting(self.uri(name), next(iter(_wait_sink), None), self.wait_report_s) as waiting:
             for attempt in range(self.retries + 1):
                 waiting.attempt = attempt + 1
                 try:
@@ -521,13 +527,15 @@ class MetadataStore:
                     return attempt
                 except Exception as e:
                     reason = storage_failure(e)
-                    if reason is not None:
+                    if reason is not None and not _answer_lost(reason):  # refused: nothing was written
                         raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
-                    if not _may_be_transient(e):  # a plan, schema or data error fails the same way every time
+                    if reason is None and not _may_be_transient(e):  # a plan, schema or data error: every time
                         raise
                     if self._landed(name, version):  # the outcome was unknown; the table says it landed
                         self.commit_attempts[name] = attempt + 1
                         return attempt
+                    if reason is not None:  # the store stopped answering; the commit is not there
+                        raise StorageAccessError(f"{self.uri(name)}: {reason}") from None
                     if attempt == self.retries:
                         raise CommitConflictError(f"{self.uri(name)}: commit not done after {self.retries} "
                                                   f"retries: {one_line(e)}") from None
@@ -551,7 +559,7 @@ class MetadataStore:
         from deltalake import DeltaTable
 
         try:
-            with _Waiting(uri, _wait_sink[0] if _wait_sink else None, self.wait_report_s):
+            with _Waiting(uri, next(iter(_wait_sink), None), self.wait_report_s):
                 return DeltaTable.is_deltatable(uri)
         except OSError as e:
             if (reason := storage_failure(e)) is None:
