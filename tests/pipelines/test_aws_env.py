@@ -12,6 +12,7 @@ from segdex.pipelines import aws_env
 
 @pytest.fixture
 def files(tmp_path, monkeypatch):
+    before = set(os.environ)
     for key in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(key)
     (tmp_path / "credentials").write_text("[fleet]\naws_access_key_id = AKIAFLEET\naws_secret_access_key = s3cr3t\n")
@@ -20,8 +21,8 @@ def files(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
     monkeypatch.setenv("AWS_PROFILE", "fleet")
     yield tmp_path
-    for key in [k for k in os.environ if k.startswith("AWS_")]:  # what _complete put in, gone with the test
-        monkeypatch.delenv(key, raising=False)
+    for key in set(os.environ) - before - {"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_PROFILE"}:
+        os.environ.pop(key)  # what _complete put in (not through monkeypatch), gone with the test
 
 
 def test_a_profile_fills_keys_region_and_endpoint(files):
