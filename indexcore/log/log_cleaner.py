@@ -33,6 +33,7 @@ from segdex.indexcore.log.cleaner import (
     LogCleaningException,
     without_bytes,
 )
+from segdex.indexcore.log.layout import SEGMENT_SUFFIXES, filename_prefix_from_offset
 from segdex.indexcore.log.local_log import complete_swaps, open_cleaned_log, replace_segments, replaced_files
 from segdex.indexcore.log.log_cleaner_manager import (
     SegmentFacts,
@@ -300,6 +301,9 @@ class SwapWriter(GroupWriter):
             if short:
                 raise _ShortOfRoom(f"stopped before segment {group[0].base_offset}: {short}")
             self.session.keep(replaced_files(self.partition_dir, _group_bases(group)))
+            # named before the first write: a run killed mid-group leaves restore lines that remove them too
+            stem = os.path.join(self.partition_dir, filename_prefix_from_offset(group[0].base_offset))
+            self.session.wrote([stem + suffix for suffix in SEGMENT_SUFFIXES])
         tmp, file = open_cleaned_log(self.partition_dir, group[0].base_offset)
         self.opened.append((tmp, file))
         return file

@@ -223,5 +223,8 @@ class QuarantineSession:
             _write_manifest(self.where, self.manifest)
 
     def _restore(self) -> list[str]:
-        return ([f"rm -f '{p}'" for p in sorted(self.written)]
+        """Remove what the run wrote (and an interrupted replacement's ``.cleaned``/``.swap`` files, which a
+        broker's load would otherwise swap in over the originals), then copy every original back."""
+        unfinished = [f"rm -f '{self.partition_dir}'/*.cleaned '{self.partition_dir}'/*.swap"]
+        return (unfinished + [f"rm -f '{p}'" for p in sorted(self.written)]
                 + [f"cp -p '{p.quarantined}' '{p.source}'" for p in self.manifest.pieces])

@@ -223,3 +223,25 @@ def test_restore_lines_bring_back_owner_mode_and_time(tmp_path: Path):
     assert log.read_bytes() == b"segment bytes"
     assert (after.st_uid, after.st_gid, after.st_mode, after.st_mtime_ns) == (
         before.st_uid, before.st_gid, before.st_mode, before.st_mtime_ns)
+
+
+def test_restore_lines_remove_an_interrupted_replacements_files(tmp_path: Path):
+    """A run killed between a group's ``.swap`` and its rename leaves ``.cleaned``/``.swap`` files that a broker's
+    load would swap in over restored originals: the restore lines remove them before copying the originals back."""
+    from segdex.indexcore.log.quarantine import QuarantineSession
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"original")
+    session = QuarantineSession(str(part), str(tmp_path / "q"), "run", "why")
+    session.keep([str(log)])
+    session.wrote([str(log)])
+    (part / "00000000000000000000.log.swap").write_bytes(b"cleaned")
+    (part / "00000000000000000000.index.cleaned").write_bytes(b"idx")
+    log.unlink()  # renamed .deleted and gone, as the replacement does
+    (manifest,) = (tmp_path / "q").glob("*/t-0/*.json")
+    for line in json.loads(manifest.read_text())["restore"]:
+        subprocess.run(line, shell=True, check=True)
+    assert sorted(p.name for p in part.iterdir()) == ["00000000000000000000.log"]
+    assert log.read_bytes() == b"original"
