@@ -150,7 +150,8 @@ def print_run(run) -> int:
             print(f"finished: {where}: an interrupted cleaning's files, as Kafka's load would: {p.finished}")
         if p.error:
             print(f"error: {where}: {p.error}", file=sys.stderr)
-            status = max(status, ExitStatus.ATTENTION)
+            # a round that failed after swapping groups in changed the partition: the run failed midway
+            status = max(status, ExitStatus.FAILED if p.swapped_groups else ExitStatus.ATTENTION)
             continue
         print(_partition_line(where, p, run.max_rounds))
         if p.applied:

@@ -275,7 +275,7 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         elif plan.applied:
             total = total.followed_by(plan)
         else:  # the range was clean after all, or this round failed: what the rounds applied did stands
-            total.error = plan.error
+            total.error, total.swapped_groups = plan.error, plan.swapped_groups
             return total
         if not (until_clean and plan.applied and plan.map_full) or (max_rounds and total.rounds >= max_rounds):
             return total

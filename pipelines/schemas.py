@@ -303,6 +303,7 @@ class CleaningRow:
     finished: str | None = column(pa.string())  # an interrupted run's leftovers, finished as Kafka's load would
     rounds: int | None = column(pa.int32())  # rounds applied (or planned, with --until-clean)
     bytes_freed: int | None = column(pa.int64())  # by the rounds applied
+    swapped_groups: int | None = column(pa.int32())  # a round that failed part way: groups swapped in before it
     now_ms: int | None = column(pa.int64())
     run_at: datetime | None = column(TS)
 

@@ -77,6 +77,7 @@ class CleaningPlan:
     error: str | None = None  # why it could not be planned (or applied)
     applied: bool = False  # the round was written into the partition
     quarantine: str | None = None  # where the files it replaced are kept
+    swapped_groups: int = 0  # a round that failed part way: the groups swapped in before it failed
     finished: str | None = None  # what an interrupted earlier run left, finished as Kafka's load would
     rounds: int = 0  # rounds applied, or planned (--until-clean: more than one)
     bytes_freed: int = 0  # by the rounds applied
@@ -231,11 +232,14 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
     try:
         round_ = ctx.clean(writer=writer)
     except (UnsupportedCompressionException, SegdexError, OSError) as e:
-        plan.error = (f"not applied: {e}" if isinstance(e, _ShortOfRoom) else _round_error(e))
+        plan.error = (f"not applied: {e}" if isinstance(e, _ShortOfRoom) or writer.groups else _round_error(e))
         if writer.groups:
+            plan.swapped_groups = writer.groups
             plan.error += (f"; the {writer.groups} cleaned segments before it were swapped in, as Kafka's round "
                            f"leaves them (cleaner-offset-checkpoint unchanged)")
             plan.quarantine = session.where if session is not None else None
+            if plan.quarantine:
+                plan.error += f"; the files they replaced are kept in {plan.quarantine}"
         elif not isinstance(e, _ShortOfRoom):
             plan.error += "; nothing was changed"
         return plan

@@ -308,7 +308,39 @@ def test_a_write_that_fails_mid_group_leaves_no_temporary(tmp_path: Path):
     proc = segdex_process("clean", "--now", str(now), "--no-record", "--no-progress", "--topic-config",
                           "orders:cleanup.policy=compact", "--apply", "--discard", str(log_dir),
                           preexec_fn=small_files, no_traceback=True)
-    assert proc.returncode != 0, proc.stdout
-    assert "File too large" in proc.stdout + proc.stderr, (proc.stdout, proc.stderr)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)  # its first group failed: nothing was changed
+    assert "File too large" in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
     assert not [p.name for p in part.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]
     assert {p.name: p.read_bytes() for p in part.iterdir() if p.suffix == ".log"} == before
+
+
+def test_a_round_that_fails_after_groups_were_swapped_in_exits_3(tmp_path: Path):
+    """One group per segment (``internal.segment.bytes`` at a segment's size): the first group's cleaned segment
+    (2,644 bytes) is swapped in, the second's (3,843) outgrows the file-size limit at its flush. The groups before
+    the failure stay, as Kafka's round leaves them; the run says so, no checkpoint is written, and the exit status
+    is 3 (failed midway). (With ``--discard``: a quarantine's copies would outgrow the limit first.)"""
+    import resource
+    import signal
+
+    from segdex.indexcore.log.checkpoints import read_offset_checkpoint
+    from tests.support.cli import segdex as segdex_process
+
+    log_dir, now = _compacted_log_dir(tmp_path, partitions=1, seed=10)
+    part = log_dir / "orders-0"
+    sizes = [p.stat().st_size for p in sorted(part.glob("*.log"))]
+    assert sizes == [4362, 4651, 1450]  # the partition the figures above are for
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+    proc = segdex_process("clean", "--now", str(now), "--no-progress", "--no-record",  # Delta's files: over the limit
+                          "--topic-config", "orders:cleanup.policy=compact", "--topic-config",
+                          f"orders:internal.segment.bytes={max(sizes)}", "--apply", "--discard", str(log_dir),
+                          preexec_fn=small_files, no_traceback=True)
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "error: orders-0: not applied: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
+    assert "the 1 cleaned segments before it were swapped in" in proc.stderr, proc.stderr
+    assert [p.stat().st_size for p in sorted(part.glob("*.log"))] == [2644, 4651, 1450]
+    assert not (log_dir / "cleaner-offset-checkpoint").exists() or not read_offset_checkpoint(
+        log_dir / "cleaner-offset-checkpoint")
