@@ -286,16 +286,22 @@ class SwapWriter(GroupWriter):
         return _short_of_room(self.partition_dir, out) or _short_of_room(self.quarantine, keep)
 
     def begin(self, groups: list[list[CleanerSegment]], end_offset: int) -> None:
-        """Room for the largest group beside the partition, and in the quarantine for every original the round
-        replaces (a quarantine on the log dir's filesystem: for the largest group's, as each group frees its
-        sources before the next is kept)."""
+        """Room for the round before its first write. Beside the partition: the largest group's cleaned files
+        (each group's sources go as it is swapped in). In a quarantine elsewhere: every original the round
+        replaces. A quarantine on the log dir's filesystem holds its copies to the end while the cleaned groups
+        take the place of their sources, so at group i the filesystem needs the groups' outputs so far plus group
+        i's copies: the most of that over the round."""
         needs = [self._needs(g) for g in groups]
         if not needs:
             return
-        out = max(o for o, _ in needs)
-        keep = (max(o + k for o, k in needs) - out if _same_filesystem(self.partition_dir, self.quarantine)
-                else sum(k for _, k in needs))
-        short = self._short(out, keep)
+        if self.session is not None and _same_filesystem(self.partition_dir, self.quarantine):
+            outputs, peak = 0, 0
+            for o, k in needs:
+                outputs += o
+                peak = max(peak, outputs + k)
+            short = _short_of_room(self.partition_dir, peak)
+        else:
+            short = self._short(max(o for o, _ in needs), sum(k for _, k in needs))
         if short:
             raise _ShortOfRoom(f"{short}; nothing was changed")
 
