@@ -128,8 +128,11 @@ class ClusterView:
         return out
 
     def _rank(self, replica: PartitionDir) -> int:
-        """The position of the replica's log dir among those given."""
-        return [os.fspath(d) for d in self.log_dirs].index(replica.log_dir)
+        """The position of the replica's log dir among those given (the first place it is given, by its real
+        path: one dir given twice or through a link ranks once, as verify's tables rank it)."""
+        real = [os.path.realpath(d) for d in self.log_dirs]
+        where = os.path.realpath(replica.log_dir)
+        return real.index(where) if where in real else len(real)
 
     def recovered(self, topic: str, partition: int) -> RecoveredPartition | None:
         """The partition as a broker's recovery leaves it, from its most complete replica; None when no log dir
