@@ -23,7 +23,6 @@ from segdex.indexcore.log.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from segdex.indexcore.log.cleaner import THREADS_ENV
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
@@ -208,11 +207,13 @@ class Rounds:
 
 
 def round_threads(tasks: int) -> int | None:
-    """Threads for each partition's rounds: the cores the tasks leave (all of them for one partition: Kafka's
-    one thread per partition, beaten on the emergency case); None where ``SEGDEX_CLEAN_THREADS`` says."""
-    if os.environ.get(THREADS_ENV):
-        return None
-    return max(1, len(os.sched_getaffinity(0)) // max(1, tasks))
+    """Threads for each partition's round: None (``SEGDEX_CLEAN_THREADS``, else one thread, as Kafka cleans a
+    partition). The split is opt-in: its rounds are the one-thread round's bytes, but a split round opens the next
+    groups (and keeps their originals) before the group ahead of them is swapped in, so it needs room for a group
+    per thread and its crash order is not yet walked as the one-thread round's is. ``tasks`` is kept for the
+    cores-per-partition share once it is."""
+    del tasks
+    return None
 
 
 def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: PartitionTask) -> CleaningPlan:
