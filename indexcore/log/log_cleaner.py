@@ -180,15 +180,22 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
         mtime_ms = os.stat(path).st_mtime_ns // 1_000_000
         # a magic byte above 2 passes recovery (the v2 CRC does not cover it) but not the cleaner's read
         bad_magic = MAGIC_ABOVE_V2 in r.magics
-        segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, r.offset_index, len(r.time_index),
-                                   list(r.txn_index.aborted), r.next_offset, as_is=bad_magic))
-        facts.append(segment_facts(path, base, r))
+        offset_index, time_entries, fact = r.offset_index, len(r.time_index), segment_facts(path, base, r)
+        aborted = list(r.txn_index.aborted)
+        if i < first_reread and os.path.exists(index_paths(path)[INDEX_FILE_SUFFIX]):
+            # not re-read by the start: its indexes as on disk (a cleaned segment's can differ from a rebuild's)
+            offset_index, time_entries, largest = _indexes_on_disk(path, base, config)
+            fact = dataclasses.replace(fact, largest_timestamp=largest)
+            aborted = parse_transaction_index(_read(index_paths(path)[TXN_INDEX_FILE_SUFFIX]))
+        segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, offset_index, time_entries, aborted,
+                                   r.next_offset, as_is=bad_magic))
+        facts.append(fact)
         if bad_magic:
             as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
     loaded = loader.finish()
     leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset
     producers = loader.recovery.producer_state
-    if clean_shutdown and as_is:  # a clean start loads the snapshot at the log end; the replay stopped at the damage
+    if clean_shutdown:  # a clean start loads the snapshot at the log end (a replay of cleaned segments differs)
         producers = _snapshot_state(partition_dir, leo, now_ms, config) or producers
     return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is)
 
@@ -239,14 +246,22 @@ def _served_as_is(path: str, base: int, config: LogConfig,
         first_timestamp = segment.first_batch_timestamp()
     except CorruptRecordException:  # the cleaner's choice throws on it
         return None
-    offset_index = OffsetIndex.from_bytes(_read(files[INDEX_FILE_SUFFIX]), base, config.segment_index_bytes)
-    time_entries = len(_read(files[TIME_INDEX_FILE_SUFFIX])) // TIME_INDEX_ENTRY_SIZE
+    offset_index, time_entries, largest = _indexes_on_disk(path, base, config)
     txn = parse_transaction_index(_read(files[TXN_INDEX_FILE_SUFFIX]))
     st = os.stat(path)
     mtime_ms = st.st_mtime_ns // 1_000_000
     seg = CleanerSegment(path, base, st.st_size, mtime_ms, offset_index, time_entries, txn, next_offset,
                          as_is=True, next_offset_error=error)
-    return seg, SegmentFacts(base, st.st_size, segment.largest_timestamp()[0], first_timestamp)
+    return seg, SegmentFacts(base, st.st_size, largest, first_timestamp)
+
+
+def _indexes_on_disk(path: str, base: int, config: LogConfig) -> tuple[OffsetIndex, int, int]:
+    """A segment's indexes as a start that does not re-read it opens them: (its offset index, its time index's
+    entries, ``LogSegment.largestTimestamp``)."""
+    files = index_paths(path)
+    offset_index = OffsetIndex.from_bytes(_read(files[INDEX_FILE_SUFFIX]), base, config.segment_index_bytes)
+    time_entries = len(_read(files[TIME_INDEX_FILE_SUFFIX])) // TIME_INDEX_ENTRY_SIZE
+    return offset_index, time_entries, LogSegment(path, base).largest_timestamp()[0]
 
 
 def _read(path: str) -> bytes:
