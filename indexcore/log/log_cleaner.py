@@ -133,6 +133,8 @@ class LoadedForCleaning:
     producer_state: ProducerStateManager
     # damaged segments served as they are: (path, byte position of the first batch recovery finds invalid, why)
     as_is: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
+    # UnifiedLog's firstUnstableOffsetMetadata after the load (None: no transaction open): ``_first_unstable``
+    first_unstable_offset: int | None = None
 
     def carried_through(self, round_: CleaningRound) -> str | None:
         """What a round that did not throw says of the damaged segments served as they are."""
@@ -197,7 +199,41 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
     producers = loader.recovery.producer_state
     if clean_shutdown:  # a clean start loads the snapshot at the log end (a replay of cleaned segments differs)
         producers = _snapshot_state(partition_dir, leo, now_ms, config) or producers
-    return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is)
+    unstable = _first_unstable(segs, producers.first_unstable_offset(loaded.log_start_offset), leo)
+    return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is, unstable)
+
+
+def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offset: int) -> int | None:
+    """``UnifiedLog.updateFirstUnstableOffset`` after the load: the producer state's first unstable offset (a bare
+    offset, not below the log start offset) made ``LogOffsetMetadata`` by ``convertToOffsetMetadataOrThrow``, a
+    read from that offset (``LocalLog.read``), whose offset Kafka 4.x takes from the batch it finds
+    (``LogSegment.read``, ``FileRecords.searchForOffsetFromPosition``): the batch at that offset, else the one
+    holding it, else the next batch of that segment or of a later one, else the log end. It is the offset itself
+    but where its batch is gone: a damaged segment served as it is, cut before it (its next whole batch's base
+    offset, in a later segment, then). A size field below 14 on the way fails the read, and so the load."""
+    if offset is None or offset == log_end_offset:
+        return offset
+    if offset > log_end_offset:
+        raise LogCleaningException(f"the load: org.apache.kafka.common.errors.OffsetOutOfRangeException: first "
+                                   f"unstable offset {offset} past the log end offset {log_end_offset}")
+    first = _floor_index([s.base_offset for s in segs], offset)
+    for seg in segs[first:]:
+        with open_log(seg.log_path) as buf:
+            previous = None
+            try:
+                for batch in batches(buf, seg.offset_index.lookup(offset)[1]):
+                    if batch.base_offset == offset:
+                        return offset
+                    if batch.base_offset > offset:
+                        held = previous is not None and previous.last_offset >= offset
+                        return previous.base_offset if held else batch.base_offset
+                    previous = batch
+            except CorruptRecordException as e:
+                raise LogCleaningException(f"the load: org.apache.kafka.common.errors.CorruptRecordException: {e} "
+                                           f"in {os.path.abspath(seg.log_path)}") from None
+            if previous is not None and previous.last_offset >= offset:
+                return previous.base_offset
+    return log_end_offset
 
 
 def _bad_magic_at(path: str) -> int:
@@ -584,7 +620,7 @@ def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_
         return plan, None
     start, end = loaded.log_start_offset, loaded.log_end_offset
     hw = clamped_high_watermark(high_watermark, start, end)
-    lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), hw)
+    lso = last_stable_offset(loaded.first_unstable_offset, hw)
     view = cleaning_view(loaded.facts, start, end, lso, checkpoint, now_ms, config)
     ratio = view.log.cleanable_ratio
     plan.first_dirty_offset = view.offsets.first_dirty_offset

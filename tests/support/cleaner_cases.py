@@ -124,7 +124,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
                 verdict.kafka_threw = f"the load: {answer['exception']}"
             return verdict
         segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
-        unstable = loaded.producer_state.first_unstable_offset(start)
+        unstable = loaded.first_unstable_offset
         if not second:
             checkpoint = rng.choice([None, None, rng.randint(start, leo)])
         # the high watermark: the log end, or a segment boundary (the batch ending there stays, 4.4)

@@ -50,7 +50,7 @@ def load(part: Path, config: LogConfig, now: int, checkpoint: int | None = None)
     offsets, the ``CleaningView``."""
     loaded = load_for_cleaning(str(part), config, now)
     start, leo, segs = loaded.log_start_offset, loaded.log_end_offset, loaded.segments
-    unstable = loaded.producer_state.first_unstable_offset(start)
+    unstable = loaded.first_unstable_offset
     facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
     view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), checkpoint, now, config)
     return segs, loaded.active_producers(), start, leo, view
