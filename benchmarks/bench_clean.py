@@ -173,7 +173,7 @@ def segdex_round(log_dir: Path, threads: int = 1) -> tuple[float, int]:
         config = config_for(part)
         loaded = load_for_cleaning(str(part), config, NOW)
         start, leo = loaded.log_start_offset, loaded.log_end_offset
-        lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), leo)
+        lso = last_stable_offset(loaded.first_unstable_offset, leo)
         view = cleaning_view(loaded.facts, start, leo, lso, None, NOW, config)
         t = time.perf_counter()
         round_ = Cleaner(SkimpyOffsetMap(DEDUPE), threads=threads).clean(loaded.segments, view.log, start, leo,

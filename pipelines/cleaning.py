@@ -220,7 +220,8 @@ def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: Partiti
     """One partition's plan (a task's work) on ``rounds.threads``; its rounds reported to the driver's progress
     when it ends."""
     planned = plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
-                            task.high_watermark, task.cleaner_checkpoint, rounds.until_clean, rounds.threads)
+                            task.high_watermark, task.cleaner_checkpoint, rounds.until_clean, rounds.threads,
+                            task.clean_shutdown, task.recovery_point)
     spark_tasks.report(planned.rounds, planned.bytes_before or 0)
     return planned
 
@@ -267,7 +268,8 @@ def apply_task(now_ms: int, cleaner: CleanerConfig, quarantine: str | None, run_
         done = total.rounds if total is not None else 0
         plan = clean_partition(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
                                task.high_watermark, checkpoint, quarantine, run_id, force=done > 0,
-                               session=session, threads=rounds.threads)
+                               session=session, threads=rounds.threads, clean_shutdown=task.clean_shutdown,
+                               recovery_point=task.recovery_point)
         plan.rounds = int(plan.applied)
         if plan.applied:
             spark_tasks.report(1, plan.bytes_before or 0)

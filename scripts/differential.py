@@ -8,7 +8,8 @@ segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the 
 the exception where Kafka's round throws. A quarter of them draw ``min.compaction.lag.ms`` and small
 ``segment.index.bytes`` too, a quarter put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
 outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1 message formats (which Kafka
-4.4's cleaner rewrites as v2 batches; keyless records among them).
+4.4's cleaner rewrites as v2 batches; keyless records among them); one case in five has a damaged batch below the
+recovery point of a clean start, which the cleaner meets as it is (the rest split as before).
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
@@ -97,14 +98,17 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
         try:
             for i in range(cases):
                 case_seed = seed * 1_000_003 + i
-                # base, wide, tight and v0/v1 cases in turn
-                wide, tight, magic = i % 4 >= 1, i % 4 == 2, (2, 2, 2, i // 4 % 2)[i % 4]
-                v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic)
+                # base, wide, tight, v0/v1 and damaged cases in turn
+                k = i % 5
+                wide, tight, damage = k in (1, 2, 3), k == 2, k == 4
+                magic = (2, 2, 2, i // 5 % 2, (2, 2, 1)[i // 5 % 3])[k]
+                v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic,
+                                   damage)
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:
-                    bad[v.kind].append(f"seed {case_seed} (wide={wide}, tight={tight}, magic={magic}): "
-                                       f"{'; '.join(v.mismatches)}")
+                    bad[v.kind].append(f"seed {case_seed} (wide={wide}, tight={tight}, magic={magic}, "
+                                       f"damage={damage}): {'; '.join(v.mismatches)}")
         finally:
             oracle.close()
     mismatched = sum(len(v) for v in bad.values())

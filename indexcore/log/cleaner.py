@@ -60,11 +60,15 @@ from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap, native_next_
 from segdex.indexcore.record.batch_header import (
     BASE_TIMESTAMP_OFFSET,
     DELETE_HORIZON_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
     TIMESTAMP_TYPE_MASK,
 )
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
-from segdex.indexcore.record.record_batch import RecordBatch, read_batch_header
+from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, RecordBatch, read_batch_header
 from segdex.indexcore.record.records import control_record, records
 
 INT32_MAX = 2**31 - 1
@@ -91,9 +95,12 @@ class LogCleaningException(SegdexError):
     leaves it dirty). ``kafka_exception``: what Kafka's ``Cleaner`` throws there (its class and message), where
     segdex knows it."""
 
-    def __init__(self, message: str, kafka_exception: str | None = None) -> None:
+    def __init__(self, message: str, kafka_exception: str | None = None, path: str | None = None,
+                 position: int | None = None) -> None:
         super().__init__(message)
         self.kafka_exception = kafka_exception
+        self.path = path  # a damaged batch's segment file, and its byte position there (``read_batch``)
+        self.position = position
 
 
 @dataclass
@@ -110,6 +117,10 @@ class CleanerSegment:
     aborted: list[AbortedTxn]
     next_offset: int  # LogSegment.readNextOffset: after its last batch, its base offset when it has none
     data: bytes | None = None  # a segment a planned round left, in memory (no file): its .log bytes
+    # served as it is: a damaged segment a clean start does not re-read (``log_cleaner.load_for_cleaning``), its
+    # indexes as on disk; ``next_offset_error``: what its ``readNextOffset`` throws (Kafka's class and message)
+    as_is: bool = False
+    next_offset_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -382,6 +393,87 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, io_buff
             raise LogSegmentOffsetOverflowException(largest[chunk])
 
 
+CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
+ILLEGAL_STATE = "java.lang.IllegalStateException"
+
+
+def read_batch(buf, position: int, seg: CleanerSegment, io_buffer_size: int,
+               max_message_bytes: int = MAX_MESSAGE_BYTES) -> RecordBatch | None:
+    """The batch at ``position`` of ``seg`` as ``buildOffsetMapForSegment`` and ``cleanInto`` read it (None: the
+    segment's end). Kafka reads a buffer at a time (``MemoryRecords.readableRecords``, whose batches are
+    ``ByteBufferLogInputStream``'s): a size field below 14 or a magic byte outside 0..2 throws
+    ``CorruptRecordException``; a batch that runs past the segment's end (cut short, or a size field too large)
+    never completes, so ``growBuffersOrFail`` grows the buffer to ``max.message.bytes`` and throws
+    ``IllegalStateException`` (its size fits the buffer, or its header up to the magic byte is not all there) or
+    ``CorruptRecordException`` (it is larger than the buffer and than the bytes left). No CRC is checked: a batch
+    whose CRC is wrong is read, and kept or rebuilt, as any other. Kafka's exception is raised as
+    ``LogCleaningException`` (the round fails; a broker marks the partition uncleanable)."""
+    left = len(buf) - position
+    if left <= 0:
+        return None
+    size = int.from_bytes(buf[position + LENGTH_OFFSET:position + LOG_OVERHEAD], "big", signed=True) \
+        if left >= LOG_OVERHEAD else None
+    if size is not None and size < RECORD_OVERHEAD_V0:
+        _damaged(seg, position, f"{CORRUPT_RECORD}: Record size {size} is less than the minimum record overhead "
+                                f"({RECORD_OVERHEAD_V0})")
+    if left >= HEADER_SIZE_UP_TO_MAGIC:
+        magic = int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True)
+        if not 0 <= magic <= 2:
+            _damaged(seg, position, f"{CORRUPT_RECORD}: Invalid magic found in record: {magic}")
+        if size + LOG_OVERHEAD <= left:
+            return read_batch_header(buf, position)
+    # growBuffersOrFail until the buffer holds max.message.bytes (never a whole batch here), then its checks
+    cap = io_buffer_size
+    while cap < max_message_bytes:
+        cap = min(cap * 2, max(max_message_bytes, MAX_MESSAGE_BYTES))
+    where = f"log segment {os.path.abspath(seg.log_path)} at position {position}"
+    if left < HEADER_SIZE_UP_TO_MAGIC:
+        _damaged(seg, position, f"{ILLEGAL_STATE}: Could not determine next batch size for {where}")
+    if size + LOG_OVERHEAD <= cap:
+        _damaged(seg, position, f"{ILLEGAL_STATE}: Batch size {size + LOG_OVERHEAD} < buffer size {cap}, but not "
+                                f"processed for {where}")
+    _damaged(seg, position, f"{CORRUPT_RECORD}: Log segment may be corrupt, batch size {size + LOG_OVERHEAD} > "
+                            f"{left} bytes left in segment for {where}")
+    return None  # unreachable
+
+
+def _damaged(seg: CleanerSegment, position: int, kafka: str) -> None:
+    """A damaged batch the round meets: Kafka's round throws ``kafka`` there."""
+    path = os.path.abspath(seg.log_path)
+    raise LogCleaningException(
+        f"Kafka's cleaner fails this round ({kafka}): a damaged batch at byte {position} of {path}, served as it is "
+        f"(a clean start does not re-read it); a broker marks the partition uncleanable and leaves it dirty",
+        kafka_exception=kafka, path=path, position=position)
+
+
+def read_next_offset(seg: CleanerSegment) -> int:
+    """``LogSegment.readNextOffset`` as ``cleanSegments`` calls it for a group's last segment: what its read
+    throws on a segment served as it is (``CleanerSegment.next_offset_error``) fails the round."""
+    if seg.next_offset_error is not None:
+        path = os.path.abspath(seg.log_path)
+        raise LogCleaningException(
+            f"Kafka's cleaner fails this round ({seg.next_offset_error}): reading to the end of {path}, served as "
+            f"it is (a clean start does not re-read it); a broker marks the partition uncleanable and leaves it dirty",
+            kafka_exception=seg.next_offset_error, path=path)
+    return seg.next_offset
+
+
+def meet_damage(groups: list[list[CleanerSegment]], io_buffer_size: int) -> None:
+    """What ``cleanSegments`` would meet, group after group, in the segments served as they are (the only ones
+    the load did not read whole): ``LogCleaningException`` where Kafka's round throws, before any group is
+    written. Every other segment was read whole at the load."""
+    for group in groups:
+        for i, seg in enumerate(group):
+            if not seg.as_is:
+                continue
+            if i + 1 == len(group):
+                read_next_offset(seg)
+            with _open_segment(seg) as buf:
+                position = 0
+                while (batch := read_batch(buf, position, seg, io_buffer_size)) is not None:
+                    position = batch.position + batch.size_in_bytes
+
+
 def _delete_horizon(buf, batch: RecordBatch) -> int | None:
     """``RecordBatch.deleteHorizonMs``: the base timestamp when attribute bit 6 is set."""
     if batch.magic < 2 or not batch.attributes & DELETE_HORIZON_FLAG_MASK:
@@ -533,9 +625,9 @@ class Cleaner:
                     status, position = m.native.build(buf, position, start, max_desired)
                     if status == _FULL:
                         return True
-                    if status == _END:
+                    if status == _END and position >= len(buf):
                         break
-                batch = next(batches(buf, position), None)
+                batch = read_batch(buf, position, seg, self.io_buffer_size)
                 if batch is None:
                     break
                 _note(events, buf, batch)
@@ -715,7 +807,7 @@ class Cleaner:
                           self.keep_files and sink is None, sink)
         tm.cleaned_index = out.txn_index
         for i, seg in enumerate(group):
-            seg_upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
+            seg_upper = group[i + 1].base_offset if i + 1 < len(group) else read_next_offset(seg)
             tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, seg.base_offset,
                                                                      seg_upper))
             retain_legacy_deletes = seg.mtime_ms > legacy_horizon
@@ -745,14 +837,14 @@ class Cleaner:
                     status, position, size, *counts, rebuilt = m.native.filter(buf, position, now_ms,
                                                                                high_watermark, delete_retention_ms)
                     stats.add_counts(*counts)
-                    if status == _END:
+                    if status == _END and position >= len(buf):
                         break
                     if status in (_COPY, _REBUILT):
                         out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]), position)
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
-                batch = next(batches(buf, position), None)
+                batch = read_batch(buf, position, seg, self.io_buffer_size)
                 if batch is None:
                     break
                 position = batch.position + batch.size_in_bytes

@@ -7,6 +7,14 @@ would leave (``plan_cleaning``: a ``CleaningPlan``, counts only) or to write it 
 The load is ``LogLoader``'s (every segment recovered, producers expired at ``now``): a partition whose load would
 truncate or fail is not planned (``error``; ``segdex recover`` first). A round that would rebuild a snappy batch is
 not planned either where the snappy kernel is not built (``error``).
+
+A damaged segment a broker's start does not re-read (the log dir's ``.kafka_cleanshutdown`` marker, or a segment
+below the floor segment of the partition's recovery point) is served as it is, its indexes as on disk: Kafka's
+cleaner then meets the damage while it reads (``cleaner.read_batch``). Where Kafka's round throws (a size field
+below 14, a bad magic byte, a batch cut short or running past its segment's end), the round is refused before its
+first write: the partition is left as it was, the error names the file, the byte position and Kafka's exception.
+Where Kafka's round reads through it (a wrong CRC: the cleaner checks none), segdex's round does too, leaving
+the bytes Kafka's leaves, and the plan's ``why`` says so.
 """
 
 from __future__ import annotations
@@ -21,8 +29,11 @@ from types import SimpleNamespace
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.errors import CorruptRecordException, SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.index.offset_index import OffsetIndex
+from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
+from segdex.indexcore.index.transaction_index import parse_transaction_index
 from segdex.indexcore.log.cleaner import (
     CleanedSegment,
     Cleaner,
@@ -31,9 +42,17 @@ from segdex.indexcore.log.cleaner import (
     GroupWriter,
     LastRecord,
     LogCleaningException,
+    meet_damage,
     without_bytes,
 )
-from segdex.indexcore.log.layout import SEGMENT_SUFFIXES, filename_prefix_from_offset
+from segdex.indexcore.log.layout import (
+    INDEX_FILE_SUFFIX,
+    SEGMENT_SUFFIXES,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    filename_prefix_from_offset,
+    index_paths,
+)
 from segdex.indexcore.log.local_log import complete_swaps, open_cleaned_log, replace_segments, replaced_files
 from segdex.indexcore.log.log_cleaner_manager import (
     SegmentFacts,
@@ -42,11 +61,14 @@ from segdex.indexcore.log.log_cleaner_manager import (
     last_stable_offset,
     segment_facts,
 )
-from segdex.indexcore.log.log_loader import LogLoader
+from segdex.indexcore.log.log_loader import LoadFailed, LogLoader, _floor_index
+from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, read_snapshot
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.quarantine import QuarantineSession
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
 from segdex.indexcore.status import SegmentStatus
 
@@ -117,6 +139,21 @@ class LoadedForCleaning:
     log_start_offset: int
     log_end_offset: int
     producer_state: ProducerStateManager
+    # damaged segments served as they are: (path, byte position of the first batch recovery finds invalid, why)
+    as_is: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
+    # UnifiedLog's firstUnstableOffsetMetadata after the load (None: no transaction open): ``_first_unstable``
+    first_unstable_offset: int | None = None
+
+    def carried_through(self, round_: CleaningRound) -> str | None:
+        """What a round that did not throw says of the damaged segments served as they are."""
+        replaced = {b for c in round_.segments for b in c.replaces}
+        notes = []
+        for path, position, why in self.as_is:
+            base = next(s.base_offset for s in self.segments if s.log_path == path)
+            what = ("carried through as Kafka's round carries it (its cleaner checks no CRC)" if base in replaced
+                    else "not read by this round")
+            notes.append(f"{path} byte {position} ({why}): {what}")
+        return "; ".join(notes) or None
 
     def active_producers(self) -> dict[int, LastRecord]:
         """``UnifiedLog.lastRecordsOfActiveProducers``."""
@@ -125,41 +162,174 @@ class LoadedForCleaning:
 
 
 def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
-                      log_start_offset_checkpoint: int = 0) -> LoadedForCleaning:
+                      log_start_offset_checkpoint: int = 0, clean_shutdown: bool = False,
+                      recovery_point: int | None = None) -> LoadedForCleaning:
     """The partition loaded as ``LogLoader`` loads it at ``now_ms``; ``LogCleaningException`` when a segment is not
-    whole (the broker's load would truncate or fail)."""
+    whole and the broker's load would re-read it (truncate or fail). A damaged segment the load does not re-read
+    (``clean_shutdown``: the log dir's marker; or below the floor segment of ``recovery_point``; its indexes on
+    disk, not recovered when opened) is served as it is (``CleanerSegment.as_is``), as a broker serves it."""
     logs, _ = segment_logs(partition_dir)
     if not logs:
         raise LogCleaningException("no segment")
     loader = LogLoader(partition_dir, config, now_ms, log_start_offset_checkpoint)
-    segs, facts = [], []
-    for base, path in logs:
+    first_reread = len(logs) if clean_shutdown else _floor_index([b for b, _ in logs], recovery_point or 0)
+    segs, facts, as_is = [], [], []
+    for i, (base, path) in enumerate(logs):
         seg = loader.recover_segment(path, base)
         if seg.status != SegmentStatus.OK or seg.result is None:
             why = seg.reason.cause if seg.reason else seg.status
-            raise LogCleaningException(f"{os.path.basename(path)}: {seg.status}: {why}; the broker's load would not "
-                                       f"leave it as it is (segdex recover first)")
+            served = _served_as_is(path, base, config, i == len(logs) - 1) if i < first_reread else None
+            if served is None:
+                raise LogCleaningException(f"{os.path.basename(path)}: {seg.status}: {why}; the broker's load would "
+                                           f"not leave it as it is (segdex recover first)")
+            segs.append(served[0])
+            facts.append(served[1])
+            as_is.append((os.path.abspath(path), seg.result.valid_bytes if seg.result else 0, str(why)))
+            continue
         r = seg.result
         mtime_ms = os.stat(path).st_mtime_ns // 1_000_000
-        segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, r.offset_index, len(r.time_index),
-                                   list(r.txn_index.aborted), r.next_offset))
-        facts.append(segment_facts(path, base, r))
+        # a magic byte above 2 passes recovery (the v2 CRC does not cover it) but not the cleaner's read
+        bad_magic = MAGIC_ABOVE_V2 in r.magics
+        offset_index, time_entries, fact = r.offset_index, len(r.time_index), segment_facts(path, base, r)
+        aborted = list(r.txn_index.aborted)
+        if i < first_reread and os.path.exists(index_paths(path)[INDEX_FILE_SUFFIX]):
+            # not re-read by the start: its indexes as on disk (a cleaned segment's can differ from a rebuild's)
+            offset_index, time_entries, largest = _indexes_on_disk(path, base, config)
+            fact = dataclasses.replace(fact, largest_timestamp=largest)
+            aborted = parse_transaction_index(_read(index_paths(path)[TXN_INDEX_FILE_SUFFIX]))
+        segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, offset_index, time_entries, aborted,
+                                   r.next_offset, as_is=bad_magic))
+        facts.append(fact)
+        if bad_magic:
+            as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
     loaded = loader.finish()
-    return LoadedForCleaning(segs, facts, loaded.log_start_offset, loaded.log_end_offset,
-                             loader.recovery.producer_state)
+    leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset
+    producers = loader.recovery.producer_state
+    if clean_shutdown:  # a clean start loads the snapshot at the log end (a replay of cleaned segments differs)
+        producers = _snapshot_state(partition_dir, leo, now_ms, config) or producers
+    unstable = _first_unstable(segs, producers.first_unstable_offset(loaded.log_start_offset), leo)
+    return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is, unstable)
+
+
+def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offset: int) -> int | None:
+    """``UnifiedLog.updateFirstUnstableOffset`` after the load: the producer state's first unstable offset (a bare
+    offset, not below the log start offset) made ``LogOffsetMetadata`` by ``convertToOffsetMetadataOrThrow``, a
+    read from that offset (``LocalLog.read``), whose offset Kafka 4.x takes from the batch it finds
+    (``LogSegment.read``, ``FileRecords.searchForOffsetFromPosition``): the batch at that offset, else the one
+    holding it, else the next batch of that segment or of a later one, else the log end. It is the offset itself
+    but where its batch is gone: a damaged segment served as it is, cut before it (its next whole batch's base
+    offset, in a later segment, then). A size field below 14 on the way fails the read, and so the load."""
+    if offset is None or offset == log_end_offset:
+        return offset
+    if offset > log_end_offset:
+        raise LogCleaningException(f"the load: org.apache.kafka.common.errors.OffsetOutOfRangeException: first "
+                                   f"unstable offset {offset} past the log end offset {log_end_offset}")
+    first = _floor_index([s.base_offset for s in segs], offset)
+    for seg in segs[first:]:
+        with open_log(seg.log_path) as buf:
+            previous = None
+            try:
+                for batch in batches(buf, seg.offset_index.lookup(offset)[1]):
+                    if batch.base_offset == offset:
+                        return offset
+                    if batch.base_offset > offset:
+                        held = previous is not None and previous.last_offset >= offset
+                        return previous.base_offset if held else batch.base_offset
+                    previous = batch
+            except CorruptRecordException as e:
+                raise LogCleaningException(f"the load: org.apache.kafka.common.errors.CorruptRecordException: {e} "
+                                           f"in {os.path.abspath(seg.log_path)}") from None
+            if previous is not None and previous.last_offset >= offset:
+                return previous.base_offset
+    return log_end_offset
+
+
+def _bad_magic_at(path: str) -> int:
+    """The position of the first batch whose magic byte is above 2."""
+    with open_log(path) as buf:
+        return next((b.position for b in batches(buf) if b.magic > 2), 0)
+
+
+def _snapshot_state(partition_dir: str, offset: int, now_ms: int, config: LogConfig) -> ProducerStateManager | None:
+    """The producer state a clean start loads from the snapshot at ``offset`` (None: no such snapshot, or one
+    that does not read)."""
+    try:
+        with open(os.path.join(partition_dir, producer_snapshot_file_name(offset)), "rb") as f:
+            entries = read_snapshot(f.read())
+    except (OSError, SegdexError):
+        return None
+    state = ProducerStateManager()
+    for e in entries:
+        state.producers[e.producer_id] = e
+        if e.current_txn_first_offset is not None:
+            state.ongoing_txns[e.current_txn_first_offset] = e.producer_id
+    return state.reloaded(now_ms, config.producer_id_expiration_ms)
+
+
+def _served_as_is(path: str, base: int, config: LogConfig,
+                  last: bool) -> tuple[CleanerSegment, SegmentFacts] | None:
+    """A damaged segment a clean start opens as it is (None: its load recovers it when it opens it, its
+    ``.index`` missing or its ``.txnindex`` failing the sanity check; or the start fails on it): its ``.log``
+    and indexes as on disk, what the cleaner's choice reads of it, its ``readNextOffset`` (or what that throws)."""
+    files = index_paths(path)
+    try:
+        if LogLoader.recovered_when_opened(path, base, os.path.exists(files[INDEX_FILE_SUFFIX])) is not None:
+            return None
+    except LoadFailed:
+        return None
+    segment = LogSegment(path, base)
+    error = None
+    try:
+        next_offset = segment.read_next_offset()
+    except CorruptRecordException as e:
+        if last:  # the log end offset: the load itself throws
+            return None
+        next_offset, error = base, (f"org.apache.kafka.common.errors.CorruptRecordException: "
+                                    f"{str(e).rstrip('.')} in file {os.path.abspath(path)}.")
+    try:
+        first_timestamp = segment.first_batch_timestamp()
+    except CorruptRecordException:  # the cleaner's choice throws on it
+        return None
+    offset_index, time_entries, largest = _indexes_on_disk(path, base, config)
+    txn = parse_transaction_index(_read(files[TXN_INDEX_FILE_SUFFIX]))
+    st = os.stat(path)
+    mtime_ms = st.st_mtime_ns // 1_000_000
+    seg = CleanerSegment(path, base, st.st_size, mtime_ms, offset_index, time_entries, txn, next_offset,
+                         as_is=True, next_offset_error=error)
+    return seg, SegmentFacts(base, st.st_size, largest, first_timestamp)
+
+
+def _indexes_on_disk(path: str, base: int, config: LogConfig) -> tuple[OffsetIndex, int, int]:
+    """A segment's indexes as a start that does not re-read it opens them: (its offset index, its time index's
+    entries, ``LogSegment.largestTimestamp``)."""
+    files = index_paths(path)
+    offset_index = OffsetIndex.from_bytes(_read(files[INDEX_FILE_SUFFIX]), base, config.segment_index_bytes)
+    time_entries = len(_read(files[TIME_INDEX_FILE_SUFFIX])) // TIME_INDEX_ENTRY_SIZE
+    return offset_index, time_entries, LogSegment(path, base).largest_timestamp()[0]
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
 
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
-                  checkpoint: int | None = None, until_clean: bool = False, threads: int | None = None) -> CleaningPlan:
+                  checkpoint: int | None = None, until_clean: bool = False, threads: int | None = None,
+                  clean_shutdown: bool = False, recovery_point: int | None = None) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
     ``Cleaner.doClean`` with this thread's offset map (``CleanerConfig``), its figures counted, no byte kept;
     with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
     left, as a broker's cleaner holds the log between its passes: a round a later one reads is written to a
     scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory.
-    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one)."""
+    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one).
+    ``clean_shutdown`` (the log dir's marker) and ``recovery_point`` (the partition's checkpoint entry): what the
+    load does not re-read (``load_for_cleaning``)."""
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint, threads)
+                         checkpoint, threads, clean_shutdown, recovery_point)
     if ctx is None:
         return plan
     if not until_clean:
@@ -168,6 +338,7 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
         except (UnsupportedCompressionException, SegdexError, OSError) as e:
             plan.error = _round_error(e)
             return plan
+        _say_carried(plan, ctx.loaded, round_)
         return _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
     with tempfile.TemporaryDirectory(prefix="segdex-clean-plan-") as scratch:
         writer = _ScratchWriter(scratch, ctx.config.segment_index_bytes)
@@ -189,6 +360,7 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
                 plan.error = _round_error(e, f"round {plan.rounds + 1}")
                 break
             if previous is None:
+                _say_carried(plan, ctx.loaded, round_)
                 plan = _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
             elif round_.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
                 plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
@@ -205,7 +377,8 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
                     log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                     checkpoint: int | None = None, quarantine: str | None = None, run_id: str = "",
                     force: bool = False, session: QuarantineSession | None = None,
-                    threads: int | None = None) -> CleaningPlan:
+                    threads: int | None = None, clean_shutdown: bool = False,
+                    recovery_point: int | None = None) -> CleaningPlan:
     """One partition cleaned (``LogCleaner.cleanLog`` applied) when Kafka's cleaner would clean it now (or ``force``),
     streamed as Kafka's round streams it: each group cleaned into its ``.cleaned`` files while its segments are
     read, then swapped in (``LocalLog.replaceSegments``, ``local_log``) before the next group starts, every file it
@@ -214,21 +387,23 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
     group's indexes. The log dir's ``cleaner-offset-checkpoint`` is the caller's to write (``end_offset``), once
     per log dir. The caller holds the log dir's ``.lock``.
 
-    A round that throws part way (Kafka's round throws there too: a full index, a damaged batch) leaves the groups
-    before it swapped in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False).
+    A round that throws part way (Kafka's round throws there too: a full index) leaves the groups before it swapped
+    in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False).
     ``threads``: as ``plan_cleaning``'s (a split round swaps its groups in the same order; it holds a group per
-    thread)."""
+    thread). A damaged batch in a segment served as it is (``clean_shutdown``, ``recovery_point``:
+    ``load_for_cleaning``) where Kafka's round throws is met before the first group is written: the partition is
+    left as it was."""
     # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
     finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
     finished += complete_swaps(partition_dir)
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
-                         checkpoint, threads)
+                         checkpoint, threads, clean_shutdown, recovery_point)
     plan.finished = "; ".join(finished) or None
     if ctx is None or not (plan.would_clean or force):
         return plan
     if quarantine is not None and session is None:
         session = QuarantineSession(partition_dir, quarantine, run_id, "segdex clean: replaced by cleaned segments")
-    writer = SwapWriter(partition_dir, session, quarantine)
+    writer = SwapWriter(partition_dir, session, quarantine, ctx.cleaning.io_buffer_size)
     try:
         round_ = ctx.clean(writer=writer)
     except (UnsupportedCompressionException, SegdexError, OSError) as e:
@@ -243,11 +418,19 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
         elif not isinstance(e, _ShortOfRoom):
             plan.error += "; nothing was changed"
         return plan
+    _say_carried(plan, ctx.loaded, round_)
     _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
     plan.quarantine = session.where if session is not None and session.manifest.pieces else None
     plan.applied = True
     plan.bytes_freed = plan.bytes_before - plan.bytes_after
     return plan
+
+
+def _say_carried(plan: CleaningPlan, loaded: LoadedForCleaning, round_: CleaningRound) -> None:
+    """The plan's ``why`` says what a round that did not throw made of the damaged segments served as they are."""
+    said = loaded.carried_through(round_)
+    if said:
+        plan.why = f"{plan.why}; damaged, served as it is: {said}"
 
 
 class _ShortOfRoom(SegdexError):
@@ -264,8 +447,10 @@ class SwapWriter(GroupWriter):
     quarantine, its ``.log`` streamed into a temporary, then ``replace_segments`` (the ``.cleaned`` files, the
     ``.swap`` renames, the old segments' ``.deleted``), before the next group is read."""
 
-    def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None) -> None:
+    def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None,
+                 io_buffer_size: int = 262_144) -> None:
         self.partition_dir = partition_dir
+        self.io_buffer_size = io_buffer_size
         self.session = session
         self.quarantine = quarantine
         self.groups = 0  # groups swapped in
@@ -290,7 +475,9 @@ class SwapWriter(GroupWriter):
         (each group's sources go as it is swapped in). In a quarantine elsewhere: every original the round
         replaces. A quarantine on the log dir's filesystem holds its copies to the end while the cleaned groups
         take the place of their sources, so at group i the filesystem needs the groups' outputs so far plus group
-        i's copies: the most of that over the round."""
+        i's copies: the most of that over the round. First, what the round would meet in the segments served as
+        they are (``cleaner.meet_damage``): where Kafka's round throws, nothing is written."""
+        meet_damage(groups, self.io_buffer_size)
         needs = [self._needs(g) for g in groups]
         if not needs:
             return
@@ -440,18 +627,20 @@ class _Prepared:
 
 
 def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
-             log_start_offset_checkpoint: int, high_watermark: int | None,
-             checkpoint: int | None, threads: int | None = None) -> tuple[CleaningPlan, _Prepared | None]:
+             log_start_offset_checkpoint: int, high_watermark: int | None, checkpoint: int | None,
+             threads: int | None = None, clean_shutdown: bool = False,
+             recovery_point: int | None = None) -> tuple[CleaningPlan, _Prepared | None]:
     """The partition loaded, ``LogCleanerManager``'s choice made; the round's context (None: no round)."""
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
-        loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint)
+        loaded = load_for_cleaning(partition_dir, config, now_ms, log_start_offset_checkpoint, clean_shutdown,
+                                   recovery_point)
     except (LogCleaningException, SegdexError, OSError) as e:
         plan.error = f"not loaded: {getattr(e, 'strerror', None) or e}"
         return plan, None
     start, end = loaded.log_start_offset, loaded.log_end_offset
     hw = clamped_high_watermark(high_watermark, start, end)
-    lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), hw)
+    lso = last_stable_offset(loaded.first_unstable_offset, hw)
     view = cleaning_view(loaded.facts, start, end, lso, checkpoint, now_ms, config)
     ratio = view.log.cleanable_ratio
     plan.first_dirty_offset = view.offsets.first_dirty_offset

@@ -344,3 +344,54 @@ def test_a_round_that_fails_after_groups_were_swapped_in_exits_3(tmp_path: Path)
     assert [p.stat().st_size for p in sorted(part.glob("*.log"))] == [2644, 4651, 1450]
     assert not (log_dir / "cleaner-offset-checkpoint").exists() or not read_offset_checkpoint(
         log_dir / "cleaner-offset-checkpoint")
+
+
+def _served_as_is(log_dir: Path, damage) -> tuple[Path, int]:
+    """Every segment's indexes written (as a broker leaves them), the log dir cleanly shut down, then ``damage``
+    (a function of the batch's bytes and position) applied to the second batch of orders-1's first segment:
+    (that segment, the batch's position)."""
+    from segdex.indexcore.log.log_loader import LogLoader
+    from segdex.indexcore.log.log_segments import segment_logs
+    from segdex.indexcore.record.file_records import batches
+
+    for part in log_dir.iterdir():
+        loader = LogLoader(str(part), LogConfig(cleanup_policy="compact"))
+        for base, path in segment_logs(part)[0]:
+            for suffix, data in loader.recover_segment(path, base).files.items():
+                if suffix != ".log" and data is not None:
+                    Path(path[:-4] + suffix).write_bytes(data)
+    (log_dir / ".kafka_cleanshutdown").touch()
+    first = sorted((log_dir / "orders-1").glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    position = list(batches(bytes(data)))[1].position
+    damage(data, position)
+    first.write_bytes(bytes(data))
+    return first, position
+
+
+def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(tmp_path: Path, capsys):
+    """A damaged batch below the recovery point of a clean start: a bad magic byte fails Kafka's round (its
+    ``CorruptRecordException``), so the partition is left as it was with an ``error`` row naming the file, the
+    byte position and Kafka's exception, the other partition cleaned, exit 1, no traceback; a wrong CRC is read
+    through (Kafka's cleaner checks none) and said so."""
+    log_dir, now = _compacted_log_dir(tmp_path)
+    first, position = _served_as_is(log_dir, lambda data, p: data.__setitem__(p + 16, 7))
+    before = _tree(log_dir / "orders-1")
+    args = ["clean", "--now", str(now), "--metadata", str(tmp_path / "meta"), "--topic-config",
+            "orders:cleanup.policy=compact", "--apply", "--discard", str(log_dir)]
+    assert segdex(args) == 1
+    out, err = capsys.readouterr()
+    kafka = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
+    assert f"error: orders-1: Kafka's cleaner fails this round ({kafka}): a damaged batch at byte {position} of " \
+           f"{first}" in err and "nothing was changed" in err, err
+    assert "Traceback" not in err and "orders-0: cleaned: " in out
+    assert _tree(log_dir / "orders-1") == before
+    rows = MetadataStore(str(tmp_path / "meta")).read(CLEANING_TABLE.name).to_pylist()
+    assert {r["partition"]: r["status"] for r in rows} == {0: "applied", 1: "error"}
+
+    crc_dir, now = _compacted_log_dir(tmp_path / "crc")
+    first, position = _served_as_is(crc_dir, lambda data, p: data.__setitem__(p + 18, data[p + 18] ^ 0x20))
+    assert segdex(["clean", "--now", str(now), "--no-record", "--topic-config", "orders:cleanup.policy=compact",
+                   str(crc_dir)]) == 0
+    out = capsys.readouterr().out
+    assert f"damaged, served as it is: {first} byte {position} (" in out, out

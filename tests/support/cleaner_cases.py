@@ -10,6 +10,13 @@ for byte with the ``.log``'s modification time; replaced segments gone on both s
 applied one (``clean_partition``'s writer): each group streamed into its ``.cleaned`` files and swapped into
 segdex's copy before the next, the files compared as they lie there.
 
+Damaged cases (``damage``): the partition is first started and stopped cleanly by Kafka (its indexes and producer
+snapshots written), then one batch below the log end (not a segment's first, not in the active segment) is damaged
+in both copies: a flipped CRC byte, a bad magic byte, a bad size field (below 14, or past the segment's end), or
+the segment cut short inside it. Both then load as after a clean shutdown with the recovery point at the log end,
+so that the cleaner meets the batch as it is: Kafka's round throws (the same exception from segdex, and segdex's
+copy left as it was) or carries it through (the same bytes).
+
 Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
 --cleaner`` (thousands)."""
 
@@ -20,6 +27,7 @@ import os
 import random
 import re
 import shutil
+import struct
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,6 +36,7 @@ from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningExce
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.kafka_harness import KafkaOracle
@@ -83,43 +92,47 @@ def _kind(exception: str) -> str:
 
 
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
-                   wide: bool = False, tight: bool = False, magic: int = 2) -> CleanerVerdict:
+                   wide: bool = False, tight: bool = False, magic: int = 2, damage: bool = False) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
     (the cleaner's grouping by index size). ``tight`` (with ``wide``) sets ``segment.index.bytes`` at the edge of
     a merge: two neighbours' indexes just fit it, so the merged segment's can outgrow it and Kafka's round throw
-    (``Cleaner``'s module docs). ``magic`` 0 or 1: a log of a message format before 0.11."""
+    (``Cleaner``'s module docs). ``magic`` 0 or 1: a log of a message format before 0.11. ``damage``: one batch
+    damaged below the recovery point of a clean start (the module's docs)."""
     ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight, magic)
     kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
-    verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys")
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
                     "segment.index.bytes": config.segment_index_bytes}
+    kind, recovery_point = _started_and_damaged(rng, oracle, ours, theirs, now, kafka_config, kind, damage)
+    verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys")
     checkpoint = None
     for second in (False, True):
         if second:
             now += rng.choice([0, config.delete_retention_ms + 1])
         where = f"round {int(second) + 1}"
         try:
-            loaded = load_for_cleaning(str(ours), config, now)
+            loaded = load_for_cleaning(str(ours), config, now, clean_shutdown=damage, recovery_point=recovery_point)
         except LogCleaningException as e:  # the load throws: Kafka's must too
-            answer = oracle.cleanable(theirs, now, config=kafka_config)
+            answer = oracle.cleanable(theirs, now, config=kafka_config, recovery_point=recovery_point or 0,
+                                      clean=damage)
             if "exception" not in answer:
                 verdict.mismatches.append(f"{where}: segdex's load failed ({e}), Kafka's did not")
             else:
                 verdict.kafka_threw = f"the load: {answer['exception']}"
             return verdict
         segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
-        unstable = loaded.producer_state.first_unstable_offset(start)
+        unstable = loaded.first_unstable_offset
         if not second:
             checkpoint = rng.choice([None, None, rng.randint(start, leo)])
         # the high watermark: the log end, or a segment boundary (the batch ending there stays, 4.4)
         hw = leo if len(segs) < 3 or rng.random() < 0.6 else rng.choice(segs[1:-1]).base_offset
         view = cleaning_view(loaded.facts, start, leo, last_stable_offset(unstable, hw), checkpoint, now, config)
         answer = oracle.cleanable(theirs, now, start, hw, checkpoint,
-                                  dedupe if view.log.cleanable_bytes else 0, config=kafka_config)
+                                  dedupe if view.log.cleanable_bytes else 0, config=kafka_config,
+                                  recovery_point=recovery_point or 0, clean=damage)
         differ = _view_differs(view, last_stable_offset(unstable, hw), leo, answer)
         if differ:
             verdict.mismatches.append(f"{where}: {differ}")
@@ -144,6 +157,56 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     return verdict
 
 
+DAMAGES = ("crc", "magic", "size", "cut")
+
+
+def _started_and_damaged(rng: random.Random, oracle: KafkaOracle, ours: Path, theirs: Path, now: int,
+                         kafka_config: dict, kind: str, damage: bool) -> tuple[str, int | None]:
+    """With ``damage``: Kafka's start and clean stop of ``theirs`` (its indexes and producer snapshots written),
+    copied to ``ours``, then one batch damaged in both. (The case's kind, the recovery point: the log end; None
+    without ``damage``.) A load that fails leaves the partition undamaged: the rounds' views then differ."""
+    if not damage:
+        return kind, None
+    started = oracle.load(theirs, now, config=kafka_config)
+    if "exception" in started:
+        return f"damaged {kind} not loaded", 0
+    shutil.rmtree(ours)
+    shutil.copytree(theirs, ours)
+    return f"damaged {kind} {damage_batch(rng, ours, theirs)}", started["logEndOffset"]
+
+
+def damage_batch(rng: random.Random, *parts: Path) -> str:
+    """One batch of a segment before the active one, not the segment's first, damaged alike in each of ``parts``
+    (copies of one partition): a CRC byte flipped, the magic byte set outside 0..2, the size field below 14 or
+    past the segment's end, or the segment cut inside the batch. Returns the damage's kind ("none": no segment
+    has a second batch)."""
+    logs = sorted(parts[0].glob("*.log"))[:-1]
+    found = [(log, b) for log in logs for b in list(batches(log.read_bytes()))[1:]]
+    if not found:
+        return "none"
+    log, batch = rng.choice(found)
+    kind = rng.choice(DAMAGES)
+    data = bytearray(log.read_bytes())
+    p, size = batch.position, batch.size_in_bytes
+    if kind == "crc":  # v2: the CRC field; v0/v1: the message's CRC
+        data[p + (17 if batch.magic >= 2 else 12) + rng.randrange(4)] ^= 1 << rng.randrange(8)
+    elif kind == "magic":
+        data[p + 16] = rng.choice([3, 7, 127, 0x80, 0xFF])
+    elif kind == "size":
+        left = len(data) - p - 12
+        data[p + 8:p + 12] = struct.pack(">i", rng.choice([0, 5, 13, -1, left + rng.randint(1, 100), 2_000_000]))
+    else:
+        data = data[:p + rng.choice([rng.randint(1, 16), rng.randint(17, size - 1)])]
+    for part in parts:
+        (part / log.name).write_bytes(bytes(data))
+        os.utime(part / log.name, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns))
+    return kind
+
+
+def _listing(part: Path) -> dict[str, tuple[int, int]]:
+    return {f.name: (f.stat().st_size, f.stat().st_mtime_ns) for f in part.iterdir()}
+
+
 def _view_differs(view, lso: int, leo: int, answer: dict) -> str | None:
     """How the cleaner's view differs from Kafka's answer (None: it does not)."""
     if "exception" in answer or "unsupported" in answer:
@@ -163,12 +226,16 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
            theirs: Path) -> tuple[CleaningRound | None, str | None]:
     """segdex's round (``clean()``) against Kafka's answer: (the round, None) when both cleaned; (None, "") when
     both threw the same (``verdict.kafka_threw`` then says what; a path in it is Kafka's copy's, ``theirs``, where
-    segdex's names ``ours``); (None, why) when they differ."""
+    segdex's names ``ours``); (None, why) when they differ. A damaged batch segdex's round throws on leaves its
+    copy as it was."""
+    before = _listing(ours)
     try:
         round_ = clean()
     except LogCleaningException as e:
         if e.kafka_exception != answer.get("cleanException", "").replace(str(theirs), str(ours)):
             return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
+        if e.path is not None and _listing(ours) != before:
+            return None, f"segdex's round threw on a damaged batch ({e.kafka_exception}) but changed its copy"
         verdict.kafka_threw = e.kafka_exception
         return None, ""
     except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on

@@ -64,6 +64,13 @@ class KafkaInstall:
     def family(self) -> int:
         return int(self.version.split(".")[0])
 
+    @property
+    def oracle_classes(self) -> Path:
+        """Where ``KafkaOracle.java`` is compiled for this release: ``oracle/`` beside its jars, or
+        ``$SEGDEX_ORACLE_CLASSES/<version>`` (a worktree's own build, its oracle source changed, the jars shared)."""
+        override = os.environ.get("SEGDEX_ORACLE_CLASSES")
+        return Path(override) / self.version if override else self.home / "oracle"
+
     def classpath(self, *extra: Path) -> str:
         return os.pathsep.join([*(str(p) for p in extra), str(self.home / "libs" / "*")])
 
@@ -325,7 +332,7 @@ class KafkaOracle:
         for name, text in (("log4j2.properties", log4j2), ("log4j.properties", log4j1)):
             (work / name).write_text(text)
         self.proc = subprocess.Popen(
-            install.java("KafkaOracle", extra_cp=(install.home / "oracle",), log_config=work, broker_jvm=broker_jvm),
+            install.java("KafkaOracle", extra_cp=(install.oracle_classes,), log_config=work, broker_jvm=broker_jvm),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True)
 
@@ -353,16 +360,19 @@ class KafkaOracle:
 
     def cleanable(self, partition_dir: Path, now_ms: int, log_start_offset: int = 0, high_watermark: int = -1,
                   checkpoint: int | None = None, dedupe_bytes: int = 0,
-                  config: dict[str, object] | None = None) -> dict:
+                  config: dict[str, object] | None = None, recovery_point: int = 0, clean: bool = False) -> dict:
         """Kafka's log cleaner's view of ``partition_dir`` (a ``<topic>-<n>`` dir, loaded in place as ``load``
         loads it): ``LogCleanerManager.cleanableOffsets``, ``maxCompactionDelay`` and ``LogToClean`` at ``now_ms``
         with the checkpointed offset ``checkpoint`` (None: no entry) and the high watermark (-1: the log end);
         with ``dedupe_bytes`` also one ``Cleaner.doClean`` round (``endOffset``, ``cleanMs``), which rewrites the
-        dir. Kafka 4.x's Java cleaner, or 3.x's Scala one (``kafka.log``) by the same names."""
+        dir. Kafka 4.x's Java cleaner, or 3.x's Scala one (``kafka.log``) by the same names. The log is opened with
+        ``recovery_point`` and the clean-shutdown flag ``clean`` (both: a clean start, no segment re-read, so a
+        damaged batch below the recovery point reaches the cleaner as it is)."""
         pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
         cp = "-" if checkpoint is None else str(checkpoint)
         return self._ask(f"cleanable\t{partition_dir}\t{log_start_offset}\t{now_ms}\t{high_watermark}\t{cp}"
-                         f"\t{dedupe_bytes}\t{pairs}", f"cleaner view of {partition_dir}")
+                         f"\t{dedupe_bytes}\t{pairs}\t{recovery_point}\t{int(clean)}",
+                         f"cleaner view of {partition_dir}")
 
     def validate(self, name: str, value: str) -> str | None:
         """Kafka's ``LogConfig.validate`` of one topic config: its message when it refuses the value, else None."""

@@ -50,7 +50,7 @@ def load(part: Path, config: LogConfig, now: int, checkpoint: int | None = None)
     offsets, the ``CleaningView``."""
     loaded = load_for_cleaning(str(part), config, now)
     start, leo, segs = loaded.log_start_offset, loaded.log_end_offset, loaded.segments
-    unstable = loaded.producer_state.first_unstable_offset(start)
+    unstable = loaded.first_unstable_offset
     facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
     view = cleaning_view(facts, start, leo, last_stable_offset(unstable, leo), checkpoint, now, config)
     return segs, loaded.active_producers(), start, leo, view
@@ -338,3 +338,22 @@ def test_a_v1_message_set_emptied_at_the_high_watermark_is_kafkas_failure(kafka4
                 "java.lang.IllegalStateException: Empty batches are only supported for magic v2 and above")
         else:
             assert "cleanException" not in answer and clean().end_offset == answer["endOffset"] == 3
+
+
+def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(kafka44, tmp_path: Path):
+    """One batch damaged below the recovery point of a clean start (``judge_cleaning(damage=True)``): a bad size
+    field, a bad magic byte or a batch cut short fails Kafka's round and segdex's with the same exception
+    (segdex's copy left as it was); a wrong CRC is read through by both to the same bytes."""
+    total = CleanerVerdict()
+    kinds = set()
+    rng = random.Random(38)
+    for i in range(24):
+        v = judge_cleaning(rng, kafka44, tmp_path / "case", magic=(2, 2, 1)[i % 3], damage=True)
+        assert not v.mismatches, (i, v.kind, v.mismatches)
+        kinds.add(v.kind.split("/")[0].split()[-1])
+        total.add(v)
+    assert {"crc", "magic", "size", "cut"} <= kinds, kinds
+    assert any("Invalid magic found in record" in k for k in total.threw), total.threw
+    assert any("but not processed for log segment" in k or "Could not determine next batch size" in k
+               for k in total.threw), total.threw
+    assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned

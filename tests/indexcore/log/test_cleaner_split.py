@@ -26,7 +26,7 @@ def _round(part: Path, config: LogConfig, now: int, dedupe: int, threads: int, h
     loaded = load_for_cleaning(str(part), config, now)
     segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
     hw = leo if len(segs) < 3 or hw_choice < 0.6 else segs[1 + int(hw_choice * 1000) % (len(segs) - 2)].base_offset
-    lso = last_stable_offset(loaded.producer_state.first_unstable_offset(start), hw)
+    lso = last_stable_offset(loaded.first_unstable_offset, hw)
     view = cleaning_view(loaded.facts, start, leo, lso, None, now, config)
     if not view.log.cleanable_bytes:
         return None

@@ -119,3 +119,32 @@ def test_an_applied_round_holds_one_group_not_the_round(tmp_path: Path):
     (manifest,) = (tmp_path / "q").rglob("manifest.json")
     pieces = json.loads(manifest.read_text())["pieces"]
     assert sorted(Path(p["source"]).name for p in pieces) == sorted(n for n in originals if int(n[:20]) < offset)
+
+
+def test_the_first_unstable_offset_is_the_batch_a_read_from_it_finds(tmp_path: Path):
+    """Kafka 4.x's ``convertToOffsetMetadataOrThrow`` takes the offset of the batch its read finds: where a
+    damaged segment served as it is was cut before the open transaction's first batch, the next whole batch's base
+    offset in a later segment (the last stable offset above the snapshot's first unstable offset); the offset
+    itself where its batch is there; the batch holding it; the log end where no batch is left."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.log.cleaner import CleanerSegment
+    from segdex.indexcore.log.log_cleaner import _first_unstable
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    def segment(base: int, batches: list[bytes], cut: int = 0) -> CleanerSegment:
+        path = tmp_path / segment_name(base)
+        data = b"".join(batches)
+        path.write_bytes(data[:len(data) - cut])
+        return CleanerSegment(str(path), base, len(data) - cut, 0, OffsetIndex.from_bytes(b"", base, 1024), 0, [],
+                              base)
+
+    def batch(base: int, count: int) -> bytes:
+        return build_batch(base, [(0, b"k%d" % i, b"v") for i in range(count)])
+
+    segs = [segment(0, [batch(0, 3), batch(3, 4)], cut=20), segment(10, [batch(10, 2), batch(12, 1)])]
+    assert _first_unstable(segs, None, 13) is None
+    assert _first_unstable(segs, 3, 13) == 10  # cut: the next segment's first batch
+    assert _first_unstable(segs, 0, 13) == 0
+    assert _first_unstable(segs, 1, 13) == 0  # held by the batch at 0
+    assert _first_unstable(segs, 12, 13) == 12
+    assert _first_unstable(segs, 13, 13) == 13

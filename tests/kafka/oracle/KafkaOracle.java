@@ -52,8 +52,9 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * values come as {@code k=v} pairs.
  *
  * <p>{@code cleanable\t<partition dir>\t<logStartOffset>\t<now ms>\t<high watermark>\t<checkpoint|->\t<dedupe
- * bytes>\t<k=v;k=v>} is the log cleaner's choice for the partition (Kafka 4.x only), and with a dedupe buffer one
- * cleaning round: see {@code cleanable}.
+ * bytes>\t<k=v;k=v>[\t<recoveryPoint>\t<clean 0|1>]} is the log cleaner's choice for the partition (Kafka 4.x
+ * only), and with a dedupe buffer one cleaning round: see {@code cleanable}. The log is opened as after an unclean
+ * shutdown with no recovery point unless the last two fields say otherwise.
  *
  * <p>{@code validate\t<topic config name>\t<value>} is {@code LogConfig.validate} of that one config (a topic's
  * create or alter): {@code {"ok":true}} or {@code {"error":"<Kafka's message>"}}.
@@ -80,7 +81,8 @@ public final class KafkaOracle {
                         f[4].equals("1"), Long.parseLong(f[5]), f.length > 6 ? f[6] : "");
                 } else if (f[0].equals("cleanable")) {
                     answer = cleanable(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
-                        Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "");
+                        Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "",
+                        f.length > 8 ? Long.parseLong(f[8]) : 0, f.length > 9 && f[9].equals("1"));
                 } else if (f[0].equals("validate")) {
                     answer = validate(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("bench")) {
@@ -327,10 +329,10 @@ public final class KafkaOracle {
      * where the round threw (the view's fields still answered).
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
-                                    String configPairs) throws Exception {
+                                    String configPairs, long recoveryPoint, boolean clean) throws Exception {
         CleanerClasses k = CleanerClasses.find();
         if (k == null) return "{\"unsupported\":\"no log cleaner classes found\"}";
-        Object[] opened = openLog(dir, logStartOffset, 0, false, now, configPairs);
+        Object[] opened = openLog(dir, logStartOffset, recoveryPoint, clean, now, configPairs);
         if (opened[0] instanceof String) return (String) opened[0];
         Object log = opened[0];
         try {
