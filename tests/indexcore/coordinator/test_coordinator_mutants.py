@@ -1,0 +1,245 @@
+"""Tests written for the mutation run's survivors and untested functions in ``indexcore/coordinator/`` (issue 42):
+each pins what a mutant of the named function changes (benchmarks/mutation/report.md lists them)."""
+
+from __future__ import annotations
+
+from segdex.indexcore.coordinator.coordinator_loader import (
+    ANSWERS,
+    DIFFERS,
+    SAME,
+    UNKNOWN,
+    AfterStart,
+    LoadSummary,
+)
+from segdex.indexcore.coordinator.group_metadata_manager import ConsumerGroup, GroupMetadataManager
+from segdex.indexcore.coordinator.records import StringMessageParser
+
+TOPIC_A = bytes(range(16))
+TOPIC_B = bytes(range(16, 32))
+
+
+# --- coordinator_loader.LoadSummary: what an operator reads of a partial load ---------------------------------
+
+
+def test_a_whole_loads_problems_are_its_undecodable_records_only():
+    summary = LoadSummary(next_offset=7, undecodable=["offset 3: bad", "offset 5: worse"])
+    assert summary.problems() == ["offset 3: bad", "offset 5: worse"]
+    assert LoadSummary().problems() == []
+
+
+def test_a_partial_loads_problems_end_with_where_it_stopped():
+    summary = LoadSummary(next_offset=7, stopped="00000000000000000000.log: a CRC", undecodable=["offset 3: bad"])
+    assert summary.problems() == ["offset 3: bad", "00000000000000000000.log: a CRC"]
+
+
+def test_the_partial_line_says_how_far_and_what_was_left_and_kafkas_answer_when_asked():
+    summary = LoadSummary(next_offset=12, stopped="00000000000000000000.log: a CRC", unread_bytes=345)
+    line = ("PARTIAL: __consumer_offsets-3 loaded up to offset 12 only (00000000000000000000.log: a CRC); 345 bytes "
+            "after it not read: its rows may be stale, records after it are missing")
+    assert summary.partial_line("__consumer_offsets-3") == line
+    summary.after_start = AfterStart(SAME, 12, "the start truncates there")
+    assert summary.partial_line("__consumer_offsets-3") == f"{line}. Kafka: the start truncates there"
+
+
+def test_the_partial_reason_names_kafkas_answer_or_that_none_was_predicted():
+    summary = LoadSummary(next_offset=12, stopped="x")
+    assert summary.partial_reason("__transaction_state-0") == (
+        f"__transaction_state-0 loaded up to offset 12 only: the rows may be stale; {ANSWERS[UNKNOWN]}")
+    summary.after_start = AfterStart(DIFFERS, None, "kept")
+    assert summary.partial_reason("p") == f"p loaded up to offset 12 only: the rows may be stale; {ANSWERS[DIFFERS]}"
+    assert ANSWERS[DIFFERS] != ANSWERS[UNKNOWN]
+
+
+# --- group_metadata_manager.replay_partition_metadata ----------------------------------------------------------
+
+
+def _topics(*pairs: tuple[str, bytes]) -> dict:
+    return {"topics": [{"topicName": name, "topicId": tid} for name, tid in pairs]}
+
+
+def test_partition_metadata_sets_a_consumer_groups_subscribed_topics_and_a_tombstone_clears_them():
+    m = GroupMetadataManager()
+    m.replay_partition_metadata("g", _topics(("a", TOPIC_A), ("b", TOPIC_B)))
+    group = m.groups["g"]
+    assert isinstance(group, ConsumerGroup)  # a record of a group not seen yet creates it
+    assert group.subscription_metadata == {"a": "AAECAwQFBgcICQoLDA0ODw", "b": "EBESExQVFhcYGRobHB0eHw"}
+    m.replay_partition_metadata("g", _topics(("b", TOPIC_B)))  # replaced whole
+    assert group.subscription_metadata == {"b": "EBESExQVFhcYGRobHB0eHw"}
+    m.replay_partition_metadata("g", None)
+    assert m.groups["g"] is group and group.subscription_metadata == {}
+
+
+def test_a_partition_metadata_tombstone_of_an_unknown_group_creates_none():
+    m = GroupMetadataManager()
+    m.replay_partition_metadata("gone", None)
+    assert m.groups == {}
+
+
+# --- records.StringMessageParser: the default decoder of kafka-dump-log --------------------------------------
+
+
+def test_the_string_parser_reads_key_and_value_as_java_reads_utf8():
+    p = StringMessageParser()
+    assert p.parse(0, b"k\xc3\xa9y", b"v\xffal") == ("kéy", "v\ufffdal")
+    assert p.parse(1, None, b"v") == (None, "v")
+    assert p.parse(2, b"k", None) == ("k", None)
+    assert p.parse(3, None, None) == (None, None)
+
+
+# --- records._key and _flexible: the schema builders (run at import for the module's constants; called here so
+# that a changed builder is noticed by what it builds, not only through the constants built before it changed) ---
+
+
+def test_a_key_schema_is_version_0_strings_with_an_int32_partition():
+    from segdex.indexcore.coordinator import records
+    from segdex.indexcore.protocol.message_format import Field, Message, Struct
+
+    assert records._key("OffsetCommitKey", "group", "topic", "partition") == Message(
+        "OffsetCommitKey", Struct((Field("group", "string"), Field("topic", "string"), Field("partition", "int32"))))
+    assert records._key("TransactionLogKey", "transactionalId") == records.TRANSACTION_LOG_KEY
+    key = records._key("K", "a")
+    assert (key.valid_versions, key.flexible_from, key.is_flexible(0)) == ((0, 0), None, False)
+
+
+def test_a_flexible_schema_is_version_0_and_flexible_from_it():
+    from segdex.indexcore.coordinator import records
+    from segdex.indexcore.protocol.message_format import Field, Message, Struct
+
+    fields = (Field("groupEpoch", "int32"), Field("metadataHash", "int64", tag=0))
+    m = records._flexible("ConsumerGroupMetadataValue", *fields)
+    assert m == Message("ConsumerGroupMetadataValue", Struct(fields), (0, 0), flexible_from=0)
+    assert m.is_flexible(0)
+    assert records._flexible("X", *records.CONSUMER_GROUP_PARTITION_METADATA_VALUE.struct.fields).struct == \
+        records.CONSUMER_GROUP_PARTITION_METADATA_VALUE.struct
+
+
+# --- transaction_state_manager.transaction_record: a v0 value has no tagged fields ---------------------------
+
+
+def test_a_v0_transaction_value_has_no_next_producer_epoch():
+    from segdex.indexcore.coordinator.transaction_state_manager import transaction_record
+    from tests.indexcore.coordinator.test_transaction_state_manager import txn_key, txn_value
+
+    tid, meta = transaction_record(5, 0, txn_key("a"), txn_value(10, 4, {}, epoch=7))
+    assert tid == "a"
+    assert (meta.producer_epoch, meta.next_producer_epoch, meta.next_producer_id, meta.previous_producer_id) == \
+        (7, -1, -1, -1)
+
+
+# --- coordinator_loader.after_broker_start: each answer with its note -----------------------------------------
+
+
+def _partial_two_segments(root):
+    """The loader tests' two segments (batches 0, 1 | 2, each with an offset index), the second batch corrupt."""
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from tests.indexcore.coordinator.test_coordinator_loader import _flip, _two_segments
+
+    part = _two_segments(root)
+    first = sorted(part.glob("*.log"))[0]
+    _flip(first, first.stat().st_size - 2)
+    return part, replay_coordinator_partition(part, lambda _pid, _r: None)
+
+
+def test_a_start_that_keeps_the_damage_says_why_in_its_note(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
+
+    part, summary = _partial_two_segments(tmp_path)
+    tail = ("and serves it as it is; its coordinator reads the damaged bytes: not predicted here, not Kafka's "
+            "answer")
+    after = after_broker_start(part, summary, clean_shutdown=True, recovery_point=None, log_start_offset=None)
+    assert after == AfterStart(
+        DIFFERS, 3,
+        f"a broker's start does not re-read the damaged segment (the log dir's clean-shutdown marker) {tail}")
+    after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=2, log_start_offset=None)
+    assert after == AfterStart(
+        DIFFERS, 3, f"a broker's start does not re-read the damaged segment (the recovery point 2 is past the damaged "
+                    f"segment) {tail}")
+
+
+def test_a_start_whose_load_fails_is_offline_with_the_failure_in_its_note(tmp_path):
+    import struct
+
+    from segdex.indexcore.coordinator.coordinator_loader import OFFLINE, after_broker_start
+
+    part, summary = _partial_two_segments(tmp_path)
+    # an aborted-transaction entry of version 256 in the first segment's .txnindex: Kafka 4.x's load throws
+    (part / "00000000000000000000.txnindex").write_bytes(struct.pack(">hqqqq", 256, 7, 0, 1, 2))
+    after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=None, log_start_offset=None)
+    assert after == AfterStart(
+        OFFLINE, None, "the broker's load fails: unexpected aborted transaction version 256 in "
+                       "00000000000000000000.txnindex; it takes the whole log dir offline: no coordinator loads this "
+                       "partition")
+
+
+def test_a_segment_that_cannot_be_read_leaves_kafkas_answer_unknown(tmp_path):
+    import os
+
+    from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
+
+    part, summary = _partial_two_segments(tmp_path)
+    second = sorted(part.glob("*.log"))[1]
+    second.unlink()
+    os.mkfifo(second)  # not a regular file: recovery does not read it
+    after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=None, log_start_offset=None)
+    assert after == AfterStart(UNKNOWN, None, "00000000000000000002.log cannot be read: no prediction")
+
+
+def test_the_unread_bytes_of_a_later_segment_that_is_gone_count_as_none(tmp_path):
+    """``_size``: a later ``.log`` that cannot be stat'ed (a dangling link) adds no unread bytes."""
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from tests.indexcore.coordinator.test_coordinator_loader import _flip, _two_segments
+
+    part = _two_segments(tmp_path)
+    first, second = sorted(part.glob("*.log"))
+    _flip(first, first.stat().st_size - 2)
+    second.unlink()
+    second.symlink_to(tmp_path / "nowhere.log")
+    summary = replay_coordinator_partition(part, lambda _pid, _r: None)
+    assert summary.partial and summary.unread_bytes == first.stat().st_size // 2
+
+
+# --- group_metadata_manager.replay_recorded_group: share and streams groups -----------------------------------
+
+
+def test_a_recorded_group_is_created_named_and_typed_by_its_first_record():
+    from segdex.indexcore.coordinator.group_metadata_manager import RecordedGroup
+
+    m = GroupMetadataManager()
+    m.replay_recorded_group("share", "s", "m1", False, 3)
+    group = m.groups["s"]
+    assert group == RecordedGroup("s", "share", 0, {"m1": None})
+    assert group.members == {"m1": None} and group.members["m1"] is None
+    m.replay_recorded_group("share", "s", "m2", False, 4)
+    m.replay_recorded_group("share", "s", "m1", False, None)  # the member's tombstone
+    m.replay_recorded_group("share", "s", "never", False, None)  # a tombstone of a member not there: nothing
+    assert group.members == {"m2": None}
+
+
+def test_a_recorded_group_of_another_type_or_a_classic_group_is_refused_by_name():
+    import pytest
+
+    from segdex.indexcore.coordinator.group_metadata_manager import ClassicGroup, GroupLoadException
+
+    m = GroupMetadataManager()
+    m.replay_recorded_group("share", "s", None, True, 5)
+    with pytest.raises(GroupLoadException, match="^Group s is not a streams group$"):
+        m.replay_recorded_group("streams", "s", None, True, 6)
+    m.groups["c"] = ClassicGroup("c", 0, "consumer", 1, "range", "l", None, {})  # a classic group, not simple
+    with pytest.raises(GroupLoadException, match="^Group c is not a share group$"):
+        m.replay_recorded_group("share", "c", "m", False, 1)
+
+
+# --- transaction_state_manager.load_transactions: a tombstone of an id never seen -----------------------------
+
+
+def test_a_tombstone_of_a_transactional_id_never_seen_removes_nothing(tmp_path):
+    from segdex.indexcore.coordinator.transaction_state_manager import load_transactions
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+    from tests.indexcore.coordinator.test_transaction_state_manager import T, txn_key, txn_value
+
+    write_partition(tmp_path, "__transaction_state", 0, [
+        build_batch(0, [(T, txn_key("ghost"), None)]),
+        build_batch(1, [(T, txn_key("a"), txn_value(10, 4, {}))]),
+    ])
+    load = load_transactions(tmp_path / "__transaction_state-0")
+    assert load.undecodable == [] and load.stopped is None and sorted(load.transactions) == ["a"]
