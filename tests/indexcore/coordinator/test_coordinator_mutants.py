@@ -243,3 +243,191 @@ def test_a_tombstone_of_a_transactional_id_never_seen_removes_nothing(tmp_path):
     ])
     load = load_transactions(tmp_path / "__transaction_state-0")
     assert load.undecodable == [] and load.stopped is None and sorted(load.transactions) == ["a"]
+
+
+def test_a_stop_in_the_last_segment_leaves_only_the_rest_of_that_segment_unread(tmp_path):
+    """``_stop``: the unread bytes are the rest of the stopping segment and every *later* one (none here)."""
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from tests.indexcore.coordinator.test_coordinator_loader import _flip, _two_segments
+
+    part = _two_segments(tmp_path)
+    first, second = sorted(part.glob("*.log"))
+    _flip(second, second.stat().st_size - 2)  # segment 2's only batch
+    summary = replay_coordinator_partition(part, lambda _pid, _r: None)
+    assert (summary.next_offset, summary.stopped_segment) == (2, 2)
+    assert summary.unread_bytes == second.stat().st_size
+
+
+# --- group_metadata_manager: classic groups (GroupMetadataValue) ----------------------------------------------
+
+
+def _consumer_assignment() -> bytes:
+    from tests.support.kafka_bytes import i16, i32, s16
+
+    return i16(0) + i32(1) + s16("t") + i32(2) + i32(1) + i32(0) + i32(-1)  # t: [1, 0], no user data
+
+
+def _subscription() -> bytes:
+    from tests.support.kafka_bytes import i16, i32, s16
+
+    return i16(0) + i32(1) + s16("t") + i32(-1)
+
+
+def _classic_member(member_id: str, **over) -> dict:
+    m = {"memberId": member_id, "groupInstanceId": None, "clientId": "c", "clientHost": "/h",
+         "rebalanceTimeout": 30000, "sessionTimeout": 10000, "subscription": _subscription(),
+         "assignment": _consumer_assignment()}
+    m.update(over)
+    return m
+
+
+def _classic_value(protocol_type: str, *members: dict) -> dict:
+    return {"protocolType": protocol_type, "generation": 4, "protocol": "range", "leader": "m1",
+            "members": list(members)}
+
+
+def test_consumer_protocol_bytes_too_short_or_absent_read_as_none():
+    from segdex.indexcore.coordinator.group_metadata_manager import read_consumer_protocol
+    from segdex.indexcore.coordinator.records import CONSUMER_PROTOCOL_ASSIGNMENT
+
+    assert read_consumer_protocol(CONSUMER_PROTOCOL_ASSIGNMENT, None) is None
+    assert read_consumer_protocol(CONSUMER_PROTOCOL_ASSIGNMENT, b"\x00") is None
+    assert read_consumer_protocol(CONSUMER_PROTOCOL_ASSIGNMENT, _consumer_assignment()) == {
+        "assignedPartitions": [{"topic": "t", "partitions": [1, 0]}], "userData": None}
+
+
+def test_a_classic_group_with_a_protocol_type_or_members_is_not_simple():
+    from segdex.indexcore.coordinator.group_metadata_manager import ClassicGroup
+
+    assert ClassicGroup("g", -1).is_simple_group()
+    assert not ClassicGroup("g", 5, "consumer").is_simple_group()
+    assert not ClassicGroup("g", 5, None, members={"m": None}).is_simple_group()
+
+
+def test_a_classic_groups_record_names_the_group_and_its_members_instance_ids():
+    m = GroupMetadataManager()
+    m.replay_group_metadata(9, "g", _classic_value("consumer", _classic_member("m1", groupInstanceId="inst-1")))
+    group = m.groups["g"]
+    assert (group.group_id, group.record_offset, group.current_state_timestamp_ms) == ("g", 9, None)
+    member = group.members["m1"]
+    assert (member.group_instance_id, member.assignment, member.subscription) == ("inst-1", (("t", 0), ("t", 1)),
+                                                                                  ("t",))
+
+
+def test_a_consumer_members_unreadable_assignment_is_none_and_other_protocols_are_not_read():
+    m = GroupMetadataManager()
+    m.replay_group_metadata(1, "g", _classic_value("consumer", _classic_member("m1", assignment=b"", subscription=b"")))
+    assert (m.groups["g"].members["m1"].assignment, m.groups["g"].members["m1"].subscription) == (None, None)
+    m.replay_group_metadata(2, "k", _classic_value("connect", _classic_member("w1")))  # consumer-protocol bytes
+    assert (m.groups["k"].members["w1"].assignment, m.groups["k"].members["w1"].subscription) == (None, None)
+
+
+def test_a_classic_groups_tombstone_of_a_group_never_seen_removes_nothing():
+    m = GroupMetadataManager()
+    m.replay_group_metadata(1, "never", None)
+    assert m.groups == {}
+
+
+# --- group_metadata_manager: consumer groups (KIP-848 records) ------------------------------------------------
+
+
+def _member_value(**over) -> dict:
+    v = {"instanceId": None, "rackId": None, "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"],
+         "subscribedTopicRegex": "t.*", "rebalanceTimeoutMs": 300000, "serverAssignor": "uniform",
+         "classicMemberMetadata": None}
+    v.update(over)
+    return v
+
+
+def _assignment_value(epoch: int, partitions: list[int], pending: list[int]) -> dict:
+    return {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0,
+            "assignedPartitions": [{"topicId": TOPIC_A, "partitions": partitions}],
+            "partitionsPendingRevocation": [{"topicId": TOPIC_B, "partitions": pending}]}
+
+
+def test_each_member_record_creates_its_group_and_member_by_id():
+    for replay in ("member", "assignment", "target"):
+        m = GroupMetadataManager()
+        if replay == "member":
+            m.replay_member_metadata("g", "m1", _member_value())
+        elif replay == "assignment":
+            m.replay_current_member_assignment("g", "m1", _assignment_value(3, [0], [1]))
+        else:
+            m.replay_target_assignment_member("g", "m1", {"topicPartitions": [{"topicId": TOPIC_A,
+                                                                                "partitions": [2]}]})
+        group = m.groups["g"]
+        assert isinstance(group, ConsumerGroup) and group.group_id == "g", replay
+        if replay == "target":
+            assert group.target_assignment == {"m1": {"AAECAwQFBgcICQoLDA0ODw": (2,)}}
+        else:
+            assert group.members["m1"].member_id == "m1", replay
+
+
+def test_each_tombstone_of_a_group_never_seen_creates_nothing():
+    m = GroupMetadataManager()
+    m.replay_member_metadata("g", "m1", None)
+    m.replay_current_member_assignment("g", "m1", None)
+    m.replay_target_assignment_member("g", "m1", None)
+    m.replay_target_assignment_metadata("g", None)
+    m.replay_consumer_group_metadata("g", None)
+    assert m.groups == {}
+
+
+def test_a_members_metadata_and_assignment_are_kept_field_by_field():
+    m = GroupMetadataManager()
+    m.replay_member_metadata("g", "m1", _member_value())
+    m.replay_member_metadata("g", "m2", _member_value(subscribedTopicRegex=None, classicMemberMetadata={"x": 1}))
+    m.replay_current_member_assignment("g", "m1", _assignment_value(3, [0, 2], [1]))
+    one, two = m.groups["g"].members["m1"], m.groups["g"].members["m2"]
+    assert (one.subscribed_topic_regex, one.uses_classic_protocol) == ("t.*", False)
+    assert (two.subscribed_topic_regex, two.uses_classic_protocol) == (None, True)
+    assert one.uses_classic_protocol is False and two.uses_classic_protocol is True
+    assert one.assigned_partitions == {"AAECAwQFBgcICQoLDA0ODw": (0, 2)}
+    assert one.partitions_pending_revocation == {"EBESExQVFhcYGRobHB0eHw": (1,)}
+
+
+def test_a_target_assignment_tombstone_of_a_member_without_one_removes_nothing():
+    m = GroupMetadataManager()
+    m.replay_target_assignment_metadata("g", {"assignmentEpoch": 2})
+    m.replay_target_assignment_member("g", "m1", None)
+    assert m.groups["g"].target_assignment == {} and m.groups["g"].target_assignment_epoch == 2
+
+
+def test_consumer_group_tombstones_out_of_order_are_kafkas_errors_word_for_word():
+    import pytest
+
+    from segdex.indexcore.coordinator.group_metadata_manager import GroupLoadException
+
+    target = {"topicPartitions": [{"topicId": TOPIC_A, "partitions": [0]}]}
+    m = GroupMetadataManager()
+    m.replay_target_assignment_member("g", "m1", target)
+    with pytest.raises(GroupLoadException, match=r"^Received a tombstone record to delete group g but the target "
+                                                 r"assignment still has 1 members\.$"):
+        m.replay_consumer_group_metadata("g", None)
+    with pytest.raises(GroupLoadException, match=r"^Received a tombstone record to delete target assignment of g but "
+                                                 r"the assignment still has 1 members\.$"):
+        m.replay_target_assignment_metadata("g", None)
+    m = GroupMetadataManager()
+    m.replay_target_assignment_metadata("g", {"assignmentEpoch": 2})
+    with pytest.raises(GroupLoadException, match=r"^Received a tombstone record to delete group g but did not receive "
+                                                 r"ConsumerGroupTargetAssignmentMetadataValue tombstone\.$"):
+        m.replay_consumer_group_metadata("g", None)
+    m = GroupMetadataManager()
+    m.replay_member_metadata("g", "m1", _member_value())
+    m.replay_current_member_assignment("g", "m1", None)  # the member at epoch -1
+    m.replay_target_assignment_member("g", "m1", target)
+    with pytest.raises(GroupLoadException, match=r"^Received a tombstone record to delete member m1 but did not "
+                                                 r"receive ConsumerGroupTargetAssignmentMetadataValue tombstone\.$"):
+        m.replay_member_metadata("g", "m1", None)
+
+
+# --- offset_metadata_manager.replay_end_transaction_marker ----------------------------------------------------
+
+
+def test_a_marker_of_a_producer_without_pending_offsets_changes_nothing():
+    from segdex.indexcore.coordinator.offset_metadata_manager import OffsetMetadataManager
+
+    m = OffsetMetadataManager()
+    m.replay_end_transaction_marker(42, True)
+    m.replay_end_transaction_marker(43, False)
+    assert (m.offsets, m.pending_transactional_offsets, m.open_transactions) == ({}, {}, {})
