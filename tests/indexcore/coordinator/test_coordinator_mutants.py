@@ -431,3 +431,75 @@ def test_a_marker_of_a_producer_without_pending_offsets_changes_nothing():
     m.replay_end_transaction_marker(42, True)
     m.replay_end_transaction_marker(43, False)
     assert (m.offsets, m.pending_transactional_offsets, m.open_transactions) == ({}, {}, {})
+
+
+# --- group_coordinator_shard.replay: record type 4 reaches replay_partition_metadata --------------------------
+
+
+def test_the_shard_replays_a_partition_metadata_record_and_its_tombstone():
+    from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorShard
+
+    shard = GroupCoordinatorShard()
+    shard.replay(0, -1, 4, {"groupId": "g"}, _topics(("a", TOPIC_A)))
+    assert shard.groups.groups["g"].subscription_metadata == {"a": "AAECAwQFBgcICQoLDA0ODw"}
+    shard.replay(1, -1, 4, {"groupId": "g"}, None)
+    assert shard.groups.groups["g"].subscription_metadata == {}
+
+
+# --- coordinator_loader.replay_coordinator_partition / replay_coordinator_records -----------------------------
+
+
+def test_a_corrupt_first_batch_stops_the_load_at_position_0_with_the_whole_partition_unread(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from tests.indexcore.coordinator.test_coordinator_loader import _flip, _two_segments
+
+    part = _two_segments(tmp_path)
+    first, second = sorted(part.glob("*.log"))
+    _flip(first, first.stat().st_size // 2 - 2)  # the first batch's payload
+    summary = replay_coordinator_partition(part, lambda _pid, _r: None)
+    assert (summary.next_offset, summary.stopped_segment) == (0, 0)
+    assert summary.stopped.endswith("(position 0)")
+    assert summary.unread_bytes == first.stat().st_size + second.stat().st_size
+
+
+def test_a_segment_cut_inside_a_batch_says_how_many_bytes_are_left_where(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from tests.indexcore.coordinator.test_coordinator_loader import _two_segments
+
+    part = _two_segments(tmp_path)
+    first = sorted(part.glob("*.log"))[0]
+    whole = first.stat().st_size
+    first.write_bytes(first.read_bytes()[:-5])
+    summary = replay_coordinator_partition(part, lambda _pid, _r: None)
+    half = whole // 2
+    assert summary.stopped == (f"00000000000000000000.log: {half - 5} bytes at position {half} are not a whole batch "
+                               f"(the segment is cut inside a batch)")
+
+
+def test_markers_are_skipped_without_a_marker_callback(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+
+    write_partition(tmp_path, "__consumer_offsets", 0, [
+        build_batch(0, [(1, b"k0", b"v0")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True),
+        build_batch(1, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0), control_timestamp=1),
+    ])
+    seen: list = []
+    summary = replay_coordinator_partition(tmp_path / "__consumer_offsets-0", lambda pid, r: seen.append(r.offset))
+    assert seen == [0] and (summary.next_offset, summary.stopped) == (2, None)
+
+
+def test_records_are_replayed_into_a_new_summary_and_a_two_byte_key_is_decoded(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_records
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+
+    write_partition(tmp_path, "__consumer_offsets", 0, [
+        build_batch(0, [(1, b"\x00\x01", b"v0"), (1, b"\x00", b"v1"), (1, b"\x00\x01rest", None)]),
+    ])
+    applied: list = []
+    summary = replay_coordinator_records(tmp_path / "__consumer_offsets-0", (1,),
+                                         lambda offset, rtype, key, value: (rtype, key, value),
+                                         lambda offset, pid, decoded: applied.append((offset, decoded)))
+    assert isinstance(summary, LoadSummary) and summary.next_offset == 3
+    assert applied == [(0, (1, b"\x00\x01", b"v0")), (2, (1, b"\x00\x01rest", None))]
+    assert summary.undecodable == ["offset 1: a record without a coordinator key"]
