@@ -30,6 +30,7 @@ from mutmut.stats import status_by_exit_code
 from mutmut.utils.file_utils import walk_mutatable_files
 
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
+KERNELS = "kernels.md"  # beside the report: how the C kernels' tests are shown able to fail, appended to it
 EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
 
 
@@ -248,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     for module in sorted(untested):
         funcs = ", ".join(f"{f} ({n})" for f, n in sorted(untested[module].items()))
         out.write(f"- {module}: {funcs}\n")
+    kernels = Path(args.out).parent / KERNELS
+    if Path(args.out).name != "null" and kernels.is_file():  # the C kernels, out of mutmut's reach: shown by hand
+        out.write("\n" + kernels.read_text())
     Path(args.out).write_text(out.getvalue())
     print(f"{sum(total.values())} mutants: " + ", ".join(f"{total[s]} {s}" for s in statuses if total[s]))
     return 0
