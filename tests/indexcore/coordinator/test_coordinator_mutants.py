@@ -503,3 +503,37 @@ def test_records_are_replayed_into_a_new_summary_and_a_two_byte_key_is_decoded(t
     assert isinstance(summary, LoadSummary) and summary.next_offset == 3
     assert applied == [(0, (1, b"\x00\x01", b"v0")), (2, (1, b"\x00\x01rest", None))]
     assert summary.undecodable == ["offset 1: a record without a coordinator key"]
+
+
+def test_a_log_start_offset_past_the_truncation_point_is_not_kafkas_same_answer(tmp_path):
+    """The checkpointed log start offset reaches the preview: past where the start truncates (offset 1), Kafka's
+    load deletes what is left and starts the log at it, so its coordinator does not load these records."""
+    from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
+
+    part, summary = _partial_two_segments(tmp_path)
+    assert after_broker_start(part, summary, False, None, 1).answer == SAME
+    after = after_broker_start(part, summary, False, None, 2)
+    assert (after.answer, after.log_end_offset) == (DIFFERS, 2)
+
+
+# --- offset commits of a group no record describes; a value too short for its version ------------------------
+
+
+def test_an_offset_commit_of_an_unknown_group_creates_its_simple_group():
+    from segdex.indexcore.coordinator.group_metadata_manager import ClassicGroup
+    from segdex.indexcore.coordinator.offset_metadata_manager import OffsetMetadataManager
+
+    m = OffsetMetadataManager()
+    m.group_metadata_manager.get_or_maybe_create_classic_group("g")
+    assert m.group_metadata_manager.groups == {"g": ClassicGroup("g", -1)}
+    assert m.group_metadata_manager.groups["g"].is_simple_group()
+
+
+def test_a_transaction_value_too_short_for_its_version_is_named_as_the_value(tmp_path):
+    from segdex.indexcore.coordinator.transaction_state_manager import load_transactions
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+    from tests.indexcore.coordinator.test_transaction_state_manager import T, txn_key
+
+    write_partition(tmp_path, "__transaction_state", 0, [build_batch(0, [(T, txn_key("a"), b"\x00")])])
+    load = load_transactions(tmp_path / "__transaction_state-0")
+    assert load.undecodable == ["offset 0: record value too short for its version (1 bytes)"]
