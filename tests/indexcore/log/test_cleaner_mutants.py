@@ -1,0 +1,110 @@
+"""Tests written for the mutation run's survivors in the log cleaner's modules (issue 42): each pins what a
+mutant of the named function changes (benchmarks/mutation/report.md lists them). A file of its own, beside
+test_cleaner.py, so that work on the cleaner itself merges without conflicts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from segdex.indexcore.log import cleaner
+from segdex.indexcore.log.cleaner import (
+    INT32_MAX,
+    CleanerSegment,
+    LogCleaningException,
+    LogSegmentOffsetOverflowException,
+)
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.tools.segment_writer import build_batch
+
+T = 1_795_000_000_000
+
+
+# --- LogSegmentOffsetOverflowException -------------------------------------------------------------------------
+
+
+def test_an_offset_overflow_names_its_offset():
+    e = LogSegmentOffsetOverflowException(7)
+    assert (str(e), e.offset) == ("offset 7 does not fit the segment", 7)
+
+
+# --- cleaner._chunk_overflow: cleanInto's buffers, each checked at its largest kept offset ---------------------
+
+
+def _segment(n: int) -> tuple[bytes, list[int], int]:
+    """n one-record batches of one size at offsets 0..n-1: the bytes, each batch's position, the batch size."""
+    data = b"".join(build_batch(i, [(T, b"k", b"v")]) for i in range(n))
+    positions = [b.position for b in batches(data, 0)]
+    size = positions[1]
+    assert positions == [i * size for i in range(n)]
+    return data, positions, size
+
+
+def test_each_buffer_is_checked_at_its_largest_kept_offset():
+    """Two batches a buffer: (99, 101) in the first, which fits base 100 by its largest; 50 alone in the second,
+    which does not."""
+    data, pos, size = _segment(3)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101), (pos[2], 50)], 100, 2 * size)
+    assert e.value.offset == 50
+
+
+def test_a_batch_below_the_base_passes_where_a_later_one_in_its_buffer_fits():
+    """Four batches, two a buffer: 50 shares the second buffer with 150, so nothing overflows; one buffer a batch
+    (a buffer of one batch's size) checks 50 alone."""
+    data, pos, size = _segment(4)
+    kept = [(pos[0], 100), (pos[1], 101), (pos[2], 50), (pos[3], 150)]
+    cleaner._chunk_overflow(data, kept, 100, 2 * size)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, kept, 100, size)
+    assert e.value.offset == 50
+
+
+def test_a_buffer_that_holds_exactly_its_batches_is_not_split():
+    """A buffer of exactly two batches' bytes holds both: (99, 101) fit together."""
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101)], 100, 2 * size)
+
+
+def test_kept_offsets_past_the_int32_range_overflow():
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 100 + INT32_MAX)], 100, 2 * size)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 101 + INT32_MAX)], 100, 2 * size)
+    assert e.value.offset == 101 + INT32_MAX
+
+
+# --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
+
+
+def _cleaner_segment(base: int, next_offset: int) -> CleanerSegment:
+    return CleanerSegment(f"/tmp/p-0/{base:020d}.log", base, 0, 0, None, 0, [], next_offset)
+
+
+SPLIT = ("Kafka's cleaner would split segment {} (its offsets overflow it) and clean it in a later round; segdex "
+         "does not split segments")
+
+
+def _fails(seg: CleanerSegment, offset: int, cleaned_base: int) -> tuple[str, str]:
+    kafka = ("java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow, and "
+             f"the problem path is {os.path.abspath(seg.log_path)}")
+    return (f"Kafka's cleaner fails this round ({kafka}): offset {offset}, the last kept of a message set of segment "
+            f"{seg.base_offset}, lies below the cleaned segment's base offset {cleaned_base}; a broker marks the "
+            f"partition uncleanable and leaves it dirty", kafka)
+
+
+@pytest.mark.parametrize(("base", "next_offset", "split"), [
+    (0, 2**31 + 1, True),  # its last offset 2**31 is past base + INT32_MAX: Kafka splits it
+    (0, 2**31, False),  # its last offset is base + INT32_MAX exactly: it fits
+    (2**31, 2**31 + 10, False),  # a high base: offsets relative to it fit
+    (5, 5, False),  # an empty segment has no overflow
+])
+def test_only_a_segment_that_overflows_its_own_base_is_split(base: int, next_offset: int, split: bool):
+    seg = _cleaner_segment(base, next_offset)
+    e = cleaner._offset_overflow(LogSegmentOffsetOverflowException(3), seg, 10)
+    assert isinstance(e, LogCleaningException)
+    if split:
+        assert (str(e), e.kafka_exception) == (SPLIT.format(base), None)
+    else:
+        assert (str(e), e.kafka_exception) == _fails(seg, 3, 10)
