@@ -108,3 +108,94 @@ def test_only_a_segment_that_overflows_its_own_base_is_split(base: int, next_off
         assert (str(e), e.kafka_exception) == (SPLIT.format(base), None)
     else:
         assert (str(e), e.kafka_exception) == _fails(seg, 3, 10)
+
+
+# --- cleaned_transaction_metadata: which transactional batches and markers a round may drop ----------------------
+
+
+class _Batch:
+    """The fields CleanedTransactionMetadata reads of a batch."""
+
+    def __init__(self, last_offset: int, producer_id: int = -1, transactional: bool = False) -> None:
+        self.last_offset, self.producer_id, self.is_transactional = last_offset, producer_id, transactional
+
+
+def _metadata(*aborted):
+    from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
+
+    tm = CleanedTransactionMetadata()
+    tm.cleaned_index = []  # the cleaned segment's .txnindex: what the round appends to it
+    tm.add_aborted_transactions(list(aborted))
+    return tm
+
+
+def test_an_aborted_transactions_data_goes_and_its_marker_stays_in_the_txnindex():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    txn = AbortedTxn(7, 2, 5, 9)
+    tm = _metadata(txn)
+    assert tm.on_batch_read(_Batch(1, 7, True)) is False  # before its first offset: not yet aborted
+    assert tm.on_batch_read(_Batch(2, 7, True)) is True  # at its first offset: aborted data
+    assert tm.ongoing_aborted[7].last_observed_batch_offset == 2
+    assert tm.on_control_batch_read(_Batch(5, 7, True), "ABORT") is False
+    assert tm.cleaned_index == [txn] and 7 not in tm.ongoing_aborted
+
+
+def test_an_abort_marker_whose_data_was_not_seen_may_go():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(7, 2, 5, 9))
+    assert tm.on_control_batch_read(_Batch(5, 7, True), "ABORT") is True
+    assert tm.cleaned_index == [] and tm.ongoing_aborted == {}
+    assert tm.on_control_batch_read(_Batch(6, 8, True), "ABORT") is True  # no aborted transaction at all
+
+
+def test_a_commit_marker_stays_once_after_its_transactions_data():
+    tm = _metadata()
+    assert tm.on_batch_read(_Batch(3, 8, True)) is False and tm.ongoing_committed == {8}
+    assert tm.on_batch_read(_Batch(4, 9, False)) is False and tm.ongoing_committed == {8}  # not transactional
+    assert tm.on_control_batch_read(_Batch(5, 8, True), "COMMIT") is False
+    assert tm.ongoing_committed == set()
+    assert tm.on_control_batch_read(_Batch(6, 8, True), "COMMIT") is True  # no data of it seen since
+
+
+def test_a_control_batch_without_records_or_of_another_type_goes():
+    tm = _metadata()
+    tm.on_batch_read(_Batch(3, 8, True))
+    assert tm.on_control_batch_read(_Batch(5, 8, True), None) is True
+    assert tm.ongoing_committed == {8}
+
+
+def test_aborted_transactions_start_by_first_offset_not_by_arrival():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(7, 100, 105, 109))
+    assert tm.on_batch_read(_Batch(5, 7, True)) is False and tm.ongoing_aborted == {}
+
+
+def test_aborted_transactions_with_one_first_offset_are_taken_in_order():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(1, 4, 6, 9), AbortedTxn(2, 4, 7, 9), AbortedTxn(3, 4, 8, 9))
+    assert all(tm.on_batch_read(_Batch(4, pid, True)) for pid in (1, 2, 3))
+    assert sorted(tm.ongoing_aborted) == [1, 2, 3]
+
+
+# --- skimpy_offset_map._libcrypto_paths: hashlib's OpenSSL first, then the system's -------------------------------
+
+
+def test_the_libcrypto_candidates_are_the_loaded_ones_then_the_systems():
+    import ctypes.util
+
+    from segdex.indexcore.log.skimpy_offset_map import _libcrypto_paths
+
+    paths = _libcrypto_paths()
+    system = ctypes.util.find_library("crypto")
+    loaded = paths[:-1] if system else paths
+    assert loaded, "hashlib's libcrypto is mapped into this process"
+    assert all("/libcrypto.so" in p and os.path.isabs(p) for p in loaded)
+    assert len(set(loaded)) == len(loaded)
+    with open("/proc/self/maps") as maps:
+        assert all(p in maps.read() for p in loaded)
+    if system:
+        assert paths[-1] == system
