@@ -2,7 +2,7 @@
 
 ``test_log_cleaner.py`` compares applied rounds with Kafka's ``Cleaner.doClean`` run beside them, which needs a
 JVM per test module (``kafka_broker``): the mutation run (scripts/mutation.sh) cannot fork it for each mutant. Here
-the same kind of partitions (``compacted_partition``, fixed seeds) are cleaned by segdex in the test process and
+the same kind of partitions (``compacted_partition``, fixed seeds, every codec, a few of message format v1) are cleaned by segdex in the test process and
 compared with Kafka's answers recorded in ``tests/kafka/golden/log_cleaner_rounds.json``: the choice and the range
 (``LogCleanerManager``), the round's end offset, the SHA-256 of every live file after the round and the log end
 offset of Kafka's load of it. ``test_the_recorded_rounds_are_kafkas`` asks Kafka again whenever the
@@ -29,13 +29,14 @@ from tests.support.fixtures import GOLDEN
 T0 = 1_700_000_000_000
 LIVE = (".log", ".index", ".timeindex", ".txnindex")
 RECORDED = GOLDEN / "log_cleaner_rounds.json"
-CASES = 12
+CASES = 24
 
 
 def _case(i: int, root: Path) -> tuple[Path, LogConfig, CleanerConfig, int]:
     """Case ``i``: a compacted partition in ``root/c-0`` (segment mtimes an hour apart), its configs, and now."""
     rng = random.Random(1000 + i)
-    data, last_ts = compacted_partition(rng, T0)
+    codecs = ((0,), (0, 1, 3, 4), (0, 2))[i % 3]  # none; gzip, lz4, zstd; snappy (the _snappy kernel)
+    data, last_ts = compacted_partition(rng, T0, codecs=codecs, magic=1 if i % 8 == 7 else 2)
     part = root / "c-0"
     part.mkdir(parents=True)
     for n, (base, seg) in enumerate(sorted(data.items())):
