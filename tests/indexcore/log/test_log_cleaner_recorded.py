@@ -1,12 +1,13 @@
 """``plan_cleaning`` and ``clean_partition`` in the test process against Kafka 4.4's own cleaner, recorded.
 
 ``test_log_cleaner.py`` compares applied rounds with Kafka's ``Cleaner.doClean`` run beside them, which needs a
-JVM per test module (``kafka_broker``): the mutation run (scripts/mutation.sh) cannot fork it for each mutant. Here
-the same kind of partitions (``compacted_partition``, fixed seeds, every codec, a few of message format v1) are cleaned by segdex in the test process and
-compared with Kafka's answers recorded in ``tests/kafka/golden/log_cleaner_rounds.json``: the choice and the range
-(``LogCleanerManager``), the round's end offset, the SHA-256 of every live file after the round and the log end
-offset of Kafka's load of it. ``test_the_recorded_rounds_are_kafkas`` asks Kafka again whenever the
-``kafka_broker`` tests run; ``SEGDEX_RECORD_GOLDEN=1`` writes the file from Kafka's answers instead."""
+JVM per test module (``kafka_broker``): the mutation run (scripts/mutation.sh) cannot fork it for each mutant.
+Here the same kind of partitions (``compacted_partition``, fixed seeds, every codec, a few of message format v1)
+are cleaned by segdex in the test process and compared with Kafka's answers recorded in
+``tests/kafka/golden/log_cleaner_rounds.json``: the choice and the range (``LogCleanerManager``), the round's end
+offset, the SHA-256 of every live file after the round and the log end offset of Kafka's load of it.
+``test_the_recorded_rounds_are_kafkas`` asks Kafka again whenever the ``kafka_broker`` tests run;
+``SEGDEX_RECORD_GOLDEN=1`` writes the file from Kafka's answers instead."""
 
 from __future__ import annotations
 
