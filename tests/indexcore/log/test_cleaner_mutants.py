@@ -199,3 +199,34 @@ def test_the_libcrypto_candidates_are_the_loaded_ones_then_the_systems():
         assert all(p in maps.read() for p in loaded)
     if system:
         assert paths[-1] == system
+
+
+# --- cleaner._delete_horizon and _control_type: what a batch's header and first record say ----------------------
+
+
+def _with_horizon(base_timestamp: int) -> tuple[bytes, object]:
+    """A v2 batch whose attributes carry the delete-horizon flag and whose base timestamp is ``base_timestamp``."""
+    from segdex.indexcore.record.batch_header import ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, DELETE_HORIZON_FLAG_MASK
+
+    data = bytearray(build_batch(0, [(T, b"k", None)]))
+    attributes = int.from_bytes(data[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2], "big") | DELETE_HORIZON_FLAG_MASK
+    data[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big")
+    data[BASE_TIMESTAMP_OFFSET:BASE_TIMESTAMP_OFFSET + 8] = base_timestamp.to_bytes(8, "big", signed=True)
+    data = bytes(data)
+    return data, next(batches(data, 0))
+
+
+def test_the_delete_horizon_is_the_base_timestamp_read_as_a_signed_long():
+    for stamp in (T, -5):
+        data, batch = _with_horizon(stamp)
+        assert cleaner._delete_horizon(data, batch) == stamp
+    data = build_batch(0, [(T, b"k", None)])
+    assert cleaner._delete_horizon(data, next(batches(data, 0))) is None  # no flag: no horizon
+
+
+def test_a_control_batchs_type_is_its_first_records():
+    for kind in ("COMMIT", "ABORT"):
+        data = build_batch(4, [], producer_id=7, producer_epoch=0, control=(kind, 0), control_timestamp=T)
+        assert cleaner._control_type(data, next(batches(data, 0))) == kind
+    data = build_batch(4, [], producer_id=7, producer_epoch=0, is_transactional=True)
+    assert cleaner._control_type(data, next(batches(data, 0))) is None  # no records
