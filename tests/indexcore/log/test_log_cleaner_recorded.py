@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
-from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.config.log_config import LONG_MAX, LogConfig
 from segdex.indexcore.log.log_cleaner import clean_partition, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
@@ -33,8 +33,9 @@ RECORDED = GOLDEN / "log_cleaner_rounds.json"
 CASES = 24
 
 
-def _case(i: int, root: Path) -> tuple[Path, LogConfig, CleanerConfig, int]:
-    """Case ``i``: a compacted partition in ``root/c-0`` (segment mtimes an hour apart), its configs, and now."""
+def _case(i: int, root: Path) -> tuple[Path, LogConfig, CleanerConfig, int, int | None]:
+    """Case ``i``: a compacted partition in ``root/c-0`` (segment mtimes an hour apart), its configs, now, and the
+    cleaner-offset-checkpoint entry (None: none; every third case checkpoints the middle segment's base)."""
     rng = random.Random(1000 + i)
     codecs = ((0,), (0, 1, 3, 4), (0, 2))[i % 3]  # none; gzip, lz4, zstd; snappy (the _snappy kernel)
     data, last_ts = compacted_partition(rng, T0, codecs=codecs, magic=1 if i % 8 == 7 else 2)
@@ -44,9 +45,13 @@ def _case(i: int, root: Path) -> tuple[Path, LogConfig, CleanerConfig, int]:
         (part / segment_name(base)).write_bytes(seg)
         os.utime(part / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
     config = LogConfig(cleanup_policy="compact", segment_bytes=rng.choice([1 << 20, 900]),
-                       min_cleanable_dirty_ratio=rng.choice([0.5, 0.01]))
+                       min_cleanable_dirty_ratio=rng.choice([0.5, 0.01, 0.9]),
+                       min_compaction_lag_ms=HOUR_MS if i % 5 == 4 else 0,
+                       max_compaction_lag_ms=HOUR_MS if i % 4 == 1 else LONG_MAX)
     cleaner = CleanerConfig(dedupe_buffer_size=24 * rng.choice([5, 10_000]))
-    return part, config, cleaner, last_ts + HOUR_MS
+    bases = sorted(data)
+    checkpoint = bases[len(bases) // 2] if i % 3 == 2 else None
+    return part, config, cleaner, last_ts + HOUR_MS, checkpoint
 
 
 def _digests(part: Path) -> dict[str, str]:
@@ -54,11 +59,13 @@ def _digests(part: Path) -> dict[str, str]:
 
 
 def _kafkas(kafka44, i: int, root: Path) -> dict:
-    part, config, cleaner, now = _case(i, root)
+    part, config, cleaner, now, checkpoint = _case(i, root)
     kconfig = {"cleanup.policy": "compact", "internal.segment.bytes": config.segment_bytes,
-               "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio}
-    view = kafka44.cleanable(part, now, 0, -1, None, 0, config=kconfig)  # the choice, no round
-    answer = kafka44.cleanable(part, now, 0, -1, None, cleaner.offset_map_memory, config=kconfig)
+               "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio,
+               "min.compaction.lag.ms": config.min_compaction_lag_ms,
+               "max.compaction.lag.ms": config.max_compaction_lag_ms}
+    view = kafka44.cleanable(part, now, 0, -1, checkpoint, 0, config=kconfig)  # the choice, no round
+    answer = kafka44.cleanable(part, now, 0, -1, checkpoint, cleaner.offset_map_memory, config=kconfig)
     files = _digests(part)
     loaded = kafka44.load(part, now)
     return {"view": view, "end_offset": answer.get("endOffset"), "files": files,
@@ -79,8 +86,8 @@ def _recorded() -> list[dict]:
 @pytest.mark.parametrize("i", range(CASES))
 def test_a_plan_is_kafkas_choice_and_range(i: int, tmp_path: Path):
     kafka = _recorded()[i]
-    part, config, cleaner, now = _case(i, tmp_path)
-    plan = plan_cleaning(str(part), config, cleaner, now)
+    part, config, cleaner, now, checkpoint = _case(i, tmp_path)
+    plan = plan_cleaning(str(part), config, cleaner, now, checkpoint=checkpoint)
     view = kafka["view"]
     assert plan.error is None
     assert (plan.first_dirty_offset, plan.first_uncleanable_offset) == (view["firstDirtyOffset"],
@@ -102,10 +109,11 @@ def test_a_plan_is_kafkas_choice_and_range(i: int, tmp_path: Path):
 @pytest.mark.parametrize("i", range(CASES))
 def test_an_applied_round_leaves_kafkas_files(i: int, tmp_path: Path):
     kafka = _recorded()[i]
-    part, config, cleaner, now = _case(i, tmp_path)
+    part, config, cleaner, now, checkpoint = _case(i, tmp_path)
     before = _digests(part)
-    planned = plan_cleaning(str(part), config, cleaner, now)
-    plan = clean_partition(str(part), config, cleaner, now, quarantine=str(tmp_path / "q"), run_id="r", force=True)
+    planned = plan_cleaning(str(part), config, cleaner, now, checkpoint=checkpoint)
+    plan = clean_partition(str(part), config, cleaner, now, checkpoint=checkpoint, quarantine=str(tmp_path / "q"),
+                           run_id="r", force=True)
     if planned.end_offset is None:  # nothing cleanable: nothing done
         assert not plan.applied and _digests(part) == before and not (tmp_path / "q").exists()
         return
