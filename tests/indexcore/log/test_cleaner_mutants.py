@@ -230,3 +230,50 @@ def test_a_control_batchs_type_is_its_first_records():
         assert cleaner._control_type(data, next(batches(data, 0))) == kind
     data = build_batch(4, [], producer_id=7, producer_epoch=0, is_transactional=True)
     assert cleaner._control_type(data, next(batches(data, 0))) is None  # no records
+
+
+# --- log_cleaner.CleaningPlan.followed_by: two rounds' plans as one (--until-clean) -----------------------------
+
+
+def test_two_rounds_plans_add_up_as_one():
+    from segdex.indexcore.log.log_cleaner import CleaningPlan
+
+    first = CleaningPlan(would_clean=True, why="dirty", checkpoint=3, first_dirty_offset=3,
+                         first_uncleanable_offset=90, dirty_ratio=0.75, end_offset=40, map_full=True,
+                         segments_before=5, segments_after=2, bytes_before=5000, bytes_after=2000,
+                         records_before=500, records_after=200, tombstones_kept=7, tombstones_removed=3,
+                         aborted_removed=4, keys=100, error=None, applied=True, quarantine="q1", rounds=1,
+                         bytes_freed=3000)
+    later = CleaningPlan(end_offset=90, map_full=False, segments_before=4, segments_after=3, bytes_before=4500,
+                         bytes_after=3000, records_before=450, records_after=300, tombstones_kept=5,
+                         tombstones_removed=2, aborted_removed=1, keys=120, error="later", applied=False,
+                         quarantine=None, rounds=1, bytes_freed=1500)
+    both = first.followed_by(later)
+    assert both == CleaningPlan(
+        would_clean=True, why="dirty", checkpoint=3, first_dirty_offset=3, first_uncleanable_offset=90,
+        dirty_ratio=0.75, end_offset=90, map_full=False,
+        segments_before=5 + 4 - 2, segments_after=3, bytes_before=5000 + 4500 - 2000, bytes_after=3000,
+        records_before=500 + 450 - 200, records_after=300, tombstones_kept=5, tombstones_removed=5,
+        aborted_removed=5, keys=120, error="later", applied=True, quarantine="q1", rounds=2, bytes_freed=4500)
+    # a plan without figures (None) gives none; no counts read as zero; the first error stands without a later one
+    bare = CleaningPlan(error="first", quarantine=None).followed_by(CleaningPlan(quarantine="q2", applied=True))
+    assert (bare.segments_before, bare.bytes_before, bare.records_before) == (None, None, None)
+    assert (bare.tombstones_removed, bare.aborted_removed, bare.error, bare.quarantine, bare.applied) == (
+        0, 0, "first", "q2", True)
+
+
+# --- log_cleaner._round_error: Kafka's own failure is the answer, anything else was not planned -------------------
+
+
+def test_a_rounds_error_is_kafkas_failure_or_not_planned():
+    from segdex.indexcore.log.log_cleaner import _round_error
+    from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
+
+    kafka = LogCleaningException("Kafka's cleaner fails this round", kafka_exception="java.lang.X")
+    assert _round_error(kafka) == "Kafka's cleaner fails this round"
+    assert _round_error(kafka, "round 2") == "round 2: Kafka's cleaner fails this round"
+    assert _round_error(LogCleaningException("ours")) == "not planned: ours"
+    assert _round_error(OSError(28, "No space left on device")) == "not planned: No space left on device"
+    assert _round_error(OSError("plain"), "round 3") == "round 3 not planned: plain"
+    assert _round_error(UnsupportedCompressionException("snappy")) == (
+        "not planned: snappy (snappy batches are rebuilt by the _snappy kernel, not built here)")
