@@ -277,3 +277,45 @@ def test_a_rounds_error_is_kafkas_failure_or_not_planned():
     assert _round_error(OSError("plain"), "round 3") == "round 3 not planned: plain"
     assert _round_error(UnsupportedCompressionException("snappy")) == (
         "not planned: snappy (snappy batches are rebuilt by the _snappy kernel, not built here)")
+
+
+# --- cleaner.Cleaner.group_segments_by_size: Cleaner.groupSegmentsBySize at each of its limits ---------------------
+
+
+def _sized(base: int, size: int, index_entries: int = 0, time_entries: int = 0) -> CleanerSegment:
+    return CleanerSegment(f"{base:020d}.log", base, size, 0, [None] * index_entries, time_entries, [], base)
+
+
+def _grouping(segs, max_size=1 << 30, max_index_size=1 << 30, first_uncleanable=1 << 20) -> list[list[int]]:
+    groups = cleaner.Cleaner.group_segments_by_size(segs, max_size, max_index_size, first_uncleanable)
+    return [[s.base_offset for s in g] for g in groups]
+
+
+def test_segments_are_grouped_up_to_the_segment_size_exactly():
+    segs = [_sized(b, 100) for b in (0, 10, 20, 30)]
+    assert _grouping(segs, max_size=200) == [[0, 10], [20, 30]]
+    assert _grouping(segs, max_size=199) == [[0], [10], [20], [30]]
+    assert _grouping(segs, max_size=300) == [[0, 10, 20], [30]]
+
+
+def test_segments_are_grouped_up_to_the_index_size_exactly():
+    segs = [_sized(b, 1, index_entries=2) for b in (0, 10, 20)]  # 16 bytes of offset index each
+    assert _grouping(segs, max_index_size=32) == [[0, 10], [20]]
+    assert _grouping(segs, max_index_size=31) == [[0], [10], [20]]
+    segs = [_sized(b, 1, time_entries=2) for b in (0, 10, 20)]  # 24 bytes of time index each
+    assert _grouping(segs, max_index_size=48) == [[0, 10], [20]]
+    assert _grouping(segs, max_index_size=47) == [[0], [10], [20]]
+
+
+def test_a_group_spans_at_most_int32_offsets_by_the_next_segments_base():
+    edge = INT32_MAX + 1  # a next segment at this base: the one before it ends at INT32_MAX at the latest
+    assert _grouping([_sized(0, 1), _sized(10, 1), _sized(edge, 1)], first_uncleanable=edge + 5) == [
+        [0, 10], [edge]]
+    assert _grouping([_sized(0, 1), _sized(10, 1), _sized(edge + 1, 1)], first_uncleanable=edge + 5) == [
+        [0], [10, edge + 1]]  # 10's group: the last one ends before edge + 4
+    # the last one's end is estimated by the first uncleanable offset
+    assert _grouping([_sized(0, 1), _sized(10, 1)], first_uncleanable=edge) == [[0, 10]]
+    assert _grouping([_sized(0, 1), _sized(10, 1)], first_uncleanable=edge + 1) == [[0], [10]]
+    # an empty segment joins whatever its offsets
+    assert _grouping([_sized(0, 1), _sized(10, 0), _sized(edge + 1, 1)], first_uncleanable=edge + 5) == [
+        [0, 10], [edge + 1]]
