@@ -319,3 +319,40 @@ def test_a_group_spans_at_most_int32_offsets_by_the_next_segments_base():
     # an empty segment joins whatever its offsets
     assert _grouping([_sized(0, 1), _sized(10, 0), _sized(edge + 1, 1)], first_uncleanable=edge + 5) == [
         [0, 10], [edge + 1]]
+
+
+# --- skimpy_offset_map.md5_address and native_offset_map: found once per process, so found again here ------------
+
+
+def test_libcryptos_md5_is_found_checked_and_kept(monkeypatch):
+    import ctypes
+    import ctypes.util
+    import hashlib
+
+    from segdex.indexcore.log import skimpy_offset_map as som
+
+    monkeypatch.setattr(som, "_md5", None)
+    address = som.md5_address()
+    md5 = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)(address)
+    out = ctypes.create_string_buffer(16)
+    md5(b"a key", 5, out)
+    assert out.raw == hashlib.md5(b"a key").digest()
+    assert som._md5 is not None and som._md5[1] == address and som.md5_address() == address
+    # candidates that do not load, or have no MD5, are passed over; none at all is an OSError
+    monkeypatch.setattr(som, "_md5", None)
+    monkeypatch.setattr(som, "_libcrypto_paths", lambda: ["/nonexistent/libcrypto.so.3", ctypes.util.find_library("c")])
+    with pytest.raises(OSError, match="^no libcrypto with MD5 found$"):
+        som.md5_address()
+
+
+def test_the_kernels_offset_map_is_md5s_only_and_not_when_disabled(monkeypatch):
+    from segdex.indexcore.log import skimpy_offset_map as som
+
+    assert som.native_offset_map(100, "MD5") is not None and som.native_offset_map(100, "md5") is not None
+    assert som.native_offset_map(100, "SHA-256") is None
+    monkeypatch.setenv("SEGDEX_NO_NATIVE", "1")
+    assert som.native_offset_map(100, "MD5") is None
+    monkeypatch.delenv("SEGDEX_NO_NATIVE")
+    monkeypatch.setattr(som, "_md5", None)
+    monkeypatch.setattr(som, "_libcrypto_paths", lambda: [])
+    assert som.native_offset_map(100, "MD5") is None  # no libcrypto: the Python map
