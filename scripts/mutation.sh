@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Mutation testing of indexcore/ with mutmut; not in CI (every mutant runs the tests that reach its function).
 #   bash scripts/mutation.sh                          # every module of indexcore/ (about 2 h on 2 cores)
-#   bash scripts/mutation.sh atomic_file log_config   # only these modules
+#   bash scripts/mutation.sh log/cleaner coordinator  # only these modules or rooms (indexcore/log/cleaner.py,
+#                                                     # every module under indexcore/coordinator/); a bare module
+#                                                     # name (cleaner) is found under indexcore/ when only one has it
+#   SEGDEX_MUTATION_TESTS="tests/indexcore" bash scripts/mutation.sh log   # only these tests (paths for pytest):
+#                                                     # a quicker run; what only other tests reach counts "no tests"
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
 #   bash scripts/mutation.sh --names FILE             # only the mutants FILE names or globs (one a line)
 #   bash scripts/mutation.sh --sync                   # after changes to indexcore/ or tests/: what is owed
@@ -11,8 +15,11 @@
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
-# `-m "not spark and not kafka_broker"` (a SparkSession or Kafka's JVM cannot be shared by forked children),
-# without the slow random-kill crash tests. Code reached only by a test's subprocess counts as "no tests".
+# `-m "not spark and not kafka_broker and not fresh_process and not source_text"`: a SparkSession or Kafka's JVM
+# cannot be shared by forked children; a fresh_process test checks what a newly started interpreter imports, and
+# every process that loads a mutated module imports mutmut's trampolines and what they import; a source_text test
+# reads indexcore's files as text, which in the scratch copy are mutmut's rewrites (and calls none of them). The
+# slow random-kill crash tests are left out too. Code reached only by a test's subprocess counts as "no tests".
 # Writes benchmarks/mutation/report.md (SEGDEX_MUTATION_REPORT): counts per module and every surviving mutant,
 # a change to the code no test noticed. Each survivor needs a new test, or a line in the report saying why.
 set -euo pipefail
@@ -83,7 +90,19 @@ take_tests() {  # the repository's tests into the scratch copy; mutmut times the
   rm -f "$work/mutants/mutmut-stats.json"
 }
 
-make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
+module_path() {  # a module argument (log/cleaner, log/cleaner.py, cleaner, log, log/, coordinator) as a path
+  # under indexcore/ without .py: a module (log/cleaner) or a room, ending in / (log/)
+  local m="${1#indexcore/}" found
+  m="${m%.py}"
+  if [ -d "indexcore/${m%/}" ]; then echo "${m%/}/"; return 0; fi
+  if [ -f "indexcore/$m.py" ]; then echo "$m"; return 0; fi
+  mapfile -t found < <(cd indexcore && find . -name "$(basename "$m").py" -not -path '*/__pycache__/*' | sed 's|^\./||')
+  if [ "${#found[@]}" -eq 1 ]; then echo "${found[0]%.py}"; return 0; fi
+  echo "scripts/mutation.sh: no single module of indexcore/ is named '$1' (${found[*]:-none})" >&2
+  return 1
+}
+
+make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut; ARGS: module paths (module_path)
   rm -rf "$work" && mkdir -p "$work"
   tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
     --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
@@ -92,6 +111,11 @@ make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut
   # what mutmut's trampolines compare against
   rm -rf "$work/segdex" && .venv/bin/python scripts/import_tree.py --native "$work"
   kernel="$(cd indexcore/log/scan && ls _fastscan*.so)"
+  local only="" tests="" m t
+  for m in "$@"; do  # only the named modules are mutated (mutmut's only_mutate): generating them is quicker
+    case "$m" in */) only+="\"segdex/indexcore/$m*\", " ;; *) only+="\"segdex/indexcore/$m.py\", " ;; esac
+  done
+  for t in ${SEGDEX_MUTATION_TESTS:-tests}; do tests+="\"$t\", "; done
   cat >> "$work/pyproject.toml" <<TOML
 
 [tool.mutmut]
@@ -99,9 +123,11 @@ source_paths = ["segdex/indexcore"]
 also_copy = ["segdex/__init__.py", "segdex/pipelines", "segdex/jobs", "pipelines", "jobs", "scripts", "airflow_dags",
              "README.md", "segdex/indexcore/log/scan/$kernel", "segdex/indexcore/log/scan/_fastscan.c",
              "segdex/indexcore/log/scan/_layout.h"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not spark and not kafka_broker", "-k", "not killed_at"]
-pytest_add_cli_args_test_selection = ["tests"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not spark and not kafka_broker and not fresh_process and not source_text",
+                       "-k", "not killed_at"]
+pytest_add_cli_args_test_selection = [${tests%, }]
 TOML
+  [ -z "$only" ] || echo "only_mutate = [${only%, }]" >> "$work/pyproject.toml"
   mkdir -p "$work/mutants" && ln -s segdex/indexcore "$work/mutants/indexcore"
   # Kafka's jars (.venv/kafka), for the tests that compare with Kafka's own tools
   ln -s "$repo/.venv" "$work/.venv" && ln -s "$repo/.venv" "$work/mutants/.venv"
@@ -140,8 +166,11 @@ if [ "${1:-}" = "--sync" ]; then
   # generates the mutants of changed functions again (their results reset) and times the tests again on a first
   # mutant; then every mutant still owed runs: survived, no tests, or not checked and not settled earlier.
   [ -d "$work/mutants" ] || make_scratch  # a new checkout: SEGDEX_MUTATION_EARLIER's results carry over
+  # (into segdex/indexcore, the copy mutmut mutates, and indexcore/, the checkout's layout beside it)
   (cd indexcore && find . -name '*.py') | while read -r f; do
-    cmp -s "indexcore/$f" "$work/indexcore/$f" || cp "indexcore/$f" "$work/indexcore/$f"
+    for to in "$work/segdex/indexcore/$f" "$work/indexcore/$f"; do
+      cmp -s "indexcore/$f" "$to" || { mkdir -p "$(dirname "$to")" && cp "indexcore/$f" "$to"; }
+    done
   done
   take_tests
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
@@ -154,7 +183,12 @@ if [ "${1:-}" = "--sync" ]; then
   run_and_report mutmut-sync.log -- "${owed[@]}"
   exit 0
 fi
-make_scratch
-globs=()
-for m in "$@"; do globs+=("segdex.indexcore.${m//\//.}.*"); done
-run_and_report mutmut-run.log "$@" -- "${globs[@]}"
+paths=() globs=()
+for m in "$@"; do
+  p="$(module_path "$m")" || exit 2
+  paths+=("$p")
+  p="${p%/}"
+  globs+=("segdex.indexcore.${p//\//.}.*")
+done
+make_scratch "${paths[@]}"
+run_and_report mutmut-run.log "${paths[@]}" -- "${globs[@]}"

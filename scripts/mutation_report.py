@@ -30,6 +30,7 @@ from mutmut.stats import status_by_exit_code
 from mutmut.utils.file_utils import walk_mutatable_files
 
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
+KERNELS = "kernels.md"  # beside the report: how the C kernels' tests are shown able to fail, appended to it
 EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
 
 
@@ -156,6 +157,18 @@ def _mutants() -> Iterator[tuple[Path, str, str, str]]:
             yield path, module, name, status_by_exit_code[code]
 
 
+def _scratch_scope() -> str:
+    """What the scratch copy mutates (its ``only_mutate``, written by scripts/mutation.sh for named modules)."""
+    import tomllib
+
+    try:
+        only = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"].get("only_mutate", [])
+    except (OSError, KeyError, ValueError):
+        only = []
+    rooms = [p.removeprefix("segdex/indexcore/").removesuffix("*").removesuffix(".py") for p in only]
+    return ", ".join(rooms) if rooms else "every module of indexcore/"
+
+
 def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> None:
     """The mutants a run still owes: survived, no tests, suspicious or interrupted (new tests may kill them),
     and not checked unless the earlier run's result stands (``_carried``). Killed, timed out and crashed ones
@@ -225,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         total.update(c)
     cats = Counter(cat for rows in survivors.values() for _, cat, _ in rows)
     out = io.StringIO()
-    scope = ", ".join(args.modules) if args.modules else "every module of indexcore/"
+    scope = ", ".join(args.modules) if args.modules else _scratch_scope()
     out.write("# Mutation report: indexcore/\n\n")
     out.write(f"`bash scripts/mutation.sh` (mutmut 3.8.1) over {scope}: {sum(total.values())} mutants"
               + (f", {args.seconds // 60} min {args.seconds % 60} s on this machine" if args.seconds else "")
@@ -248,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     for module in sorted(untested):
         funcs = ", ".join(f"{f} ({n})" for f, n in sorted(untested[module].items()))
         out.write(f"- {module}: {funcs}\n")
+    kernels = Path(args.out).parent / KERNELS
+    if Path(args.out).name != "null" and kernels.is_file():  # the C kernels, out of mutmut's reach: shown by hand
+        out.write("\n" + kernels.read_text())
     Path(args.out).write_text(out.getvalue())
     print(f"{sum(total.values())} mutants: " + ", ".join(f"{total[s]} {s}" for s in statuses if total[s]))
     return 0

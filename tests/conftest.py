@@ -22,14 +22,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that take the session's SparkSession are marked ``spark``, tests that take Kafka's recovery code as
-    an oracle are marked ``kafka_broker``: the mutation run (scripts/mutation.sh) selects ``not spark and not
-    kafka_broker``, the tests that run indexcore in the test process itself."""
+    """Tests that take the session's SparkSession are marked ``spark``, tests that take Kafka's own code as an
+    oracle (``oracle``, ``kafka44``, ``kafka39``: a JVM each) are marked ``kafka_broker``: the mutation run
+    (scripts/mutation.sh) selects ``not spark and not kafka_broker``, the tests that run indexcore in the test
+    process itself."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "spark" in names:
             item.add_marker(pytest.mark.spark)
-        if "oracle" in names:
+        if KAFKA_CODE.intersection(names):
             item.add_marker(pytest.mark.kafka_broker)
     # the mutation run: the quickest tests first, so that a mutant a quick test notices costs only that test
     timings = os.environ.get(ORDER_ENV)
@@ -57,6 +58,7 @@ LONGEST_FIRST = {path: rank for rank, path in enumerate((
 ))}
 
 
+KAFKA_CODE = {"oracle", "kafka44", "kafka39"}  # the fixtures that run Kafka's own code in a JVM (_oracle)
 ORDER_ENV = "SEGDEX_TEST_ORDER"  # mutmut's stats file (scripts/mutation.sh): run tests by their measured time
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import crc32c as package
+import pytest
 
 from segdex.indexcore.record import crc32c
 
@@ -30,6 +31,9 @@ def _fresh(code: str) -> dict:
     return json.loads(out.splitlines()[-1])
 
 
+# what a new interpreter imports: under mutmut every mutated module imports mutmut's trampolines (and
+# importlib.metadata with them), so scripts/mutation.sh leaves this test out (it still runs in the suite)
+@pytest.mark.fresh_process
 def test_a_scan_process_imports_neither_the_package_nor_importlib_metadata():
     """The kernel found, a segment's record CRC and a producer snapshot computed: the package's ``__init__``
     (which imports ``importlib.metadata``, 60 ms) never ran."""

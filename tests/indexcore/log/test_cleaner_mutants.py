@@ -1,0 +1,358 @@
+"""Tests written for the mutation run's survivors in the log cleaner's modules (issue 42): each pins what a
+mutant of the named function changes (benchmarks/mutation/report.md lists them). A file of its own, beside
+test_cleaner.py, so that work on the cleaner itself merges without conflicts."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from segdex.indexcore.log import cleaner
+from segdex.indexcore.log.cleaner import (
+    INT32_MAX,
+    CleanerSegment,
+    LogCleaningException,
+    LogSegmentOffsetOverflowException,
+)
+from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.tools.segment_writer import build_batch
+
+T = 1_795_000_000_000
+
+
+# --- LogSegmentOffsetOverflowException -------------------------------------------------------------------------
+
+
+def test_an_offset_overflow_names_its_offset():
+    e = LogSegmentOffsetOverflowException(7)
+    assert (str(e), e.offset) == ("offset 7 does not fit the segment", 7)
+
+
+# --- cleaner._chunk_overflow: cleanInto's buffers, each checked at its largest kept offset ---------------------
+
+
+def _segment(n: int) -> tuple[bytes, list[int], int]:
+    """n one-record batches of one size at offsets 0..n-1: the bytes, each batch's position, the batch size."""
+    data = b"".join(build_batch(i, [(T, b"k", b"v")]) for i in range(n))
+    positions = [b.position for b in batches(data, 0)]
+    size = positions[1]
+    assert positions == [i * size for i in range(n)]
+    return data, positions, size
+
+
+def test_each_buffer_is_checked_at_its_largest_kept_offset():
+    """Two batches a buffer: (99, 101) in the first, which fits base 100 by its largest; 50 alone in the second,
+    which does not."""
+    data, pos, size = _segment(3)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101), (pos[2], 50)], 100, 2 * size)
+    assert e.value.offset == 50
+
+
+def test_a_batch_below_the_base_passes_where_a_later_one_in_its_buffer_fits():
+    """Four batches, two a buffer: 50 shares the second buffer with 150, so nothing overflows; one buffer a batch
+    (a buffer of one batch's size) checks 50 alone."""
+    data, pos, size = _segment(4)
+    kept = [(pos[0], 100), (pos[1], 101), (pos[2], 50), (pos[3], 150)]
+    cleaner._chunk_overflow(data, kept, 100, 2 * size)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, kept, 100, size)
+    assert e.value.offset == 50
+
+
+def test_a_buffer_that_holds_exactly_its_batches_is_not_split():
+    """A buffer of exactly two batches' bytes holds both: (99, 101) fit together."""
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101)], 100, 2 * size)
+
+
+def test_kept_offsets_past_the_int32_range_overflow():
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 100 + INT32_MAX)], 100, 2 * size)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 101 + INT32_MAX)], 100, 2 * size)
+    assert e.value.offset == 101 + INT32_MAX
+
+
+# --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
+
+
+def _cleaner_segment(base: int, next_offset: int) -> CleanerSegment:
+    return CleanerSegment(f"/tmp/p-0/{base:020d}.log", base, 0, 0, None, 0, [], next_offset)
+
+
+SPLIT = ("Kafka's cleaner would split segment {} (its offsets overflow it) and clean it in a later round; segdex "
+         "does not split segments")
+
+
+def _fails(seg: CleanerSegment, offset: int, cleaned_base: int) -> tuple[str, str]:
+    kafka = ("java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow, and "
+             f"the problem path is {os.path.abspath(seg.log_path)}")
+    return (f"Kafka's cleaner fails this round ({kafka}): offset {offset}, the last kept of a message set of segment "
+            f"{seg.base_offset}, lies below the cleaned segment's base offset {cleaned_base}; a broker marks the "
+            f"partition uncleanable and leaves it dirty", kafka)
+
+
+@pytest.mark.parametrize(("base", "next_offset", "split"), [
+    (0, 2**31 + 1, True),  # its last offset 2**31 is past base + INT32_MAX: Kafka splits it
+    (0, 2**31, False),  # its last offset is base + INT32_MAX exactly: it fits
+    (2**31, 2**31 + 10, False),  # a high base: offsets relative to it fit
+    (5, 5, False),  # an empty segment has no overflow
+])
+def test_only_a_segment_that_overflows_its_own_base_is_split(base: int, next_offset: int, split: bool):
+    seg = _cleaner_segment(base, next_offset)
+    e = cleaner._offset_overflow(LogSegmentOffsetOverflowException(3), seg, 10)
+    assert isinstance(e, LogCleaningException)
+    if split:
+        assert (str(e), e.kafka_exception) == (SPLIT.format(base), None)
+    else:
+        assert (str(e), e.kafka_exception) == _fails(seg, 3, 10)
+
+
+# --- cleaned_transaction_metadata: which transactional batches and markers a round may drop ----------------------
+
+
+class _Batch:
+    """The fields CleanedTransactionMetadata reads of a batch."""
+
+    def __init__(self, last_offset: int, producer_id: int = -1, transactional: bool = False) -> None:
+        self.last_offset, self.producer_id, self.is_transactional = last_offset, producer_id, transactional
+
+
+def _metadata(*aborted):
+    from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
+
+    tm = CleanedTransactionMetadata()
+    tm.cleaned_index = []  # the cleaned segment's .txnindex: what the round appends to it
+    tm.add_aborted_transactions(list(aborted))
+    return tm
+
+
+def test_an_aborted_transactions_data_goes_and_its_marker_stays_in_the_txnindex():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    txn = AbortedTxn(7, 2, 5, 9)
+    tm = _metadata(txn)
+    assert tm.on_batch_read(_Batch(1, 7, True)) is False  # before its first offset: not yet aborted
+    assert tm.on_batch_read(_Batch(2, 7, True)) is True  # at its first offset: aborted data
+    assert tm.ongoing_aborted[7].last_observed_batch_offset == 2
+    assert tm.on_control_batch_read(_Batch(5, 7, True), "ABORT") is False
+    assert tm.cleaned_index == [txn] and 7 not in tm.ongoing_aborted
+
+
+def test_an_abort_marker_whose_data_was_not_seen_may_go():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(7, 2, 5, 9))
+    assert tm.on_control_batch_read(_Batch(5, 7, True), "ABORT") is True
+    assert tm.cleaned_index == [] and tm.ongoing_aborted == {}
+    assert tm.on_control_batch_read(_Batch(6, 8, True), "ABORT") is True  # no aborted transaction at all
+
+
+def test_a_commit_marker_stays_once_after_its_transactions_data():
+    tm = _metadata()
+    assert tm.on_batch_read(_Batch(3, 8, True)) is False and tm.ongoing_committed == {8}
+    assert tm.on_batch_read(_Batch(4, 9, False)) is False and tm.ongoing_committed == {8}  # not transactional
+    assert tm.on_control_batch_read(_Batch(5, 8, True), "COMMIT") is False
+    assert tm.ongoing_committed == set()
+    assert tm.on_control_batch_read(_Batch(6, 8, True), "COMMIT") is True  # no data of it seen since
+
+
+def test_a_control_batch_without_records_or_of_another_type_goes():
+    tm = _metadata()
+    tm.on_batch_read(_Batch(3, 8, True))
+    assert tm.on_control_batch_read(_Batch(5, 8, True), None) is True
+    assert tm.ongoing_committed == {8}
+
+
+def test_aborted_transactions_start_by_first_offset_not_by_arrival():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(7, 100, 105, 109))
+    assert tm.on_batch_read(_Batch(5, 7, True)) is False and tm.ongoing_aborted == {}
+
+
+def test_aborted_transactions_with_one_first_offset_are_taken_in_order():
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    tm = _metadata(AbortedTxn(1, 4, 6, 9), AbortedTxn(2, 4, 7, 9), AbortedTxn(3, 4, 8, 9))
+    assert all(tm.on_batch_read(_Batch(4, pid, True)) for pid in (1, 2, 3))
+    assert sorted(tm.ongoing_aborted) == [1, 2, 3]
+
+
+# --- skimpy_offset_map._libcrypto_paths: hashlib's OpenSSL first, then the system's -------------------------------
+
+
+def test_the_libcrypto_candidates_are_the_loaded_ones_then_the_systems():
+    import ctypes.util
+
+    from segdex.indexcore.log.skimpy_offset_map import _libcrypto_paths
+
+    paths = _libcrypto_paths()
+    system = ctypes.util.find_library("crypto")
+    loaded = paths[:-1] if system else paths
+    assert loaded, "hashlib's libcrypto is mapped into this process"
+    assert all("/libcrypto.so" in p and os.path.isabs(p) for p in loaded)
+    assert len(set(loaded)) == len(loaded)
+    with open("/proc/self/maps") as maps:
+        assert all(p in maps.read() for p in loaded)
+    if system:
+        assert paths[-1] == system
+
+
+# --- cleaner._delete_horizon and _control_type: what a batch's header and first record say ----------------------
+
+
+def _with_horizon(base_timestamp: int) -> tuple[bytes, object]:
+    """A v2 batch whose attributes carry the delete-horizon flag and whose base timestamp is ``base_timestamp``."""
+    from segdex.indexcore.record.batch_header import ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, DELETE_HORIZON_FLAG_MASK
+
+    data = bytearray(build_batch(0, [(T, b"k", None)]))
+    attributes = int.from_bytes(data[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2], "big") | DELETE_HORIZON_FLAG_MASK
+    data[ATTRIBUTES_OFFSET:ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big")
+    data[BASE_TIMESTAMP_OFFSET:BASE_TIMESTAMP_OFFSET + 8] = base_timestamp.to_bytes(8, "big", signed=True)
+    data = bytes(data)
+    return data, next(batches(data, 0))
+
+
+def test_the_delete_horizon_is_the_base_timestamp_read_as_a_signed_long():
+    for stamp in (T, -5):
+        data, batch = _with_horizon(stamp)
+        assert cleaner._delete_horizon(data, batch) == stamp
+    data = build_batch(0, [(T, b"k", None)])
+    assert cleaner._delete_horizon(data, next(batches(data, 0))) is None  # no flag: no horizon
+
+
+def test_a_control_batchs_type_is_its_first_records():
+    for kind in ("COMMIT", "ABORT"):
+        data = build_batch(4, [], producer_id=7, producer_epoch=0, control=(kind, 0), control_timestamp=T)
+        assert cleaner._control_type(data, next(batches(data, 0))) == kind
+    data = build_batch(4, [], producer_id=7, producer_epoch=0, is_transactional=True)
+    assert cleaner._control_type(data, next(batches(data, 0))) is None  # no records
+
+
+# --- log_cleaner.CleaningPlan.followed_by: two rounds' plans as one (--until-clean) -----------------------------
+
+
+def test_two_rounds_plans_add_up_as_one():
+    from segdex.indexcore.log.log_cleaner import CleaningPlan
+
+    first = CleaningPlan(would_clean=True, why="dirty", checkpoint=3, first_dirty_offset=3,
+                         first_uncleanable_offset=90, dirty_ratio=0.75, end_offset=40, map_full=True,
+                         segments_before=5, segments_after=2, bytes_before=5000, bytes_after=2000,
+                         records_before=500, records_after=200, tombstones_kept=7, tombstones_removed=3,
+                         aborted_removed=4, keys=100, error=None, applied=True, quarantine="q1", rounds=1,
+                         bytes_freed=3000)
+    later = CleaningPlan(end_offset=90, map_full=False, segments_before=4, segments_after=3, bytes_before=4500,
+                         bytes_after=3000, records_before=450, records_after=300, tombstones_kept=5,
+                         tombstones_removed=2, aborted_removed=1, keys=120, error="later", applied=False,
+                         quarantine=None, rounds=1, bytes_freed=1500)
+    both = first.followed_by(later)
+    assert both == CleaningPlan(
+        would_clean=True, why="dirty", checkpoint=3, first_dirty_offset=3, first_uncleanable_offset=90,
+        dirty_ratio=0.75, end_offset=90, map_full=False,
+        segments_before=5 + 4 - 2, segments_after=3, bytes_before=5000 + 4500 - 2000, bytes_after=3000,
+        records_before=500 + 450 - 200, records_after=300, tombstones_kept=5, tombstones_removed=5,
+        aborted_removed=5, keys=120, error="later", applied=True, quarantine="q1", rounds=2, bytes_freed=4500)
+    # a plan without figures (None) gives none; no counts read as zero; the first error stands without a later one
+    bare = CleaningPlan(error="first", quarantine=None).followed_by(CleaningPlan(quarantine="q2", applied=True))
+    assert (bare.segments_before, bare.bytes_before, bare.records_before) == (None, None, None)
+    assert (bare.tombstones_removed, bare.aborted_removed, bare.error, bare.quarantine, bare.applied) == (
+        0, 0, "first", "q2", True)
+
+
+# --- log_cleaner._round_error: Kafka's own failure is the answer, anything else was not planned -------------------
+
+
+def test_a_rounds_error_is_kafkas_failure_or_not_planned():
+    from segdex.indexcore.log.log_cleaner import _round_error
+    from segdex.indexcore.record.memory_records_builder import UnsupportedCompressionException
+
+    kafka = LogCleaningException("Kafka's cleaner fails this round", kafka_exception="java.lang.X")
+    assert _round_error(kafka) == "Kafka's cleaner fails this round"
+    assert _round_error(kafka, "round 2") == "round 2: Kafka's cleaner fails this round"
+    assert _round_error(LogCleaningException("ours")) == "not planned: ours"
+    assert _round_error(OSError(28, "No space left on device")) == "not planned: No space left on device"
+    assert _round_error(OSError("plain"), "round 3") == "round 3 not planned: plain"
+    assert _round_error(UnsupportedCompressionException("snappy")) == (
+        "not planned: snappy (snappy batches are rebuilt by the _snappy kernel, not built here)")
+
+
+# --- cleaner.Cleaner.group_segments_by_size: Cleaner.groupSegmentsBySize at each of its limits ---------------------
+
+
+def _sized(base: int, size: int, index_entries: int = 0, time_entries: int = 0) -> CleanerSegment:
+    return CleanerSegment(f"{base:020d}.log", base, size, 0, [None] * index_entries, time_entries, [], base)
+
+
+def _grouping(segs, max_size=1 << 30, max_index_size=1 << 30, first_uncleanable=1 << 20) -> list[list[int]]:
+    groups = cleaner.Cleaner.group_segments_by_size(segs, max_size, max_index_size, first_uncleanable)
+    return [[s.base_offset for s in g] for g in groups]
+
+
+def test_segments_are_grouped_up_to_the_segment_size_exactly():
+    segs = [_sized(b, 100) for b in (0, 10, 20, 30)]
+    assert _grouping(segs, max_size=200) == [[0, 10], [20, 30]]
+    assert _grouping(segs, max_size=199) == [[0], [10], [20], [30]]
+    assert _grouping(segs, max_size=300) == [[0, 10, 20], [30]]
+
+
+def test_segments_are_grouped_up_to_the_index_size_exactly():
+    segs = [_sized(b, 1, index_entries=2) for b in (0, 10, 20)]  # 16 bytes of offset index each
+    assert _grouping(segs, max_index_size=32) == [[0, 10], [20]]
+    assert _grouping(segs, max_index_size=31) == [[0], [10], [20]]
+    segs = [_sized(b, 1, time_entries=2) for b in (0, 10, 20)]  # 24 bytes of time index each
+    assert _grouping(segs, max_index_size=48) == [[0, 10], [20]]
+    assert _grouping(segs, max_index_size=47) == [[0], [10], [20]]
+
+
+def test_a_group_spans_at_most_int32_offsets_by_the_next_segments_base():
+    edge = INT32_MAX + 1  # a next segment at this base: the one before it ends at INT32_MAX at the latest
+    assert _grouping([_sized(0, 1), _sized(10, 1), _sized(edge, 1)], first_uncleanable=edge + 5) == [
+        [0, 10], [edge]]
+    assert _grouping([_sized(0, 1), _sized(10, 1), _sized(edge + 1, 1)], first_uncleanable=edge + 5) == [
+        [0], [10, edge + 1]]  # 10's group: the last one ends before edge + 4
+    # the last one's end is estimated by the first uncleanable offset
+    assert _grouping([_sized(0, 1), _sized(10, 1)], first_uncleanable=edge) == [[0, 10]]
+    assert _grouping([_sized(0, 1), _sized(10, 1)], first_uncleanable=edge + 1) == [[0], [10]]
+    # an empty segment joins whatever its offsets
+    assert _grouping([_sized(0, 1), _sized(10, 0), _sized(edge + 1, 1)], first_uncleanable=edge + 5) == [
+        [0, 10], [edge + 1]]
+
+
+# --- skimpy_offset_map.md5_address and native_offset_map: found once per process, so found again here ------------
+
+
+def test_libcryptos_md5_is_found_checked_and_kept(monkeypatch):
+    import ctypes
+    import ctypes.util
+    import hashlib
+
+    from segdex.indexcore.log import skimpy_offset_map as som
+
+    monkeypatch.setattr(som, "_md5", None)
+    address = som.md5_address()
+    md5 = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)(address)
+    out = ctypes.create_string_buffer(16)
+    md5(b"a key", 5, out)
+    assert out.raw == hashlib.md5(b"a key").digest()
+    assert som._md5 is not None and som._md5[1] == address and som.md5_address() == address
+    # candidates that do not load, or have no MD5, are passed over; none at all is an OSError
+    monkeypatch.setattr(som, "_md5", None)
+    monkeypatch.setattr(som, "_libcrypto_paths", lambda: ["/nonexistent/libcrypto.so.3", ctypes.util.find_library("c")])
+    with pytest.raises(OSError, match="^no libcrypto with MD5 found$"):
+        som.md5_address()
+
+
+def test_the_kernels_offset_map_is_md5s_only_and_not_when_disabled(monkeypatch):
+    from segdex.indexcore.log import skimpy_offset_map as som
+
+    assert som.native_offset_map(100, "MD5") is not None and som.native_offset_map(100, "md5") is not None
+    assert som.native_offset_map(100, "SHA-256") is None
+    monkeypatch.setenv("SEGDEX_NO_NATIVE", "1")
+    assert som.native_offset_map(100, "MD5") is None
+    monkeypatch.delenv("SEGDEX_NO_NATIVE")
+    monkeypatch.setattr(som, "_md5", None)
+    monkeypatch.setattr(som, "_libcrypto_paths", lambda: [])
+    assert som.native_offset_map(100, "MD5") is None  # no libcrypto: the Python map
