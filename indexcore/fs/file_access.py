@@ -66,3 +66,13 @@ def open_regular(path: str | os.PathLike, encoding: str | None = None) -> io.Buf
     if encoding is None:
         return os.fdopen(fd, "rb")
     return os.fdopen(fd, "r", encoding=encoding)
+
+
+def read_regular(path: str | os.PathLike) -> bytes | None:
+    """The bytes of the regular file at ``path`` (``open_regular``'s checks), or None when there is none: an
+    index file a segment may lack."""
+    try:
+        with open_regular(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None

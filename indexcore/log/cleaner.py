@@ -446,9 +446,10 @@ def _damaged(seg: CleanerSegment, position: int, kafka: str) -> None:
         kafka_exception=kafka, path=path, position=position)
 
 
-def read_next_offset(seg: CleanerSegment) -> int:
-    """``LogSegment.readNextOffset`` as ``cleanSegments`` calls it for a group's last segment: what its read
-    throws on a segment served as it is (``CleanerSegment.next_offset_error``) fails the round."""
+def group_next_offset(seg: CleanerSegment) -> int:
+    """A group's last segment's next offset where ``cleanSegments`` asks for it: the value the load read
+    (``log_segment.LogSegment.read_next_offset``), or, on a segment served as it is, what that read threw
+    (``CleanerSegment.next_offset_error``), which fails the round."""
     if seg.next_offset_error is not None:
         path = os.path.abspath(seg.log_path)
         raise LogCleaningException(
@@ -467,7 +468,7 @@ def meet_damage(groups: list[list[CleanerSegment]], io_buffer_size: int) -> None
             if not seg.as_is:
                 continue
             if i + 1 == len(group):
-                read_next_offset(seg)
+                group_next_offset(seg)
             with _open_segment(seg) as buf:
                 position = 0
                 while (batch := read_batch(buf, position, seg, io_buffer_size)) is not None:
@@ -807,7 +808,7 @@ class Cleaner:
                           self.keep_files and sink is None, sink)
         tm.cleaned_index = out.txn_index
         for i, seg in enumerate(group):
-            seg_upper = group[i + 1].base_offset if i + 1 < len(group) else read_next_offset(seg)
+            seg_upper = group[i + 1].base_offset if i + 1 < len(group) else group_next_offset(seg)
             tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, seg.base_offset,
                                                                      seg_upper))
             retain_legacy_deletes = seg.mtime_ms > legacy_horizon

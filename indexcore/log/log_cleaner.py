@@ -31,6 +31,7 @@ from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import CorruptRecordException, SegdexError
 from segdex.indexcore.fs.atomic_file import remove_temporaries
+from segdex.indexcore.fs.file_access import read_regular
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
 from segdex.indexcore.index.transaction_index import parse_transaction_index
@@ -309,11 +310,8 @@ def _indexes_on_disk(path: str, base: int, config: LogConfig) -> tuple[OffsetInd
 
 
 def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return b""
+    """An index file's bytes as the cleaning load reads them (none: empty)."""
+    return read_regular(path) or b""
 
 
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,

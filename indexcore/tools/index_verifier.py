@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from segdex.indexcore.errors import CorruptRecordException, SegdexError
-from segdex.indexcore.fs.file_access import NotRegularFileException, open_regular
+from segdex.indexcore.fs.file_access import NotRegularFileException, read_regular
 from segdex.indexcore.index.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from segdex.indexcore.index.offset_index import parse_offset_index
 from segdex.indexcore.index.offset_index import trimmed_entry_count as offset_trimmed_count
@@ -96,14 +96,6 @@ def check_time_entries(buf, entries: list[tuple[int, int]], result: RecoveryResu
     return None
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        with open_regular(path) as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
 # (suffix, trimmed entry count, entry size, parser, entry checker) of the two sparse indexes
 _SPARSE_INDEXES = (
     (INDEX_FILE_SUFFIX, offset_trimmed_count, OFFSET_ENTRY_SIZE, parse_offset_index, check_offset_entries),
@@ -114,7 +106,7 @@ _SPARSE_INDEXES = (
 def _read_existing(segment: SegmentRecovery) -> dict[str, bytes | None] | Verdict:
     """The index files beside the segment (None where absent), or the verdict when they cannot be read."""
     try:
-        return {suffix: _read(path) for suffix, path in index_paths(segment.log_path).items()}
+        return {suffix: read_regular(path) for suffix, path in index_paths(segment.log_path).items()}
     except OSError as e:
         return Verdict(SegmentStatus.UNREADABLE, Reason(f"cannot read index files: {e.strerror or e}",
                                                         getattr(e, "filename", None) or segment.log_path))
