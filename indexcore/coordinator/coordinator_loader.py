@@ -165,11 +165,12 @@ def after_broker_start(partition_dir: str | os.PathLike, summary: LoadSummary, c
                           f"a broker's start truncates it at offset {preview.log_end_offset} ({preview.lost_bytes} "
                           f"bytes deleted) and its coordinator loads these same records: this is Kafka's answer "
                           f"after its start")
-    if summary.stopped_segment in preview.recovered:  # recovered when opened (no offset index): cut there only
+    if summary.stopped_segment in preview.recovered:  # recovered when opened (LogLoader.recovered_when_opened)
         return AfterStart(DIFFERS, preview.log_end_offset,
-                          f"a broker's start cuts segment {summary.stopped_segment} there (its offset index is "
-                          f"missing) but keeps the later segments, up to offset {preview.log_end_offset} (an offset "
-                          f"gap); its coordinator loads their records too: not Kafka's answer")
+                          f"a broker's start recovers segment {summary.stopped_segment} as it opens it (its offset "
+                          f"index missing, or its transaction index failing the load's check) and cuts it there, but "
+                          f"keeps the later segments, up to offset {preview.log_end_offset} (an offset gap); its "
+                          f"coordinator loads their records too: not Kafka's answer")
     why = ("the log dir's clean-shutdown marker" if clean_shutdown else
            f"the recovery point {recovery_point or 0} is past the damaged segment")
     return AfterStart(DIFFERS, preview.log_end_offset,
