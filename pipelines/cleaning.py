@@ -217,12 +217,16 @@ def round_threads(tasks: int) -> int | None:
 
 
 def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: PartitionTask) -> CleaningPlan:
-    """One partition's plan (a task's work) on ``rounds.threads``; its rounds reported to the driver's progress
-    when it ends."""
+    """One partition's plan (a task's work) on ``rounds.threads``; each ``--until-clean`` round reported to the
+    driver's progress as it is planned (one round: when it is)."""
+    def each_round(cleaned_bytes: int) -> None:
+        spark_tasks.report(1, cleaned_bytes)
+
     planned = plan_cleaning(task.path, task.config, cleaner, now_ms, task.log_start_offset or 0,
                             task.high_watermark, task.cleaner_checkpoint, rounds.until_clean, rounds.threads,
-                            task.clean_shutdown, task.recovery_point)
-    spark_tasks.report(planned.rounds, planned.bytes_before or 0)
+                            task.clean_shutdown, task.recovery_point, each_round if rounds.until_clean else None)
+    if not rounds.until_clean:  # one round: said when it is planned
+        spark_tasks.report(planned.rounds, planned.bytes_before or 0)
     return planned
 
 

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -317,7 +318,8 @@ def _read(path: str) -> bytes:
 def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
                   log_start_offset_checkpoint: int = 0, high_watermark: int | None = None,
                   checkpoint: int | None = None, until_clean: bool = False, threads: int | None = None,
-                  clean_shutdown: bool = False, recovery_point: int | None = None) -> CleaningPlan:
+                  clean_shutdown: bool = False, recovery_point: int | None = None,
+                  on_round: Callable[[int], None] | None = None) -> CleaningPlan:
     """``LogCleaner.cleanLog`` for one partition as a plan: the ``LogCleanerManager`` choice, then one round of
     ``Cleaner.doClean`` with this thread's offset map (``CleanerConfig``), its figures counted, no byte kept;
     with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
@@ -325,7 +327,8 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
     scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory.
     ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one).
     ``clean_shutdown`` (the log dir's marker) and ``recovery_point`` (the partition's checkpoint entry): what the
-    load does not re-read (``load_for_cleaning``)."""
+    load does not re-read (``load_for_cleaning``). ``on_round(bytes)``: told of each ``--until-clean`` round as
+    it is planned, with the bytes it cleans (the progress of a long plan)."""
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
                          checkpoint, threads, clean_shutdown, recovery_point)
     if ctx is None:
@@ -338,6 +341,13 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
             return plan
         _say_carried(plan, ctx.loaded, round_)
         return _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
+    return _plan_rounds(plan, ctx, now_ms, config, on_round)
+
+
+def _plan_rounds(plan: CleaningPlan, ctx: _Prepared, now_ms: int, config: LogConfig,
+                 on_round: Callable[[int], None] | None) -> CleaningPlan:
+    """``plan_cleaning``'s ``--until-clean``: round after round while the offset map fills, each over the segments
+    the last one left (a round a later one reads written to a scratch directory, never held in memory)."""
     with tempfile.TemporaryDirectory(prefix="segdex-clean-plan-") as scratch:
         writer = _ScratchWriter(scratch, ctx.config.segment_index_bytes)
         segs, facts, previous = ctx.loaded.segments, ctx.loaded.facts, None
@@ -359,12 +369,15 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
                 break
             if previous is None:
                 _say_carried(plan, ctx.loaded, round_)
-                plan = _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
+                plan = step = _round_plan(plan, round_, ctx.view.log.first_uncleanable_offset)
             elif round_.end_offset <= previous.end_offset:  # no progress: an offset map too small for a key
                 plan.error = f"round {plan.rounds + 1} would not get past offset {previous.end_offset}"
                 break
             else:
-                plan = plan.followed_by(_round_plan(CleaningPlan(), round_, ctx.view.log.first_uncleanable_offset))
+                step = _round_plan(CleaningPlan(), round_, ctx.view.log.first_uncleanable_offset)
+                plan = plan.followed_by(step)
+            if on_round is not None:
+                on_round(step.bytes_before or 0)
             if not plan.map_full:
                 break
             previous = round_

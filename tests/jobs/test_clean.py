@@ -154,9 +154,11 @@ def test_until_clean_repeats_rounds_while_the_offset_map_fills(tmp_path: Path, c
     assert one.map_full and one.end_offset < one.first_uncleanable_offset and one.rounds == 1
     # the plan of every round, in memory: what the applied rounds then leave on disk
     before = _tree(log_dir)
+    told: list[int] = []  # each round as it is planned: the progress of a long plan
     planned = plan_cleaning(str(log_dir / "orders-0"), LogConfig(cleanup_policy="compact"),
-                            CleanerConfig(dedupe_buffer_size=24 * 5), now, until_clean=True)
+                            CleanerConfig(dedupe_buffer_size=24 * 5), now, until_clean=True, on_round=told.append)
     assert planned.rounds > 1 and not planned.map_full and planned.end_offset > one.end_offset
+    assert len(told) == planned.rounds and told[0] == one.bytes_before and all(b > 0 for b in told)
     assert planned.bytes_before > one.bytes_before and planned.records_before > one.records_before
     args = ["clean", "--now", str(now), "--no-record", "--dedupe-buffer-size", str(24 * 5), "--topic-config",
             "orders:cleanup.policy=compact", "--until-clean", str(log_dir)]
