@@ -11,8 +11,6 @@ import functools
 import hashlib
 import os
 import socket
-import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -35,6 +33,7 @@ from .reindex import Discovery, acquire_locks, discover, unloadable_log_dirs
 from .run_context import RunRequest
 from .scan import PartitionTask
 from .schemas import CLEANING_TABLE, CleaningRow
+from .ticker import Ticker
 
 STATUS_PLANNED = "planned"  # Kafka's cleaner would take it now
 STATUS_NOT_DUE = "not_due"  # compacted, but below its dirty ratio (or nothing cleanable)
@@ -142,33 +141,21 @@ def pending_leftovers(partition_dir: str) -> str | None:
     return "; ".join(said) or None
 
 
-class RoundProgress:
+class RoundProgress(Ticker):
     """Driver-side progress of a run's rounds (``spark_tasks.ProgressChannel``: each task reports every round
     it finishes, and its bytes): ``report(rounds, bytes, elapsed_s)`` when a round was added (at most once a
     second) and every ``heartbeat`` seconds without one."""
 
     def __init__(self, channel: spark_tasks.ProgressChannel, report: Callable[[int, int, float], None],
                  heartbeat: float = 10.0) -> None:
+        super().__init__(1.0, "segdex-clean-progress")
         self.channel, self.report, self.heartbeat = channel, report, heartbeat
-        self._stop = threading.Event()
-        self._start = time.monotonic()
-        self._thread = threading.Thread(target=self._loop, name="segdex-clean-progress", daemon=True)
+        self._said, self._last = 0, 0.0
 
-    def _loop(self) -> None:
-        said, last = 0, time.monotonic()
-        while not self._stop.wait(1.0):
-            now = time.monotonic()
-            if self.channel.segments != said or now - last >= self.heartbeat:
-                said, last = self.channel.segments, now
-                self.report(said, self.channel.bytes, now - self._start)
-
-    def __enter__(self) -> RoundProgress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def tick(self, elapsed_s: float) -> None:
+        if self.channel.segments != self._said or elapsed_s - self._last >= self.heartbeat:
+            self._said, self._last = self.channel.segments, elapsed_s
+            self.report(self._said, self.channel.bytes, elapsed_s)
 
 
 def _run(spark: Engine, tasks: list[PartitionTask], fn: Callable[[PartitionTask], CleaningPlan], description: str,

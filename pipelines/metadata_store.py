@@ -50,6 +50,7 @@ from . import aws_env, fleet
 from .engine import Engine
 from .schemas import TableSpec, as_columns
 from .spark_tasks import is_connect
+from .ticker import Ticker
 
 WRITER_ENV = "SEGDEX_DELTA_WRITER"
 DEFAULT_RETRIES = 20
@@ -401,31 +402,17 @@ def store_timeout_s() -> float:
     return value
 
 
-class _Waiting:
+class _Waiting(Ticker):
     """A commit in progress: its attempt, and a thread that reports it while it waits (when a sink is set)."""
 
     def __init__(self, where: str, sink: Callable[[str], None] | None, every: float) -> None:
-        self.where, self.sink, self.every = where, sink, every
+        super().__init__(every, "segdex-store-wait", active=sink is not None)
+        self.where, self.sink = where, sink
         self.attempt = 1
-        self._start = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="segdex-store-wait", daemon=True)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            assert self.sink is not None
-            self.sink(f"metadata: {self.where}: waiting on the store for {time.monotonic() - self._start:.0f}s "
-                      f"(attempt {self.attempt})")
-
-    def __enter__(self) -> _Waiting:
-        if self.sink is not None:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+    def tick(self, elapsed_s: float) -> None:
+        assert self.sink is not None
+        self.sink(f"metadata: {self.where}: waiting on the store for {elapsed_s:.0f}s (attempt {self.attempt})")
 
 
 def _retry(fn, retries: int) -> Any:

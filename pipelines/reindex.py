@@ -14,7 +14,6 @@ import heapq
 import json
 import os
 import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from .scan import (
     scan_item,
 )
 from .schemas import PartitionRow, RunRow, SegmentRow, TopicConfigRow
+from .ticker import Ticker
 
 # A partition is split into spans only above this many bytes: a split costs a second wave of tasks.
 SPAN_MIN_BYTES = 256 << 20
@@ -223,35 +223,24 @@ class ProgressSnapshot:
         return (self.total_bytes - self.bytes_done) / self.rate if self.rate > 0 else None
 
 
-class Progress:
+class Progress(Ticker):
     """Driver-side progress from the tasks as they go (``spark_tasks.ProgressChannel``: each task reports every
     segment it finishes); every ``interval`` seconds a ``ProgressSnapshot`` goes to ``report`` (the CLI shows
     it). ``scan`` runs without one when executors cannot reach this process."""
 
     def __init__(self, total_segments: int, total_bytes: int, report: Callable[[ProgressSnapshot], None],
                  channel: spark_tasks.ProgressChannel, interval: float = 1.0) -> None:
+        super().__init__(interval, "segdex-progress")
         self.total_segments, self.total_bytes = total_segments, total_bytes
-        self.report, self.interval, self.channel = report, interval, channel
-        self._stop = threading.Event()
-        self._start = time.monotonic()
-        self._thread = threading.Thread(target=self._loop, name="segdex-progress", daemon=True)
+        self.report, self.channel = report, channel
 
     def snapshot(self) -> ProgressSnapshot:
         return ProgressSnapshot(min(self.channel.segments, self.total_segments), self.total_segments,
                                 min(self.channel.bytes, self.total_bytes), self.total_bytes,
-                                time.monotonic() - self._start)
+                                time.monotonic() - self.started)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.report(self.snapshot())
-
-    def __enter__(self) -> Progress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def tick(self, elapsed_s: float) -> None:
+        self.report(self.snapshot())
 
 
 def plan_spans(tasks: list[PartitionTask], slots: int) -> tuple[list[PartitionTask], list[SegmentSpan]]:
