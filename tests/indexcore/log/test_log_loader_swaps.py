@@ -3,8 +3,12 @@ it before a partition loads (the crash points of the whole swap: tests/jobs/test
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
+import pytest
+
+from segdex.indexcore.errors import CorruptRecordException
 from segdex.indexcore.log.log_loader import complete_swaps
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
@@ -82,4 +86,36 @@ def test_a_swap_at_the_lowest_cleaned_offset_goes_and_the_covered_range_with_its
     complete_swaps(str(part))
     assert sorted(p.name for p in part.iterdir()) == [segment_name(0), segment_name(8),
                                                       segment_name(8)[:-4] + ".snapshot"]
+    assert (part / segment_name(0)).read_bytes() == swapped
+
+
+def test_a_swapped_segment_with_a_corrupt_tail_fails_as_kafkas_read_next_offset_does(tmp_path: Path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    _segment(part, 0, 3)
+    data = _segment(part, 0, 3, ".swap") + struct.pack(">qi", 3, 3) + b"\0" * 20  # a size below any batch's
+    (part / (segment_name(0) + ".swap")).write_bytes(data)
+    with pytest.raises(CorruptRecordException):
+        complete_swaps(str(part))
+
+
+def test_an_empty_swapped_segment_covers_no_offsets(tmp_path: Path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    live = _segment(part, 5, 3)
+    (part / (segment_name(0) + ".swap")).write_bytes(b"")
+    assert complete_swaps(str(part)) == [f"renamed {segment_name(0)}.swap in"]
+    assert (part / segment_name(5)).read_bytes() == live and (part / segment_name(0)).read_bytes() == b""
+
+
+def test_every_live_file_from_the_swaps_lowest_base_goes(tmp_path: Path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    _segment(part, 0, 3)
+    timeindex = segment_name(0)[:-4] + ".timeindex"
+    (part / timeindex).write_bytes(b"\0" * 12)  # live, with no .timeindex.swap to replace it
+    swapped = _segment(part, 0, 3, ".swap")
+    done = complete_swaps(str(part))
+    assert f"removed {timeindex} (replaced by the swap)" in done
+    assert sorted(p.name for p in part.iterdir()) == [segment_name(0)]
     assert (part / segment_name(0)).read_bytes() == swapped
