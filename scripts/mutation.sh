@@ -12,6 +12,7 @@
 #   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --sync
 #       # ... where that report's run settles the mutants it killed in functions unchanged since (its .hashes.json);
 #       # in a new checkout this makes the scratch copy first
+#   SEGDEX_MUTATION_JOBS=1 bash scripts/mutation.sh log   # mutants run at once (default: the cores)
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -73,7 +74,7 @@ run_and_report() {  # LOG MODULES -- MUTANT-NAMES...: mutmut run in $work, then 
   cd "$work"
   started=$(date +%s)
   watchdog & local dog=$!
-  "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$@" > "$work/$log" 2>&1 || {
+  "$repo/.venv/bin/mutmut" run --max-children "${SEGDEX_MUTATION_JOBS:-$(nproc)}" "$@" > "$work/$log" 2>&1 || {
     kill "$dog"; tail -c 4000 "$work/$log" | tr '\r' '\n' | tail -30; exit 1; }
   kill "$dog"
   mkdir -p "$(dirname "$report")"
@@ -176,7 +177,7 @@ if [ "${1:-}" = "--sync" ]; then
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
   first="${first:-segdex.indexcore.status.*}"  # none generated yet: a small module's
-  (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "$(nproc)" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
+  (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "${SEGDEX_MUTATION_JOBS:-$(nproc)}" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
   mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
     --pending "${earlier[@]}")
   echo "running ${#owed[@]} mutants still owed"
