@@ -60,9 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _cleaner_config(args: argparse.Namespace):
     from segdex.indexcore.config.broker_config import load_properties
-    from segdex.indexcore.config.cleaner_config import CleanerConfig
+    from segdex.indexcore.config.cleaner_config import MESSAGE_MAX_BYTES, CleanerConfig
+    from segdex.indexcore.config.log_config import parse_config_args
 
     props = load_properties(args.broker_config, "--broker-config") if args.broker_config else {}
+    given = parse_config_args(args.config)
+    if MESSAGE_MAX_BYTES in given:  # a broker name in --config: the topics' default, and the cleaner's buffer limit
+        props[MESSAGE_MAX_BYTES] = given[MESSAGE_MAX_BYTES]
     try:
         config = CleanerConfig.from_properties(props)
     except ValueError as e:

@@ -103,7 +103,7 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
                 wide, tight, damage = k in (1, 2, 3), k == 2, k == 4
                 magic = (2, 2, 2, i // 5 % 2, (2, 2, 1)[i // 5 % 3])[k]
                 v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic,
-                                   damage)
+                                   damage, buffers=k in (1, 3, 4))
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:

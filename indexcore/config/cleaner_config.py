@@ -17,6 +17,7 @@ LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP = "log.cleaner.dedupe.buffer.size"
 LOG_CLEANER_DEDUPE_BUFFER_LOAD_FACTOR_PROP = "log.cleaner.io.buffer.load.factor"
 LOG_CLEANER_IO_BUFFER_SIZE_PROP = "log.cleaner.io.buffer.size"
 LOG_CLEANER_ENABLE_PROP = "log.cleaner.enable"
+MESSAGE_MAX_BYTES = "message.max.bytes"  # the topics' max.message.bytes default, and how far the buffers grow
 HASH_ALGORITHM = "MD5"  # CleanerConfig.HASH_ALGORITHM in Kafka 4.4 (and 3.9)
 
 
@@ -61,9 +62,13 @@ class CleanerConfig:
             dedupe_buffer_size=get(LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP, int, 134_217_728),
             dedupe_buffer_load_factor=get(LOG_CLEANER_DEDUPE_BUFFER_LOAD_FACTOR_PROP, float, 0.9),
             io_buffer_size=get(LOG_CLEANER_IO_BUFFER_SIZE_PROP, int, 524_288, 0),
-            max_message_size=get("message.max.bytes", int, 1_048_588, 0),
+            max_message_size=get(MESSAGE_MAX_BYTES, int, 1_048_588, 0),
             enable_cleaner=get(LOG_CLEANER_ENABLE_PROP, lambda s: s.lower() == "true", True),
         )
+        if config.thread_io_buffer_size == 0:  # Kafka starts, and its cleaner thread never gets past a segment
+            raise ValueError(f"{LOG_CLEANER_IO_BUFFER_SIZE_PROP}={config.io_buffer_size}: each cleaner thread's read "
+                             f"buffer would be 0 bytes (the size / {config.num_threads} threads / 2), which reads no "
+                             f"batch: Kafka's cleaner would loop on its first segment forever")
         if config.dedupe_buffer_size // config.num_threads <= 1024 * 1024:  # KafkaConfig.validateValues
             raise ValueError(f"{LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP}={config.dedupe_buffer_size}: must be at least 1MB "
                              f"per cleaner thread ({config.num_threads} threads; Kafka refuses to start)")

@@ -101,7 +101,8 @@ _DEFS: dict[str, TopicConfigDef] = {**TOPIC_CONFIGS,
                                     _PRODUCER_ID_EXPIRATION: TopicConfigDef("INT", "86400000", 1, versions=())}
 _USED = ("index.interval.bytes", "segment.index.bytes", "segment.bytes", "retention.ms", "retention.bytes",
          "cleanup.policy", "file.delete.delay.ms", "message.format.version", _PRODUCER_ID_EXPIRATION,
-         "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio")
+         "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
+         "max.message.bytes")
 CONFIG_NAMES = frozenset(_USED)  # the configs segdex uses (LogConfig's fields)
 INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"  # 4.x: when set, the segment size instead of segment.bytes
 KNOWN_CONFIGS = frozenset(_DEFS)  # every topic config Kafka 4.4 or 3.9 knows, and producer.id.expiration.ms
@@ -224,6 +225,7 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+    max_message_bytes: int = 1_048_588  # the cleaner's read buffer grows to it (cleaner.IoBuffers)
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """A copy with Kafka config names (``index.interval.bytes=1024``) applied; ConfigException when bad. Every

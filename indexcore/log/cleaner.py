@@ -368,21 +368,42 @@ def _offset_overflow(e: LogSegmentOffsetOverflowException, seg: CleanerSegment,
         f"partition uncleanable and leaves it dirty", kafka_exception=kafka)
 
 
-def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, io_buffer_size: int) -> None:
-    """``cleanInto`` reads a source segment a buffer at a time (the complete batches within ``io_buffer_size``
-    bytes, the buffer doubled while one batch does not fit, up to the larger of the batch and
-    ``max.message.bytes``) and appends each buffer's kept batches at once, ``LogSegment.ensureOffsetInRange``
-    checking only their largest offset: ``LogSegmentOffsetOverflowException`` for the first buffer whose largest
-    kept offset does not fit the cleaned segment (a batch below its base passes where a later one in its buffer
-    fits). Called only when some kept offset does not fit: it walks the segment's batch headers."""
-    chunks, start, cap = [], 0, io_buffer_size
+@dataclass(frozen=True)
+class IoBuffers:
+    """A cleaner thread's read buffer as ``Cleaner`` sizes it. Each segment's read starts at ``ioBufferSize``
+    (``restoreBuffers`` after each); a read that holds no whole batch grows it (``growBuffersOrFail``, then
+    ``growBuffers``): doubled, up to the larger of the topic's ``max.message.bytes`` (``maxLogMessageSize``) and
+    the broker's ``message.max.bytes`` (``maxIoBufferSize``); once at the topic's limit, up to the next batch's
+    own size, after checks on it that throw where the batch cannot be whole (``read_batch``)."""
+
+    io_buffer_size: int = 262_144  # CleanerConfig's share for one thread's read buffer
+    max_io_buffer_size: int = MAX_MESSAGE_BYTES  # the broker's message.max.bytes
+    max_log_message_size: int = MAX_MESSAGE_BYTES  # the topic's max.message.bytes
+
+    def grown(self, capacity: int, next_batch_size: int) -> int:
+        """The capacity after one read at ``capacity`` held no whole batch (``growBuffersOrFail``'s ``maxSize``,
+        then ``growBuffers``' doubling). ``next_batch_size``: the next batch's size, whole in the segment (Kafka's
+        checks passed). Kafka's "message larger than maximum allowable size" cannot be reached from here: the
+        limit is always above ``capacity``."""
+        limit = next_batch_size if capacity >= self.max_log_message_size else self.max_log_message_size
+        return min(capacity * 2, max(limit, self.max_io_buffer_size))
+
+
+def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers) -> None:
+    """``cleanInto`` reads a source segment a buffer at a time (the complete batches within the buffer, which
+    grows while one batch does not fit: ``IoBuffers``) and appends each buffer's kept batches at once,
+    ``LogSegment.ensureOffsetInRange`` checking only their largest offset: ``LogSegmentOffsetOverflowException``
+    for the first buffer whose largest kept offset does not fit the cleaned segment (a batch below its base passes
+    where a later one in its buffer fits). Called only when some kept offset does not fit: it walks the segment's
+    batch headers."""
+    chunks, start, cap = [], 0, buffers.io_buffer_size
     for batch in batches(buf, 0):
         size = batch.size_in_bytes
         if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
             chunks.append(start)
             start = batch.position
         while size > cap:  # growBuffersOrFail: a read that holds no whole batch (the buffer stays grown)
-            cap = min(cap * 2, max(size if cap >= MAX_MESSAGE_BYTES else MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES))
+            cap = buffers.grown(cap, size)
     chunks.append(start)
     largest: dict[int, int] = {}
     for position, offset in kept:
@@ -397,13 +418,13 @@ CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 ILLEGAL_STATE = "java.lang.IllegalStateException"
 
 
-def read_batch(buf, position: int, seg: CleanerSegment, io_buffer_size: int,
-               max_message_bytes: int = MAX_MESSAGE_BYTES) -> RecordBatch | None:
+def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers) -> RecordBatch | None:
     """The batch at ``position`` of ``seg`` as ``buildOffsetMapForSegment`` and ``cleanInto`` read it (None: the
     segment's end). Kafka reads a buffer at a time (``MemoryRecords.readableRecords``, whose batches are
     ``ByteBufferLogInputStream``'s): a size field below 14 or a magic byte outside 0..2 throws
     ``CorruptRecordException``; a batch that runs past the segment's end (cut short, or a size field too large)
-    never completes, so ``growBuffersOrFail`` grows the buffer to ``max.message.bytes`` and throws
+    never completes, so ``growBuffersOrFail`` grows the buffer to the topic's ``max.message.bytes`` (at least;
+    ``IoBuffers``) and throws
     ``IllegalStateException`` (its size fits the buffer, or its header up to the magic byte is not all there) or
     ``CorruptRecordException`` (it is larger than the buffer and than the bytes left). No CRC is checked: a batch
     whose CRC is wrong is read, and kept or rebuilt, as any other. Kafka's exception is raised as
@@ -422,10 +443,11 @@ def read_batch(buf, position: int, seg: CleanerSegment, io_buffer_size: int,
             _damaged(seg, position, f"{CORRUPT_RECORD}: Invalid magic found in record: {magic}")
         if size + LOG_OVERHEAD <= left:
             return read_batch_header(buf, position)
-    # growBuffersOrFail until the buffer holds max.message.bytes (never a whole batch here), then its checks
-    cap = io_buffer_size
-    while cap < max_message_bytes:
-        cap = min(cap * 2, max(max_message_bytes, MAX_MESSAGE_BYTES))
+    # growBuffersOrFail until the buffer holds the topic's max.message.bytes (never a whole batch here), then
+    # its checks on the next batch's size
+    cap = buffers.io_buffer_size
+    while cap < buffers.max_log_message_size:
+        cap = buffers.grown(cap, buffers.max_log_message_size)
     where = f"log segment {os.path.abspath(seg.log_path)} at position {position}"
     if left < HEADER_SIZE_UP_TO_MAGIC:
         _damaged(seg, position, f"{ILLEGAL_STATE}: Could not determine next batch size for {where}")
@@ -459,7 +481,7 @@ def group_next_offset(seg: CleanerSegment) -> int:
     return seg.next_offset
 
 
-def meet_damage(groups: list[list[CleanerSegment]], io_buffer_size: int) -> None:
+def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers) -> None:
     """What ``cleanSegments`` would meet, group after group, in the segments served as they are (the only ones
     the load did not read whole): ``LogCleaningException`` where Kafka's round throws, before any group is
     written. Every other segment was read whole at the load."""
@@ -471,7 +493,7 @@ def meet_damage(groups: list[list[CleanerSegment]], io_buffer_size: int) -> None
                 group_next_offset(seg)
             with _open_segment(seg) as buf:
                 position = 0
-                while (batch := read_batch(buf, position, seg, io_buffer_size)) is not None:
+                while (batch := read_batch(buf, position, seg, buffers)) is not None:
                     position = batch.position + batch.size_in_bytes
 
 
@@ -517,15 +539,20 @@ class Cleaner:
     """``Cleaner`` for one partition's segments (in offset order, the last one active)."""
 
     def __init__(self, offset_map: SkimpyOffsetMap, load_factor: float = 0.9, keep_files: bool = True,
-                 io_buffer_size: int = 262_144, threads: int | None = None) -> None:
+                 io_buffer_size: int = 262_144, threads: int | None = None,
+                 max_io_buffer_size: int = MAX_MESSAGE_BYTES) -> None:
         """``keep_files`` False: a plan's round, which keeps the cleaned segments' sizes, indexes and counts but
         not their ``.log`` bytes (``CleanedSegment.log`` empty), so that its memory is the indexes', not the log's.
-        ``io_buffer_size``: the thread's read buffer (``CleanerConfig.thread_io_buffer_size``), which decides the
-        chunks ``cleanInto`` appends at once (``_chunk_overflow``)."""
+        ``io_buffer_size``: the thread's read buffer (``CleanerConfig.thread_io_buffer_size``), and
+        ``max_io_buffer_size`` the broker's ``message.max.bytes``: with the topic's ``max.message.bytes`` they
+        decide how the buffer grows (``IoBuffers``), hence the chunks ``cleanInto`` appends at once
+        (``_chunk_overflow``) and what a damaged batch throws (``read_batch``)."""
         self.offset_map = offset_map
         self.load_factor = load_factor
         self.keep_files = keep_files
         self.io_buffer_size = io_buffer_size
+        self.max_io_buffer_size = max_io_buffer_size
+        self.buffers = IoBuffers(io_buffer_size, max_io_buffer_size)  # with the round's topic limit in clean()
         # threads > 1: the round split over segments and groups (``_split``), its output the one-thread round's
         self.threads = max(1, threads if threads is not None else int(os.environ.get(THREADS_ENV) or 1))
         self._pool: ThreadPoolExecutor | None = None  # while a split round runs
@@ -628,7 +655,7 @@ class Cleaner:
                         return True
                     if status == _END and position >= len(buf):
                         break
-                batch = read_batch(buf, position, seg, self.io_buffer_size)
+                batch = read_batch(buf, position, seg, self.buffers)
                 if batch is None:
                     break
                 _note(events, buf, batch)
@@ -695,6 +722,7 @@ class Cleaner:
                 finally:
                     self._pool, self._events = None, {}
         stats = CleanerStats()
+        self.buffers = IoBuffers(self.io_buffer_size, self.max_io_buffer_size, config.max_message_bytes)
         before_dirty = _segment_range(segs, 0, to_clean.first_dirty_offset)
         legacy_horizon = before_dirty[-1].mtime_ms - config.delete_retention_ms if before_dirty else 0
         upper = to_clean.first_uncleanable_offset
@@ -704,7 +732,8 @@ class Cleaner:
         cleaned = []
         groups = self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
                                              config.segment_index_bytes, upper)
-        if writer is not None:
+        if writer is not None:  # where Kafka's round throws on a damaged batch, nothing is written
+            meet_damage(groups, self.buffers)
             writer.begin(groups, end_offset)
         states = self._group_states(segs, groups, log_start_offset) if self._pool is not None else None
         if states is not None:
@@ -845,14 +874,14 @@ class Cleaner:
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
-                batch = read_batch(buf, position, seg, self.io_buffer_size)
+                batch = read_batch(buf, position, seg, self.buffers)
                 if batch is None:
                     break
                 position = batch.position + batch.size_in_bytes
                 self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
                                   high_watermark, now_ms, stats)
             if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
-                _chunk_overflow(buf, out.kept, out.base_offset, self.io_buffer_size)
+                _chunk_overflow(buf, out.kept, out.base_offset, self.buffers)
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
                      delete_retention_ms: int, tm: CleanedTransactionMetadata,

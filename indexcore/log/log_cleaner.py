@@ -44,7 +44,6 @@ from segdex.indexcore.log.cleaner import (
     GroupWriter,
     LastRecord,
     LogCleaningException,
-    meet_damage,
     without_bytes,
 )
 from segdex.indexcore.log.layout import (
@@ -414,7 +413,7 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
         return plan
     if quarantine is not None and session is None:
         session = QuarantineSession(partition_dir, quarantine, run_id, "segdex clean: replaced by cleaned segments")
-    writer = SwapWriter(partition_dir, session, quarantine, ctx.cleaning.io_buffer_size)
+    writer = SwapWriter(partition_dir, session, quarantine)
     try:
         round_ = ctx.clean(writer=writer)
     except (UnsupportedCompressionException, SegdexError, OSError) as e:
@@ -458,10 +457,8 @@ class SwapWriter(GroupWriter):
     quarantine, its ``.log`` streamed into a temporary, then ``replace_segments`` (the ``.cleaned`` files, the
     ``.swap`` renames, the old segments' ``.deleted``), before the next group is read."""
 
-    def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None,
-                 io_buffer_size: int = 262_144) -> None:
+    def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None) -> None:
         self.partition_dir = partition_dir
-        self.io_buffer_size = io_buffer_size
         self.session = session
         self.quarantine = quarantine
         self.groups = 0  # groups swapped in
@@ -486,9 +483,8 @@ class SwapWriter(GroupWriter):
         (each group's sources go as it is swapped in). In a quarantine elsewhere: every original the round
         replaces. A quarantine on the log dir's filesystem holds its copies to the end while the cleaned groups
         take the place of their sources, so at group i the filesystem needs the groups' outputs so far plus group
-        i's copies: the most of that over the round. First, what the round would meet in the segments served as
-        they are (``cleaner.meet_damage``): where Kafka's round throws, nothing is written."""
-        meet_damage(groups, self.io_buffer_size)
+        i's copies: the most of that over the round. (``Cleaner.clean`` has met the damage first, ``meet_damage``:
+        where Kafka's round throws, nothing is written.)"""
         needs = [self._needs(g) for g in groups]
         if not needs:
             return
@@ -668,7 +664,8 @@ def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_
     else:
         plan.why = f"dirty ratio {ratio:.3f} <= min.cleanable.dirty.ratio {config.min_cleanable_dirty_ratio}"
     offset_map = SkimpyOffsetMap(cleaner.offset_map_memory, cleaner.hash_algorithm)
-    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size, threads)
+    cleaning = Cleaner(offset_map, cleaner.dedupe_buffer_load_factor, False, cleaner.thread_io_buffer_size, threads,
+                       cleaner.max_message_size)
     return plan, _Prepared(loaded, view, config, cleaning, start, hw, lso, now_ms)
 
 

@@ -371,6 +371,32 @@ def _served_as_is(log_dir: Path, damage) -> tuple[Path, int]:
     return first, position
 
 
+def test_the_topics_and_the_brokers_message_limits_decide_what_a_damaged_batch_throws(tmp_path: Path, capsys):
+    """A size field past its segment's end: the cleaner's read buffer grows (``growBuffersOrFail``) by doubling
+    to the larger of the topic's ``max.message.bytes`` and the broker's ``message.max.bytes`` before Kafka's checks
+    on the batch, so the limits decide its exception: with Kafka's defaults (1048588) the 2,000,012-byte batch is
+    larger than the buffer (``CorruptRecordException``); with the topic at 3,000,000 and the broker at 5,000,000
+    the buffer reaches 4,194,304 and holds its size (``IllegalStateException``)."""
+    log_dir, now = _compacted_log_dir(tmp_path)
+    first, position = _served_as_is(log_dir, lambda data, p: data.__setitem__(slice(p + 8, p + 12),
+                                                                              (2_000_000).to_bytes(4, "big")))
+    where = f"for log segment {first} at position {position}"
+    base = ["clean", "--now", str(now), "--no-record", "--topic-config", "orders:cleanup.policy=compact"]
+    assert segdex([*base, str(log_dir)]) == 1
+    left = first.stat().st_size - position
+    assert ("org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, batch size 2000012 > "
+            f"{left} bytes left in segment {where}") in capsys.readouterr().err
+    broker = tmp_path / "server.properties"
+    broker.write_text("message.max.bytes=5000000\n")
+    assert segdex([*base, "--topic-config", "orders:max.message.bytes=3000000", "--broker-config", str(broker),
+                   str(log_dir)]) == 1
+    assert (f"java.lang.IllegalStateException: Batch size 2000012 < buffer size 4194304, but not processed {where}"
+            in capsys.readouterr().err)
+    # --config's broker name: every topic's max.message.bytes, and the cleaner's own limit
+    assert segdex([*base, "--config", "message.max.bytes=3000000", str(log_dir)]) == 1
+    assert "Batch size 2000012 < buffer size 3000000, but not processed" in capsys.readouterr().err
+
+
 def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(tmp_path: Path, capsys):
     """A damaged batch below the recovery point of a clean start: a bad magic byte fails Kafka's round (its
     ``CorruptRecordException``), so the partition is left as it was with an ``error`` row naming the file, the

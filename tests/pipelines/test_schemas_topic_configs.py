@@ -55,7 +55,7 @@ def test_effective_configs_and_their_sources_are_recorded(spark, kafka_fixtures:
         ("orders", "segment.index.bytes", "10485760", "Kafka default"),
     ], got.schema)
     assert_df_equality(got.orderBy("topic", "config"), expected, ignore_nullable=True)
-    assert store.read("topic_configs").num_rows == 3 * len(CONFIG_NAMES) == 3 * 13  # every config, per topic
+    assert store.read("topic_configs").num_rows == 3 * len(CONFIG_NAMES) == 3 * 14  # every config, per topic
 
     # a second run with other settings: the current rows say what that run used
     code = segdex_main(["verify", "--no-progress", "--metadata", str(meta), "--config", "index.interval.bytes=2048",

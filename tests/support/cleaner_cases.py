@@ -92,22 +92,27 @@ def _kind(exception: str) -> str:
 
 
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
-                   wide: bool = False, tight: bool = False, magic: int = 2, damage: bool = False) -> CleanerVerdict:
+                   wide: bool = False, tight: bool = False, magic: int = 2, damage: bool = False,
+                   buffers: bool = False) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
     (the cleaner's grouping by index size). ``tight`` (with ``wide``) sets ``segment.index.bytes`` at the edge of
     a merge: two neighbours' indexes just fit it, so the merged segment's can outgrow it and Kafka's round throw
     (``Cleaner``'s module docs). ``magic`` 0 or 1: a log of a message format before 0.11. ``damage``: one batch
-    damaged below the recovery point of a clean start (the module's docs)."""
+    damaged below the recovery point of a clean start (the module's docs). ``buffers`` draws the cleaner's read
+    buffer too: where it starts (``log.cleaner.io.buffer.size``'s share), the broker's ``message.max.bytes`` and
+    the topic's ``max.message.bytes``, which decide how it grows (``cleaner.IoBuffers``): the buffers a round
+    appends at once, and what a damaged batch throws."""
     ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight, magic)
+    config, io_buffers = _draw_buffers(rng, config) if buffers else (config, (262_144, 1_048_588))
     kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
-                    "segment.index.bytes": config.segment_index_bytes}
+                    "segment.index.bytes": config.segment_index_bytes, "max.message.bytes": config.max_message_bytes}
     kind, recovery_point = _started_and_damaged(rng, oracle, ours, theirs, now, kafka_config, kind, damage)
-    verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys")
+    verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys{' (buffers drawn)' if buffers else ''}")
     checkpoint = None
     for second in (False, True):
         if second:
@@ -132,14 +137,15 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         view = cleaning_view(loaded.facts, start, leo, last_stable_offset(unstable, hw), checkpoint, now, config)
         answer = oracle.cleanable(theirs, now, start, hw, checkpoint,
                                   dedupe if view.log.cleanable_bytes else 0, config=kafka_config,
-                                  recovery_point=recovery_point or 0, clean=damage)
+                                  recovery_point=recovery_point or 0, clean=damage, io_buffers=io_buffers)
         differ = _view_differs(view, last_stable_offset(unstable, hw), leo, answer)
         if differ:
             verdict.mismatches.append(f"{where}: {differ}")
             return verdict
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
-        round_, failed = _round(functools.partial(Cleaner(SkimpyOffsetMap(dedupe)).clean, segs, view.log, start, hw,
+        cleaner = Cleaner(SkimpyOffsetMap(dedupe), io_buffer_size=io_buffers[0], max_io_buffer_size=io_buffers[1])
+        round_, failed = _round(functools.partial(cleaner.clean, segs, view.log, start, hw,
                                                   loaded.active_producers(), config, now,
                                                   SwapWriter(str(ours), None, None)), answer, verdict, ours, theirs)
         if failed is not None:
@@ -275,6 +281,13 @@ def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool, t
     now = last_ts + rng.choice([0, HOUR_MS, 2 * DAY_MS])
     dedupe = 24 * (10_000 if tight else rng.choice([3, 12, 10_000]))
     return ours, theirs, config, now, dedupe
+
+
+def _draw_buffers(rng: random.Random, config: LogConfig) -> tuple[LogConfig, tuple[int, int]]:
+    """The topic's ``max.message.bytes`` in ``config``; the cleaner's read buffer at its start and the broker's
+    ``message.max.bytes``."""
+    config = replace(config, max_message_bytes=rng.choice([1_048_588, 600, 5000, 3_000_000]))
+    return config, (rng.choice([262_144, 64, 1000, 4096]), rng.choice([1_048_588, 600, 2_500_000]))
 
 
 def _merge_edge(rng: random.Random, part: Path, config: LogConfig) -> int:

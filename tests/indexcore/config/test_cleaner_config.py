@@ -28,3 +28,18 @@ def test_a_value_kafka_refuses():
         CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(1 << 20)})
     with pytest.raises(ValueError, match="2 threads"):
         CleanerConfig.from_properties({"log.cleaner.dedupe.buffer.size": str(2 << 20), "log.cleaner.threads": "2"})
+
+
+def test_a_read_buffer_of_no_bytes_is_refused():
+    """``log.cleaner.io.buffer.size`` below 2 bytes a thread leaves each thread a read buffer of 0 bytes, which
+    reads no batch: Kafka starts, and its cleaner loops on its first segment forever. segdex refuses it up front."""
+    with pytest.raises(ValueError, match=r"log.cleaner.io.buffer.size=3: each cleaner thread's read buffer would be 0 "
+                                         r"bytes \(the size / 2 threads / 2\)"):
+        CleanerConfig.from_properties({"log.cleaner.io.buffer.size": "3", "log.cleaner.threads": "2",
+                                       "log.cleaner.dedupe.buffer.size": str(4 << 20)})
+    assert CleanerConfig.from_properties({"log.cleaner.io.buffer.size": "2"}).thread_io_buffer_size == 1
+
+
+def test_message_max_bytes_is_how_far_the_buffers_grow():
+    assert CleanerConfig.from_properties({"message.max.bytes": "5000000"}).max_message_size == 5_000_000
+    assert CleanerConfig.from_properties({}).max_message_size == 1_048_588

@@ -161,6 +161,7 @@ def test_every_layer_with_its_source_and_origin():
         {"topic": "orders", "config": "file.delete.delay.ms", "value": "60000", "source": "Kafka default"},
         {"topic": "orders", "config": "index.interval.bytes", "value": "100", "source": "--topic-config"},
         {"topic": "orders", "config": "max.compaction.lag.ms", "value": str(2**63 - 1), "source": "Kafka default"},
+        {"topic": "orders", "config": "max.message.bytes", "value": "1048588", "source": "Kafka default"},
         {"topic": "orders", "config": "message.format.version", "value": "3.0-IV1", "source": "Kafka default"},
         {"topic": "orders", "config": "min.cleanable.dirty.ratio", "value": "0.5", "source": "Kafka default"},
         {"topic": "orders", "config": "min.compaction.lag.ms", "value": "0", "source": "Kafka default"},

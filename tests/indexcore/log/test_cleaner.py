@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, LogCleaningException
+from segdex.indexcore.log.cleaner import Cleaner, IoBuffers, LogCleaningException
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
@@ -348,7 +348,7 @@ def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_
     kinds = set()
     rng = random.Random(38)
     for i in range(24):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", magic=(2, 2, 1)[i % 3], damage=True)
+        v = judge_cleaning(rng, kafka44, tmp_path / "case", magic=(2, 2, 1)[i % 3], damage=True, buffers=i % 2 == 1)
         assert not v.mismatches, (i, v.kind, v.mismatches)
         kinds.add(v.kind.split("/")[0].split()[-1])
         total.add(v)
@@ -357,3 +357,26 @@ def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_
     assert any("but not processed for log segment" in k or "Could not determine next batch size" in k
                for k in total.threw), total.threw
     assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned
+
+
+def _growth(buffers: IoBuffers, batch_size: int) -> list[int]:
+    caps = [buffers.io_buffer_size]
+    while caps[-1] < batch_size:
+        caps.append(buffers.grown(caps[-1], batch_size))
+    return caps
+
+
+def test_the_read_buffer_grows_as_kafkas_does():
+    """``growBuffersOrFail`` then ``growBuffers``: doubled up to the larger of the topic's ``max.message.bytes``
+    and the broker's ``message.max.bytes``; at the topic's limit, doubled up to the larger of the next batch and
+    the broker's limit."""
+    assert _growth(IoBuffers(100, max_io_buffer_size=1000, max_log_message_size=300), 5000) == [
+        100, 200, 400, 800, 1600, 3200, 5000]
+    assert _growth(IoBuffers(100, max_io_buffer_size=250, max_log_message_size=1000), 5000) == [
+        100, 200, 400, 800, 1000, 2000, 4000, 5000]
+    # the broker's limit above the batch: the buffer grows to it, not to the batch
+    assert _growth(IoBuffers(100, max_io_buffer_size=3000, max_log_message_size=300), 2500) == [
+        100, 200, 400, 800, 1600, 3000]
+    assert _growth(IoBuffers(100, max_io_buffer_size=300, max_log_message_size=300), 2500) == [
+        100, 200, 300, 600, 1200, 2400, 2500]
+    assert IoBuffers() == IoBuffers(262_144, 1_048_588, 1_048_588)  # Kafka 4.4's defaults, one cleaner thread

@@ -46,7 +46,7 @@ def test_each_buffer_is_checked_at_its_largest_kept_offset():
     which does not."""
     data, pos, size = _segment(3)
     with pytest.raises(LogSegmentOffsetOverflowException) as e:
-        cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101), (pos[2], 50)], 100, 2 * size)
+        cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101), (pos[2], 50)], 100, cleaner.IoBuffers(2 * size))
     assert e.value.offset == 50
 
 
@@ -55,23 +55,23 @@ def test_a_batch_below_the_base_passes_where_a_later_one_in_its_buffer_fits():
     (a buffer of one batch's size) checks 50 alone."""
     data, pos, size = _segment(4)
     kept = [(pos[0], 100), (pos[1], 101), (pos[2], 50), (pos[3], 150)]
-    cleaner._chunk_overflow(data, kept, 100, 2 * size)
+    cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(2 * size))
     with pytest.raises(LogSegmentOffsetOverflowException) as e:
-        cleaner._chunk_overflow(data, kept, 100, size)
+        cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(size))
     assert e.value.offset == 50
 
 
 def test_a_buffer_that_holds_exactly_its_batches_is_not_split():
     """A buffer of exactly two batches' bytes holds both: (99, 101) fit together."""
     data, pos, size = _segment(2)
-    cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101)], 100, 2 * size)
+    cleaner._chunk_overflow(data, [(pos[0], 99), (pos[1], 101)], 100, cleaner.IoBuffers(2 * size))
 
 
 def test_kept_offsets_past_the_int32_range_overflow():
     data, pos, size = _segment(2)
-    cleaner._chunk_overflow(data, [(pos[0], 100 + INT32_MAX)], 100, 2 * size)
+    cleaner._chunk_overflow(data, [(pos[0], 100 + INT32_MAX)], 100, cleaner.IoBuffers(2 * size))
     with pytest.raises(LogSegmentOffsetOverflowException) as e:
-        cleaner._chunk_overflow(data, [(pos[0], 101 + INT32_MAX)], 100, 2 * size)
+        cleaner._chunk_overflow(data, [(pos[0], 101 + INT32_MAX)], 100, cleaner.IoBuffers(2 * size))
     assert e.value.offset == 101 + INT32_MAX
 
 

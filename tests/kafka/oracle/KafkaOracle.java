@@ -52,9 +52,11 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * values come as {@code k=v} pairs.
  *
  * <p>{@code cleanable\t<partition dir>\t<logStartOffset>\t<now ms>\t<high watermark>\t<checkpoint|->\t<dedupe
- * bytes>\t<k=v;k=v>[\t<recoveryPoint>\t<clean 0|1>]} is the log cleaner's choice for the partition (Kafka 4.x
- * only), and with a dedupe buffer one cleaning round: see {@code cleanable}. The log is opened as after an unclean
- * shutdown with no recovery point unless the last two fields say otherwise.
+ * bytes>\t<k=v;k=v>[\t<recoveryPoint>\t<clean 0|1>[\t<ioBufferSize>\t<maxIoBufferSize>]]} is the log cleaner's
+ * choice for the partition (Kafka 4.x only), and with a dedupe buffer one cleaning round: see {@code cleanable}.
+ * The log is opened as after an unclean shutdown with no recovery point unless those fields say otherwise; the
+ * cleaner's read buffer starts at {@code ioBufferSize} (262144) and the broker's {@code message.max.bytes} is
+ * {@code maxIoBufferSize} (1048588).
  *
  * <p>{@code validate\t<topic config name>\t<value>} is {@code LogConfig.validate} of that one config (a topic's
  * create or alter): {@code {"ok":true}} or {@code {"error":"<Kafka's message>"}}.
@@ -82,7 +84,9 @@ public final class KafkaOracle {
                 } else if (f[0].equals("cleanable")) {
                     answer = cleanable(new File(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
                         Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "",
-                        f.length > 8 ? Long.parseLong(f[8]) : 0, f.length > 9 && f[9].equals("1"));
+                        f.length > 8 ? Long.parseLong(f[8]) : 0, f.length > 9 && f[9].equals("1"),
+                        f.length > 10 ? Integer.parseInt(f[10]) : 262144,
+                        f.length > 11 ? Integer.parseInt(f[11]) : 1048588);
                 } else if (f[0].equals("validate")) {
                     answer = validate(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("bench")) {
@@ -329,7 +333,8 @@ public final class KafkaOracle {
      * where the round threw (the view's fields still answered).
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
-                                    String configPairs, long recoveryPoint, boolean clean) throws Exception {
+                                    String configPairs, long recoveryPoint, boolean clean, int ioBufferSize,
+                                    int maxIoBufferSize) throws Exception {
         CleanerClasses k = CleanerClasses.find();
         if (k == null) return "{\"unsupported\":\"no log cleaner classes found\"}";
         Object[] opened = openLog(dir, logStartOffset, recoveryPoint, clean, now, configPairs);
@@ -362,7 +367,7 @@ public final class KafkaOracle {
                 Class<?> offsetMap = Class.forName(CleanerClasses.STORAGE + "OffsetMap");
                 Object cleaner = k.cleaner.getConstructor(int.class, offsetMap, int.class, int.class, double.class,
                     throttlerClass, Time.class, k.checkDoneType)
-                    .newInstance(0, map, 262144, 1048588, 0.9, throttler, time, k.checkDone());
+                    .newInstance(0, map, ioBufferSize, maxIoBufferSize, 0.9, throttler, time, k.checkDone());
                 long t0 = System.nanoTime();
                 try {
                     Object result = k.cleaner.getMethod("doClean", k.toClean, long.class).invoke(cleaner, ltc, now);
