@@ -9,7 +9,9 @@ the exception where Kafka's round throws. A quarter of them draw ``min.compactio
 ``segment.index.bytes`` too, a quarter put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
 outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1 message formats (which Kafka
 4.4's cleaner rewrites as v2 batches; keyless records among them); one case in five has a damaged batch below the
-recovery point of a clean start, which the cleaner meets as it is (the rest split as before).
+recovery point of a clean start, which the cleaner meets as it is (the rest split as before). The damaged cases
+and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
+``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
