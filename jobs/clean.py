@@ -60,17 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _cleaner_config(args: argparse.Namespace):
     from segdex.indexcore.config.broker_config import load_properties
-    from segdex.indexcore.config.cleaner_config import MESSAGE_MAX_BYTES, CleanerConfig
+    from segdex.indexcore.config.cleaner_config import CLEANER_PROPS, CleanerConfig
     from segdex.indexcore.config.log_config import parse_config_args
 
     props = load_properties(args.broker_config, "--broker-config") if args.broker_config else {}
-    given = parse_config_args(args.config)
-    if MESSAGE_MAX_BYTES in given:  # a broker name in --config: the topics' default, and the cleaner's buffer limit
-        props[MESSAGE_MAX_BYTES] = given[MESSAGE_MAX_BYTES]
+    # the cleaner's broker settings given in --config win over the file's (message.max.bytes is also every
+    # topic's max.message.bytes)
+    given = {k: v for k, v in parse_config_args(args.config).items() if k in CLEANER_PROPS}
     try:
-        config = CleanerConfig.from_properties(props)
-    except ValueError as e:
-        raise SegdexError(f"--broker-config: {e}") from None
+        config = CleanerConfig.from_properties({**props, **given})
+    except ValueError as e:  # its message starts with the setting's name
+        raise SegdexError(f"{'--config' if str(e).split('=')[0] in given else '--broker-config'}: {e}") from None
     if args.dedupe_buffer_size is not None:
         config = dataclasses.replace(config, num_threads=1, dedupe_buffer_size=args.dedupe_buffer_size)
         from segdex.pipelines.cleaning import keys_per_round

@@ -106,7 +106,8 @@ class ConfigNotes:
     Kafka configs segdex does not use (taken and checked as Kafka checks them) and, from files a broker or a
     cluster wrote, the names Kafka 4.4 and 3.9 do not know (left out, as a broker leaves them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, used: frozenset[str] = frozenset()) -> None:
+        self.used = used  # broker settings the command takes from --config (clean: the cleaner's)
         self.unused: dict[str, list[str]] = {}  # name -> the arguments that gave it
         self.unknown: dict[str, list[str]] = {}
 
@@ -121,7 +122,7 @@ class ConfigNotes:
 
         for name in items:
             topic_key = name if name in KNOWN_CONFIGS else ALL_BROKER_SYNONYMS.get(name, (None,))[0]
-            if topic_key in UNUSED_CONFIGS or name in broker_only(items):
+            if (topic_key in UNUSED_CONFIGS or name in broker_only(items)) and name not in self.used:
                 self._note(self.unused, name, where)
 
     def add(self, where: str, described: Any) -> None:
@@ -189,6 +190,16 @@ def broker_defaults(broker: Any) -> dict[str, str]:
     return dict(broker.defaults) if broker is not None else {}
 
 
+def _broker_settings_used(command: str) -> frozenset[str]:
+    """The broker settings ``command`` takes from ``--config`` beside the topic configs: ``clean`` builds its
+    cleaner from them."""
+    if command != "clean":
+        return frozenset()
+    from segdex.indexcore.config.cleaner_config import CLEANER_PROPS
+
+    return CLEANER_PROPS
+
+
 def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = None) -> tuple[Any, Any]:
     """The one place a command's config arguments become a ``TopicConfigResolver``: ``--topic-config``,
     ``--config``, ``--topic-configs`` and ``--bootstrap-server`` (asked about the topics under ``paths``, else
@@ -197,7 +208,7 @@ def topic_config_resolver(args: argparse.Namespace, paths: list[str] | None = No
     What was given that changes nothing here is said once, in a ``config:`` line on stderr."""
     from segdex.indexcore.config.log_config import TopicConfigResolver
 
-    notes = ConfigNotes()
+    notes = ConfigNotes(_broker_settings_used(getattr(args, "command", "")))
     broker, config, topic_configs = config_layers(args, notes)
     if not paths and broker is not None:
         paths = list(broker.log_dirs)

@@ -135,3 +135,27 @@ def test_round_progress_moves_per_round():
             time.sleep(1.2)
         sender.close()
     assert [r for r, _ in said][:3] == [1, 2, 3] and said[2][1] == 300
+
+
+def test_the_cleaners_broker_settings_in_config_build_its_cleaner(tmp_path: Path, capsys):
+    """``--config`` takes broker names: for ``clean`` the cleaner's own settings (``log.cleaner.*``,
+    ``message.max.bytes``) build its cleaner as ``--broker-config``'s do, winning over the file's, and are not
+    said to change nothing; a value the cleaner cannot run with is refused naming ``--config``, exit 2."""
+    log_dir, now = _compacted_log_dir(tmp_path, 1, seed=11)
+    broker = tmp_path / "server.properties"
+    broker.write_text("log.cleaner.io.buffer.size=1\n")
+    base = ["clean", "--now", str(now), "--no-record", *COMPACT]
+    assert segdex([*base, "--broker-config", str(broker), str(log_dir)]) == 2
+    assert capsys.readouterr().err.startswith("segdex clean: --broker-config: log.cleaner.io.buffer.size=1: each "
+                                              "cleaner thread's read buffer would be 0 bytes")
+    assert segdex([*base, "--broker-config", str(broker), "--config", "log.cleaner.io.buffer.size=4096",
+                   "--config", "log.cleaner.threads=2", str(log_dir)]) == 0
+    out, err = capsys.readouterr()
+    assert "config:" not in err and "orders-0: would clean: " in out, err
+    for setting, why in (("log.cleaner.io.buffer.size=1", "log.cleaner.io.buffer.size=1: each cleaner thread's "
+                                                          "read buffer would be 0 bytes"),
+                         ("log.cleaner.dedupe.buffer.size=1048576", "log.cleaner.dedupe.buffer.size=1048576: must "
+                                                                    "be at least 1MB per cleaner thread")):
+        assert segdex([*base, "--config", setting, str(log_dir)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"segdex clean: --config: {why}") and err.count("\n") == 1, err
