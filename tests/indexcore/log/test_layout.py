@@ -93,6 +93,7 @@ def test_file_names_kafka_throws_on(name: str, text: str):
 def test_the_file_kafka_opens_for_an_offset():
     """``filenamePrefixFromOffset`` formats any long with 20 digits at least, the sign before them: the broker on
     ``-1.log`` created ``-00000000000000000001.log``."""
+    assert kafka_file_name_prefix(0) == "00000000000000000000"
     assert kafka_file_name_prefix(5) == "00000000000000000005"
     assert kafka_file_name_prefix(-1) == "-00000000000000000001"
 

@@ -38,6 +38,8 @@ from segdex.indexcore.log.log_dir import (
     list_log_dir,
     lock_holder,
     locked_message,
+    partition_findings,
+    read_node_id,
 )
 from tests.support.fixtures import FIXTURES
 from tests.support.log_dir_locks import other_holder
@@ -229,6 +231,9 @@ def test_locked_message_names_the_holder(tmp_path: Path):
     """The refusal an operator reads names the pid holding the lock when it is known."""
     assert locked_message(tmp_path, 4242) == _locked_text(tmp_path, 4242)
     assert locked_message(tmp_path) == _locked_text(tmp_path, None)
+    # a pid of this host is named by its command (pid 1: the container's or host's init)
+    comm = Path("/proc/1/comm").read_text().strip()
+    assert locked_message(tmp_path, 1) == _locked_text(tmp_path, 1).replace("(pid 1)", f"(pid 1) named {comm}")
 
 
 def test_holding_the_lock_twice_is_counted(tmp_path: Path):
@@ -397,3 +402,27 @@ def test_a_refused_lock_leaves_no_lock_file_the_broker_cannot_open():
         with _as_user(NOBODY), pytest.raises(PermissionError):
             LogDirLock(log_dir).acquire()
         assert not (log_dir / ".lock").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# meta.properties and leftover files
+
+
+@pytest.mark.parametrize(("text", "node_id"), [
+    ("version=1\nnode.id=3\ncluster.id=abc\n", 3),
+    ("version=0\nbroker.id=7\ncluster.id=abc\n", 7),  # a ZooKeeper-era log dir
+    ("version=1\ncluster.id=abc\n", None),
+])
+def test_the_node_id_of_meta_properties(tmp_path: Path, text: str, node_id: int | None):
+    assert read_node_id(tmp_path) is None
+    (tmp_path / "meta.properties").write_text(text)
+    assert read_node_id(tmp_path) == node_id
+
+
+def test_a_swap_without_cleaned_files_is_completed_at_load(tmp_path: Path):
+    """No ``.cleaned`` file: a ``.swap`` is an interrupted replacement Kafka completes; an index without its
+    ``.log`` is an orphan; the findings in name order."""
+    for name in ("00000000000000000000.log", "00000000000000000000.log.swap", "00000000000000000005.index"):
+        (tmp_path / name).write_bytes(b"")
+    assert [(f.kind, os.path.basename(f.path), f.attention) for f in partition_findings(tmp_path)] == [
+        ("swap", "00000000000000000000.log.swap", True), ("orphan_index", "00000000000000000005.index", True)]
