@@ -186,6 +186,8 @@ def test_a_later_run_into_the_same_quarantine_keeps_the_earlier_manifest(tmp_pat
     where = Path(partition_quarantine(str(q), str(part)))
     on_disk = json.loads((where / MANIFEST).read_text())
     assert on_disk["run_id"] == "run-2" and len(on_disk["pieces"]) == 1
+    assert (on_disk["partition_dir"], on_disk["reason"]) == (os.path.realpath(part), "cleaned, round 2")
+    assert (first.partition_dir, first.reason) == (os.path.realpath(part), "cleaned, round 1")
     assert [e["run_id"] for e in on_disk["earlier"]] == ["run-1"]
     (old,) = on_disk["earlier"][0]["pieces"]
     assert old["quarantined"] == first.pieces[0].quarantined and Path(old["quarantined"]).read_bytes() == b"first"
