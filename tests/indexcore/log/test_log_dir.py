@@ -34,6 +34,7 @@ from segdex.indexcore.log.log_dir import (
     LogDirLockedException,
     PartitionDir,
     describe_dir,
+    held_by,
     is_locked,
     list_log_dir,
     lock_holder,
@@ -426,3 +427,19 @@ def test_a_swap_without_cleaned_files_is_completed_at_load(tmp_path: Path):
         (tmp_path / name).write_bytes(b"")
     assert [(f.kind, os.path.basename(f.path), f.attention) for f in partition_findings(tmp_path)] == [
         ("swap", "00000000000000000000.log.swap", True), ("orphan_index", "00000000000000000005.index", True)]
+
+
+def test_an_executor_checks_the_driver_still_holds_the_lock(tmp_path: Path):
+    """``held_by``: on the driver's host the holder must be the driver's pid; on another host (a shared
+    filesystem) any holder will do; no holder at all: not written."""
+    import socket
+
+    host, me = socket.gethostname(), os.getpid()
+    assert held_by(tmp_path, None) is None
+    assert held_by(tmp_path, (host, me)) == (f"{tmp_path}: its .lock is no longer held by the segdex driver (pid {me} "
+                                             f"on {host}): a broker could start on it; not written")
+    with LogDirLock(tmp_path):
+        assert held_by(tmp_path, (host, me)) is None
+        assert held_by(tmp_path, (host, me + 1)) == (f"{tmp_path}: its .lock is now held by another process "
+                                                     f"(pid {me}), not the segdex driver (pid {me + 1}): not written")
+        assert held_by(tmp_path, ("not-" + host, me + 1)) is None

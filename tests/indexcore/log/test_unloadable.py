@@ -19,6 +19,7 @@ from segdex.indexcore.log.unloadable import (
     fail_notes,
     first_failure,
     partition_dir_problems,
+    unloadable_refusal,
 )
 
 SEGMENT = "00000000000000000000.log"
@@ -96,3 +97,16 @@ def test_the_failure_a_start_meets_first_and_the_preview_note():
         "the start after the fix recovers every partition"]
     assert fail_notes([partition, metadata], True) == [
         "the broker will not start: E0 (/d/__cluster_metadata-0/a.log); 1 more in this log dir"]
+
+
+def test_the_refusal_of_a_writing_command():
+    """A log dir a broker will not start on, or one it misreads, is left alone; the count of lines is the count of
+    what the operator has to move."""
+    misread = Unloadable("/d/orders-0/5.log", "the broker starts but ...", "hint", opens="x")
+    failing = _failing("/d/lost+found", STAGE_LOG_DIR)
+    assert unloadable_refusal("/d", [misread]) == (
+        "/d: a broker misreads it as it is (1 unloadable line); nothing was written there: move what they name out "
+        "of it, or give --allow-unloadable")
+    assert unloadable_refusal("/d", [misread, failing]) == (
+        "/d: a broker will not start on it as it is (2 unloadable lines); nothing was written there: move what they "
+        "name out of it, or give --allow-unloadable")
