@@ -42,6 +42,7 @@ from segdex.indexcore.log.log_dir import (
     partition_findings,
     read_node_id,
 )
+from segdex.indexcore.log.unloadable import STAGE_LOG_DIR, STAGE_METADATA_LOG, STAGE_PARTITION, first_failure
 from tests.support.fixtures import FIXTURES
 from tests.support.log_dir_locks import other_holder
 
@@ -443,3 +444,35 @@ def test_an_executor_checks_the_driver_still_holds_the_lock(tmp_path: Path):
         assert held_by(tmp_path, (host, me + 1)) == (f"{tmp_path}: its .lock is now held by another process "
                                                      f"(pid {me}), not the segdex driver (pid {me + 1}): not written")
         assert held_by(tmp_path, ("not-" + host, me + 1)) is None
+
+
+def test_release_closes_the_locks_own_descriptor(tmp_path: Path):
+    """The last release closes the lock's descriptor and no other: descriptor 0 (the runner's stdin, or a spare
+    opened here when the runner closed it, so that the lock gets another number) stays open."""
+    try:
+        os.fstat(0)
+        spare = None
+    except OSError:
+        spare = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: 0
+    try:
+        with LogDirLock(tmp_path):
+            assert _open_descriptors_of(tmp_path / ".lock") != [0]
+        os.fstat(0)
+        assert _open_descriptors_of(tmp_path / ".lock") == []
+    finally:
+        if spare is not None:
+            os.close(spare)
+
+
+def test_the_listing_orders_what_a_start_meets_first(tmp_path: Path):
+    """The metadata log's bad name fails first (the raft layer loads it before ``LogManager``), then a directory
+    name (``loadLogs`` parses them all first), then a partition's file name."""
+    for part, name in (("__cluster_metadata-0", "junk.log"), ("orders-0", "abc.index")):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / name).write_bytes(b"")
+    (tmp_path / "lost+found").mkdir()
+    listing = list_log_dir(tmp_path)
+    assert [(os.path.relpath(u.path, tmp_path), u.stage, u.deletes_marker) for u in listing.unloadable] == [
+        ("__cluster_metadata-0/junk.log", STAGE_METADATA_LOG, False), ("lost+found", STAGE_LOG_DIR, True),
+        ("orders-0/abc.index", STAGE_PARTITION, True)]
+    assert first_failure(listing.unloadable).path == str(tmp_path / "__cluster_metadata-0" / "junk.log")
