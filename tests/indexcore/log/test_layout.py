@@ -80,6 +80,7 @@ def test_offsets_kafka_reads_from_file_names(name: str, offset: int):
 @pytest.mark.parametrize("name, text", [
     ("junk.log", "junk"), (".log", ""), (".foo.log", ""), ("-.log", "-"), ("+.snapshot", "+"),
     ("99999999999999999999.log", "99999999999999999999"), ("9223372036854775808.log", "9223372036854775808"),
+    ("-9223372036854775809.log", "-9223372036854775809"),
     ("0000000000000000000a.index", "0000000000000000000a"), ("1_0.log", "1_0"), (" 1.log", " 1"),
 ])
 def test_file_names_kafka_throws_on(name: str, text: str):
