@@ -53,6 +53,9 @@ def test_names_kafkas_parse_refuses(name: str):
         kafka_topic_partition(name, f"/d/{name}")
     assert str(e.value) == NOT_IN_THE_FORM.format(name)
     assert e.value.kafka_class == "org.apache.kafka.common.KafkaException"
+    with pytest.raises(NotTopicPartitionDirException) as e:  # no canonical path given: the name stands for it
+        kafka_topic_partition(name)
+    assert str(e.value) == NOT_IN_THE_FORM.format(name).replace(f"/d/{name}", name, 1)
 
 
 @pytest.mark.parametrize("name, parsed", [
