@@ -14,6 +14,7 @@ from segdex.indexcore.log.checkpoints import (
     mode_template,
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
+    read_partition_metadata,
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
@@ -131,3 +132,15 @@ def test_offset_checkpoints_segdex_refuses(tmp_path: Path, text: str, why: str):
     with pytest.raises(CorruptCheckpointException) as e:
         read_offset_checkpoint(path)
     assert str(e.value) == f"{path}: {why}"
+
+
+def test_partition_metadata_topic_id(tmp_path: Path):
+    """``partition.metadata`` as Kafka writes it (``version: 0``, ``topic_id: <id>``): the topic id; a byte that is
+    not UTF-8 elsewhere in the file does not hide it; no file or no topic id line: None."""
+    assert read_partition_metadata(tmp_path) is None
+    (tmp_path / "partition.metadata").write_bytes(b"version: 0\ntopic_id: BRzCeVwYTWuUnfG7Ol3dSg\n")
+    assert read_partition_metadata(tmp_path) == "BRzCeVwYTWuUnfG7Ol3dSg"
+    (tmp_path / "partition.metadata").write_bytes(b"version: \xff0\ntopic_id: BRzCeVwYTWuUnfG7Ol3dSg\n")
+    assert read_partition_metadata(tmp_path) == "BRzCeVwYTWuUnfG7Ol3dSg"
+    (tmp_path / "partition.metadata").write_bytes(b"version: 0\ntopic_id:\n")
+    assert read_partition_metadata(tmp_path) is None

@@ -53,6 +53,9 @@ def test_names_kafkas_parse_refuses(name: str):
         kafka_topic_partition(name, f"/d/{name}")
     assert str(e.value) == NOT_IN_THE_FORM.format(name)
     assert e.value.kafka_class == "org.apache.kafka.common.KafkaException"
+    with pytest.raises(NotTopicPartitionDirException) as e:  # no canonical path given: the name stands for it
+        kafka_topic_partition(name)
+    assert str(e.value) == NOT_IN_THE_FORM.format(name).replace(f"/d/{name}", name, 1)
 
 
 @pytest.mark.parametrize("name, parsed", [
@@ -80,6 +83,7 @@ def test_offsets_kafka_reads_from_file_names(name: str, offset: int):
 @pytest.mark.parametrize("name, text", [
     ("junk.log", "junk"), (".log", ""), (".foo.log", ""), ("-.log", "-"), ("+.snapshot", "+"),
     ("99999999999999999999.log", "99999999999999999999"), ("9223372036854775808.log", "9223372036854775808"),
+    ("-9223372036854775809.log", "-9223372036854775809"),
     ("0000000000000000000a.index", "0000000000000000000a"), ("1_0.log", "1_0"), (" 1.log", " 1"),
 ])
 def test_file_names_kafka_throws_on(name: str, text: str):
@@ -93,6 +97,7 @@ def test_file_names_kafka_throws_on(name: str, text: str):
 def test_the_file_kafka_opens_for_an_offset():
     """``filenamePrefixFromOffset`` formats any long with 20 digits at least, the sign before them: the broker on
     ``-1.log`` created ``-00000000000000000001.log``."""
+    assert kafka_file_name_prefix(0) == "00000000000000000000"
     assert kafka_file_name_prefix(5) == "00000000000000000005"
     assert kafka_file_name_prefix(-1) == "-00000000000000000001"
 

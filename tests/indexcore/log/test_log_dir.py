@@ -34,11 +34,15 @@ from segdex.indexcore.log.log_dir import (
     LogDirLockedException,
     PartitionDir,
     describe_dir,
+    held_by,
     is_locked,
     list_log_dir,
     lock_holder,
     locked_message,
+    partition_findings,
+    read_node_id,
 )
+from segdex.indexcore.log.unloadable import STAGE_LOG_DIR, STAGE_METADATA_LOG, STAGE_PARTITION, first_failure
 from tests.support.fixtures import FIXTURES
 from tests.support.log_dir_locks import other_holder
 
@@ -229,6 +233,9 @@ def test_locked_message_names_the_holder(tmp_path: Path):
     """The refusal an operator reads names the pid holding the lock when it is known."""
     assert locked_message(tmp_path, 4242) == _locked_text(tmp_path, 4242)
     assert locked_message(tmp_path) == _locked_text(tmp_path, None)
+    # a pid of this host is named by its command (pid 1: the container's or host's init)
+    comm = Path("/proc/1/comm").read_text().strip()
+    assert locked_message(tmp_path, 1) == _locked_text(tmp_path, 1).replace("(pid 1)", f"(pid 1) named {comm}")
 
 
 def test_holding_the_lock_twice_is_counted(tmp_path: Path):
@@ -397,3 +404,75 @@ def test_a_refused_lock_leaves_no_lock_file_the_broker_cannot_open():
         with _as_user(NOBODY), pytest.raises(PermissionError):
             LogDirLock(log_dir).acquire()
         assert not (log_dir / ".lock").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# meta.properties and leftover files
+
+
+@pytest.mark.parametrize(("text", "node_id"), [
+    ("version=1\nnode.id=3\ncluster.id=abc\n", 3),
+    ("version=0\nbroker.id=7\ncluster.id=abc\n", 7),  # a ZooKeeper-era log dir
+    ("version=1\ncluster.id=abc\n", None),
+])
+def test_the_node_id_of_meta_properties(tmp_path: Path, text: str, node_id: int | None):
+    assert read_node_id(tmp_path) is None
+    (tmp_path / "meta.properties").write_text(text)
+    assert read_node_id(tmp_path) == node_id
+
+
+def test_a_swap_without_cleaned_files_is_completed_at_load(tmp_path: Path):
+    """No ``.cleaned`` file: a ``.swap`` is an interrupted replacement Kafka completes; an index without its
+    ``.log`` is an orphan; the findings in name order."""
+    for name in ("00000000000000000000.log", "00000000000000000000.log.swap", "00000000000000000005.index"):
+        (tmp_path / name).write_bytes(b"")
+    assert [(f.kind, os.path.basename(f.path), f.attention) for f in partition_findings(tmp_path)] == [
+        ("swap", "00000000000000000000.log.swap", True), ("orphan_index", "00000000000000000005.index", True)]
+
+
+def test_an_executor_checks_the_driver_still_holds_the_lock(tmp_path: Path):
+    """``held_by``: on the driver's host the holder must be the driver's pid; on another host (a shared
+    filesystem) any holder will do; no holder at all: not written."""
+    import socket
+
+    host, me = socket.gethostname(), os.getpid()
+    assert held_by(tmp_path, None) is None
+    assert held_by(tmp_path, (host, me)) == (f"{tmp_path}: its .lock is no longer held by the segdex driver (pid {me} "
+                                             f"on {host}): a broker could start on it; not written")
+    with LogDirLock(tmp_path):
+        assert held_by(tmp_path, (host, me)) is None
+        assert held_by(tmp_path, (host, me + 1)) == (f"{tmp_path}: its .lock is now held by another process "
+                                                     f"(pid {me}), not the segdex driver (pid {me + 1}): not written")
+        assert held_by(tmp_path, ("not-" + host, me + 1)) is None
+
+
+def test_release_closes_the_locks_own_descriptor(tmp_path: Path):
+    """The last release closes the lock's descriptor and no other: descriptor 0 (the runner's stdin, or a spare
+    opened here when the runner closed it, so that the lock gets another number) stays open."""
+    try:
+        os.fstat(0)
+        spare = None
+    except OSError:
+        spare = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: 0
+    try:
+        with LogDirLock(tmp_path):
+            assert _open_descriptors_of(tmp_path / ".lock") != [0]
+        os.fstat(0)
+        assert _open_descriptors_of(tmp_path / ".lock") == []
+    finally:
+        if spare is not None:
+            os.close(spare)
+
+
+def test_the_listing_orders_what_a_start_meets_first(tmp_path: Path):
+    """The metadata log's bad name fails first (the raft layer loads it before ``LogManager``), then a directory
+    name (``loadLogs`` parses them all first), then a partition's file name."""
+    for part, name in (("__cluster_metadata-0", "junk.log"), ("orders-0", "abc.index")):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / name).write_bytes(b"")
+    (tmp_path / "lost+found").mkdir()
+    listing = list_log_dir(tmp_path)
+    assert [(os.path.relpath(u.path, tmp_path), u.stage, u.deletes_marker) for u in listing.unloadable] == [
+        ("__cluster_metadata-0/junk.log", STAGE_METADATA_LOG, False), ("lost+found", STAGE_LOG_DIR, True),
+        ("orders-0/abc.index", STAGE_PARTITION, True)]
+    assert first_failure(listing.unloadable).path == str(tmp_path / "__cluster_metadata-0" / "junk.log")

@@ -34,6 +34,7 @@ from segdex.indexcore.log.log_loader import LogLoader, SegmentOnDisk, StartupPre
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+from segdex.indexcore.log.unloadable import partition_dir_problems
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
@@ -369,3 +370,108 @@ def test_the_real_run_truncates_as_the_dry_run_predicts(damage: str, tmp_path: P
     seg = PartitionRecovery(LogConfig()).recover_segment(str(log), 5)
     assert LogLoader(str(part)).truncates_later(seg) == (out.deleted == [10])
     assert out.deleted == ([10] if damage == "index present" else [])
+
+
+def _big(offset: int) -> bytes:
+    """A batch over 4,096 bytes: each one after the first gets an offset index entry (the default interval)."""
+    return build_batch(offset, [(T + offset, b"k", b"v" * 5000)])
+
+
+def test_an_invalid_offset_in_the_recovery_pass_empties_the_segment(tmp_path: Path):
+    """No marker: offsets 0, 10, then 5 (backwards) in batches over the index interval; recovery's offset index
+    append throws ``InvalidOffsetException`` at the third batch. ``recoverLog`` catches it and empties the segment
+    to its base offset ("Found invalid offset during recovery"), which deletes segment 20: the loss starts at the
+    base offset 0, not at the segment's valid end (11). With the marker the segment is served as it is."""
+    part = tmp_path / "t-0"
+    log = _put(part, 0, _big(0) + _big(10) + _big(5), index=False)
+    Path(index_paths(str(log))[".index"]).write_bytes(b"")  # an index in place: no recovery at open
+    tail = _batches(20, 3)
+    _put(part, 20, tail)
+    segments = _on_disk(part)
+    assert segments[0].result.error.startswith("InvalidOffsetException at position ")
+    size = log.stat().st_size
+    assert preview_start(segments, False, None, None) == StartupPreview(
+        "truncate", recovered=[0], deleted=[20], truncated={0: size}, lost_bytes=size + len(tail), log_end_offset=0,
+        lost_offsets=(0, 22))
+    assert preview_start(segments, True, None, None) == StartupPreview(
+        "none", log_end_offset=23, notes=[_marker_note("00000000000000000000.log")])
+
+
+def test_the_recovery_pass_replays_the_segments_before_the_recovery_point(tmp_path: Path):
+    """No marker, recovery point 10: ``recoverLog`` starts at segment 10, and its ``recoverSegment`` first replays
+    producer state from the log start offset (0, no snapshot) up to offset 10, reading segment 0 by batch size: its
+    zero-filled tail fails the load. Segment 10, the one being recovered, is not read that way (its corrupt tail is
+    what recovery cuts): without segment 0's tail, segment 10 is cut and nothing fails."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + ZEROS)
+    _put(part, 10, _batch(10) + ZEROS)
+    out = preview_start(_on_disk(part), False, 10, None)
+    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
+                                                             f"{SIZE_ZERO}")])
+    _put(part, 0, _batch(0))
+    assert preview_start(_on_disk(part), False, 10, None) == StartupPreview(
+        "truncate", recovered=[10], truncated={10: len(ZEROS)}, lost_bytes=len(ZEROS), log_end_offset=11,
+        lost_offsets=(11, None))
+
+
+def test_no_recovery_point_entry_recovers_from_the_first_segment(tmp_path: Path):
+    """No marker and no recovery point entry (read as 0): ``recoverLog`` starts at segment 0 and its one-byte
+    tail deletes segment 1; a recovery point of 1 starts at segment 1 and leaves segment 0 as it is."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batch(0) + b"\1")
+    _put(part, 1, _batch(1))
+    size = len(_batch(1))
+    assert preview_start(_on_disk(part), False, None, None) == StartupPreview(
+        "truncate", recovered=[0], deleted=[1], truncated={0: 1}, lost_bytes=1 + size, log_end_offset=1,
+        lost_offsets=(1, 1))
+    assert preview_start(_on_disk(part), False, 1, None) == StartupPreview("recover", recovered=[1],
+                                                                           log_end_offset=2)
+
+
+def test_a_txnindex_the_load_throws_on_counts_as_no_recovery_at_open(tmp_path: Path):
+    """``truncates_later``: a ``.txnindex`` entry of an unknown version fails the broker's load, so it is no reason
+    for a recovery at open: the real run's truncation of that segment deletes its later segments."""
+    part = tmp_path / "t-0"
+    log = _put(part, 5, _batches(5, 5) + ZEROS)
+    Path(index_paths(str(log))[".txnindex"]).write_bytes(_aborted(256, 7, 5, 6, 7))
+    seg = PartitionRecovery(LogConfig()).recover_segment(str(log), 5)
+    assert LogLoader(str(part)).truncates_later(seg) is True
+
+
+def test_a_name_the_start_throws_on_fails_every_partition_first(tmp_path: Path):
+    """``junk.log`` in the partition: the start throws on its name before any load (``fail_notes``), whatever the
+    segments hold; with the marker the note says the failed start deletes it."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 2))
+    segments = _on_disk(part)
+    (part / "junk.log").write_bytes(b"")
+    problems = partition_dir_problems(str(part))
+    thrown = ('the broker will not start: java.lang.NumberFormatException: For input string: "junk" '
+              f"({part / 'junk.log'})")
+    assert preview_start(segments, True, None, None, unloadable=problems) == StartupPreview("fail", notes=[
+        f"{thrown}; the failed start deletes .kafka_cleanshutdown first: the start after the fix recovers every "
+        "partition"])
+    assert preview_start(segments, False, None, None, unloadable=problems) == StartupPreview("fail", notes=[thrown])
+
+
+def test_a_misread_log_name_is_a_note_and_may_set_the_log_end_offset(tmp_path: Path):
+    """``5.log`` beside segment 0 (offsets 0-1) and segment 10 (10-11): the start opens an empty segment 5 between
+    them, the log end offset stays 12; ``70.log`` becomes the last segment, the log end offset 70. A load that
+    fails keeps its failure, not that log end offset."""
+    part = tmp_path / "t-0"
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _batches(10, 2))
+    segments = _on_disk(part)
+    (part / "5.log").write_bytes(b"")
+    [below] = partition_dir_problems(str(part))
+    assert preview_start(segments, True, None, None, unloadable=[below]) == StartupPreview(
+        "none", log_end_offset=12, notes=[f"{below.effect} (5.log)"])
+    (part / "5.log").rename(part / "70.log")
+    [last] = partition_dir_problems(str(part))
+    assert preview_start(segments, True, None, None, unloadable=[last]) == StartupPreview(
+        "none", log_end_offset=70, notes=[f"{last.effect} (70.log)"])
+    (part / "70.log").unlink()
+    _put(part, 10, _batch(10) + ZEROS)
+    out = preview_start(_on_disk(part), True, None, None, unloadable=[last])
+    assert (out.action, out.log_end_offset) == ("fail", None)
+    assert out.notes == [FAILS.format(f"00000000000000000010.log: {SIZE_ZERO}"), f"{last.effect} (70.log)"]

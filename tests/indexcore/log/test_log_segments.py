@@ -190,3 +190,38 @@ def test_a_segment_that_cannot_be_completed_is_not_kept(tmp_path: Path):
     log = _log(tmp_path, build_batch(0, [(T, b"k", b"v")]), b"\0\0\0")
     assert speculate_segment(str(log), 0) is None
     assert speculate_segment(str(tmp_path / "missing.log"), 0) is None
+
+
+def test_a_segment_whose_index_overflows_its_size_is_not_kept(tmp_path: Path):
+    """``segment.index.bytes`` of 24 and an entry per batch: six batches overflow the time index (Kafka's
+    ``IndexFullException``, an error of the load). The segment recovered on its own is held to the same size, so
+    it is not kept, and the ordered recovery reports the error."""
+    from segdex.indexcore.log.log_segments import speculate_segment
+
+    config = LogConfig(index_interval_bytes=1, segment_index_bytes=24)
+    log = _log(tmp_path, *(build_batch(i, [(T + i, b"k", b"v")]) for i in range(6)))
+    assert speculate_segment(str(log), 0, config) is None
+    seg = PartitionRecovery(config).recover_segment(str(log), 0)
+    assert seg.status == SegmentStatus.ERROR and seg.reason.cause.startswith("IndexFullException at position ")
+
+
+def test_a_segment_rewritten_or_removed_after_its_recovery_is_not_taken(tmp_path: Path):
+    """Segment 1 rewritten in place after its task read it (same size, another record and another mtime) is
+    recovered again; one removed since is unreadable, as the ordered recovery finds it."""
+    import os
+
+    from segdex.indexcore.log.log_segments import speculate_segment
+
+    part = tmp_path / "t-0"
+    logs = _write_partition(part, {0: build_batch(0, [(T, b"k", b"v")]), 1: build_batch(1, [(T, b"k", b"v")])})
+    specs = {b: speculate_segment(p, b) for b, p in logs}
+    Path(logs[1][1]).write_bytes(build_batch(1, [(T + 9, b"k", b"w")]))
+    os.utime(logs[1][1], ns=(1_000_000_000, 1_000_000_000))
+    split = _loaded(part, logs, LogConfig(), T, specs)
+    assert split[4] == 1 and split[1].log_end_offset == 2
+    assert split[0][1][2] == _loaded(part, logs, LogConfig(), T)[0][1][2]  # the files of the bytes there now
+    specs = {b: speculate_segment(p, b) for b, p in logs}
+    os.unlink(logs[1][1])
+    recovery = PartitionRecovery(LogConfig(), specs)
+    assert [s.status for s in recovery.recover_all(logs)] == [SegmentStatus.OK, SegmentStatus.UNREADABLE]
+    assert recovery.completed == 1

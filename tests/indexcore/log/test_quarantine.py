@@ -186,6 +186,8 @@ def test_a_later_run_into_the_same_quarantine_keeps_the_earlier_manifest(tmp_pat
     where = Path(partition_quarantine(str(q), str(part)))
     on_disk = json.loads((where / MANIFEST).read_text())
     assert on_disk["run_id"] == "run-2" and len(on_disk["pieces"]) == 1
+    assert (on_disk["partition_dir"], on_disk["reason"]) == (os.path.realpath(part), "cleaned, round 2")
+    assert (first.partition_dir, first.reason) == (os.path.realpath(part), "cleaned, round 1")
     assert [e["run_id"] for e in on_disk["earlier"]] == ["run-1"]
     (old,) = on_disk["earlier"][0]["pieces"]
     assert old["quarantined"] == first.pieces[0].quarantined and Path(old["quarantined"]).read_bytes() == b"first"
@@ -245,3 +247,49 @@ def test_restore_lines_remove_an_interrupted_replacements_files(tmp_path: Path):
         subprocess.run(line, shell=True, check=True)
     assert sorted(p.name for p in part.iterdir()) == ["00000000000000000000.log"]
     assert log.read_bytes() == b"original"
+
+
+def test_a_session_keeps_each_original_once_and_says_how_to_restore(tmp_path: Path):
+    """``QuarantineSession`` (``segdex clean --apply``): the manifest names the partition, the run and why; after
+    each piece its restore lines remove the run's leftovers, then copy every original back. An original kept
+    already, or a file the run wrote, is not kept again; a session with nothing to keep still leaves a manifest."""
+    from segdex.indexcore.log.quarantine import QuarantineSession
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    a, b, c = (part / f"{n:020d}.log" for n in (0, 10, 20))
+    for f in (a, b, c):
+        f.write_bytes(f.name.encode())
+    real = os.path.realpath(part)
+    session = QuarantineSession(str(part), str(tmp_path / "q"), "run-7", "cleaned, round 1")
+    where = Path(partition_quarantine(str(tmp_path / "q"), str(part)))
+    session.keep([str(a)])
+    on_disk = json.loads((where / MANIFEST).read_text())
+    assert (on_disk["partition_dir"], on_disk["run_id"], on_disk["reason"]) == (real, "run-7", "cleaned, round 1")
+    assert on_disk["restore"] == [f"rm -f '{real}'/*.cleaned '{real}'/*.swap",
+                                  f"cp -p '{where / a.name}' '{real}/{a.name}'"]
+    session.wrote([str(c)])
+    assert session.to_keep([str(a), str(b), str(c)]) == [str(b)]
+    session.keep([str(a), str(c)])  # nothing new: the manifest is not rewritten
+    assert [p["source"] for p in json.loads((where / MANIFEST).read_text())["pieces"]] == [f"{real}/{a.name}"]
+    empty = tmp_path / "logs" / "t-1"
+    empty.mkdir()
+    QuarantineSession(str(empty), str(tmp_path / "q"), "run-7", "nothing").keep([])
+    on_disk = json.loads((Path(partition_quarantine(str(tmp_path / "q"), str(empty))) / MANIFEST).read_text())
+    assert (on_disk["run_id"], on_disk["pieces"], on_disk["earlier"]) == ("run-7", [], [])
+
+
+def test_every_earlier_run_stays_in_the_manifests_history(tmp_path: Path):
+    """Three runs into one quarantine: the third's manifest holds the first two under ``earlier``, oldest first,
+    each without a history of its own."""
+    from segdex.indexcore.log.quarantine import keep_in_quarantine
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    seg = part / f"{SEG0}.log"
+    for run in ("run-1", "run-2", "run-3"):
+        seg.write_bytes(run.encode())
+        keep_in_quarantine(str(part), [str(seg)], str(tmp_path / "q"), run, f"cleaned in {run}")
+    on_disk = json.loads((Path(partition_quarantine(str(tmp_path / "q"), str(part))) / MANIFEST).read_text())
+    assert [(e["run_id"], e["reason"], "earlier" in e) for e in on_disk["earlier"]] == [
+        ("run-1", "cleaned in run-1", False), ("run-2", "cleaned in run-2", False)]

@@ -19,6 +19,7 @@ from segdex.indexcore.log.unloadable import (
     fail_notes,
     first_failure,
     partition_dir_problems,
+    unloadable_refusal,
 )
 
 SEGMENT = "00000000000000000000.log"
@@ -61,7 +62,11 @@ def test_a_misread_log_name_below_the_last_base_or_at_a_base(tmp_path: Path):
     problems = {os.path.basename(u.path): u for u in partition_dir_problems(str(part))}
     assert sorted(problems) == ["5.log", "70.log"]
     assert not problems["5.log"].fails and problems["5.log"].opens == "00000000000000000005.log"
-    assert problems["5.log"].log_end_offset is None and "log end offset" not in problems["5.log"].effect
+    assert problems["5.log"].log_end_offset is None
+    assert problems["5.log"].effect == ("the broker starts but reads it as the segment at offset 5: it creates an "
+                                        "empty 00000000000000000005.log (and its index files) beside the "
+                                        "partition's segments")
+    assert problems["5.log"].hint == "move it out of the partition dir"
     assert problems["70.log"].log_end_offset == 70
     assert problems["70.log"].effect.endswith("and the partition's log end offset becomes 70")
 
@@ -96,3 +101,25 @@ def test_the_failure_a_start_meets_first_and_the_preview_note():
         "the start after the fix recovers every partition"]
     assert fail_notes([partition, metadata], True) == [
         "the broker will not start: E0 (/d/__cluster_metadata-0/a.log); 1 more in this log dir"]
+
+
+def test_the_refusal_of_a_writing_command():
+    """A log dir a broker will not start on, or one it misreads, is left alone; the count of lines is the count of
+    what the operator has to move."""
+    misread = Unloadable("/d/orders-0/5.log", "the broker starts but ...", "hint", opens="x")
+    failing = _failing("/d/lost+found", STAGE_LOG_DIR)
+    assert unloadable_refusal("/d", [misread]) == (
+        "/d: a broker misreads it as it is (1 unloadable line); nothing was written there: move what they name out "
+        "of it, or give --allow-unloadable")
+    assert unloadable_refusal("/d", [misread, failing]) == (
+        "/d: a broker will not start on it as it is (2 unloadable lines); nothing was written there: move what they "
+        "name out of it, or give --allow-unloadable")
+
+
+def test_only_live_log_names_give_the_segments_bases(tmp_path: Path):
+    """The bases a misread name is compared with are those of the 20-digit ``.log`` files, read past any name that
+    is no segment file (``00000000000000000001.log.bak`` sorts before segment 40): ``40.log`` opens segment 40,
+    which is there; an orphan ``.index`` or a ``.log.deleted`` at 5 is no segment, so ``5.log`` opens one."""
+    part = _partition(tmp_path, "00000000000000000001.log.bak", "40.log", "00000000000000000005.index",
+                      "00000000000000000006.log.deleted", "5.log", "6.log")
+    assert [os.path.basename(u.path) for u in partition_dir_problems(str(part))] == ["5.log", "6.log"]

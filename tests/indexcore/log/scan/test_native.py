@@ -7,11 +7,12 @@ value every CRC catalogue gives for CRC-32C/Castagnoli), and the Python kernel's
 from __future__ import annotations
 
 import ctypes
+import os
 
 import pytest
 
 from segdex.indexcore.log.log_segment import recover
-from segdex.indexcore.log.scan import kernel, native
+from segdex.indexcore.log.scan import kernel, native, use_single_threaded
 from segdex.indexcore.tools.segment_writer import build_batch
 
 CHECK = 0xE3069283  # CRC-32C("123456789")
@@ -21,7 +22,10 @@ CHECK = 0xE3069283  # CRC-32C("123456789")
 def unloaded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "_native", None)
     monkeypatch.setattr(native, "_native_error", None)
+    monkeypatch.setattr(native, "_crc", None)
+    monkeypatch.setattr(native, "_single", None)
     monkeypatch.delenv("SEGDEX_NO_NATIVE", raising=False)
+    monkeypatch.delenv("SEGDEX_SCAN_THREADS", raising=False)
 
 
 def _segment() -> bytes:
@@ -47,6 +51,8 @@ def test_loaded_once_and_scans_as_the_python_kernel(unloaded):
     assert k is not None and native.error() is None
     assert native.load() is k and kernel(None) is k
     assert repr(k).endswith(f"crc32c_hw (raw) from {native.find_crc32c().path!r}>")  # where its CRC comes from
+    # by default a CRC helper thread where the host has a second CPU
+    assert k.threads == (2 if os.sysconf("SC_NPROCESSORS_ONLN") > 1 else 1)
     buf = _segment()
     ours, python = recover(buf, 0, index_interval_bytes=256, native=True), recover(buf, 0, index_interval_bytes=256,
                                                                                      native=False)
@@ -91,3 +97,22 @@ def test_the_crc32c_functions_found_compute_crc32c(monkeypatch: pytest.MonkeyPat
         state[S_END], state[S_LAST_OFFSET] = len(buf), -1
         k(state, bytes(corrupt), bytearray(), 1000, bytearray(), 1000)
         assert state[S_POSITION] == 0
+
+
+def test_the_single_threaded_kernel(unloaded, monkeypatch: pytest.MonkeyPatch):
+    """``use_single_threaded(True)`` (one scan per CPU): the kernel runs without its CRC helper thread, made once
+    and scanning as the Python kernel; where the default kernel has one thread already, it is that kernel."""
+    monkeypatch.setattr("segdex.indexcore.log.scan._single_threaded", False)
+    use_single_threaded(True)
+    single = kernel(None)
+    assert single.threads == 1 and native.load_single_threaded() is single
+    buf = _segment()
+    ours, python = recover(buf, 0, index_interval_bytes=256), recover(buf, 0, index_interval_bytes=256,
+                                                                      native=False)
+    assert ours.offset_index.to_bytes() == python.offset_index.to_bytes() != b""
+    use_single_threaded(False)
+    assert kernel(None) is native.load() is not single
+    monkeypatch.setattr(native, "_native", None)
+    monkeypatch.setattr(native, "_single", None)
+    monkeypatch.setenv("SEGDEX_SCAN_THREADS", "1")
+    assert native.load_single_threaded() is native.load() and native.load().threads == 1
