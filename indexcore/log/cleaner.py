@@ -286,6 +286,13 @@ def _source_bytes(group: list[CleanerSegment]) -> int:
     return sum(seg.size for seg in group)
 
 
+def default_threads() -> int:
+    """A round's threads where the caller names none: ``SEGDEX_CLEAN_THREADS``, else the cores this process may
+    run on."""
+    named = os.environ.get(THREADS_ENV)
+    return int(named) if named else len(os.sched_getaffinity(0))
+
+
 def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:
     """What a round keeps of a group written out: its names, sizes and time, not its bytes."""
     return CleanedSegment(cleaned.base_offset, b"", b"", b"", None, cleaned.mtime_ms, cleaned.replaces,
@@ -568,7 +575,7 @@ class Cleaner:
         self.keep_files = keep_files
         self.io_buffer_size = io_buffer_size
         # threads > 1: the round split over segments and groups (``_split``), its output the one-thread round's
-        self.threads = max(1, threads if threads is not None else int(os.environ.get(THREADS_ENV) or 1))
+        self.threads = max(1, threads if threads is not None else default_threads())
         self._pool: ThreadPoolExecutor | None = None  # while a split round runs
         self._events: dict[int, list[_TxnEvent]] = {}
 

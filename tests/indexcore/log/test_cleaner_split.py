@@ -162,3 +162,13 @@ def test_a_split_round_writes_group_after_group_in_order(tmp_path: Path, threads
         assert sum(sizes[b] for b in early) <= held, (n, early)
         most = max(most, len(early))
     assert most == ahead
+
+
+def test_a_round_takes_every_core_unless_told(monkeypatch):
+    monkeypatch.delenv("SEGDEX_CLEAN_THREADS", raising=False)
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("SEGDEX_CLEAN_THREADS", "1")
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == 1
+    monkeypatch.setenv("SEGDEX_CLEAN_THREADS", "3")
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == 3
+    assert Cleaner(SkimpyOffsetMap(1 << 10), threads=2).threads == 2
