@@ -19,7 +19,9 @@ Medians of ``--runs``. Not a test.
 
 One partition on every core (issue 38): ``--threads 1 2`` cleans the ``__consumer_offsets``-like partition's
 round split over 1 and 2 threads, back to back run after run (medians of ``--runs``; wall and CPU seconds, the
-load average), beside Kafka's ``doClean`` on the same data.
+load average), beside Kafka's ``doClean`` on the same data. Each round's threads' CPU too (``ThreadCPU``): the
+main thread's plus the busiest pool thread's is about the wall time on free cores, which a machine shared with
+other sessions does not show (each session gets its share of the cores, whatever its threads).
 
 Memory at size (issue 38): ``--memory-gib 1 4`` measures, for each size, one compacted partition of that many GiB
 in 100 MiB segments whose keys are nearly all live (a changelog: batches of 10 records of 1,000 byte values,
@@ -35,6 +37,7 @@ to compare two)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -43,6 +46,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -165,9 +169,56 @@ def kafka_clean(oracle, log_dir: Path) -> float:
     return total
 
 
-def segdex_round(log_dir: Path, threads: int = 1) -> tuple[float, int]:
+class ThreadCPU:
+    """Each thread's CPU seconds while in the ``with`` (``/proc/self/task/*/schedstat``, sampled every 20 ms, so a
+    pool thread's last 20 ms before it ends may be missed): this thread's (``main``) and the others' (``pool``, by
+    thread: the cleaner's pool; the sampler's own and the idle ones aside). On a shared machine a process gets its
+    session's share of the cores whatever its threads, so the wall time of a split round there says little;
+    ``main`` + the busiest pool thread is about the wall time it would take on free cores."""
+
+    def __init__(self) -> None:
+        self.main, self.pool = 0.0, {}
+        self._seen: dict[int, float] = {}
+
+    @staticmethod
+    def _cpu(tid: int) -> float | None:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                return int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _sample(self) -> None:
+        for name in os.listdir("/proc/self/task"):
+            tid = int(name)
+            cpu = self._cpu(tid)
+            if cpu is not None and tid not in (self._main_tid, self._sampler.native_id):
+                self._seen[tid] = max(self._seen.get(tid, 0.0), cpu - self._before.get(tid, 0.0))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._sample()
+
+    def __enter__(self) -> ThreadCPU:
+        self._main_tid = threading.get_native_id()
+        self._before = {int(n): self._cpu(int(n)) or 0.0 for n in os.listdir("/proc/self/task")}
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._run, daemon=True)
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._sample()
+        self.main += (self._cpu(self._main_tid) or 0.0) - self._before[self._main_tid]
+        self._stop.set()
+        self._sampler.join()
+        self.pool.update({tid: cpu for tid, cpu in self._seen.items() if cpu >= 0.01})  # the idle ones aside
+
+
+def segdex_round(log_dir: Path, threads: int = 1, cpu: ThreadCPU | None = None) -> tuple[float, int]:
     """Seconds of ``Cleaner.clean`` (the load not counted, as Kafka's) over the dir's partitions, one at a
-    time in this process, each round split over ``threads``; and the bytes left."""
+    time in this process, each round split over ``threads``; and the bytes left. ``cpu``: entered around each
+    round (its threads' CPU)."""
     total, left = 0.0, 0
     for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
         config = config_for(part)
@@ -176,8 +227,9 @@ def segdex_round(log_dir: Path, threads: int = 1) -> tuple[float, int]:
         lso = last_stable_offset(loaded.first_unstable_offset, leo)
         view = cleaning_view(loaded.facts, start, leo, lso, None, NOW, config)
         t = time.perf_counter()
-        round_ = Cleaner(SkimpyOffsetMap(DEDUPE), threads=threads).clean(loaded.segments, view.log, start, leo,
-                                                                         loaded.active_producers(), config, NOW)
+        with cpu if cpu is not None else contextlib.nullcontext():
+            round_ = Cleaner(SkimpyOffsetMap(DEDUPE), threads=threads).clean(loaded.segments, view.log, start, leo,
+                                                                             loaded.active_producers(), config, NOW)
         total += time.perf_counter() - t
         left += sum(len(c.log) for c in round_.segments)
     return total, left
@@ -311,14 +363,18 @@ def threads_run(args) -> int:
           f"{os.getloadavg()[0]:.1f} before", flush=True)
     walls: dict[int, list[float]] = {t: [] for t in args.threads}
     cpus: dict[int, list[float]] = {t: [] for t in args.threads}
+    paths: dict[int, list[float]] = {t: [] for t in args.threads}  # main thread + busiest pool thread, CPU s
     for run in range(args.runs):
         for t in args.threads:
-            c = time.process_time()
-            wall, _ = segdex_round(ours, t)
+            c, threads_cpu = time.process_time(), ThreadCPU()
+            wall, _ = segdex_round(ours, t, threads_cpu)
             walls[t].append(wall)
             cpus[t].append(time.process_time() - c)
-            print(f"  run {run + 1}: {t} threads {wall:6.2f} s wall, {cpus[t][-1]:6.2f} s CPU (load average "
-                  f"{os.getloadavg()[0]:.1f})", flush=True)
+            pool = sorted(threads_cpu.pool.values())
+            paths[t].append(threads_cpu.main + (pool[-1] if pool else 0.0))
+            print(f"  run {run + 1}: {t} threads {wall:6.2f} s wall, {cpus[t][-1]:6.2f} s CPU (main thread "
+                  f"{threads_cpu.main:.2f} s, pool threads {', '.join(f'{p:.2f}' for p in pool) or 'none'}; load "
+                  f"average {os.getloadavg()[0]:.1f})", flush=True)
     oracle = KafkaOracle(KafkaInstall("4.4.0"), args.root / "oracle", broker_jvm=True)
     try:
         kafka_clean(oracle, fresh_copy(topic, args.root / "warm"))  # the JIT warm
@@ -326,13 +382,14 @@ def threads_run(args) -> int:
                                   for _ in range(args.kafka_runs))
     finally:
         oracle.close()
-    one = statistics.median(walls[args.threads[0]])
+    one, one_path = statistics.median(walls[args.threads[0]]), statistics.median(paths[args.threads[0]])
     print(f"Kafka 4.4.0 doClean (one thread): {kafka:.2f} s, {size / kafka / 1e9:.2f} GB/s")
     for t in args.threads:
-        wall = statistics.median(walls[t])
+        wall, path = statistics.median(walls[t]), statistics.median(paths[t])
         print(f"segdex, {t} threads: {wall:.2f} s wall (median of {args.runs}), {statistics.median(cpus[t]):.2f} s "
               f"CPU; {size / wall / 1e9:.2f} GB/s; {one / wall:.2f}x {args.threads[0]} thread(s); "
-              f"{kafka / wall:.2f}x Kafka's thread, {kafka / wall / t:.2f}x per core")
+              f"{kafka / wall:.2f}x Kafka's thread, {kafka / wall / t:.2f}x per core; on free cores about "
+              f"{path:.2f} s (main thread + busiest pool thread's CPU), {one_path / path:.2f}x")
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -21,6 +21,7 @@ from segdex.indexcore.log.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from segdex.indexcore.log.cleaner import THREADS_ENV
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
@@ -190,17 +191,17 @@ class Rounds:
     until_clean: bool = False
     max_rounds: int | None = None
     progress: Callable[[int, int, float], None] | None = None
-    threads: int | None = None  # a partition's round on this many threads (None: SEGDEX_CLEAN_THREADS, else 1)
+    threads: int | None = None  # a partition's round on this many threads (None: SEGDEX_CLEAN_THREADS, else cores)
 
 
 def round_threads(tasks: int) -> int | None:
-    """Threads for each partition's round: None (``SEGDEX_CLEAN_THREADS``, else one thread, as Kafka cleans a
-    partition). The split is opt-in: its rounds are the one-thread round's bytes, but a split round opens the next
-    groups (and keeps their originals) before the group ahead of them is swapped in, so it needs room for a group
-    per thread and its crash order is not yet walked as the one-thread round's is. ``tasks`` is kept for the
-    cores-per-partition share once it is."""
-    del tasks
-    return None
+    """Threads for each partition's round: the cores this process may run on shared among the ``tasks`` (all of
+    them for a lone partition, which Kafka cleans on one thread; one each where the engine already runs a task per
+    core); None where ``SEGDEX_CLEAN_THREADS`` says (the ``Cleaner`` reads it). A split round is the one-thread
+    round's bytes, its groups opened, written and swapped in one after the other in the same order."""
+    if os.environ.get(THREADS_ENV):
+        return None
+    return max(1, len(os.sched_getaffinity(0)) // max(1, tasks))
 
 
 def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: PartitionTask) -> CleaningPlan:

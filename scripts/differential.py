@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from segdex.indexcore.log.cleaner import THREADS_ENV, default_threads
 from tests.support.cleaner_cases import CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
 from tests.support.segment_cases import Draw, generate, judge
@@ -43,18 +45,17 @@ def main() -> int:
     parser.add_argument("--cleaner", action="store_true", help="the log cleaner's rounds (Kafka 4.4.0)")
     parser.add_argument("--codecs", default="0,0,1,2,3,4",
                         help="--cleaner: the data batches' codecs drawn from (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
-    parser.add_argument("--split", type=int, default=0, metavar="THREADS",
+    parser.add_argument("--split", type=int, default=None, metavar="THREADS",
                         help="--cleaner: segdex's rounds split over this many threads (the offset map's build and the "
-                             "groups' cleaning: SEGDEX_CLEAN_THREADS); 0 or 1: the one-thread round")
+                             "groups' cleaning: SEGDEX_CLEAN_THREADS); 1: the one-thread round; default: "
+                             "SEGDEX_CLEAN_THREADS, else the cores this process may use, as segdex clean")
     args = parser.parse_args()
-    if args.split > 1:
-        import os
-
-        from segdex.indexcore.log.cleaner import THREADS_ENV
-
-        os.environ[THREADS_ENV] = str(args.split)
-        print(f"segdex's cleaning rounds split over {args.split} threads")
+    if args.split is not None:
+        os.environ[THREADS_ENV] = str(max(1, args.split))
     if args.cleaner:
+        threads = default_threads()
+        print(f"segdex's cleaning rounds split over {threads} threads" if threads > 1
+              else "segdex's cleaning rounds on one thread")
         codecs = tuple(int(c) for c in args.codecs.split(","))
         return cleaner_run(args.cases, args.seed, args.show, codecs)
     failed = False

@@ -44,6 +44,7 @@ import bisect
 import contextlib
 import copy
 import os
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -73,6 +74,9 @@ from segdex.indexcore.record.records import control_record, records
 
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
+# a split round's groups cleaned ahead of the one being written hold their .log bytes in memory, at most this many
+# bytes of them by their sources' sizes (a group larger than this is cleaned in its turn alone)
+HELD_BYTES = 256 << 20
 MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes and message.max.bytes by default: how far the read buffer grows
 NO_TIMESTAMP = -1
 # BatchRetention
@@ -243,6 +247,50 @@ class GroupWriter:
 
     def abort(self) -> None:
         pass
+
+    def streams(self) -> bool:
+        """Whether ``open`` gives files the groups' bytes stream into (a split round holds the groups it cleans
+        ahead of their turn in memory only then)."""
+        return True
+
+
+class _HeldSink:
+    """A group's ``.log`` bytes as a split round cleans it: held in memory until the writer opens the group's file
+    in its turn (``attach``), then written there, and streamed there from then on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = bytearray()
+        self._file = None
+        self.attached = False
+
+    def write(self, data) -> None:
+        with self._lock:
+            if not self.attached:
+                self._held += data
+                return
+        if self._file is not None:
+            self._file.write(data)
+
+    def attach(self, file) -> None:
+        """The group's file (None: its bytes dropped, as the writer keeps none)."""
+        with self._lock:
+            if file is not None:
+                file.write(self._held)
+            self._held = bytearray()
+            self._file, self.attached = file, True
+
+
+def _source_bytes(group: list[CleanerSegment]) -> int:
+    """What a group's cleaned ``.log`` may take at most, about: its sources' bytes."""
+    return sum(seg.size for seg in group)
+
+
+def default_threads() -> int:
+    """A round's threads where the caller names none: ``SEGDEX_CLEAN_THREADS``, else the cores this process may
+    run on."""
+    named = os.environ.get(THREADS_ENV)
+    return int(named) if named else len(os.sched_getaffinity(0))
 
 
 def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:
@@ -554,7 +602,7 @@ class Cleaner:
         self.max_io_buffer_size = max_io_buffer_size
         self.buffers = IoBuffers(io_buffer_size, max_io_buffer_size)  # with the round's topic limit in clean()
         # threads > 1: the round split over segments and groups (``_split``), its output the one-thread round's
-        self.threads = max(1, threads if threads is not None else int(os.environ.get(THREADS_ENV) or 1))
+        self.threads = max(1, threads if threads is not None else default_threads())
         self._pool: ThreadPoolExecutor | None = None  # while a split round runs
         self._events: dict[int, list[_TxnEvent]] = {}
 
@@ -784,44 +832,58 @@ class Cleaner:
                      active_producers: dict[int, LastRecord], config, now_ms: int, legacy_horizon: int,
                      high_watermark: int, stats: CleanerStats, writer: GroupWriter | None) -> list[CleanedSegment]:
         """The groups cleaned in the pool, each from its transaction state (``_group_states``) with the one
-        (read-only) offset map, at most ``threads + 1`` at a time; each taken, and committed to ``writer``, strictly
-        in group order, as the one-thread round commits them: a group that throws is raised in its turn, after the
-        groups before it are committed, the groups after it aborted (their ``.cleaned`` files removed)."""
-        pending: deque = deque()  # (group, future or the exception its open raised, its stats)
+        (read-only) offset map, at most ``threads`` at a time; each opened, taken and committed to ``writer``
+        strictly in group order, as the one-thread round does it: a group's ``open`` (its originals kept, its
+        temporary created) comes in its turn, after the group before it is committed (swapped in). A group cleaned
+        ahead of its turn streams into memory (``_HeldSink``) until then, at most ``HELD_BYTES`` of them (by their
+        sources' sizes), beside the one being written. A group that throws is raised in its turn, after the
+        groups before it are committed; the groups after it are dropped, never opened."""
+        streams = writer is not None and writer.streams()
+        pending: deque = deque()  # (group, future, its stats, its sink), in group order
         cleaned: list[CleanedSegment] = []
         nxt = 0
 
-        def submit() -> None:
+        def submit(sink: _HeldSink | None) -> None:
             nonlocal nxt
             group, part = groups[nxt], CleanerStats()
-            nxt += 1
-            try:
-                sink = writer.open(group) if writer is not None else None
-            except BaseException as e:  # noqa: BLE001 - raised in its turn
-                pending.append((group, e, part))
-                return
             pending.append((group, self._pool.submit(self._clean_segments, segs, group, log_start_offset,
-                                                     active_producers, config, now_ms, states[nxt - 1],
-                                                     legacy_horizon, high_watermark, part, sink), part))
+                                                     active_producers, config, now_ms, states[nxt], legacy_horizon,
+                                                     high_watermark, part, sink), part, sink))
+            nxt += 1
+
+        def fill() -> None:  # the groups after the one being written, cleaned ahead while they fit
+            while nxt < len(groups) and len(pending) < self.threads:
+                held = sum(_source_bytes(g) for g, _, _, sink in pending if not sink.attached) if streams else 0
+                if streams and held + _source_bytes(groups[nxt]) > HELD_BYTES:
+                    return
+                submit(_HeldSink() if streams else None)
 
         try:
-            while nxt < len(groups) and len(pending) < self.threads:
-                submit()
-            while pending:
-                group, future, part = pending.popleft()
-                if isinstance(future, BaseException):
-                    raise future
+            while pending or nxt < len(groups):
+                if pending:  # cleaned ahead: its file opened in its turn, what it holds written there
+                    group, future, part, sink = pending[0]
+                    file = writer.open(group) if writer is not None else None
+                    if sink is not None:
+                        sink.attach(file)
+                else:  # opened in its turn, then cleaned straight into its file
+                    file = writer.open(groups[nxt]) if writer is not None else None
+                    sink = _HeldSink() if streams else None
+                    if sink is not None:
+                        sink.attach(file)
+                    submit(sink)
+                    group, future, part, sink = pending[0]
+                fill()
                 try:
                     done = future.result()
                 except IndexFullException as e:
                     raise _index_full(e, group, config.segment_index_bytes) from None
+                pending.popleft()
+                fill()  # the pool kept busy while this group is committed
                 stats.add(part)
                 cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
                                else without_bytes(done))
-                if nxt < len(groups) and not any(isinstance(f, BaseException) for _, f, _ in pending):
-                    submit()
         except BaseException:
-            _drain([future for _, future, _ in pending if not isinstance(future, BaseException)])
+            _drain([future for _, future, _, _ in pending])
             if writer is not None:
                 writer.abort()
             raise

@@ -324,10 +324,10 @@ def plan_cleaning(partition_dir: str, config: LogConfig, cleaner: CleanerConfig,
     with ``until_clean``, while the offset map fills, the next rounds too, each over the segments the last one
     left, as a broker's cleaner holds the log between its passes: a round a later one reads is written to a
     scratch directory (``tempfile``'s, outside every log dir; removed at the end), never held in memory.
-    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else one).
-    ``clean_shutdown`` (the log dir's marker) and ``recovery_point`` (the partition's checkpoint entry): what the
-    load does not re-read (``load_for_cleaning``). ``on_round(bytes)``: told of each ``--until-clean`` round as
-    it is planned, with the bytes it cleans (the progress of a long plan)."""
+    ``threads``: the round split over that many (``Cleaner``; None: ``SEGDEX_CLEAN_THREADS``, else the cores
+    this process may run on). ``clean_shutdown`` (the log dir's marker) and ``recovery_point`` (the partition's
+    checkpoint entry): what the load does not re-read (``load_for_cleaning``). ``on_round(bytes)``: told of each
+    ``--until-clean`` round as it is planned, with the bytes it cleans (the progress of a long plan)."""
     plan, ctx = _prepare(partition_dir, config, cleaner, now_ms, log_start_offset_checkpoint, high_watermark,
                          checkpoint, threads, clean_shutdown, recovery_point)
     if ctx is None:
@@ -399,10 +399,10 @@ def clean_partition(partition_dir: str, config: LogConfig, cleaner: CleanerConfi
 
     A round that throws part way (Kafka's round throws there too: a full index) leaves the groups before it swapped
     in, as Kafka's round leaves them, and the checkpoint where it was (``applied`` False).
-    ``threads``: as ``plan_cleaning``'s (a split round swaps its groups in the same order; it holds a group per
-    thread). A damaged batch in a segment served as it is (``clean_shutdown``, ``recovery_point``:
-    ``load_for_cleaning``) where Kafka's round throws is met before the first group is written: the partition is
-    left as it was."""
+    ``threads``: as ``plan_cleaning``'s (a split round opens, writes and swaps its groups one after the other in
+    the same order; the groups it cleans ahead wait in memory). A damaged batch in a segment served as it is
+    (``clean_shutdown``, ``recovery_point``: ``load_for_cleaning``) where Kafka's round throws is met before the
+    first group is written: the partition is left as it was."""
     # an interrupted run's files: its temporaries, and the swap as Kafka's load would finish it
     finished = [f"removed {os.path.basename(t)}" for t in remove_temporaries(partition_dir)]
     finished += complete_swaps(partition_dir)
@@ -462,7 +462,7 @@ class SwapWriter(GroupWriter):
         self.session = session
         self.quarantine = quarantine
         self.groups = 0  # groups swapped in
-        self.opened: collections.deque = collections.deque()  # (temporary, file) of each group open, in order
+        self.opened: collections.deque = collections.deque()  # (temporary, file) of the group open
 
     def _needs(self, group: list[CleanerSegment]) -> tuple[int, int]:
         """(bytes the group's cleaned files may take at most, bytes of the originals it replaces to keep)."""
@@ -514,10 +514,10 @@ class SwapWriter(GroupWriter):
 
     def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
         """The group's streamed ``.log`` made durable and swapped in with its indexes (``replace_segments``). A
-        failure before its temporary became the ``.cleaned`` file (a full disk at the last flush) removes it and
-        every later group's, so no stray temporary stays in the partition; after that, what is left is a
+        failure before its temporary became the ``.cleaned`` file (a full disk at the last flush) removes it, so
+        no stray temporary stays in the partition; after that, what is left is a
         ``.cleaned``/``.swap`` state Kafka's load finishes or rolls back."""
-        tmp, file = self.opened[0]  # a split round opens the next groups before this one's commit
+        tmp, file = self.opened[0]
         try:
             file.flush()
             os.fsync(file.fileno())
@@ -556,7 +556,7 @@ class _ScratchWriter(GroupWriter):
         self.max_index_size = max_index_size
         self.upper = 0  # the round's first uncleanable offset
         self.spill = False
-        self.opened: collections.deque = collections.deque()  # (path, file) of each group open, in order
+        self.opened: collections.deque = collections.deque()  # (path, file) of the group open
         self.new: list[tuple[CleanerSegment, SegmentFacts]] = []
         self.serial = 0
 
@@ -567,6 +567,9 @@ class _ScratchWriter(GroupWriter):
             short = _short_of_room(self.scratch, need)
             if short:
                 raise _ShortOfRoom(f"the planned rounds' scratch directory {short} (set TMPDIR elsewhere)")
+
+    def streams(self) -> bool:
+        return self.spill
 
     def open(self, group: list[CleanerSegment]):
         if not self.spill:

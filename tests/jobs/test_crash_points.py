@@ -363,10 +363,13 @@ def test_clean_apply_order(tmp_path):
     assert check_atomic_order(tmp_path / "trace", part.parent) >= 1
 
 
-def test_clean_apply_order_group_by_group(tmp_path):
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_clean_apply_order_group_by_group(tmp_path, threads, monkeypatch):
     """A round of four groups, streamed: each group's originals are in the quarantine, fsynced, before its own
     ``.cleaned`` files exist and after the group before it was swapped in (room for a group, not a round); each
-    group's ``.swap`` files are renamed in before the next group's ``.cleaned`` file; the checkpoint last."""
+    group's ``.swap`` files are renamed in before the next group's ``.cleaned`` file; the checkpoint last. On one
+    thread and split over two (``SEGDEX_CLEAN_THREADS``: the groups cleaned ahead wait for their turn)."""
+    monkeypatch.setenv("SEGDEX_CLEAN_THREADS", threads)
     part = compacted_groups(tmp_path)
     bases = sorted(p.name[:20] for p in part.glob("*.log"))[:-1]
     proc = strace(clean_args(part.parent, tmp_path / "q", groups=True), tmp_path / "trace")

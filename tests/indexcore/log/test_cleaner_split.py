@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from pathlib import Path
 
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, LogCleaningException
+from segdex.indexcore.log import cleaner
+from segdex.indexcore.log.cleaner import Cleaner, GroupWriter, LogCleaningException, without_bytes
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
-from segdex.indexcore.tools.segment_writer import segment_name
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name, write_partition
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 
 T0 = 1_700_000_000_000
@@ -66,3 +68,107 @@ def test_a_split_round_is_the_one_thread_round(tmp_path: Path, native: bool, mon
             split["txn"] += any(c[4] for c in one[1])
             split["cut"] += dedupe < 24 * 10_000
     assert split["rounds"] > 30 and split["groups"] > 5 and split["txn"] > 3 and split["cut"] > 10, split
+
+
+
+class _Counting(Cleaner):
+    """The Cleaner, noting each group whose cleaning has begun (``begun``: base offsets)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.changed, self.begun = threading.Condition(), set()
+
+    def _clean_segments(self, segs, group, *args):
+        with self.changed:
+            self.begun.add(group[0].base_offset)
+            self.changed.notify_all()
+        return super()._clean_segments(segs, group, *args)
+
+
+class _Recording(GroupWriter):
+    """Each group's ``.log`` streamed into a file of its own, and what the round did when: ``open`` and ``commit``
+    in order, and at each ``open`` the groups whose cleaning had begun (``_Counting``), once the ``ahead`` groups
+    after it have begun or half a second passed (the pool's threads get to their work, whatever the GIL's
+    turns)."""
+
+    def __init__(self, root: Path, cleaner: _Counting, ahead: int) -> None:
+        self.root, self.cleaner, self.ahead = root, cleaner, ahead
+        self.events: list[tuple[str, int]] = []
+        self.begun_at_open: list[set[int]] = []
+        self.files: dict[int, object] = {}
+        self.bases: list[int] = []
+
+    def begin(self, groups, end_offset: int) -> None:
+        self.bases = [g[0].base_offset for g in groups]
+
+    def open(self, group):
+        base = group[0].base_offset
+        self.events.append(("open", base))
+        n = self.bases.index(base)
+        with self.cleaner.changed:
+            self.cleaner.changed.wait_for(lambda: self.cleaner.begun.issuperset(self.bases[n + 1:n + 1 + self.ahead]),
+                                          0.5)
+            self.begun_at_open.append(set(self.cleaner.begun))
+        self.files[base] = open(self.root / f"{base}.log", "wb")  # noqa: SIM115 - closed in commit or abort
+        return self.files[base]
+
+    def commit(self, cleaned, group):
+        self.events.append(("commit", cleaned.base_offset))
+        self.files.pop(cleaned.base_offset).close()
+        return without_bytes(cleaned)
+
+    def abort(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+@pytest.mark.parametrize(("threads", "held", "ahead"), [(2, cleaner.HELD_BYTES, 1), (4, cleaner.HELD_BYTES, 3),
+                                                     (4, 4000, 1), (4, 0, 0)])
+def test_a_split_round_writes_group_after_group_in_order(tmp_path: Path, threads: int, held: int, ahead: int,
+                                                         monkeypatch):
+    """A split round writing its groups (``GroupWriter``, as ``clean --apply`` swaps them in): each group opened
+    only after the group before it is committed, in Kafka's order, as the one-thread round does; at each open the
+    groups cleaned ahead of their turn are the next ones, at most ``threads`` with the one opened, their sources
+    within ``HELD_BYTES`` (with 4000: one group of about 1,900 bytes; with 0, none: one group at a time); the
+    files are the one-thread round's bytes."""
+    monkeypatch.setattr(cleaner, "HELD_BYTES", held)
+    rng = random.Random(3870)
+    batches = [build_batch(10 * i, [(T0 + 10 * i + j, f"key-{rng.randrange(60)}".encode(), bytes(100))
+                                    for j in range(5)]) for i in range(40)]
+    part = write_partition(tmp_path, "c", 0, batches, segment_bytes=2000)[0].parent
+    config = LogConfig(cleanup_policy="compact", segment_bytes=2000)
+    last_ts = T0 + 400
+    loaded = load_for_cleaning(str(part), config, last_ts)
+    segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), None,
+                         last_ts, config)
+    one = Cleaner(SkimpyOffsetMap(1 << 20), threads=1).clean(segs, view.log, start, leo, loaded.active_producers(),
+                                                             config, last_ts)
+    assert len(one.segments) >= 8
+    split = _Counting(SkimpyOffsetMap(1 << 20), threads=threads)
+    writer = _Recording(tmp_path, split, ahead)
+    got = split.clean(segs, view.log, start, leo, loaded.active_producers(), config, last_ts, writer)
+    bases = [c.base_offset for c in one.segments]
+    assert writer.events == [(what, base) for base in bases for what in ("open", "commit")]
+    assert [(c.base_offset, c.size, c.replaces) for c in got.segments] == [(c.base_offset, c.size, c.replaces)
+                                                                          for c in one.segments]
+    for c in one.segments:
+        assert (tmp_path / f"{c.base_offset}.log").read_bytes() == c.log
+    sizes = {c.base_offset: sum(s.size for s in segs if s.base_offset in c.replaces) for c in one.segments}
+    most = 0
+    for n, begun in enumerate(writer.begun_at_open):
+        early = begun - set(bases[:n + 1])
+        assert early <= set(bases[n + 1:n + threads]), (n, early)  # in order, at most threads with this one
+        assert sum(sizes[b] for b in early) <= held, (n, early)
+        most = max(most, len(early))
+    assert most == ahead
+
+
+def test_a_round_takes_every_core_unless_told(monkeypatch):
+    monkeypatch.delenv("SEGDEX_CLEAN_THREADS", raising=False)
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("SEGDEX_CLEAN_THREADS", "1")
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == 1
+    monkeypatch.setenv("SEGDEX_CLEAN_THREADS", "3")
+    assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == 3
+    assert Cleaner(SkimpyOffsetMap(1 << 10), threads=2).threads == 2

@@ -11,8 +11,11 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
+
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.log import cleaner
 from segdex.indexcore.log.log_cleaner import clean_partition, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
@@ -80,12 +83,19 @@ def test_a_partition_kafka_would_not_clean_is_left_alone(tmp_path: Path):
     assert not (tmp_path / "q").exists()
 
 
-def test_an_applied_round_holds_one_group_not_the_round(tmp_path: Path):
+@pytest.mark.parametrize(("threads", "held", "limit"), [(1, cleaner.HELD_BYTES, 2_500_000),
+                                                       (2, cleaner.HELD_BYTES, 4_100_000), (2, 0, 2_500_000)])
+def test_an_applied_round_holds_one_group_not_the_round(tmp_path: Path, threads: int, held: int, limit: int,
+                                                        monkeypatch):
     """Eight segments of 700 KB whose keys are all live, cleaned with ``segment.bytes`` 1 MiB: eight groups, each
     streamed into its files and swapped in before the next is read, so the round's Python memory peaks at about
     one group's I/O buffer while it writes 5.6 MB; the --until-clean plan of the same, counted, holds no more.
-    Every byte equals the plan's figures and the quarantine holds each original once."""
+    Split over two threads, it holds besides the two groups at most whose bytes wait for their turn (the one
+    about to be written, the one after it: ``HELD_BYTES`` allows both), or none (``HELD_BYTES`` 0). Every byte
+    equals the plan's figures and the quarantine holds each original once."""
     import tracemalloc
+
+    monkeypatch.setattr(cleaner, "HELD_BYTES", held)
 
     from segdex.indexcore.tools.segment_writer import build_batch
 
@@ -103,17 +113,18 @@ def test_an_applied_round_holds_one_group_not_the_round(tmp_path: Path):
     originals = _live(part)
     for until_clean in (False, True):
         tracemalloc.start()
-        planned = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS, until_clean=until_clean)
+        planned = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS, until_clean=until_clean,
+                                threads=threads)
         plan_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert planned.segments_before == planned.segments_after == 8 and plan_peak < 1_500_000, plan_peak
     tracemalloc.start()
     plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, quarantine=str(tmp_path / "q"),
-                           run_id="r")
+                           run_id="r", threads=threads)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert plan.applied and plan.error is None and plan.segments_after == 8
-    assert plan.bytes_after > 5_500_000 and peak < 2_500_000, peak
+    assert plan.bytes_after > 5_500_000 and peak < limit, peak
     logs = {n: b for n, b in _live(part).items() if n.endswith(".log")}
     assert logs == originals  # every key live: each cleaned segment is its source, copied whole
     (manifest,) = (tmp_path / "q").rglob("manifest.json")
