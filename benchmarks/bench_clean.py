@@ -32,6 +32,10 @@ the wall time. The segdex the commands run is the one ``python -m segdex.jobs.cl
 to compare two)::
 
     .venv/bin/python -m benchmarks.bench_clean --memory-gib 1 4
+    .venv/bin/python -m benchmarks.bench_clean --memory-gib 1 4 16 --memory-shape offsets --memory-kafka
+
+``--memory-shape offsets`` measures a ``__consumer_offsets`` partition of the first shape instead (Kafka's configs for
+its internal topic), ``--memory-kafka`` times Kafka's ``doClean`` round on the same data beside.
 """
 
 from __future__ import annotations
@@ -323,29 +327,66 @@ def peak_memory(cmd: list[str]) -> tuple[int, int, float, subprocess.CompletedPr
     return peak_anon, peak_file, time.perf_counter() - t, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def memory_run(root: Path, sizes: list[float]) -> int:
-    """Peak memory and time of an applied round and of an --until-clean plan, per size (the module's docs)."""
+def offsets_partition(root: Path, gib: float) -> Path:
+    """A log dir (generated once) of one ``__consumer_offsets`` partition of ``gib`` GiB (``ensure_data``'s
+    shape: 100 MiB segments of offset commits from 5,000 groups, few keys live)."""
+    log_dir = root / f"offsets-mem-{gib}g"
+    stamp = log_dir / ".complete"
+    if not stamp.exists():
+        shutil.rmtree(log_dir, ignore_errors=True)
+        rng, t = random.Random(27), time.perf_counter()
+        n = write_partition(log_dir / "__consumer_offsets-0", offsets_pool(rng), int(gib * (1 << 30)), 100 << 20, rng)
+        os.sync()
+        stamp.write_text(str(n))
+        print(f"  generated {log_dir.name} ({n:,} records) in {time.perf_counter() - t:.0f} s", flush=True)
+    return log_dir
+
+
+MEMORY_SHAPES = {  # shape: (its log dir, its partition, the topic configs given)
+    "changelog": (changelog_partition, "changelog-0", ["--topic-config", "changelog:cleanup.policy=compact",
+                                                       "--topic-config", "changelog:segment.bytes=104857600"]),
+    "offsets": (offsets_partition, "__consumer_offsets-0", []),  # Kafka's own configs for its internal topic
+}
+
+
+def memory_run(root: Path, sizes: list[float], shape: str = "changelog", kafka: bool = False) -> int:
+    """Peak memory and time of an applied round and of an --until-clean plan, per size (the module's docs); with
+    ``kafka``, Kafka's ``doClean`` round on the same data too."""
     import segdex
 
-    print(f"segdex clean at size ({os.path.dirname(segdex.__file__) if hasattr(segdex, '__file__') else '?'}"
-          f", dedupe buffer {DEDUPE >> 20} MiB): peak anonymous memory of the process tree (mapped page cache apart)")
+    make, partition, configs = MEMORY_SHAPES[shape]
+    where = os.path.dirname(segdex.__file__) if hasattr(segdex, "__file__") else "?"
+    print(f"segdex clean at size, {shape} shape ({where}, dedupe buffer {DEDUPE >> 20} MiB): peak anonymous memory "
+          f"of the process tree (mapped page cache apart)")
     print(f"{'GiB':>5} {'command':34} {'peak anon':>10} {'mapped':>9} {'seconds':>8}  result")
     failed = 0
-    for gib in sizes:
-        pristine = changelog_partition(root, gib)
-        base = [sys.executable, "-m", "segdex.jobs.cli", "clean", "--no-record", "--now", str(NOW),
-                "--dedupe-buffer-size", str(DEDUPE), "--topic-config", "changelog:cleanup.policy=compact",
-                "--topic-config", "changelog:segment.bytes=104857600"]
-        for name, extra in (("--until-clean (plan)", ["--until-clean"]), ("--apply --discard", ["--apply",
-                                                                                               "--discard"])):
-            work = fresh_copy(pristine, root / "mem")
-            anon, mapped, secs, proc = peak_memory([*base, *extra, str(work)])
-            line = [ln for ln in proc.stdout.splitlines() if ln.startswith("changelog-0")]
-            result = (line[0][len("changelog-0: "):][:110] if line else f"exit {proc.returncode}: {proc.stderr[-300:]}")
-            failed += proc.returncode != 0
-            print(f"{gib:5} {name:34} {anon / 2**20:7.0f} MiB {mapped / 2**20:5.0f} MiB {secs:8.1f}  {result}",
-                  flush=True)
-        shutil.rmtree(root / "mem", ignore_errors=True)
+    oracle = None
+    if kafka:
+        from tests.support.kafka_harness import KafkaInstall, KafkaOracle
+
+        oracle = KafkaOracle(KafkaInstall("4.4.0"), root / "oracle", broker_jvm=True)
+    try:
+        for gib in sizes:
+            pristine = make(root, gib)
+            base = [sys.executable, "-m", "segdex.jobs.cli", "clean", "--no-record", "--now", str(NOW),
+                    "--dedupe-buffer-size", str(DEDUPE), *configs]
+            for name, extra in (("--until-clean (plan)", ["--until-clean"]), ("--apply --discard", ["--apply",
+                                                                                                   "--discard"])):
+                work = fresh_copy(pristine, root / "mem")
+                anon, mapped, secs, proc = peak_memory([*base, *extra, str(work)])
+                line = [ln for ln in proc.stdout.splitlines() if ln.startswith(partition)]
+                result = (line[0][len(partition) + 2:][:110] if line
+                          else f"exit {proc.returncode}: {proc.stderr[-300:]}")
+                failed += proc.returncode != 0
+                print(f"{gib:5} {name:34} {anon / 2**20:7.0f} MiB {mapped / 2**20:5.0f} MiB {secs:8.1f}  {result}",
+                      flush=True)
+            if oracle is not None:
+                secs = kafka_clean(oracle, fresh_copy(pristine, root / "mem"))
+                print(f"{gib:5} {'Kafka 4.4 doClean (one round)':34} {'':>10} {'':>9} {secs:8.1f}", flush=True)
+            shutil.rmtree(root / "mem", ignore_errors=True)
+    finally:
+        if oracle is not None:
+            oracle.close()
     return 1 if failed else 0
 
 
@@ -404,12 +445,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "segdex-bench-clean")
     ap.add_argument("--memory-gib", type=float, nargs="+", metavar="GIB",
                     help="instead: peak memory of an applied round and an --until-clean plan at these sizes")
+    ap.add_argument("--memory-shape", choices=sorted(MEMORY_SHAPES), default="changelog",
+                    help="--memory-gib: a changelog's partition (nearly every key live) or a __consumer_offsets one")
+    ap.add_argument("--memory-kafka", action="store_true",
+                    help="--memory-gib: Kafka 4.4's doClean round on the same data too")
     ap.add_argument("--threads", type=int, nargs="+", metavar="N",
                     help="instead: the __consumer_offsets-like partition's round split over each of these thread "
                          "counts, run after run back to back, beside Kafka's doClean")
     args = ap.parse_args(argv)
     if args.memory_gib:
-        return memory_run(args.root, args.memory_gib)
+        return memory_run(args.root, args.memory_gib, args.memory_shape, args.memory_kafka)
     if args.threads:
         return threads_run(args)
     from tests.support.kafka_harness import KafkaInstall, KafkaOracle
