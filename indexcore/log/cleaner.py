@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import copy
+import functools
 import os
 import threading
 from collections import deque
@@ -437,14 +438,50 @@ class IoBuffers:
         return min(capacity * 2, max(limit, self.max_io_buffer_size))
 
 
-def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers) -> None:
+class SegmentReads:
+    """Where Kafka's reads of one segment begin: at byte ``start`` (``buildOffsetMapForSegment`` starts at the
+    offset index's entry for the first dirty offset, ``cleanInto`` at 0), with the read buffer at ``capacity``.
+    That is ``ioBufferSize`` but for the round's first ``cleanInto`` when the offset map's build filled the map:
+    ``buildOffsetMapForSegment`` returns there without ``restoreBuffers``, so the buffer stays as that segment's
+    reads grew it, up to the batch the map filled at (``fill``: that segment, where its reads began, that batch's
+    position). Worked out only when asked (a damaged batch, an offset that overflows)."""
+
+    def __init__(self, buffers: IoBuffers, start: int = 0,
+                 fill: tuple[CleanerSegment, int, int] | None = None) -> None:
+        self.buffers = buffers
+        self.start = start
+        self.fill = fill
+
+    @functools.cached_property
+    def capacity(self) -> int:
+        if self.fill is None:
+            return self.buffers.io_buffer_size
+        seg, start, position = self.fill
+        with _open_segment(seg) as buf:
+            return SegmentReads(self.buffers, start).capacity_at(buf, position + 1)
+
+    def capacity_at(self, buf, end: int) -> int:
+        """The buffer's capacity once the reads from ``start`` have taken every batch that begins before ``end``:
+        grown for each batch that did not fit it (such a batch begins a read that holds no whole batch:
+        ``growBuffersOrFail``)."""
+        cap = self.capacity
+        for batch in batches(buf, self.start):
+            if batch.position >= end:
+                break
+            while batch.size_in_bytes > cap:
+                cap = self.buffers.grown(cap, batch.size_in_bytes)
+        return cap
+
+
+def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers,
+                    capacity: int | None = None) -> None:
     """``cleanInto`` reads a source segment a buffer at a time (the complete batches within the buffer, which
     grows while one batch does not fit: ``IoBuffers``) and appends each buffer's kept batches at once,
     ``LogSegment.ensureOffsetInRange`` checking only their largest offset: ``LogSegmentOffsetOverflowException``
     for the first buffer whose largest kept offset does not fit the cleaned segment (a batch below its base passes
     where a later one in its buffer fits). Called only when some kept offset does not fit: it walks the segment's
-    batch headers."""
-    chunks, start, cap = [], 0, buffers.io_buffer_size
+    batch headers. ``capacity``: the buffer's at the segment's first read (``SegmentReads``)."""
+    chunks, start, cap = [], 0, capacity or buffers.io_buffer_size
     for batch in batches(buf, 0):
         size = batch.size_in_bytes
         if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
@@ -466,7 +503,8 @@ CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 ILLEGAL_STATE = "java.lang.IllegalStateException"
 
 
-def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers) -> RecordBatch | None:
+def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
+               reads: SegmentReads | None = None) -> RecordBatch | None:
     """The batch at ``position`` of ``seg`` as ``buildOffsetMapForSegment`` and ``cleanInto`` read it (None: the
     segment's end). Kafka reads a buffer at a time (``MemoryRecords.readableRecords``, whose batches are
     ``ByteBufferLogInputStream``'s): a size field below 14 or a magic byte outside 0..2 throws
@@ -476,7 +514,9 @@ def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers) -> R
     ``IllegalStateException`` (its size fits the buffer, or its header up to the magic byte is not all there) or
     ``CorruptRecordException`` (it is larger than the buffer and than the bytes left). No CRC is checked: a batch
     whose CRC is wrong is read, and kept or rebuilt, as any other. Kafka's exception is raised as
-    ``LogCleaningException`` (the round fails; a broker marks the partition uncleanable)."""
+    ``LogCleaningException`` (the round fails; a broker marks the partition uncleanable). ``reads``: where the
+    segment's reads began and the buffer then (``SegmentReads``; default: at 0, at ``ioBufferSize``), for the
+    buffer as it stands when the reads reach the batch."""
     left = len(buf) - position
     if left <= 0:
         return None
@@ -493,7 +533,7 @@ def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers) -> R
             return read_batch_header(buf, position)
     # growBuffersOrFail until the buffer holds the topic's max.message.bytes (never a whole batch here), then
     # its checks on the next batch's size
-    cap = buffers.io_buffer_size
+    cap = (reads or SegmentReads(buffers)).capacity_at(buf, position)
     while cap < buffers.max_log_message_size:
         cap = buffers.grown(cap, buffers.max_log_message_size)
     where = f"log segment {os.path.abspath(seg.log_path)} at position {position}"
@@ -529,10 +569,11 @@ def group_next_offset(seg: CleanerSegment) -> int:
     return seg.next_offset
 
 
-def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers) -> None:
+def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers, first: SegmentReads | None = None) -> None:
     """What ``cleanSegments`` would meet, group after group, in the segments served as they are (the only ones
     the load did not read whole): ``LogCleaningException`` where Kafka's round throws, before any group is
-    written. Every other segment was read whole at the load."""
+    written. Every other segment was read whole at the load. ``first``: how the round's first segment is read
+    (``Cleaner.clean``)."""
     for group in groups:
         for i, seg in enumerate(group):
             if not seg.as_is:
@@ -541,7 +582,8 @@ def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers) -> None:
                 group_next_offset(seg)
             with _open_segment(seg) as buf:
                 position = 0
-                while (batch := read_batch(buf, position, seg, buffers)) is not None:
+                reads = first if first is not None and seg is groups[0][0] else None
+                while (batch := read_batch(buf, position, seg, buffers, reads)) is not None:
                     position = batch.position + batch.size_in_bytes
 
 
@@ -601,6 +643,8 @@ class Cleaner:
         self.io_buffer_size = io_buffer_size
         self.max_io_buffer_size = max_io_buffer_size
         self.buffers = IoBuffers(io_buffer_size, max_io_buffer_size)  # with the round's topic limit in clean()
+        self._fill: tuple[CleanerSegment, int, int] | None = None  # where the round's offset map filled
+        self._first: tuple[CleanerSegment, SegmentReads] | None = None  # the round's first segment, its reads
         # threads > 1: the round split over segments and groups (``_split``), its output the one-thread round's
         self.threads = max(1, threads if threads is not None else default_threads())
         self._pool: ThreadPoolExecutor | None = None  # while a split round runs
@@ -613,6 +657,7 @@ class Cleaner:
         """``Cleaner.buildOffsetMap``."""
         m = self.offset_map
         m.clear()
+        self._fill = None
         dirty = _segment_range(segs, start, end)
         tm = CleanedTransactionMetadata()
         tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
@@ -620,7 +665,8 @@ class Cleaner:
         if not (self._pool is not None and len(dirty) > 1 and self._split_build(dirty, start, end, max_desired, tm)):
             for i, seg in enumerate(dirty):
                 next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-                if self._build_for_segment(m, seg, start, next_start, max_desired, tm):
+                if fill := self._build_for_segment(m, seg, start, next_start, max_desired, tm):
+                    self._fill = fill
                     break
         stats.map_keys = m.size
 
@@ -665,7 +711,8 @@ class Cleaner:
                         self._events[id(seg)] = found[i]
                     continue
                 next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-                if self._build_for_segment(m, seg, start, next_start, max_desired, copy.deepcopy(states[i])):
+                if fill := self._build_for_segment(m, seg, start, next_start, max_desired, copy.deepcopy(states[i])):
+                    self._fill = fill
                     break
         finally:
             _drain(futures)
@@ -691,19 +738,21 @@ class Cleaner:
 
     def _build_for_segment(self, m: SkimpyOffsetMap, seg: CleanerSegment, start: int, next_start: int,
                            max_desired: int, tm: CleanedTransactionMetadata,
-                           events: list[_TxnEvent] | None = None) -> bool:
-        """``Cleaner.buildOffsetMapForSegment`` into ``m``; True when the map is full. ``events``: the
-        transactional and control batches read, appended."""
+                           events: list[_TxnEvent] | None = None) -> tuple[CleanerSegment, int, int] | None:
+        """``Cleaner.buildOffsetMapForSegment`` into ``m``. When the map is full: (the segment, where its reads
+        began, the batch it filled at: ``SegmentReads.fill``), else None. ``events``: the transactional and
+        control batches read, appended."""
         position = seg.offset_index.lookup(start)[1]
+        reads = SegmentReads(self.buffers, position)
         with _open_segment(seg) as buf:
             while True:
                 if m.native is not None:  # plain batches in the kernel, up to the next one for Python
                     status, position = m.native.build(buf, position, start, max_desired)
                     if status == _FULL:
-                        return True
+                        return seg, reads.start, position
                     if status == _END and position >= len(buf):
                         break
-                batch = read_batch(buf, position, seg, self.buffers)
+                batch = read_batch(buf, position, seg, self.buffers, reads)
                 if batch is None:
                     break
                 _note(events, buf, batch)
@@ -715,12 +764,12 @@ class Cleaner:
                             if m.size < max_desired:
                                 m.put(record.key, record.offset)
                             else:
-                                return True
+                                return seg, reads.start, batch.position
                 if batch.last_offset >= start:
                     m.update_latest_offset(batch.last_offset)
                 position = batch.position + batch.size_in_bytes
         m.update_latest_offset(next_start - 1)
-        return False
+        return None
 
     # -- grouping ----------------------------------------------------------------------------------------------
 
@@ -780,8 +829,10 @@ class Cleaner:
         cleaned = []
         groups = self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
                                              config.segment_index_bytes, upper)
+        # the round's first cleanInto reads with the buffer as a build that filled the map left it
+        self._first = (groups[0][0], SegmentReads(self.buffers, 0, self._fill)) if self._fill and groups else None
         if writer is not None:  # where Kafka's round throws on a damaged batch, nothing is written
-            meet_damage(groups, self.buffers)
+            meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
             writer.begin(groups, end_offset)
         states = self._group_states(segs, groups, log_start_offset) if self._pool is not None else None
         if states is not None:
@@ -922,6 +973,7 @@ class Cleaner:
         """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
         m = self.offset_map
         out.kept.clear()
+        first = self._first[1] if self._first is not None and seg is self._first[0] else None
         with _open_segment(seg) as buf:
             position = 0
             while True:
@@ -936,14 +988,14 @@ class Cleaner:
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
-                batch = read_batch(buf, position, seg, self.buffers)
+                batch = read_batch(buf, position, seg, self.buffers, first)
                 if batch is None:
                     break
                 position = batch.position + batch.size_in_bytes
                 self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
                                   high_watermark, now_ms, stats)
             if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
-                _chunk_overflow(buf, out.kept, out.base_offset, self.buffers)
+                _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity)
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
                      delete_retention_ms: int, tm: CleanedTransactionMetadata,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, IoBuffers, LogCleaningException
+from segdex.indexcore.log.cleaner import Cleaner, IoBuffers, LogCleaningException, SegmentReads
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
@@ -380,3 +380,25 @@ def test_the_read_buffer_grows_as_kafkas_does():
     assert _growth(IoBuffers(100, max_io_buffer_size=300, max_log_message_size=300), 2500) == [
         100, 200, 300, 600, 1200, 2400, 2500]
     assert IoBuffers() == IoBuffers(262_144, 1_048_588, 1_048_588)  # Kafka 4.4's defaults, one cleaner thread
+
+
+def test_a_build_that_fills_the_map_leaves_the_buffer_grown_for_the_rounds_first_read(kafka44, tmp_path: Path):
+    """``buildOffsetMapForSegment`` returns without ``restoreBuffers`` when the map fills, so the round's first
+    ``cleanInto`` reads with the buffer grown by the batches read up to the fill, which decides the chunks it
+    appends at once: here a v1 message set below its segment's base (its first records below it) shares the first
+    read with later batches (Kafka's round goes on) where a buffer restored to 64 bytes would hold it alone (and
+    the round would throw). The case the split differential (seed 88211, case 119) found."""
+    data, pos, size = _segments_of(4)
+    assert size == 171
+    reads = SegmentReads(IoBuffers(64), fill=None)  # 64 -> 128 -> 256 for the first batch, then as it was
+    assert (reads.capacity, reads.capacity_at(data, 0), reads.capacity_at(data, pos[1])) == (64, 64, 256)
+    assert SegmentReads(IoBuffers(64), start=pos[3]).capacity_at(data, pos[3]) == 64  # reads from the 4th batch
+    v = judge_cleaning(random.Random(88211264752), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
+    assert not v.mismatches and v.rounds == 2, (v.kind, v.mismatches)
+
+
+def _segments_of(n: int) -> tuple[bytes, list[int], int]:
+    """n one-record batches of 100-byte values: the bytes, each batch's position, the batch size."""
+    data = b"".join(build_batch(i, [(T0, b"k", b"v" * 100)]) for i in range(n))
+    size = len(data) // n
+    return data, [i * size for i in range(n)], size
