@@ -286,11 +286,18 @@ def _source_bytes(group: list[CleanerSegment]) -> int:
     return sum(seg.size for seg in group)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; the machine's where the platform has none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def default_threads() -> int:
     """A round's threads where the caller names none: ``SEGDEX_CLEAN_THREADS``, else the cores this process may
     run on."""
     named = os.environ.get(THREADS_ENV)
-    return int(named) if named else len(os.sched_getaffinity(0))
+    return int(named) if named else usable_cores()
 
 
 def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:
