@@ -21,7 +21,7 @@ from segdex.indexcore.log.checkpoints import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from segdex.indexcore.log.cleaner import THREADS_ENV
+from segdex.indexcore.log.cleaner import THREADS_ENV, usable_cores
 from segdex.indexcore.log.layout import CLEANER_OFFSET_CHECKPOINT
 from segdex.indexcore.log.log_cleaner import CleaningPlan, clean_partition, plan_cleaning
 from segdex.indexcore.log.log_dir import held_by
@@ -201,7 +201,7 @@ def round_threads(tasks: int) -> int | None:
     round's bytes, its groups opened, written and swapped in one after the other in the same order."""
     if os.environ.get(THREADS_ENV):
         return None
-    return max(1, len(os.sched_getaffinity(0)) // max(1, tasks))
+    return max(1, usable_cores() // max(1, tasks))
 
 
 def plan_task(now_ms: int, cleaner: CleanerConfig, rounds: Rounds, task: PartitionTask) -> CleaningPlan:

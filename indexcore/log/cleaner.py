@@ -76,8 +76,10 @@ from segdex.indexcore.record.records import control_record, records
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
 # a split round's groups cleaned ahead of the one being written hold their .log bytes in memory, at most this many
-# bytes of them by their sources' sizes (a group larger than this is cleaned in its turn alone)
-HELD_BYTES = 256 << 20
+# bytes of them by their sources' sizes (a group larger than this is cleaned in its turn alone): one group of
+# 100 MiB segments ahead, so that with the offset map at its 5 M-key limit (about 300 MiB beside the 128 MiB
+# buffer) the round stays under the map plus 512 MiB
+HELD_BYTES = 128 << 20
 MAX_MESSAGE_BYTES = 1_048_588  # max.message.bytes and message.max.bytes by default: how far the read buffer grows
 NO_TIMESTAMP = -1
 # BatchRetention
@@ -287,11 +289,18 @@ def _source_bytes(group: list[CleanerSegment]) -> int:
     return sum(seg.size for seg in group)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity; the machine's where the platform has none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def default_threads() -> int:
     """A round's threads where the caller names none: ``SEGDEX_CLEAN_THREADS``, else the cores this process may
     run on."""
     named = os.environ.get(THREADS_ENV)
-    return int(named) if named else len(os.sched_getaffinity(0))
+    return int(named) if named else usable_cores()
 
 
 def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:

@@ -122,6 +122,25 @@ class _Recording(GroupWriter):
             f.close()
 
 
+def _groups_partition(root: Path):
+    """A partition of a dozen segments of about 1,900 bytes, each a group of its own: (the round of a given
+    Cleaner, with an optional writer; the segments)."""
+    rng = random.Random(3870)
+    batches = [build_batch(10 * i, [(T0 + 10 * i + j, f"key-{rng.randrange(60)}".encode(), bytes(100))
+                                    for j in range(5)]) for i in range(40)]
+    part = write_partition(root, "c", 0, batches, segment_bytes=2000)[0].parent
+    config = LogConfig(cleanup_policy="compact", segment_bytes=2000)
+    now = T0 + 400
+    loaded = load_for_cleaning(str(part), config, now)
+    segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), None,
+                         now, config)
+
+    def clean(cleaning: Cleaner, writer: GroupWriter | None = None):
+        return cleaning.clean(segs, view.log, start, leo, loaded.active_producers(), config, now, writer)
+    return clean, segs
+
+
 @pytest.mark.parametrize(("threads", "held", "ahead"), [(2, cleaner.HELD_BYTES, 1), (4, cleaner.HELD_BYTES, 3),
                                                      (4, 4000, 1), (4, 0, 0)])
 def test_a_split_round_writes_group_after_group_in_order(tmp_path: Path, threads: int, held: int, ahead: int,
@@ -132,22 +151,12 @@ def test_a_split_round_writes_group_after_group_in_order(tmp_path: Path, threads
     within ``HELD_BYTES`` (with 4000: one group of about 1,900 bytes; with 0, none: one group at a time); the
     files are the one-thread round's bytes."""
     monkeypatch.setattr(cleaner, "HELD_BYTES", held)
-    rng = random.Random(3870)
-    batches = [build_batch(10 * i, [(T0 + 10 * i + j, f"key-{rng.randrange(60)}".encode(), bytes(100))
-                                    for j in range(5)]) for i in range(40)]
-    part = write_partition(tmp_path, "c", 0, batches, segment_bytes=2000)[0].parent
-    config = LogConfig(cleanup_policy="compact", segment_bytes=2000)
-    last_ts = T0 + 400
-    loaded = load_for_cleaning(str(part), config, last_ts)
-    segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
-    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), None,
-                         last_ts, config)
-    one = Cleaner(SkimpyOffsetMap(1 << 20), threads=1).clean(segs, view.log, start, leo, loaded.active_producers(),
-                                                             config, last_ts)
+    clean, segs = _groups_partition(tmp_path)
+    one = clean(Cleaner(SkimpyOffsetMap(1 << 20), threads=1))
     assert len(one.segments) >= 8
     split = _Counting(SkimpyOffsetMap(1 << 20), threads=threads)
     writer = _Recording(tmp_path, split, ahead)
-    got = split.clean(segs, view.log, start, leo, loaded.active_producers(), config, last_ts, writer)
+    got = clean(split, writer)
     bases = [c.base_offset for c in one.segments]
     assert writer.events == [(what, base) for base in bases for what in ("open", "commit")]
     assert [(c.base_offset, c.size, c.replaces) for c in got.segments] == [(c.base_offset, c.size, c.replaces)
@@ -172,3 +181,35 @@ def test_a_round_takes_every_core_unless_told(monkeypatch):
     monkeypatch.setenv("SEGDEX_CLEAN_THREADS", "3")
     assert Cleaner(SkimpyOffsetMap(1 << 10)).threads == 3
     assert Cleaner(SkimpyOffsetMap(1 << 10), threads=2).threads == 2
+
+
+class _Refusing(_Recording):
+    """``_Recording`` whose ``open`` of the group at ``base`` refuses it, as ``SwapWriter.open`` does when the disk
+    has no room for it."""
+
+    def __init__(self, root: Path, cleaner: _Counting, base: int) -> None:
+        super().__init__(root, cleaner, 0)
+        self.base = base
+
+    def open(self, group):
+        if group[0].base_offset == self.base:
+            self.events.append(("refused", self.base))
+            raise OSError(f"no room for segment {self.base}")
+        return super().open(group)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_group_refused_in_its_turn_stops_the_round_there(tmp_path: Path, threads: int):
+    """A group the writer refuses (its ``open`` raises) ends the round in its turn, as on one thread: the groups
+    before it committed, the exception raised; no group after it opened (the split round may have cleaned some of
+    them ahead, into memory)."""
+    clean, _ = _groups_partition(tmp_path)
+    bases = [c.base_offset for c in clean(Cleaner(SkimpyOffsetMap(1 << 20), threads=1)).segments]
+    split = _Counting(SkimpyOffsetMap(1 << 20), threads=threads)
+    writer = _Refusing(tmp_path, split, bases[3])
+    with pytest.raises(OSError, match=f"no room for segment {bases[3]}"):
+        clean(split, writer)
+    assert writer.events == [(what, base) for base in bases[:3] for what in ("open", "commit")] + [
+        ("refused", bases[3])]
+    assert not writer.files
+    assert sorted(p.name for p in tmp_path.glob("*.log")) == sorted(f"{b}.log" for b in bases[:3])
