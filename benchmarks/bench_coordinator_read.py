@@ -12,7 +12,7 @@ and bytes read by system calls. Also the command's wall time and exit status.
 
 Then, where a cgroup v1 memory controller can be written (root), the same command again with its page cache
 capped (``--memory-mib``, 512 by default: less than the partition and the process together, as on a broker whose
-``__consumer_offsets`` outgrew its memory): the partition's pages dropped from the cache first
+``__consumer_offsets`` outgrew its memory; 0: not run): the partition's pages dropped from the cache first
 (``POSIX_FADV_DONTNEED``), then the bytes the process tree read from the disk (``ru_inblock`` of the waited
 children, which counts the page faults of mapped files too) and the cgroup's peak memory. The segdex it runs is
 the one ``python -m segdex.jobs.cli`` imports. Not a test.
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=0.5)
     parser.add_argument("--root", default=os.path.join(tempfile.gettempdir(), "segdex-bench-coordinator"))
-    parser.add_argument("--memory-mib", type=int, default=512)
+    parser.add_argument("--memory-mib", type=int, default=512, help="0: no capped run")
     args = parser.parse_args(argv)
     log_dir = partition(Path(args.root), args.gib)
     part = (log_dir / "__consumer_offsets-0").resolve()
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  opens {counts.get('opens', 0)}, mmaps {counts.get('maps', 0)}, bytes mapped "
           f"{counts.get('mapped', 0):,} ({counts.get('mapped', 0) / size:.2f}x the partition), "
           f"bytes read by read/pread {counts.get('read', 0):,}")
-    capped = capped_disk_reads(verify, part, args.memory_mib)
+    capped = capped_disk_reads(verify, part, args.memory_mib) if args.memory_mib > 0 else None
     if capped is not None:
         read, peak, wall = capped
         print(f"  memory capped at {args.memory_mib} MiB (peak {peak / (1 << 20):.0f} MiB), page cache dropped: "
