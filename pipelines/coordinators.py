@@ -16,15 +16,17 @@ broker's next start, predicted in the task from the log dir's marker and checkpo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.coordinator.coordinator_loader import LoadSummary, after_broker_start
-from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
-from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
+from segdex.indexcore.coordinator.coordinator_loader import LoadSummary, PartitionReplay, after_broker_start
+from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, group_coordinator_replay
+from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, transactions_replay
 from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.log.log_dir import read_node_id
+from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.tools.cluster_view import (
     CONSUMER_OFFSETS,
@@ -40,6 +42,8 @@ from segdex.indexcore.tools.transactions import CoordinatedTransaction
 
 from .run_context import RunContext
 from .schemas import GroupOffsetRow, GroupRow, OpenTransactionRow, TransactionRow
+
+COORDINATOR_TOPICS = (CONSUMER_OFFSETS, TRANSACTION_STATE)  # the partitions a coordinator loads
 
 
 @dataclass
@@ -70,20 +74,63 @@ class ScannedPartition(Protocol):
     def log_start_offset(self) -> int | None: ...
 
 
-def coordination(task: ScannedPartition, producers: ProducerStateManager | None) -> PartitionCoordination:
+class CoordinatorLoad:
+    """A ``__consumer_offsets`` or ``__transaction_state`` partition's coordinator load, fed by its scan task:
+    ``feed`` is the scan's ``PartitionRecovery.reader``, so each segment the scan reads is replayed from the
+    same mapping and the partition is read once (``replay.read_here``: the segments the load read itself, those
+    the scan did not read: taken from ``scan_span`` tasks, or unreadable). A load that fails (a segment it cannot
+    read) keeps why in ``problem`` and takes nothing more."""
+
+    def __init__(self, task: ScannedPartition, logs: list[tuple[int, str]]) -> None:
+        self.path = task.path
+        self.problem: str | None = None
+        self.replay: PartitionReplay | None = None
+        if task.topic == CONSUMER_OFFSETS:
+            self.replay = group_coordinator_replay(logs)
+        elif task.topic == TRANSACTION_STATE:
+            self.replay = transactions_replay(logs)
+
+    def feed(self, log_path: str, buf: Any) -> None:
+        if self.replay is not None:
+            self._guarded(self.replay.feed, log_path, buf)
+
+    def finish(self) -> GroupCoordinatorLoad | TransactionsLoad | None:
+        """The load, every segment replayed (None: not a coordinator partition, or the load failed)."""
+        if self.replay is None or not self._guarded(self.replay.finish):
+            return None
+        return self.replay.summary  # type: ignore[return-value]  # the summary its constructor gave
+
+    def _guarded(self, step: Callable[..., Any], *args: Any) -> bool:
+        try:
+            step(*args)
+            return True
+        except (OSError, SegdexError) as e:
+            self.problem = f"{self.path}: cannot load as the coordinator does: {getattr(e, 'strerror', None) or e}"
+            self.replay = None
+            return False
+
+
+def coordination(task: ScannedPartition, producers: ProducerStateManager | None,
+                 load: CoordinatorLoad | None = None) -> PartitionCoordination:
     """In the scan task, after the partition's segments: its topic id, open transactions, and its coordinator
-    load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition; a load that stopped early
-    gets Kafka's own load after the broker's next start (``after_broker_start``, from the log dir's
-    clean-shutdown marker and the partition's checkpoint entries)."""
-    path, topic, partition = task.path, task.topic, task.partition
+    load when it is a ``__consumer_offsets`` or ``__transaction_state`` partition (``load``, fed by the scan;
+    None: a load of its own over the partition's files); a load that stopped early gets Kafka's own load after
+    the broker's next start (``after_broker_start``, from the log dir's clean-shutdown marker and the
+    partition's checkpoint entries)."""
+    path = task.path
     out = PartitionCoordination(read_topic_id(path))
     if producers is not None:
-        out.open_transactions = open_transactions(topic, partition, producers)
+        out.open_transactions = open_transactions(task.topic, task.partition, producers)
     try:
-        if topic == CONSUMER_OFFSETS:
-            out.load = load_group_coordinator(path)
-        elif topic == TRANSACTION_STATE:
-            out.load = load_transactions(path)
+        if load is None and task.topic in COORDINATOR_TOPICS:
+            load = CoordinatorLoad(task, segment_logs(path)[0])
+    except OSError as e:
+        out.problem = f"{path}: cannot load as the coordinator does: {e.strerror or e}"
+        return out
+    if load is not None:
+        out.load = load.finish()
+        out.problem = load.problem
+    try:
         if out.load is not None and out.load.partial:
             out.load.after_start = after_broker_start(path, out.load, task.clean_shutdown, task.recovery_point,
                                                       task.log_start_offset)

@@ -41,7 +41,7 @@ from segdex.indexcore.status import ExitStatus
 
 from . import coordinators, preflight, schemas, spark_tasks
 from .cluster_metadata import cluster_tables
-from .coordinators import CoordinatorTables
+from .coordinators import COORDINATOR_TOPICS, CoordinatorTables
 from .engine import Engine
 from .interrupts import RunInterrupted, ignored_signals, stop_on_signals, stop_spark
 from .metadata_store import MetadataStore, Scope
@@ -246,12 +246,16 @@ class Progress(Ticker):
 def plan_spans(tasks: list[PartitionTask], slots: int) -> tuple[list[PartitionTask], list[SegmentSpan]]:
     """Split partitions bigger than one task's share of the bytes (and than ``SPAN_MIN_BYTES``) into spans of
     consecutive segments of about that share, so that one huge partition spreads over every core; returns the
-    partitions left whole and the spans (in offset order per partition)."""
+    partitions left whole and the spans (in offset order per partition).
+
+    A coordinator partition (``__consumer_offsets``, ``__transaction_state``) stays whole: its task replays every
+    record in order for the coordinator's load from the bytes its scan maps (``coordinators.CoordinatorLoad``), a
+    pass far slower than the scan itself, so spans would gain little and make the load read their segments again."""
     share = max(SPAN_MIN_BYTES, -(-sum(t.size_bytes for t in tasks) // max(1, slots)))
     whole: list[PartitionTask] = []
     spans: list[SegmentSpan] = []
     for task in tasks:
-        if task.size_bytes < 2 * share or task.segment_count < 2:
+        if task.size_bytes < 2 * share or task.segment_count < 2 or task.topic in COORDINATOR_TOPICS:
             whole.append(task)
             continue
         cut: list[SegmentSpan] = []

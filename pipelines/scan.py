@@ -52,7 +52,7 @@ from segdex.indexcore.tools.index_verifier import verify_segment
 
 from . import spark_tasks
 from .batch_write import PendingWrites
-from .coordinators import PartitionCoordination, coordination
+from .coordinators import COORDINATOR_TOPICS, CoordinatorLoad, PartitionCoordination, coordination
 from .run_context import MODE_RECOVER, MODE_REINDEX, MODE_VERIFY, RunContext
 from .schemas import PartitionRow, SegmentRow
 
@@ -228,6 +228,7 @@ class VerifyScan:
         self.staged_rows: dict[str, int] = {}  # target path -> index of its segment row (-1: a partition file)
         self.on_disk: list[SegmentOnDisk] | None = None  # the segments as the broker's start will find them
         self.recovery_state: PartitionRecovery | None = None  # producer state and leader epochs after the scan
+        self.coordinator_load: CoordinatorLoad | None = None  # a coordinator partition's load, fed by the scan
 
     def run(self) -> PartitionOutcome:
         task, out = self.task, self.out
@@ -248,12 +249,16 @@ class VerifyScan:
         if recovery is None:
             return out
         self.recovery_state = getattr(recovery, "recovery", recovery)
+        if task.read_only is None and task.topic in COORDINATOR_TOPICS:
+            self.coordinator_load = CoordinatorLoad(task, logs)
+            self.recovery_state.reader = self.coordinator_load.feed  # the load reads what the scan maps
         for i, (base, log_path) in enumerate(logs):
             if self._segment(recovery, logs, i, base, log_path):
                 break
+        self.recovery_state.reader = None
         self.finish()
         if task.read_only is None:
-            out.coordination = coordination(task, self.recovery_state.producer_state)
+            out.coordination = coordination(task, self.recovery_state.producer_state, self.coordinator_load)
         _commit_or_keep(out, self.staged_writes, self.staged_rows, self.pending is None)
         summarize(task, out, self.ctx)
         return out
@@ -346,6 +351,8 @@ class RecoverScan(ReindexScan):
             status, reason = _truncate(self.task, seg, gone, self.out, status, reason)
             truncated = status == SegmentStatus.OK
             moved_later = truncated and bool(gone)
+            if truncated:  # the files changed under the load fed so far: it reads them again once the scan is done
+                self.coordinator_load = self.recovery_state.reader = None
         return *self.stage(seg, status, reason, force=truncated), moved_later
 
     def finish(self) -> None:

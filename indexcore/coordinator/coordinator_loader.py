@@ -113,36 +113,74 @@ def _size(path: str) -> int:
         return 0
 
 
+class PartitionReplay:
+    """A coordinator partition's replay (``replay_coordinator_partition``) taken one segment at a time, in offset
+    order, from bytes another reader mapped already: the scan hands each segment it recovers (``feed``), so the
+    partition is read once for both. A segment nobody handed over is read here (``read_here`` counts them), before
+    the next one handed over and at ``finish``. ``logs``: the partition's segments as ``segment_logs`` lists
+    them."""
+
+    def __init__(self, logs: list[tuple[int, str]], on_record: OnRecord, on_marker: OnMarker | None = None,
+                 summary: LoadSummary | None = None) -> None:
+        self.logs, self.on_record, self.on_marker = logs, on_record, on_marker
+        self.summary = summary if summary is not None else LoadSummary()
+        self.next = 0  # the index in ``logs`` of the next segment to replay
+        self.fed = 0  # segments replayed from bytes handed over
+        self.read_here = 0  # segments replayed from a mapping of their own
+
+    def feed(self, log_path: str, buf) -> None:
+        """One segment's bytes, mapped by the caller; ignored once the load stopped, or for a path it does not
+        expect (not a segment of ``logs`` after the last one replayed)."""
+        i = next((j for j in range(self.next, len(self.logs)) if self.logs[j][1] == log_path), None)
+        if i is None:
+            return
+        while self.next < i and not self.summary.partial:
+            self._read(self.next)
+        if not self.summary.partial:
+            self.fed += 1
+            self._replay(i, buf)
+
+    def finish(self) -> LoadSummary:
+        """The segments not replayed yet read here, up to the end or the stop; the summary."""
+        while self.next < len(self.logs) and not self.summary.partial:
+            self._read(self.next)
+        return self.summary
+
+    def _read(self, i: int) -> None:
+        self.read_here += 1
+        with open_log(self.logs[i][1]) as buf:
+            self._replay(i, buf)
+
+    def _replay(self, i: int, buf) -> None:
+        """One segment's batches, up to its first invalid batch (which ends the load)."""
+        self.next = i + 1
+        summary, end = self.summary, 0  # the end of the last batch replayed
+        try:
+            for batch in batches(buf):
+                ensure_valid(buf, batch)
+                if batch.is_control:
+                    marker = end_txn_marker(buf, batch)
+                    if marker is not None and self.on_marker is not None:
+                        self.on_marker(batch.producer_id, marker[0] == "COMMIT")
+                else:
+                    for record in records(buf, batch):
+                        self.on_record(batch.producer_id, record)
+                summary.next_offset = batch.next_offset
+                end = batch.position + batch.size_in_bytes
+        except (CorruptRecordException, InvalidRecordException, RecoveryFailedException) as e:
+            _stop(summary, self.logs, i, end, len(buf), f"{e} (position {end})")
+            return
+        if end < len(buf):  # a batch cut short: recovery truncates here and deletes the later segments
+            _stop(summary, self.logs, i, end, len(buf), f"{len(buf) - end} bytes at position {end} are not a whole "
+                                                        f"batch (the segment is cut inside a batch)")
+
+
 def replay_coordinator_partition(partition_dir: str | os.PathLike, on_record: OnRecord,
                                  on_marker: OnMarker | None = None, summary: LoadSummary | None = None,
                                  ) -> LoadSummary:
     """Replay a coordinator partition directory (``CoordinatorLoaderImpl.load``), filling ``summary`` (a new one
     by default)."""
-    summary = summary if summary is not None else LoadSummary()
-    logs, _misnamed = segment_logs(partition_dir)
-    for i, (_base, path) in enumerate(logs):
-        with open_log(path) as buf:
-            end = 0  # the end of the last batch replayed
-            try:
-                for batch in batches(buf):
-                    ensure_valid(buf, batch)
-                    if batch.is_control:
-                        marker = end_txn_marker(buf, batch)
-                        if marker is not None and on_marker is not None:
-                            on_marker(batch.producer_id, marker[0] == "COMMIT")
-                    else:
-                        for record in records(buf, batch):
-                            on_record(batch.producer_id, record)
-                    summary.next_offset = batch.next_offset
-                    end = batch.position + batch.size_in_bytes
-            except (CorruptRecordException, InvalidRecordException, RecoveryFailedException) as e:
-                _stop(summary, logs, i, end, len(buf), f"{e} (position {end})")
-                return summary
-            if end < len(buf):  # a batch cut short: recovery truncates here and deletes the later segments
-                _stop(summary, logs, i, end, len(buf), f"{len(buf) - end} bytes at position {end} are not a whole "
-                                                       f"batch (the segment is cut inside a batch)")
-                return summary
-    return summary
+    return PartitionReplay(segment_logs(partition_dir)[0], on_record, on_marker, summary).finish()
 
 
 def after_broker_start(partition_dir: str | os.PathLike, summary: LoadSummary, clean_shutdown: bool,
@@ -178,14 +216,12 @@ def after_broker_start(partition_dir: str | os.PathLike, summary: LoadSummary, c
                       f"coordinator reads the damaged bytes: not predicted here, not Kafka's answer")
 
 
-def replay_coordinator_records(partition_dir: str | os.PathLike, record_types: Collection[int], decode: Decode,
-                               apply: Apply, on_marker: OnMarker | None = None, summary: LoadSummary | None = None,
-                               key_name: str = "coordinator key") -> LoadSummary:
-    """``replay_coordinator_partition`` through a coordinator's record serde (``CoordinatorRecordSerde``): each
-    record's int16 key type picks it (types not in ``record_types`` are skipped, as Kafka skips the types it does
-    not know), ``decode`` reads it, ``apply`` replays it. A record without a key, or one ``decode`` cannot read
+def record_serde(record_types: Collection[int], decode: Decode, apply: Apply, summary: LoadSummary,
+                 key_name: str = "coordinator key") -> OnRecord:
+    """A coordinator's record serde (``CoordinatorRecordSerde``) as an ``OnRecord``: each record's int16 key type
+    picks it (types not in ``record_types`` are skipped, as Kafka skips the types it does not know), ``decode``
+    reads it, ``apply`` replays it. A record without a key, or one ``decode`` cannot read
     (``MessageFormatException``), is listed in ``summary.undecodable``: Kafka's load fails at such a record."""
-    summary = summary if summary is not None else LoadSummary()
 
     def on_record(producer_id: int, record: Record) -> None:
         if record.key is None or len(record.key) < INT16.size:
@@ -201,4 +237,13 @@ def replay_coordinator_records(partition_dir: str | os.PathLike, record_types: C
             return
         apply(record.offset, producer_id, decoded)
 
-    return replay_coordinator_partition(partition_dir, on_record, on_marker, summary)
+    return on_record
+
+
+def replay_coordinator_records(partition_dir: str | os.PathLike, record_types: Collection[int], decode: Decode,
+                               apply: Apply, on_marker: OnMarker | None = None, summary: LoadSummary | None = None,
+                               key_name: str = "coordinator key") -> LoadSummary:
+    """``replay_coordinator_partition`` through a coordinator's record serde (``record_serde``)."""
+    summary = summary if summary is not None else LoadSummary()
+    return replay_coordinator_partition(partition_dir, record_serde(record_types, decode, apply, summary, key_name),
+                                        on_marker, summary)

@@ -29,6 +29,7 @@ from segdex.indexcore.coordinator.offset_metadata_manager import (
     offset_commit,
 )
 from segdex.indexcore.coordinator.records import GROUP_RECORD_TYPES, read_record_key, read_record_value
+from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.protocol.message_format import (
     INT16,
     INT32,
@@ -125,8 +126,9 @@ def _decode(record_offset: int, record_type: int, key: bytes, value: bytes | Non
             None if value is None else read_record_value(value_schema, value))
 
 
-def load_group_coordinator(partition_dir: str | os.PathLike) -> GroupCoordinatorLoad:
-    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it."""
+def group_coordinator_replay(logs: list[tuple[int, str]]) -> coordinator_loader.PartitionReplay:
+    """The group coordinator's load of a ``__consumer_offsets`` partition whose segments are ``logs``, to be fed
+    segment by segment (``PartitionReplay``); its ``summary`` is the ``GroupCoordinatorLoad``."""
     out = GroupCoordinatorLoad()
 
     def apply(record_offset: int, producer_id: int, decoded: tuple[int, Any, Any]) -> None:
@@ -135,6 +137,12 @@ def load_group_coordinator(partition_dir: str | os.PathLike) -> GroupCoordinator
         except GroupLoadException as e:
             out.undecodable.append(f"offset {record_offset}: {e}")
 
-    coordinator_loader.replay_coordinator_records(partition_dir, REPLAYED_TYPES, _decode, apply,
-                                                  out.shard.replay_end_transaction_marker, out)
-    return out
+    on_record = coordinator_loader.record_serde(REPLAYED_TYPES, _decode, apply, out)
+    return coordinator_loader.PartitionReplay(logs, on_record, out.shard.replay_end_transaction_marker, out)
+
+
+def load_group_coordinator(partition_dir: str | os.PathLike) -> GroupCoordinatorLoad:
+    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it."""
+    replay = group_coordinator_replay(segment_logs(partition_dir)[0])
+    replay.finish()
+    return replay.summary

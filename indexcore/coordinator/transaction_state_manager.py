@@ -20,6 +20,7 @@ from segdex.indexcore.coordinator.records import (
     read_record_key,
     read_record_value,
 )
+from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.record_batch import NO_PRODUCER_ID
 
@@ -73,9 +74,10 @@ def transaction_record(record_offset: int, record_type: int, key: bytes,
         v["transactionStartTimestampMs"], v.get("clientTransactionVersion", 0))
 
 
-def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
-    """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it: the last
-    record of a transactional id wins, a tombstone removes it (key types other than 0 are skipped)."""
+def transactions_replay(logs: list[tuple[int, str]]) -> coordinator_loader.PartitionReplay:
+    """The transaction coordinator's load of a ``__transaction_state`` partition whose segments are ``logs``, to be
+    fed segment by segment (``PartitionReplay``); its ``summary`` is the ``TransactionsLoad``: the last record of a
+    transactional id wins, a tombstone removes it (key types other than 0 are skipped)."""
     out = TransactionsLoad()
 
     def apply(_record_offset: int, _producer_id: int, record: tuple[str, TransactionMetadata | None]) -> None:
@@ -85,6 +87,14 @@ def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
         else:
             out.transactions[transactional_id] = metadata
 
-    coordinator_loader.replay_coordinator_records(partition_dir, (TRANSACTION_LOG_TYPE,), transaction_record, apply,
-                                                  summary=out, key_name="transaction log key")
-    return out
+    on_record = coordinator_loader.record_serde((TRANSACTION_LOG_TYPE,), transaction_record, apply, out,
+                                                key_name="transaction log key")
+    return coordinator_loader.PartitionReplay(logs, on_record, summary=out)
+
+
+def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
+    """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it
+    (``transactions_replay``)."""
+    replay = transactions_replay(segment_logs(partition_dir)[0])
+    replay.finish()
+    return replay.summary

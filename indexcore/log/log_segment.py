@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import struct
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from segdex.indexcore.errors import (
     CorruptRecordException,
@@ -251,10 +253,15 @@ def recover(buf, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INT
     return result
 
 
-def recover_file(path: str | os.PathLike, base_offset: int, **kwargs) -> RecoveryResult:
-    """``recover`` over a ``.log`` file mapped read-only."""
+def recover_file(path: str | os.PathLike, base_offset: int, also: Callable[[Any], None] | None = None,
+                 **kwargs) -> RecoveryResult:
+    """``recover`` over a ``.log`` file mapped read-only; ``also``, when given, is then handed the same mapping
+    (another reader of the segment's bytes, a coordinator's load: the file is read once for both)."""
     with open_log(path) as buf:
-        return recover(buf, base_offset, **kwargs)
+        result = recover(buf, base_offset, **kwargs)
+        if also is not None:
+            also(buf)
+        return result
 
 
 def _index_bytes(path: str) -> bytes:
@@ -295,7 +302,7 @@ class LogSegment:
         return index_paths(self.log_path)[suffix]
 
     def recover(self, **kwargs) -> RecoveryResult:
-        """``LogSegment.recover``: ``recover`` over the ``.log`` mapped read-only (keywords as ``recover``'s)."""
+        """``LogSegment.recover``: ``recover`` over the ``.log`` mapped read-only (keywords as ``recover_file``'s)."""
         return recover_file(self.log_path, self.base_offset, **kwargs)
 
     def read_next_offset(self, tolerate_damage: bool = False) -> int:

@@ -7,8 +7,9 @@ from one segment to the next, so segments are always recovered in order.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import InvalidLayoutException, InvalidTxnStateException
@@ -124,6 +125,10 @@ class PartitionRecovery:
     its ``.txnindex``; its leader epochs taken where they are above the latest), which gives what recovering it
     here would, byte for byte. One the replay cannot take (a producer's non-transactional write inside its own
     open transaction: the ordered recovery fails there, at that batch) is recovered here after all.
+
+    ``reader`` (log path, mapped bytes), when set, is handed each segment this recovery reads, while it is
+    mapped: another reader of the same bytes (a coordinator partition's load) rides on this read of the file.
+    A segment taken from ``precomputed`` is not read here and not handed over.
     """
 
     def __init__(self, config: LogConfig | None = None,
@@ -133,6 +138,7 @@ class PartitionRecovery:
         self.leader_epochs: list[tuple[int, int]] = []
         self.precomputed = dict(precomputed or {})
         self.completed = 0  # segments taken from ``precomputed``
+        self.reader: Callable[[str, Any], None] | None = None
 
     def _complete(self, spec: SpeculativeSegment) -> RecoveryResult | None:
         """The speculative segment completed with this state, or None (this state unchanged) when it cannot be."""
@@ -161,10 +167,11 @@ class PartitionRecovery:
         result = self._complete(spec) if spec is not None and spec.log_path == log_path else None
         try:
             if result is None:
+                reader = self.reader
                 result = LogSegment(log_path, base_offset).recover(
                     index_interval_bytes=self.config.index_interval_bytes, producer_state=self.producer_state,
                     leader_epochs=self.leader_epochs, max_index_size=self.config.segment_index_bytes,
-                    native=native)
+                    native=native, also=None if reader is None else lambda buf: reader(log_path, buf))
         except OSError as e:
             return SegmentRecovery(log_path, base_offset, SegmentStatus.UNREADABLE,
                                    Reason(f"cannot read: {e.strerror or e}", log_path))

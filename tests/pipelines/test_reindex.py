@@ -393,3 +393,23 @@ def test_verify_reads_the_cleaners_checkpoint_and_says_when_it_cannot(tmp_path, 
     assert any("cleaner-offset-checkpoint ignored" in n for n in summary.discovery.notes)
     row = summary.outcomes[0].partition
     assert (row.cleaner_checkpoint, row.cleaner_first_dirty_offset) == (None, 0)
+
+
+def test_plan_spans_keeps_a_coordinator_partition_whole(tmp_path):
+    """A ``__consumer_offsets`` or ``__transaction_state`` partition is never cut: its task feeds the coordinator's
+    load from the bytes its scan maps, which the spans' tasks would read apart."""
+    tasks = []
+    for name in ("__consumer_offsets-0", "__transaction_state-0", "big-0"):
+        part = tmp_path / name
+        part.mkdir()
+        for i in range(8):
+            (part / f"{i * 100:020d}.log").write_bytes(b"\0" * 1000)
+        tasks.append(reindex.PartitionTask(str(tmp_path), str(part), name[:-2], 0, False, LogConfig(),
+                                           size_bytes=8000, segment_count=8))
+    reindex.SPAN_MIN_BYTES, saved = 0, reindex.SPAN_MIN_BYTES
+    try:
+        whole, spans = reindex.plan_spans(tasks, 24)  # share: 24000 / 24 = 1000 bytes, a span per segment
+    finally:
+        reindex.SPAN_MIN_BYTES = saved
+    assert [t.topic for t in whole] == ["__consumer_offsets", "__transaction_state"]
+    assert {s.task.topic for s in spans} == {"big"} and len(spans) == 8

@@ -87,3 +87,66 @@ def test_verify_gives_a_compacted_partitions_cleaner_view(tmp_path):
     assert past.cleaner_first_dirty_offset == 0  # a checkpoint past the log end: Kafka starts over
     deleting = scan_partition(_task(part), RunContext(MODE_VERIFY, "r", NOW)).partition
     assert deleting.cleaner_first_dirty_offset is None and deleting.cleaner_would_clean is None
+
+
+def _coordinator_partition(root, name: str) -> list:
+    """``<name>`` with the same bytes whatever its topic: a group, commits of two groups, a transactional commit
+    whose marker lies two segments later, a segment a batch."""
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+    from tests.support.group_log_dirs import T, commit, group_value
+    from tests.support.kafka_bytes import i16, s16
+
+    txn = {"producer_id": 9, "producer_epoch": 0}
+    topic, _, part = name.rpartition("-")
+    return write_partition(root, topic, int(part), [
+        build_batch(0, [(T, i16(2) + s16("app"), group_value([("m-a", {"orders": [0, 1]})]))]),
+        build_batch(1, [commit("app", "orders", 0, 5), commit("app", "orders", 1, 40)]),
+        build_batch(3, [commit("tx", "orders", 0, 7)], base_sequence=0, is_transactional=True, **txn),
+        build_batch(4, [commit("simple", "orders", 2, 2)]),
+        build_batch(5, [], control=("COMMIT", 0), control_timestamp=T, **txn),
+        build_batch(6, [commit("app", "orders", 0, 6)]),
+    ], segment_bytes=1)  # a segment a batch
+
+
+def test_a_coordinator_partitions_scan_and_load_read_each_log_once(tmp_path):
+    """The coordinator's load replays what the scan maps: the ``.log`` files of a ``__consumer_offsets`` partition
+    are opened as often as those of the same bytes in an ordinary topic (the kernel's count, inotify), in every
+    command, and the load is the one a load of its own over the files gives."""
+    from segdex.indexcore.coordinator.group_coordinator_shard import load_group_coordinator
+    from segdex.pipelines.run_context import MODE_RECOVER
+    from tests.support.file_opens import opens_in
+
+    for mode in (MODE_VERIFY, MODE_REINDEX, MODE_RECOVER):
+        root = tmp_path / mode
+        logs = _coordinator_partition(root, "__consumer_offsets-0")
+        assert len(logs) == 6
+        _coordinator_partition(root, "plain-0")
+        with opens_in(root / "__consumer_offsets-0") as coordinator:
+            out = scan_partition(_task(root / "__consumer_offsets-0"), RunContext(mode, "r", NOW))
+        with opens_in(root / "plain-0") as plain:
+            scan_partition(_task(root / "plain-0"), RunContext(mode, "r", NOW))
+        assert {n: c for n, c in coordinator.items() if n.endswith(".log")} == \
+            {n: c for n, c in plain.items() if n.endswith(".log")}, mode
+        assert all(coordinator[os.path.basename(p)] >= 1 for p in logs)
+        load = out.coordination.load
+        assert load == load_group_coordinator(root / "__consumer_offsets-0") and not load.partial
+        assert load.next_offset == 7 and ("tx", "orders", 0) in load.shard.offsets.offsets
+
+
+def test_recover_truncate_loads_the_coordinator_partition_as_it_leaves_it(tmp_path):
+    """recover --truncate cuts a corrupt tail under the load the scan was feeding: the load reads the partition
+    again as the run leaves it (whole, not partial), not the bytes the scan saw before the cut."""
+    from segdex.indexcore.coordinator.group_coordinator_shard import load_group_coordinator
+    from segdex.pipelines.run_context import MODE_RECOVER
+
+    logs = _coordinator_partition(tmp_path, "__consumer_offsets-0")
+    data = bytearray(logs[1].read_bytes())
+    data[-2] ^= 0x01  # the second segment's last batch no longer matches its CRC
+    logs[1].write_bytes(bytes(data))
+    part = tmp_path / "__consumer_offsets-0"
+    assert load_group_coordinator(part).partial
+    task = replace(_task(part), quarantine=str(tmp_path / "quarantine"), run_id="r")
+    out = scan_partition(task, RunContext(MODE_RECOVER, "r", NOW))
+    assert any(n.startswith("truncated: ") for n in out.notes)
+    load = out.coordination.load
+    assert not load.partial and load == load_group_coordinator(part)

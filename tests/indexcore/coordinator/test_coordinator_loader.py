@@ -8,9 +8,11 @@ from pathlib import Path
 from segdex.indexcore.coordinator.coordinator_loader import (
     DIFFERS,
     SAME,
+    PartitionReplay,
     after_broker_start,
     replay_coordinator_partition,
 )
+from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 
 T = 1_795_000_000_000
@@ -108,3 +110,25 @@ def test_a_segment_cut_inside_a_batch_ends_the_load_there_as_recovery_would(tmp_
 def test_a_whole_load_is_not_partial(tmp_path: Path):
     summary = replay_coordinator_partition(_two_segments(tmp_path), lambda _pid, _r: None)
     assert not summary.partial and summary.unread_bytes == 0 and summary.next_offset == 3
+
+
+def test_a_replay_fed_segment_by_segment_reads_only_what_it_was_not_handed(tmp_path: Path):
+    """``PartitionReplay``: the bytes handed over are what it replays (not the file: here they differ); a segment
+    skipped by the feeder is read from its file before the next one handed over, the rest at ``finish``; what
+    follows a stop is ignored."""
+    batch = [build_batch(i, [(T, f"k{i}".encode(), b"v")]) for i in range(4)]
+    write_partition(tmp_path, "__consumer_offsets", 0, batch, segment_bytes=1)
+    logs = segment_logs(tmp_path / "__consumer_offsets-0")[0]
+    assert [b for b, _ in logs] == [0, 1, 2, 3]
+    keys: list[bytes] = []
+    replay = PartitionReplay(logs, lambda _pid, r: keys.append(r.key))
+    replay.feed(logs[1][1], build_batch(1, [(T, b"handed", b"v")]))
+    replay.feed("elsewhere.log", batch[0])  # not one of its segments: ignored
+    replay.feed(logs[0][1], batch[0])  # behind the last one replayed: ignored
+    summary = replay.finish()
+    assert keys == [b"k0", b"handed", b"k2", b"k3"] and summary.next_offset == 4 and not summary.partial
+    assert (replay.fed, replay.read_here) == (1, 3)
+    stopped = PartitionReplay(logs, lambda _pid, r: keys.append(r.key))
+    stopped.feed(logs[0][1], batch[0][:-1])  # cut inside its batch: the load stops there
+    stopped.feed(logs[1][1], batch[1])
+    assert stopped.finish().partial and stopped.summary.next_offset == 0 and (stopped.fed, stopped.read_here) == (1, 0)

@@ -225,3 +225,21 @@ def test_a_segment_rewritten_or_removed_after_its_recovery_is_not_taken(tmp_path
     recovery = PartitionRecovery(LogConfig(), specs)
     assert [s.status for s in recovery.recover_all(logs)] == [SegmentStatus.OK, SegmentStatus.UNREADABLE]
     assert recovery.completed == 1
+
+
+def test_the_reader_gets_each_segment_it_recovers_while_mapped_and_none_it_completes(tmp_path: Path):
+    """``PartitionRecovery.reader`` is handed the very bytes each segment's recovery read, once, in order; a
+    segment completed from ``precomputed`` is not read, so not handed over; an unreadable one neither."""
+    from segdex.indexcore.log.log_segments import speculate_segment
+
+    logs = _write_partition(tmp_path / "p-0", {0: build_batch(0, [(T, b"a", b"1")]),
+                                               1: build_batch(1, [(T, b"b", b"2")]),
+                                               2: build_batch(2, [(T, b"c", b"3")])})
+    seen: list[tuple[str, bytes]] = []
+    recovery = PartitionRecovery(LogConfig(), {1: speculate_segment(logs[1][1], 1)})
+    recovery.reader = lambda path, buf: seen.append((path, bytes(buf)))
+    statuses = [recovery.recover_segment(path, base).status for base, path in logs]
+    (tmp_path / "p-0" / f"{3:020d}.log").mkdir()  # not a regular file: unreadable
+    assert recovery.recover_segment(str(tmp_path / "p-0" / f"{3:020d}.log"), 3).status == SegmentStatus.UNREADABLE
+    assert statuses == [SegmentStatus.OK] * 3 and recovery.completed == 1
+    assert seen == [(logs[0][1], Path(logs[0][1]).read_bytes()), (logs[2][1], Path(logs[2][1]).read_bytes())]
