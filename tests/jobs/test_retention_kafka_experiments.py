@@ -12,7 +12,6 @@ import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.checkpoints import read_leader_epoch_checkpoint
-from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_start
 from segdex.indexcore.retention import log_dirs as ret
 from segdex.indexcore.retention import policy
 from segdex.jobs.cli import main
@@ -85,16 +84,6 @@ def test_plan_pure_function_matches_segments_before():
         assert plan.remaining_base_offsets == e["remaining_segment_base_offsets"]
         assert plan.log_start_offset_after == e["logStartOffset_after"]
         assert [list(x) for x in plan.leader_epochs_after] == e["leader_epoch_entries_after"]
-
-
-def test_truncate_epochs_from_start():
-    entries = [(0, 0), (1, 381), (2, 761), (3, 1146)]
-    assert truncate_epochs_from_start(entries, 0) == entries
-    assert truncate_epochs_from_start(entries, 381) == [(1, 381), (2, 761), (3, 1146)]
-    assert truncate_epochs_from_start(entries, 831) == [(2, 831), (3, 1146)]
-    assert truncate_epochs_from_start(entries, 5000) == [(3, 5000)]
-    assert truncate_epochs_from_start([(4, 100)], 50) == [(4, 100)]
-    assert truncate_epochs_from_start([], 50) == []
 
 
 def seg(base: int, size: int = 100, ts: int = 1000) -> policy.SegmentFacts:

@@ -43,6 +43,7 @@ NOT_IN_THE_FORM = ("Found directory /d/{0}, '{0}' is not in the form of topic-pa
 
 
 @pytest.mark.parametrize("name", ["lost+found", "foo", ".hidden", "orders-x", "orders-", "-1", "orders-99999999999",
+                                  "orders-2147483648",
                                   "orders-0-delete", "orders-0-future", "orders-0-stray", "orders-0.a b-delete",
                                   "orders-0.a.b-delete", "orders-0.-delete"])
 def test_names_kafkas_parse_refuses(name: str):

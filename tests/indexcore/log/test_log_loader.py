@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end
 from segdex.indexcore.log.log_loader import LogLoader
 from segdex.indexcore.log.log_segments import segment_logs, speculate_segment
 from segdex.indexcore.log.producer_snapshot import read_snapshot
@@ -99,15 +98,6 @@ def test_a_corrupt_segment_stops_where_kafka_truncates(name: str, tmp_path: Path
     assert seg.result.stop_reason
     for suffix in (".index", ".timeindex"):
         assert seg.files[suffix] == (fx / "recovered" / ("00000000000000000000" + suffix)).read_bytes(), suffix
-
-
-def test_truncate_epochs_from_end():
-    """``LeaderEpochFileCache.truncateFromEnd``: entries with a start offset at or past the end are removed."""
-    entries = [(0, 0), (1, 10), (2, 20)]
-    assert truncate_epochs_from_end(entries, 20) == [(0, 0), (1, 10)]
-    assert truncate_epochs_from_end(entries, 21) == entries
-    assert truncate_epochs_from_end(entries, 10) == [(0, 0)]
-    assert truncate_epochs_from_end(entries, 0) == []
 
 
 @pytest.mark.parametrize("name", [n for n in fixture_case_names()

@@ -182,3 +182,16 @@ def test_offset_of_max_timestamp_is_kafkas(case: str):
 def test_forbidding_the_native_kernel_gives_the_python_one():
     """``native=False`` forbids the extension: the Python twin is used even when the native one is loaded."""
     assert kernel(False) is scan_simple
+
+
+def test_the_first_batch_timestamp_is_kafkas(tmp_path):
+    """``LogSegment.getFirstBatchTimestamp``: the first batch's max timestamp when it is 0 or more, else
+    Long.MAX_VALUE (a negative timestamp, or no batch at all)."""
+    from segdex.indexcore.log.log_segment import LONG_MAX, LogSegment
+
+    log = tmp_path / "00000000000000000000.log"
+    for first, want in ((0, 0), (-1, LONG_MAX), (TS, TS)):
+        log.write_bytes(build_batch(0, [(first, b"k", b"v")]) + build_batch(1, [(TS + 5, b"k", b"v")]))
+        assert LogSegment(str(log), 0).first_batch_timestamp() == want
+    log.write_bytes(b"")
+    assert LogSegment(str(log), 0).first_batch_timestamp() == LONG_MAX

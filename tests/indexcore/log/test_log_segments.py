@@ -64,6 +64,7 @@ def test_offsets_going_back_are_an_error_with_the_result(tmp_path: Path):
     assert seg.status == SegmentStatus.ERROR
     assert seg.reason.cause.startswith(f"InvalidOffsetException at position {len(a + b)}: ")
     assert seg.reason.file == str(log) and seg.result is not None and seg.files == {}
+    assert (seg.log_path, seg.base_offset) == (str(log), 0)
 
 
 def test_unreadable_logs(tmp_path: Path):
