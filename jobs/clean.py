@@ -69,8 +69,10 @@ def _cleaner_config(args: argparse.Namespace):
     given = {k: v for k, v in parse_config_args(args.config).items() if k in CLEANER_PROPS}
     try:
         config = CleanerConfig.from_properties({**props, **given})
-    except ValueError as e:  # its message starts with the setting's name
-        raise SegdexError(f"{'--config' if str(e).split('=')[0] in given else '--broker-config'}: {e}") from None
+    except ValueError as e:  # its message starts with the setting it refuses, which may be a default
+        name = str(e).split("=")[0]
+        flag = "--config" if name in given or (name not in props and given) else "--broker-config"
+        raise SegdexError(f"{flag}: {e}") from None
     if args.dedupe_buffer_size is not None:
         config = dataclasses.replace(config, num_threads=1, dedupe_buffer_size=args.dedupe_buffer_size)
         from segdex.pipelines.cleaning import keys_per_round

@@ -122,7 +122,8 @@ class ConfigNotes:
 
         for name in items:
             topic_key = name if name in KNOWN_CONFIGS else ALL_BROKER_SYNONYMS.get(name, (None,))[0]
-            if (topic_key in UNUSED_CONFIGS or name in broker_only(items)) and name not in self.used:
+            if (topic_key in UNUSED_CONFIGS or name in broker_only(items)) and not (
+                    name in self.used and where == "--config"):
                 self._note(self.unused, name, where)
 
     def add(self, where: str, described: Any) -> None:

@@ -18,10 +18,11 @@ LOG_CLEANER_DEDUPE_BUFFER_LOAD_FACTOR_PROP = "log.cleaner.io.buffer.load.factor"
 LOG_CLEANER_IO_BUFFER_SIZE_PROP = "log.cleaner.io.buffer.size"
 LOG_CLEANER_ENABLE_PROP = "log.cleaner.enable"
 MESSAGE_MAX_BYTES = "message.max.bytes"  # the topics' max.message.bytes default, and how far the buffers grow
-# the broker settings a cleaner thread is built from (what ``from_properties`` reads)
+# the broker settings a cleaner thread is built from (``log.cleaner.enable`` aside: segdex plans what the cleaner
+# would do, enabled or not)
 CLEANER_PROPS = frozenset({LOG_CLEANER_THREADS_PROP, LOG_CLEANER_DEDUPE_BUFFER_SIZE_PROP,
                            LOG_CLEANER_DEDUPE_BUFFER_LOAD_FACTOR_PROP, LOG_CLEANER_IO_BUFFER_SIZE_PROP,
-                           LOG_CLEANER_ENABLE_PROP, MESSAGE_MAX_BYTES})
+                           MESSAGE_MAX_BYTES})
 HASH_ALGORITHM = "MD5"  # CleanerConfig.HASH_ALGORITHM in Kafka 4.4 (and 3.9)
 
 

@@ -251,6 +251,10 @@ class GroupWriter:
     def abort(self) -> None:
         pass
 
+    # an applied round's writer: the damage a round would meet is looked for before its first write
+    # (``meet_damage``), where Kafka's round swaps in the groups before it and then throws
+    writes_partition = False
+
     def streams(self) -> bool:
         """Whether ``open`` gives files the groups' bytes stream into (a split round holds the groups it cleans
         ahead of their turn in memory only then)."""
@@ -290,10 +294,17 @@ def _source_bytes(group: list[CleanerSegment]) -> int:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity; the machine's where the platform has none)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The cores this process may run on: its affinity (the machine's where the platform has none), no more than
+    its cgroup's CPU quota (``cpu.max``: a container limited to 2 CPUs on a 64-core host gets 2)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cores
 
 
 def default_threads() -> int:
@@ -695,10 +706,14 @@ class Cleaner:
             return False
         found: dict[int, list[_TxnEvent]] = {}  # the batches each partial build read (the cleaning's states need)
 
+        # the partial maps in flight hold at most max_desired keys together (the map's own size again, whatever
+        # the threads); a segment with more keys than its share is read again into the map itself
+        budget = max(1, max_desired // (self.threads + 1))
+
         def partial(i: int) -> tuple[SkimpyOffsetMap, bool]:
             part, events = m.fresh(), []
             next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-            full = self._build_for_segment(part, dirty[i], start, next_start, max_desired, copy.deepcopy(states[i]),
+            full = self._build_for_segment(part, dirty[i], start, next_start, budget, copy.deepcopy(states[i]),
                                            events)
             if not full and positions[i] == 0:
                 found[i] = events
@@ -840,8 +855,9 @@ class Cleaner:
                                              config.segment_index_bytes, upper)
         # the round's first cleanInto reads with the buffer as a build that filled the map left it
         self._first = (groups[0][0], SegmentReads(self.buffers, 0, self._fill)) if self._fill and groups else None
-        if writer is not None:  # where Kafka's round throws on a damaged batch, nothing is written
-            meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
+        if writer is not None:
+            if writer.writes_partition:  # where Kafka's round throws on a damaged batch, nothing is written
+                meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
             writer.begin(groups, end_offset)
         states = self._group_states(segs, groups, log_start_offset) if self._pool is not None else None
         if states is not None:

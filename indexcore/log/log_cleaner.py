@@ -457,6 +457,8 @@ class SwapWriter(GroupWriter):
     quarantine, its ``.log`` streamed into a temporary, then ``replace_segments`` (the ``.cleaned`` files, the
     ``.swap`` renames, the old segments' ``.deleted``), before the next group is read."""
 
+    writes_partition = True
+
     def __init__(self, partition_dir: str, session: QuarantineSession | None, quarantine: str | None) -> None:
         self.partition_dir = partition_dir
         self.session = session

@@ -159,3 +159,13 @@ def test_the_cleaners_broker_settings_in_config_build_its_cleaner(tmp_path: Path
         assert segdex([*base, "--config", setting, str(log_dir)]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"segdex clean: --config: {why}") and err.count("\n") == 1, err
+    # a default refused because of --config's thread count: the flag that changed it is named
+    assert segdex([*base, "--config", "log.cleaner.threads=200", str(log_dir)]) == 2
+    assert capsys.readouterr().err.startswith("segdex clean: --config: log.cleaner.dedupe.buffer.size=134217728: "
+                                              "must be at least 1MB per cleaner thread (200 threads")
+    # in --topic-config a broker's cleaner setting is a topic's no more than for a broker: said to change nothing
+    assert segdex([*base, "--topic-config", "orders:log.cleaner.threads=2", "--config", "log.cleaner.enable=false",
+                   str(log_dir)]) == 0
+    assert capsys.readouterr().err.startswith("config: not used by segdex, so changing nothing here (taken and "
+                                              "checked as Kafka checks them): log.cleaner.enable (--config), "
+                                              "log.cleaner.threads (--topic-config)")
