@@ -21,6 +21,13 @@ class DecompressionException(CorruptRecordException):
     """A batch payload its codec cannot decode (Kafka: a ``KafkaException`` from the codec's stream)."""
 
 
+class KafkaReadException(SegdexError):
+    """A batch's bytes a file read could not load whole (``FileChannelRecordBatch.loadBatchWithSize``: the file
+    ends first), which Kafka wraps in a ``KafkaException``."""
+
+    kafka_class = "org.apache.kafka.common.KafkaException"
+
+
 class InvalidRecordException(SegdexError):
     """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
 

@@ -24,6 +24,7 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     IndexOffsetOverflowException,
     InvalidRecordException,
+    KafkaReadException,
     SegdexError,
 )
 from segdex.indexcore.fs.file_access import open_regular
@@ -58,6 +59,7 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
+from segdex.indexcore.record.batch_header import MAGIC_OFFSET, RECORD_BATCH_OVERHEAD
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
@@ -273,6 +275,22 @@ def _index_bytes(path: str) -> bytes:
         return b""
 
 
+def search_for_offset_from_position(buf, target: int, start: int) -> RecordBatch | None:
+    """``FileRecords.searchForOffsetFromPosition`` (Kafka 4.4): from ``start``, the batch whose base offset is
+    ``target``, else the last one before the first batch whose base offset is past it where that one's last offset
+    reaches it, else that first batch; at the end, the last batch where its last offset reaches ``target``
+    (None: none does). A v2 batch's base offset is its log header's, so the batch found may be one whose header
+    was never read whole."""
+    prev = None
+    for batch in batches(buf, start):
+        if batch.base_offset == target:
+            return batch
+        if batch.base_offset > target:
+            return prev if prev is not None and prev.last_offset >= target else batch
+        prev = batch
+    return prev if prev is not None and prev.last_offset >= target else None
+
+
 def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:
     """The last whole batch from ``start`` to the end (``FileRecords.batches``' last); ``quiet``: a corrupt tail
     ends the read at the batch before it instead of raising."""
@@ -331,9 +349,19 @@ class LogSegment:
                 return self.base_offset
             target = index.last_offset
             _, position = index.lookup(target)
-            start = next((b.position for b in batches(buf, max(position, 0)) if b.last_offset >= target), None)
-            last = last_batch(buf, start, quiet=False) if start is not None else None
-            return last.next_offset if last is not None else self.base_offset
+            found = search_for_offset_from_position(buf, target, max(position, 0))
+            last = last_batch(buf, found.position, quiet=False) if found is not None else None
+            if last is None:
+                return self.base_offset
+            # nextOffset: a v2 batch's last offset is in its header, loaded from the read's slice
+            magic = int.from_bytes(buf[last.position + MAGIC_OFFSET:last.position + MAGIC_OFFSET + 1], "big",
+                                   signed=True)
+            if magic >= 2 and last.position + RECORD_BATCH_OVERHEAD > len(buf):
+                raise KafkaReadException(
+                    f"Failed to load record batch at position {last.position} from FileRecords(size="
+                    f"{len(buf) - found.position}, file={os.path.abspath(self.log_path)}, start={found.position}, "
+                    f"end={len(buf)})")
+            return last.next_offset
 
     def first_batch_timestamp(self) -> int:
         """``LogSegment.getFirstBatchTimestamp`` of a segment loaded from disk (``loadFirstBatchTimestamp``): the

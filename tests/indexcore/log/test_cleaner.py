@@ -402,3 +402,15 @@ def _segments_of(n: int) -> tuple[bytes, list[int], int]:
     data = b"".join(build_batch(i, [(T0, b"k", b"v" * 100)]) for i in range(n))
     size = len(data) // n
     return data, [i * size for i in range(n)], size
+
+
+def test_a_v1_message_with_a_v2_magic_byte_ends_read_next_offset_as_kafkas_does(kafka44, tmp_path: Path):
+    """A segment's last message (v1) whose magic byte was set to 7, below the recovery point of a clean start:
+    Kafka 4.4's ``readNextOffset`` finds it by its log header's offset (``searchForOffsetFromPosition``) and then
+    loads it as a v2 batch's 61-byte header, which the 41 bytes left cannot give: ``KafkaException`` (the round
+    fails there, before its ``cleanInto`` could say "Invalid magic"). The case the one-thread differential (seed
+    51539, case 584) found."""
+    v = judge_cleaning(random.Random(51539155201), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
+    assert not v.mismatches, (v.kind, v.mismatches)
+    assert v.kafka_threw.startswith("org.apache.kafka.common.KafkaException: Failed to load record batch at "
+                                    "position 2510 from FileRecords(size=41, "), v.kafka_threw
