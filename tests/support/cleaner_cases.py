@@ -18,11 +18,15 @@ so that the cleaner meets the batch as it is: Kafka's round throws (the same exc
 copy left as it was) or carries it through (the same bytes).
 
 Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
---cleaner`` (thousands)."""
+--cleaner`` (thousands). ``RecordingOracle`` keeps Kafka's answers of undamaged cases (each call, its answer, the
+digests of the files its round left); ``RecordedOracle`` gives them back in the test process, where segdex's
+files are compared by digest (``tests/kafka/golden/cleaner_rounds.json``: the mutation run cannot fork a JVM)."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import random
 import re
@@ -39,6 +43,7 @@ from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.fixtures import GOLDEN
 from tests.support.kafka_harness import KafkaOracle
 
 T0 = 1_700_000_000_000
@@ -149,7 +154,9 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         if round_.end_offset != answer["endOffset"]:
             verdict.mismatches.append(f"{where}: end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
             return verdict
-        verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs, ours)]
+        compared = oracle.compare(round_, ours) if isinstance(oracle, RecordedOracle) else _compare(round_, theirs,
+                                                                                                   ours)
+        verdict.mismatches += [f"{where}: {m}" for m in compared]
         if verdict.mismatches:
             return verdict
         checkpoint = round_.end_offset
@@ -335,3 +342,88 @@ def _first_difference(mine: bytes | None, kafkas: bytes | None) -> str:
         return f"ours {size[0]}, Kafka's {size[1]}"
     at = next((i for i, (a, b) in enumerate(zip(mine, kafkas, strict=False)) if a != b), min(len(mine), len(kafkas)))
     return f"{len(mine)} vs {len(kafkas)} bytes, first difference at {at}"
+
+
+LIVE = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def live_files(part: Path) -> dict[str, list]:
+    """The partition's segment files as a recording keeps them: name -> [the SHA-256's first 16 hex digits, and
+    for a ``.log`` its modification time in ms]."""
+    return {f.name: [hashlib.sha256(f.read_bytes()).hexdigest()[:16]]
+            + ([f.stat().st_mtime_ns // 1_000_000] if f.suffix == ".log" else [])
+            for f in sorted(part.iterdir()) if f.suffix in LIVE}
+
+
+def _call(args: tuple, kwargs: dict) -> dict:
+    """A ``cleanable`` call as a recording keeps it: its arguments but the partition's path."""
+    return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}))
+
+
+class RecordingOracle:
+    """``KafkaOracle``'s cleaner answers, kept as ``judge_cleaning`` asks for them (undamaged cases only: a
+    damaged case copies Kafka's started partition, which a recording does not hold): each call's arguments, its
+    answer (its timing dropped, the partition's path as ``{part}``) and the files Kafka's round left (none where
+    it ran no round)."""
+
+    def __init__(self, oracle: KafkaOracle) -> None:
+        self.oracle = oracle
+        self.recorded: list[dict] = []
+
+    def cleanable(self, part: Path, *args, **kwargs) -> dict:
+        answer = self.oracle.cleanable(part, *args, **kwargs)
+        kept = json.loads(json.dumps({k: v for k, v in answer.items() if k != "cleanMs"}).replace(str(part),
+                                                                                                  "{part}"))
+        self.recorded.append({"call": _call(args, kwargs), "answer": kept,
+                              "files": live_files(part) if "endOffset" in answer else {}})
+        return answer
+
+
+class RecordedOracle:
+    """Kafka's answers a ``RecordingOracle`` kept, given back in order, each only to the same call (a call with
+    other arguments, or one more than recorded, is an ``AssertionError``: segdex's side drew or viewed otherwise);
+    ``compare`` checks segdex's files against the digests of Kafka's."""
+
+    def __init__(self, recorded: list[dict]) -> None:
+        self.recorded = list(recorded)
+        self.files: dict[str, list] = {}
+
+    def cleanable(self, part: Path, *args, **kwargs) -> dict:
+        assert self.recorded, "a call Kafka was not asked"
+        kept = self.recorded.pop(0)
+        assert _call(args, kwargs) == kept["call"], (_call(args, kwargs), kept["call"])
+        self.files = kept["files"]
+        return json.loads(json.dumps(kept["answer"]).replace("{part}", str(part)))
+
+    def compare(self, round_: CleaningRound, ours: Path) -> list[str]:
+        """segdex's partition after its round against Kafka's: every ``.log`` (bytes and modification time), and
+        every index file segdex's round wrote (Kafka's load writes the indexes of segments the round left)."""
+        mine = live_files(ours)
+        logs = {name: got for name, got in mine.items() if name.endswith(".log")}
+        kafkas = {name: got for name, got in self.files.items() if name.endswith(".log")}
+        out = [f"{name}: {logs.get(name)} != Kafka's {kafkas.get(name)}" for name in sorted(set(logs) | set(kafkas))
+               if logs.get(name) != kafkas.get(name)]
+        for cleaned in round_.segments:
+            stem = segment_name(cleaned.base_offset)[:-4]
+            out += [f"{stem}{s}: {mine.get(stem + s)} != Kafka's {self.files.get(stem + s)}" for s in LIVE[1:]
+                    if mine.get(stem + s) != self.files.get(stem + s)]
+        return out
+
+
+RECORDED = GOLDEN / "cleaner_rounds.json"  # Kafka's answers to the suite's judged cases, by test
+
+
+def recorded(name: str) -> RecordedOracle:
+    """Kafka's answers to the cases of ``name`` (``keep_recording``), to give back in the test process."""
+    return RecordedOracle(json.loads(RECORDED.read_text())[name])
+
+
+def keep_recording(name: str, recording: RecordingOracle) -> None:
+    """The answers Kafka just gave to the cases of ``name`` equal the recorded ones; ``SEGDEX_RECORD_GOLDEN=1``
+    records them instead."""
+    kept = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+    if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
+        kept[name] = recording.recorded
+        RECORDED.write_text(json.dumps(kept, sort_keys=True, separators=(",", ":")).replace('{"answer"', '\n{"answer"')
+                            + "\n")
+    assert kept.get(name) == recording.recorded

@@ -21,7 +21,14 @@ from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
-from tests.support.cleaner_cases import T0, CleanerVerdict, judge_cleaning
+from tests.support.cleaner_cases import (
+    T0,
+    CleanerVerdict,
+    RecordingOracle,
+    judge_cleaning,
+    keep_recording,
+    recorded,
+)
 from tests.support.compacted_partitions import OUTGROWN_CONFIGS, OUTGROWN_ERROR, outgrown_partition
 
 
@@ -29,11 +36,26 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
     """Two rounds each (``tests.support.cleaner_cases``): the second from the first's end offset, at a clock past
     the horizons the first stamped for some, so that tombstones and markers then go. The first 30 cases keep
     Kafka's default lag and index size; the last 20 draw ``min.compaction.lag.ms`` and small
-    ``segment.index.bytes`` too."""
+    ``segment.index.bytes`` too. Kafka's answers equal the recorded ones (``tests/kafka/golden/cleaner_rounds.json``,
+    for the test below)."""
+    recording = RecordingOracle(kafka44)
+    _two_rounds(recording, tmp_path)
+    keep_recording("generated", recording)
+
+
+def test_two_rounds_equal_kafkas_recorded_answers(tmp_path: Path):
+    """The cases above against Kafka's recorded answers and files (their digests), in the test process: what the
+    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with."""
+    kafka = recorded("generated")
+    _two_rounds(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _two_rounds(oracle, tmp_path: Path) -> None:
     rng = random.Random(28)
     total = CleanerVerdict()
     for i in range(50):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=i >= 30)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=i >= 30)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert (total.rounds > 50 and total.rebuilt > 100 and total.grouped > 5 and total.full > 5
@@ -254,14 +276,27 @@ def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path)
 def test_rounds_at_the_edge_of_a_merge_fail_where_kafkas_do(kafka44, tmp_path: Path):
     """``segment.index.bytes`` that a group's sources' indexes just fit (``judge_cleaning(tight=True)``): where
     Kafka's round throws (a merged segment's offset or time index full), segdex's fails with the same exception,
-    and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them."""
+    and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them. Kafka's answers
+    equal the recorded ones."""
+    recording = RecordingOracle(kafka44)
+    _edge_of_a_merge(recording, tmp_path)
+    keep_recording("edge of a merge", recording)
+
+
+def test_rounds_at_the_edge_of_a_merge_recorded_answers(tmp_path: Path):
+    kafka = recorded("edge of a merge")
+    _edge_of_a_merge(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _edge_of_a_merge(oracle, tmp_path: Path) -> None:
     total = CleanerVerdict()
-    v = judge_cleaning(random.Random(20261188784039), kafka44, tmp_path / "case", wide=True)
+    v = judge_cleaning(random.Random(20261188784039), oracle, tmp_path / "case", wide=True)
     assert not v.mismatches and v.kafka_threw == (
         "java.lang.IllegalArgumentException: Attempt to append to a full time index (size = 57).")
     rng = random.Random(41)
     for i in range(24):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=True, tight=True)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=True, tight=True)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert set(total.threw) == {
@@ -300,11 +335,23 @@ def test_v0_and_v1_logs_are_rewritten_as_kafka_4_4_rewrites_them(kafka44, tmp_pa
     """Logs of the message formats before 0.11 (``judge_cleaning(magic=0|1)``: gzip, snappy and lz4 wrappers, plain
     messages, keyless records): Kafka 4.4's cleaner rewrites every message set it keeps as a v2 batch whose offsets
     are those of the records it keeps (a wrapper's own offset is its last inner one), and segdex leaves the same
-    bytes."""
+    bytes. Kafka's answers equal the recorded ones."""
+    recording = RecordingOracle(kafka44)
+    _old_formats(recording, tmp_path)
+    keep_recording("v0 and v1", recording)
+
+
+def test_v0_and_v1_logs_recorded_answers(tmp_path: Path):
+    kafka = recorded("v0 and v1")
+    _old_formats(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _old_formats(oracle, tmp_path: Path) -> None:
     total = CleanerVerdict()
     rng = random.Random(991)
     for i in range(16):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=i % 2 == 1, magic=i % 2)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=i % 2 == 1, magic=i % 2)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert total.rounds >= 16 and total.rebuilt >= 100 and total.grouped >= 2, total
