@@ -75,6 +75,52 @@ def test_kept_offsets_past_the_int32_range_overflow():
     assert e.value.offset == 101 + INT32_MAX
 
 
+def test_each_kept_batch_counts_in_its_own_buffer():
+    """One batch a buffer: the first buffer's 50 is met first (not the second's 40)."""
+    data, pos, size = _segment(3)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 50), (pos[1], 40)], 100, size)
+    assert e.value.offset == 50
+
+
+def test_a_buffer_is_checked_at_its_largest_kept_offset_not_its_last():
+    """(101, 50) in one buffer: 101 fits base 100, so the buffer passes though its last kept offset does not."""
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 101), (pos[1], 50)], 100, 2 * size)
+
+
+def _big_first(value_bytes: int, n: int = 6) -> tuple[bytes, list[int], int, int]:
+    """A first batch of one ``value_bytes`` record, then n small one-record batches: the bytes, positions, the
+    first batch's size and a small one's."""
+    data = build_batch(0, [(T, b"k", b"v" * value_bytes)]) + b"".join(
+        build_batch(i, [(T, b"k", b"v")]) for i in range(1, n + 1))
+    positions = [b.position for b in batches(data, 0)]
+    return data, positions, positions[1], positions[2] - positions[1]
+
+
+def test_a_buffer_grown_for_a_large_batch_stays_grown():
+    """growBuffersOrFail doubles the buffer until the first batch fits, and the reads after it use the grown
+    buffer: with 100 bytes, a first batch of 150 to 200 grows it to 200, so the next reads take two small batches
+    (of 70 to 100 bytes) each, where a buffer tripled would take three."""
+    data, pos, big, small = _big_first(80)
+    assert 100 < big <= 200 and 66 < small <= 100, (big, small)
+    # reads: [0], [1, 2], [3, 4], [5, 6]: 50 (batch 3) shares its read with 150 (batch 4); 40 (batch 2) with 41
+    kept = [(pos[0], 100), (pos[1], 41), (pos[2], 40), (pos[3], 50), (pos[4], 150)]
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, kept, 100, 100)
+    assert e.value.offset == 41
+
+
+def test_a_batch_larger_than_max_message_bytes_grows_the_buffer_to_its_size():
+    """Past max.message.bytes the buffer grows to the batch's size: from 262,147 bytes it doubles to exactly
+    1,048,588 (``MAX_MESSAGE_BYTES``), then to the 1.1 MB batch, and the next read holds the batches after it."""
+    assert 4 * 262_147 == cleaner.MAX_MESSAGE_BYTES
+    data, pos, big, small = _big_first(1_100_000, 2)
+    assert big > cleaner.MAX_MESSAGE_BYTES
+    kept = [(pos[0], 100), (pos[1], 50), (pos[2], 150)]  # 50 shares the second read with 150
+    cleaner._chunk_overflow(data, kept, 100, 262_147)
+
+
 # --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
 
 
@@ -99,6 +145,7 @@ def _fails(seg: CleanerSegment, offset: int, cleaned_base: int) -> tuple[str, st
     (0, 2**31, False),  # its last offset is base + INT32_MAX exactly: it fits
     (2**31, 2**31 + 10, False),  # a high base: offsets relative to it fit
     (5, 5, False),  # an empty segment has no overflow
+    (5, 6, False),  # one offset, at its base: no overflow
 ])
 def test_only_a_segment_that_overflows_its_own_base_is_split(base: int, next_offset: int, split: bool):
     seg = _cleaner_segment(base, next_offset)
@@ -356,3 +403,18 @@ def test_the_kernels_offset_map_is_md5s_only_and_not_when_disabled(monkeypatch):
     monkeypatch.setattr(som, "_md5", None)
     monkeypatch.setattr(som, "_libcrypto_paths", lambda: [])
     assert som.native_offset_map(100, "MD5") is None  # no libcrypto: the Python map
+
+
+# --- cleaner.read_batch: a damaged batch fails the round, naming its file and position ------------------------------
+
+
+def test_a_damaged_batch_names_its_segment_file_and_position():
+    data, pos, _ = _segment(2)
+    damaged = bytearray(data)
+    damaged[pos[1] + 16] = 7  # the second batch's magic byte
+    seg = _cleaner_segment(0, 2)
+    assert cleaner.read_batch(bytes(damaged), pos[0], seg, 4096).base_offset == 0
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.read_batch(bytes(damaged), pos[1], seg, 4096)
+    kafka = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
+    assert (e.value.kafka_exception, e.value.path, e.value.position) == (kafka, os.path.abspath(seg.log_path), pos[1])
