@@ -418,3 +418,22 @@ def test_a_damaged_batch_names_its_segment_file_and_position():
         cleaner.read_batch(bytes(damaged), pos[1], seg, 4096)
     kafka = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
     assert (e.value.kafka_exception, e.value.path, e.value.position) == (kafka, os.path.abspath(seg.log_path), pos[1])
+
+
+# --- cleaner._txn_events: what a split round reads of a segment ahead of the pass ---------------------------------
+
+
+def test_a_segments_transactional_and_control_batches_are_its_events(tmp_path):
+    data = (build_batch(0, [(T, b"a", b"1")])
+            + build_batch(1, [(T, b"b", b"2"), (T, b"c", b"3")], producer_id=7, producer_epoch=0,
+                          is_transactional=True)
+            + build_batch(3, [(T, b"d", b"4")], producer_id=8, producer_epoch=0)
+            + build_batch(4, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T)
+            + build_batch(5, [(T, b"e", b"5")]))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    seg = CleanerSegment(str(path), 0, len(data), 0, None, 0, [], 6)
+    assert cleaner._txn_events(seg) == [cleaner._TxnEvent(2, 7, True, False, None),
+                                        cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
+    second = next(b.position for b in batches(data, 0) if b.base_offset == 3)
+    assert cleaner._txn_events(seg, second) == [cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
