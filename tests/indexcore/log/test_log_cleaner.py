@@ -148,3 +148,66 @@ def test_the_first_unstable_offset_is_the_batch_a_read_from_it_finds(tmp_path: P
     assert _first_unstable(segs, 1, 13) == 0  # held by the batch at 0
     assert _first_unstable(segs, 12, 13) == 12
     assert _first_unstable(segs, 13, 13) == 13
+
+
+def _written(part: Path, segments: dict[int, list[bytes]]) -> Path:
+    part.mkdir(parents=True)
+    for base, batches in segments.items():
+        (part / segment_name(base)).write_bytes(b"".join(batches))
+    return part
+
+
+def _plain(base: int, *keys: bytes | None, values: bytes | None = b"v") -> bytes:
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    return build_batch(base, [(T0 + base + i, k, values) for i, k in enumerate(keys)])
+
+
+def test_the_high_watermark_bounds_the_round_at_its_segment(tmp_path: Path):
+    """The high watermark at segment 5's base (the last stable offset): the round stops there, where the log end
+    lets it run to the active segment's base; the same applied. One past the log end is the log end."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"a")], 3: [_plain(3, b"a", b"c")],
+                                       5: [_plain(5, b"b")], 6: [_plain(6, b"d")]})
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    assert plan_cleaning(str(part), config, CleanerConfig(), now).first_uncleanable_offset == 6
+    assert plan_cleaning(str(part), config, CleanerConfig(), now, high_watermark=99).first_uncleanable_offset == 6
+    planned = plan_cleaning(str(part), config, CleanerConfig(), now, high_watermark=5)
+    assert (planned.first_uncleanable_offset, planned.end_offset) == (5, 5)
+    plan = clean_partition(str(part), config, CleanerConfig(), now, high_watermark=5, force=True)
+    assert plan.applied and (plan.first_uncleanable_offset, plan.end_offset) == (5, 5)
+    assert sorted(p.name for p in part.glob("*.log")) == [segment_name(b) for b in (0, 5, 6)]
+
+
+def test_a_partition_without_segments_is_not_loaded(tmp_path: Path):
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for run in (plan_cleaning, clean_partition):
+        plan = run(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0)
+        assert (plan.error, plan.end_offset, plan.applied) == ("not loaded: no segment", None, False)
+
+
+def test_one_ms_past_the_max_compaction_lag_forces_a_round(tmp_path: Path):
+    """A dirty ratio under the minimum, the oldest dirty batch 1 ms past ``max.compaction.lag.ms``: taken."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a")], 1: [_plain(1, b"b")]})
+    config = LogConfig(cleanup_policy="compact", min_cleanable_dirty_ratio=1.0, max_compaction_lag_ms=HOUR_MS)
+    plan = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS + 1)
+    assert (plan.would_clean, plan.why) == (True, "max.compaction.lag.ms passed 1 ms ago")
+    plan = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS)
+    assert plan.would_clean is False and plan.why.startswith("dirty ratio 1.000 <= min.cleanable.dirty.ratio")
+
+
+def test_a_plan_counts_the_tombstones_and_aborted_records_its_round_removes(tmp_path: Path):
+    """a's tombstone is superseded (removed), b's kept (its horizon stamped); producer 7's aborted transaction
+    (two records) goes; the ABORT marker stays until its horizon passes."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = _written(tmp_path / "c-0", {
+        0: [_plain(0, b"a", values=None), _plain(1, b"a", b"b", values=None),
+            build_batch(3, [(T0, b"x", b"1"), (T0, b"y", b"2")], producer_id=7, producer_epoch=0,
+                        is_transactional=True),
+            build_batch(5, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=T0),
+            _plain(6, b"a")],
+        7: [_plain(7, b"z")]})
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS)
+    assert (plan.records_before, plan.records_after) == (7, 3)  # b's tombstone, the marker, a at 6
+    assert (plan.tombstones_removed, plan.tombstones_kept, plan.aborted_removed) == (2, 1, 2)
