@@ -211,3 +211,29 @@ def test_a_plan_counts_the_tombstones_and_aborted_records_its_round_removes(tmp_
     plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS)
     assert (plan.records_before, plan.records_after) == (7, 3)  # b's tombstone, the marker, a at 6
     assert (plan.tombstones_removed, plan.tombstones_kept, plan.aborted_removed) == (2, 1, 2)
+
+
+def test_room_is_short_below_the_bytes_needed_and_a_mebibyte(tmp_path: Path):
+    """``_short_of_room``: free space under what is needed plus 1 MiB is short, naming the path it measured (a path
+    not created yet: its nearest existing parent). Measured while the filesystem's free space holds still."""
+    import pytest
+
+    from segdex.indexcore.log.log_cleaner import _short_of_room
+
+    def free_of(path: Path) -> int:
+        st = os.statvfs(path)
+        return st.f_bavail * st.f_frsize
+
+    def asked(path: Path, measured: Path, over: int) -> tuple[int, str | None]:
+        for _ in range(100):
+            free = free_of(measured)
+            said = _short_of_room(str(path), free - (1 << 20) + over)
+            if free_of(measured) == free:
+                return free, said
+        pytest.skip("the filesystem's free space kept changing")
+
+    assert asked(tmp_path, tmp_path, 0)[1] is None
+    free, said = asked(tmp_path, tmp_path, 1)
+    assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
+    free, said = asked(tmp_path / "q" / "r", tmp_path, 1)
+    assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
