@@ -41,6 +41,7 @@ from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.fixtures import GOLDEN
@@ -144,6 +145,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
             return verdict
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
+        before = {f.name: f.read_bytes() for f in ours.glob("*.log")}
         round_, failed = _round(functools.partial(Cleaner(SkimpyOffsetMap(dedupe)).clean, segs, view.log, start, hw,
                                                   loaded.active_producers(), config, now,
                                                   SwapWriter(str(ours), None, None)), answer, verdict, ours, theirs)
@@ -156,7 +158,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
             return verdict
         compared = oracle.compare(round_, ours) if isinstance(oracle, RecordedOracle) else _compare(round_, theirs,
                                                                                                    ours)
-        verdict.mismatches += [f"{where}: {m}" for m in compared]
+        verdict.mismatches += [f"{where}: {m}" for m in compared + _counts_differ(round_, before, ours)]
         if verdict.mismatches:
             return verdict
         checkpoint = round_.end_offset
@@ -334,6 +336,34 @@ def _compare(round_: CleaningRound, theirs: Path, ours: Path) -> list[str]:
         out += [f"segment {gone} left by segdex's swap" for gone in cleaned.replaces[1:]
                 if (ours / segment_name(gone)).exists()]
     return out
+
+
+def _tally(logs: list[bytes]) -> dict[str, int]:
+    """What the round's counts count of these ``.log`` files: bytes, records, tombstones (null values of data
+    records), batches without records."""
+    out = {"bytes": 0, "records": 0, "tombstones": 0, "empty": 0}
+    for buf in logs:
+        out["bytes"] += len(buf)
+        for batch in batches(buf):
+            recs = list(records(buf, batch))
+            out["records"] += len(recs)
+            out["tombstones"] += 0 if batch.is_control else sum(r.value is None for r in recs)
+            out["empty"] += not recs
+    return out
+
+
+def _counts_differ(round_: CleaningRound, before: dict[str, bytes], ours: Path) -> list[str]:
+    """The round's counts (``CleanerStats``) against the files it read and wrote: bytes and records read and kept,
+    tombstones kept and removed, batches kept empty."""
+    read = _tally([before[segment_name(b)] for c in round_.segments for b in c.replaces])
+    kept = _tally([(ours / segment_name(c.base_offset)).read_bytes() for c in round_.segments])
+    s = round_.stats
+    mine = (s.bytes_read, s.bytes_written, s.records_read, s.records_kept, s.tombstones_kept,
+            s.tombstones_removed, s.empty_batches)
+    files = (read["bytes"], kept["bytes"], read["records"], kept["records"], kept["tombstones"],
+             read["tombstones"] - kept["tombstones"], kept["empty"])
+    return [] if mine == files else [f"counts (bytes read, written, records read, kept, tombstones kept, "
+                                     f"removed, empty batches) {mine} != the files' {files}"]
 
 
 def _first_difference(mine: bytes | None, kafkas: bytes | None) -> str:
