@@ -354,16 +354,27 @@ def _tally(logs: list[bytes]) -> dict[str, int]:
 
 def _counts_differ(round_: CleaningRound, before: dict[str, bytes], ours: Path) -> list[str]:
     """The round's counts (``CleanerStats``) against the files it read and wrote: bytes and records read and kept,
-    tombstones kept and removed, batches kept empty."""
+    tombstones kept and removed, batches kept empty, batches rebuilt (compressed ones by codec)."""
     read = _tally([before[segment_name(b)] for c in round_.segments for b in c.replaces])
     kept = _tally([(ours / segment_name(c.base_offset)).read_bytes() for c in round_.segments])
+    # a batch rebuilt: one with records whose bytes are no source batch's, by codec
+    sources = {bytes(buf[b.position:b.position + b.size_in_bytes]) for buf in
+               (before[segment_name(b)] for c in round_.segments for b in c.replaces) for b in batches(buf)}
+    rebuilt: dict[int, int] = {}
+    for c in round_.segments:
+        buf = (ours / segment_name(c.base_offset)).read_bytes()
+        for b in batches(buf):
+            if bytes(buf[b.position:b.position + b.size_in_bytes]) not in sources and next(records(buf, b), None):
+                rebuilt[b.compression_type] = rebuilt.get(b.compression_type, 0) + 1
     s = round_.stats
     mine = (s.bytes_read, s.bytes_written, s.records_read, s.records_kept, s.tombstones_kept,
-            s.tombstones_removed, s.empty_batches)
+            s.tombstones_removed, s.empty_batches, s.batches_rebuilt, s.compressed_rebuilt)
     files = (read["bytes"], kept["bytes"], read["records"], kept["records"], kept["tombstones"],
-             read["tombstones"] - kept["tombstones"], kept["empty"])
+             read["tombstones"] - kept["tombstones"], kept["empty"], sum(rebuilt.values()),
+             {codec: n for codec, n in rebuilt.items() if codec})
     return [] if mine == files else [f"counts (bytes read, written, records read, kept, tombstones kept, "
-                                     f"removed, empty batches) {mine} != the files' {files}"]
+                                     f"removed, empty batches, batches rebuilt, by codec) {mine} != the files' "
+                                     f"{files}"]
 
 
 def _first_difference(mine: bytes | None, kafkas: bytes | None) -> str:
