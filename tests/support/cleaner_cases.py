@@ -245,6 +245,9 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
             return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
         if e.path is not None and _listing(ours) != before:
             return None, f"segdex's round threw on a damaged batch ({e.kafka_exception}) but changed its copy"
+        left = sorted(name for name in _listing(ours) if not name.endswith((*LIVE, ".snapshot")))
+        if left:
+            return None, f"segdex's round threw ({e.kafka_exception}) and left {left}"
         verdict.kafka_threw = e.kafka_exception
         return None, ""
     except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on

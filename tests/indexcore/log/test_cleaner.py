@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, LogCleaningException
+from segdex.indexcore.log.cleaner import THREADS_ENV, Cleaner, LogCleaningException
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
@@ -43,9 +43,12 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
     keep_recording("generated", recording)
 
 
-def test_two_rounds_equal_kafkas_recorded_answers(tmp_path: Path):
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_two_rounds_equal_kafkas_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
     """The cases above against Kafka's recorded answers and files (their digests), in the test process: what the
-    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with."""
+    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with; the round in one thread and split over two
+    (``SEGDEX_CLEAN_THREADS``), each group written and swapped in as it is cleaned."""
+    monkeypatch.setenv(THREADS_ENV, threads)
     kafka = recorded("generated")
     _two_rounds(kafka, tmp_path)
     assert not kafka.recorded
@@ -283,7 +286,9 @@ def test_rounds_at_the_edge_of_a_merge_fail_where_kafkas_do(kafka44, tmp_path: P
     keep_recording("edge of a merge", recording)
 
 
-def test_rounds_at_the_edge_of_a_merge_recorded_answers(tmp_path: Path):
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_rounds_at_the_edge_of_a_merge_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, threads)
     kafka = recorded("edge of a merge")
     _edge_of_a_merge(kafka, tmp_path)
     assert not kafka.recorded
@@ -341,7 +346,9 @@ def test_v0_and_v1_logs_are_rewritten_as_kafka_4_4_rewrites_them(kafka44, tmp_pa
     keep_recording("v0 and v1", recording)
 
 
-def test_v0_and_v1_logs_recorded_answers(tmp_path: Path):
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_v0_and_v1_logs_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, threads)
     kafka = recorded("v0 and v1")
     _old_formats(kafka, tmp_path)
     assert not kafka.recorded
