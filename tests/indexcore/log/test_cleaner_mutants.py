@@ -437,3 +437,72 @@ def test_a_segments_transactional_and_control_batches_are_its_events(tmp_path):
                                         cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
     second = next(b.position for b in batches(data, 0) if b.base_offset == 3)
     assert cleaner._txn_events(seg, second) == [cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
+
+
+# --- cleaner.CleanedSegment.as_segment and facts: a cleaned segment as the next planned round reads it ----------
+
+
+def _cleaned_segment(mtime_ms: int = T + 5):
+    """A cleaned segment of three batches (offsets 10-14, max timestamps T+1, T+9, T+4), its offset index an entry
+    a batch, its time index two entries."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.time_index import TimeIndex
+    from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
+
+    log = (build_batch(10, [(T + 1, b"a", b"1")]) + build_batch(11, [(T + 9, b"b", b"2"), (T + 2, b"c", b"3")])
+           + build_batch(13, [(T + 3, b"d", None), (T + 4, b"e", b"5")]))
+    positions = [b.position for b in batches(log, 0)]
+    offsets = OffsetIndex(10, 1 << 20)
+    for offset, position in zip((10, 12, 14), positions, strict=True):
+        offsets.append(offset, position)
+    times = TimeIndex(10, 1 << 20)
+    times.maybe_append(T + 1, 10)
+    times.maybe_append(T + 9, 12)
+    txn = TransactionIndex(10)
+    txn.append(AbortedTxn(7, 10, 12, 15))
+    return cleaner.CleanedSegment(10, log, offsets.to_bytes(), times.to_bytes(), txn.to_bytes(), mtime_ms, [10, 20],
+                                  len(log)), positions
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_cleaned_segment_is_read_back_as_the_log_holds_it(tmp_path, on_disk: bool):
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    cleaned, positions = _cleaned_segment()
+    path = None
+    if on_disk:
+        path = str(tmp_path / "00000000000000000010.7.log")
+        with open(path, "wb") as f:
+            f.write(cleaned.log)
+    seg = cleaned.as_segment(4096, path)
+    assert (seg.log_path, seg.data) == ((path, None) if on_disk else ("(planned round's segment 10)", cleaned.log))
+    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset) == (10, len(cleaned.log), T + 5, 15)
+    assert seg.offset_index.entries() == list(zip((10, 12, 14), positions, strict=True))
+    assert seg.offset_index.lookup(13) == (12, positions[1]) and seg.offset_index.max_entries == 4096 // 8
+    assert seg.time_index_entries == 2 and seg.aborted == [AbortedTxn(7, 10, 12, 15)]
+    with cleaner._open_segment(seg) as buf:
+        assert bytes(buf) == cleaned.log
+    facts = cleaned.facts(path)
+    assert facts == cleaner.SegmentFacts(10, len(cleaned.log), T + 9, T + 1)
+
+
+def test_an_empty_cleaned_segment_reads_back_empty_and_dated_by_its_time(tmp_path):
+    empty = cleaner.CleanedSegment(30, b"", b"", b"", None, T + 5, [30], 0)
+    path = str(tmp_path / "00000000000000000030.1.log")
+    open(path, "wb").close()
+    for where in (None, path):
+        seg = empty.as_segment(4096, where)
+        assert (seg.next_offset, seg.time_index_entries, seg.aborted, len(seg.offset_index)) == (30, 0, [], 0)
+        assert empty.facts(where) == cleaner.SegmentFacts(30, 0, T + 5, cleaner.LONG_MAX)
+
+
+def test_a_cleaned_segment_at_timestamp_zero_is_dated_zero():
+    """Timestamp 0 is a timestamp: the time index's last entry and the first batch's max timestamp, not the file's
+    time or none."""
+    from segdex.indexcore.index.time_index import TimeIndex
+
+    times = TimeIndex(40, 1 << 20)
+    times.maybe_append(0, 40)
+    log = build_batch(40, [(0, b"a", b"1")])
+    zero = cleaner.CleanedSegment(40, log, b"", times.to_bytes(), None, T + 5, [40], len(log))
+    assert zero.facts() == cleaner.SegmentFacts(40, len(log), 0, 0)
