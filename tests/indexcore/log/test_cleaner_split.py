@@ -66,3 +66,40 @@ def test_a_split_round_is_the_one_thread_round(tmp_path: Path, native: bool, mon
             split["txn"] += any(c[4] for c in one[1])
             split["cut"] += dedupe < 24 * 10_000
     assert split["rounds"] > 30 and split["groups"] > 5 and split["txn"] > 3 and split["cut"] > 10, split
+
+
+@pytest.mark.parametrize("aborted", [False, True])
+@pytest.mark.parametrize("damage", ["magic", "size"])
+def test_a_split_round_fails_on_a_damaged_batch_as_the_one_thread_round(tmp_path: Path, aborted: bool, damage: str):
+    """A dirty segment served with a bad magic byte or size field in its second batch: the partial build that
+    meets it is read again by the pass, which throws Kafka's exception, as the one-thread round does; with an
+    aborted transaction to follow, the transaction states cannot be read ahead either (a size field below 14),
+    and the pass meets it as well."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+    from segdex.indexcore.log.cleaner import CleanerSegment
+    from segdex.indexcore.log.log_cleaner_manager import LogToClean
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    segs = []
+    for base, keys in ((0, [b"a", b"b"]), (2, [b"c", b"d"]), (4, [b"e", b"f"]), (6, [b"g"])):
+        data = bytearray(b"".join(build_batch(base + i, [(T0, k, b"v")]) for i, k in enumerate(keys)))
+        if base == 2 and damage == "magic":
+            data[len(data) // 2 + 16] = 9  # the second batch's magic byte
+        elif base == 2:
+            data[len(data) // 2 + 8:len(data) // 2 + 12] = (5).to_bytes(4, "big")  # its size field
+        path = tmp_path / segment_name(base)
+        path.write_bytes(bytes(data))
+        txns = [AbortedTxn(7, 0, 1, 6)] if aborted and base == 0 else []
+        segs.append(CleanerSegment(str(path), base, len(data), T0, OffsetIndex.from_bytes(b"", base, 1 << 20), 0,
+                                   txns, base + len(keys), as_is=base == 2))
+    to_clean = LogToClean(0, 6, 0, sum(s.size for s in segs[:3]), False)
+    config = LogConfig(cleanup_policy="compact")
+    failures = []
+    for threads in (1, 2):
+        with pytest.raises(LogCleaningException) as e:
+            Cleaner(SkimpyOffsetMap(24 * 100), threads=threads).clean(segs, to_clean, 0, 7, {}, config, T0)
+        failures.append((str(e.value), e.value.kafka_exception, e.value.position))
+    assert failures[0] == failures[1] and failures[0][1].endswith(
+        "Invalid magic found in record: 9" if damage == "magic" else
+        "Record size 5 is less than the minimum record overhead (14)")
