@@ -237,3 +237,54 @@ def test_room_is_short_below_the_bytes_needed_and_a_mebibyte(tmp_path: Path):
     assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
     free, said = asked(tmp_path / "q" / "r", tmp_path, 1)
     assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
+
+
+def test_the_same_filesystem_is_told_by_device_and_a_missing_quarantine_by_its_parent(tmp_path: Path):
+    import pytest
+
+    from segdex.indexcore.log.log_cleaner import _same_filesystem
+
+    assert _same_filesystem(str(tmp_path), None) is False
+    assert _same_filesystem(str(tmp_path), str(tmp_path)) is True
+    assert _same_filesystem(str(tmp_path), str(tmp_path / "q" / "run")) is True  # not created yet: its parent's
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second filesystem here")
+    assert _same_filesystem(str(tmp_path), str(other)) is False
+
+
+def test_an_until_clean_plan_whose_first_round_fails_says_kafkas_failure(tmp_path: Path):
+    """The first round throws as Kafka's does (a merged segment's time index full): the plan's error is Kafka's
+    failure, as one round's plan says it, not a later round's."""
+    from tests.support.compacted_partitions import OUTGROWN_ERROR, outgrown_partition
+
+    part = tmp_path / "c-0"
+    outgrown_partition(part, T0)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=96)
+    cleaner = CleanerConfig(dedupe_buffer_size=2400)
+    one = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS)
+    assert one.error.startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR})")
+    whole = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, until_clean=True)
+    assert (whole.error, whole.end_offset, whole.rounds) == (one.error, None, 0)
+
+
+def test_planned_rounds_spill_into_a_scratch_directory_removed_at_the_end(tmp_path: Path, monkeypatch):
+    """--until-clean over a map of 3 keys: each round a later one reads is written under ``segdex-clean-plan-*``
+    in the temporary directory while the plan runs, and nothing is left after."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"c", b"d")], 4: [_plain(4, b"e", b"f", b"a")],
+                                       7: [_plain(7, b"g")]})
+    seen = []
+
+    def on_round(_bytes: int) -> None:
+        seen.append(sorted((p.parent.name[:18], p.suffix) for p in scratch.rglob("*") if p.is_file()))
+
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=24 * 4),
+                         T0 + HOUR_MS, until_clean=True, on_round=on_round)
+    assert plan.rounds == len(seen) > 1 and plan.error is None and plan.end_offset == 7
+    assert seen[0] and all(name == "segdex-clean-plan-" and suffix == ".log" for name, suffix in seen[0])
+    assert list(scratch.iterdir()) == []
