@@ -288,3 +288,19 @@ def test_planned_rounds_spill_into_a_scratch_directory_removed_at_the_end(tmp_pa
     assert plan.rounds == len(seen) > 1 and plan.error is None and plan.end_offset == 7
     assert seen[0] and all(name == "segdex-clean-plan-" and suffix == ".log" for name, suffix in seen[0])
     assert list(scratch.iterdir()) == []
+
+
+def test_an_until_clean_plan_whose_second_round_fails_keeps_the_first(tmp_path: Path):
+    """A map of 5 keys: round 1 takes segment 0's five keys and cleans it alone; round 2 merges it with segment 5,
+    whose time indexes together outgrow ``segment.index.bytes``, and throws as Kafka's does: the plan keeps round
+    1 and says round 2's failure."""
+    from tests.support.compacted_partitions import OUTGROWN_ERROR, outgrown_partition
+
+    part = tmp_path / "c-0"
+    outgrown_partition(part, T0)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=96)
+    one = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=2400), T0 + HOUR_MS)
+    whole = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=24 * 6), T0 + HOUR_MS,
+                          until_clean=True)
+    assert one.error.startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR})")
+    assert (whole.error, whole.rounds, whole.end_offset, whole.map_full) == (f"round 2: {one.error}", 1, 5, True)
