@@ -304,3 +304,17 @@ def test_an_until_clean_plan_whose_second_round_fails_keeps_the_first(tmp_path: 
                           until_clean=True)
     assert one.error.startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR})")
     assert (whole.error, whole.rounds, whole.end_offset, whole.map_full) == (f"round 2: {one.error}", 1, 5, True)
+
+
+def test_an_offset_map_too_small_for_a_key_makes_no_progress(tmp_path: Path):
+    """A map of one slot takes no key (``int(1 x 0.9)`` = 0): its round ends at offset 0 and the next would not get
+    past it, which the plan says instead of planning on. Two slots take one key a round: two rounds. Each round is
+    told to ``on_round`` with the bytes it cleans."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b")], 2: [_plain(2, b"c")]})
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    for memory, rounds, told, end, error in ((24, 1, [0], 0, "round 2 would not get past offset 0"),
+                                             (48, 2, [79, 79], 2, None)):
+        seen = []
+        plan = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=memory), now, until_clean=True,
+                             on_round=seen.append)
+        assert (plan.rounds, seen, plan.end_offset, plan.error) == (rounds, told, end, error), memory
