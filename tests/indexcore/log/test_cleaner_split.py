@@ -103,3 +103,23 @@ def test_a_split_round_fails_on_a_damaged_batch_as_the_one_thread_round(tmp_path
     assert failures[0] == failures[1] and failures[0][1].endswith(
         "Invalid magic found in record: 9" if damage == "magic" else
         "Record size 5 is less than the minimum record overhead (14)")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_segment_that_fills_the_map_exactly_ends_where_the_next_begins(tmp_path: Path, native: bool, monkeypatch):
+    """A map of 3 keys: segment 0's two keys merge; segment 2's one new key would reach the limit, so the pass reads
+    it (the map then exactly full, the segment read to its end: its last offset is the next base's, minus one);
+    segment 3's key fills it. The round ends at segment 3's base, split or not."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    if not native:
+        monkeypatch.setenv("SEGDEX_NO_NATIVE", "1")
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, keys in ((0, [b"a", b"b"]), (2, [b"c"]), (3, [b"d"]), (4, [b"e"])):
+        (part / segment_name(base)).write_bytes(build_batch(base, [(T0 + base, k, b"v") for k in keys]))
+    config = LogConfig(cleanup_policy="compact")
+    one = _round(part, config, T0 + HOUR_MS, 24 * 4, 1, 0.0)
+    assert one[0] == 3
+    for threads in (2, 4):
+        assert _round(part, config, T0 + HOUR_MS, 24 * 4, threads, 0.0) == one, threads
