@@ -469,21 +469,22 @@ def test_a_cleaned_segment_is_read_back_as_the_log_holds_it(tmp_path, on_disk: b
     from segdex.indexcore.index.transaction_index import AbortedTxn
 
     cleaned, positions = _cleaned_segment()
-    path = None
-    if on_disk:
+    log, path = cleaned.log, None
+    if on_disk:  # a planned round's segment spilled to a scratch file: the round kept no bytes of it
         path = str(tmp_path / "00000000000000000010.7.log")
         with open(path, "wb") as f:
             f.write(cleaned.log)
+        cleaned.log = b""
     seg = cleaned.as_segment(4096, path)
-    assert (seg.log_path, seg.data) == ((path, None) if on_disk else ("(planned round's segment 10)", cleaned.log))
+    assert (seg.log_path, seg.data) == ((path, None) if on_disk else ("(planned round's segment 10)", log))
     assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset) == (10, len(cleaned.log), T + 5, 15)
     assert seg.offset_index.entries() == list(zip((10, 12, 14), positions, strict=True))
     assert seg.offset_index.lookup(13) == (12, positions[1]) and seg.offset_index.max_entries == 4096 // 8
     assert seg.time_index_entries == 2 and seg.aborted == [AbortedTxn(7, 10, 12, 15)]
     with cleaner._open_segment(seg) as buf:
-        assert bytes(buf) == cleaned.log
+        assert bytes(buf) == log
     facts = cleaned.facts(path)
-    assert facts == cleaner.SegmentFacts(10, len(cleaned.log), T + 9, T + 1)
+    assert facts == cleaner.SegmentFacts(10, len(log), T + 9, T + 1)
 
 
 def test_an_empty_cleaned_segment_reads_back_empty_and_dated_by_its_time(tmp_path):
