@@ -477,7 +477,7 @@ def test_a_cleaned_segment_is_read_back_as_the_log_holds_it(tmp_path, on_disk: b
         cleaned.log = b""
     seg = cleaned.as_segment(4096, path)
     assert (seg.log_path, seg.data) == ((path, None) if on_disk else ("(planned round's segment 10)", log))
-    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset) == (10, len(cleaned.log), T + 5, 15)
+    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset) == (10, len(log), T + 5, 15)
     assert seg.offset_index.entries() == list(zip((10, 12, 14), positions, strict=True))
     assert seg.offset_index.lookup(13) == (12, positions[1]) and seg.offset_index.max_entries == 4096 // 8
     assert seg.time_index_entries == 2 and seg.aborted == [AbortedTxn(7, 10, 12, 15)]
