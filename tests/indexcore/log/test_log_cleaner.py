@@ -266,6 +266,9 @@ def test_an_until_clean_plan_whose_first_round_fails_says_kafkas_failure(tmp_pat
     assert one.error.startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR})")
     whole = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, until_clean=True)
     assert (whole.error, whole.end_offset, whole.rounds) == (one.error, None, 0)
+    # a map of 9 keys: the round ends inside segment 5 and would spill its groups for the next; it fails the same
+    small = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=24 * 10), T0 + HOUR_MS, until_clean=True)
+    assert (small.error, small.end_offset, small.rounds) == (one.error, None, 0)
 
 
 def test_planned_rounds_spill_into_a_scratch_directory_removed_at_the_end(tmp_path: Path, monkeypatch):
