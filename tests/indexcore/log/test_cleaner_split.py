@@ -123,3 +123,40 @@ def test_a_segment_that_fills_the_map_exactly_ends_where_the_next_begins(tmp_pat
     assert one[0] == 3
     for threads in (2, 4):
         assert _round(part, config, T0 + HOUR_MS, 24 * 4, threads, 0.0) == one, threads
+
+
+def test_a_split_round_carries_a_transaction_begun_before_the_dirty_offset(tmp_path: Path):
+    """The first dirty offset (the checkpoint, 2) lies inside segment 0, after producer 7's aborted data at 0; the
+    ABORT marker is in a later group. The map is built from offset 2 on, but the cleaning reads segment 0 whole:
+    the marker's group starts with the transaction's data seen, so the marker is kept as it is (not stamped with
+    a horizon as a marker whose data was never seen), split or not."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    txn = {"producer_id": 7, "producer_epoch": 0}
+    segments = {0: [build_batch(0, [(T0, b"x", b"1")], is_transactional=True, **txn),
+                    build_batch(1, [(T0, b"a", b"1")]), build_batch(2, [(T0, b"b", b"1")])],
+                3: [build_batch(3, [(T0, b"c", b"1")])],
+                4: [build_batch(4, [], control=("ABORT", 0), control_timestamp=T0, **txn),
+                    build_batch(5, [(T0, b"d", b"1")])],
+                6: [build_batch(6, [(T0, b"e", b"1")])]}
+    for base, batches in segments.items():
+        (part / segment_name(base)).write_bytes(b"".join(batches))
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1,
+                       segment_bytes=sum(map(len, segments[0])) + 40)
+    now = T0 + HOUR_MS
+    loaded = load_for_cleaning(str(part), config, now)
+    segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+    assert segs[0].offset_index.lookup(2)[1] > 0 and [len(s.aborted) for s in segs] == [0, 0, 1, 0]
+    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), 2, now,
+                         config)
+    rounds = []
+    for threads in (1, 2):
+        r = Cleaner(SkimpyOffsetMap(24 * 100), threads=threads).clean(segs, view.log, start, leo,
+                                                                        loaded.active_producers(), config, now)
+        rounds.append([(c.base_offset, c.replaces, c.log, c.offset_index, c.time_index, c.txn_index)
+                       for c in r.segments])
+    assert rounds[0] == rounds[1]
+    marker = segments[4][0]
+    assert [c[1] for c in rounds[0]] == [[0], [3, 4]] and marker in rounds[0][1][2]  # copied as it is
