@@ -321,3 +321,24 @@ def test_an_offset_map_too_small_for_a_key_makes_no_progress(tmp_path: Path):
         plan = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=memory), now, until_clean=True,
                              on_round=seen.append)
         assert (plan.rounds, seen, plan.end_offset, plan.error) == (rounds, told, end, error), memory
+
+
+def test_a_run_finishes_what_an_interrupted_one_left_and_says_so(tmp_path: Path):
+    """A temporary of a killed run and a ``.deleted`` file of an unfinished swap: removed before the round (as
+    Kafka's load removes the latter), each named in ``finished``, in that order."""
+    from segdex.indexcore.log.log_loader import complete_swaps
+
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"a")], 3: [_plain(3, b"c")]})
+    (part / ".segdex-1-00.tmp").write_bytes(b"half")
+    (part / (segment_name(3)[:-4] + ".index.deleted")).write_bytes(b"")
+    copy = tmp_path / "copy" / "c-0"
+    shutil.copytree(part, copy)
+    (copy / ".segdex-1-00.tmp").unlink()
+    swaps = complete_swaps(str(copy))
+    plan = clean_partition(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS)
+    assert swaps and plan.finished == "; ".join(["removed .segdex-1-00.tmp", *swaps])
+    assert plan.applied and not [p.name for p in part.iterdir() if p.name.endswith((".tmp", ".deleted"))]
+    again = clean_partition(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                            force=True, quarantine=str(tmp_path / "q"))
+    assert again.finished is None and again.applied  # nothing left over; a run without an id: none in the manifest
+    assert json.loads((Path(again.quarantine) / "manifest.json").read_text())["run_id"] == ""
