@@ -418,6 +418,9 @@ def test_a_damaged_batch_names_its_segment_file_and_position():
         cleaner.read_batch(bytes(damaged), pos[1], seg, 4096)
     kafka = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
     assert (e.value.kafka_exception, e.value.path, e.value.position) == (kafka, os.path.abspath(seg.log_path), pos[1])
+    assert str(e.value) == (f"Kafka's cleaner fails this round ({kafka}): a damaged batch at byte {pos[1]} of "
+                            f"{os.path.abspath(seg.log_path)}, served as it is (a clean start does not re-read it); a "
+                            f"broker marks the partition uncleanable and leaves it dirty")
 
 
 # --- cleaner._txn_events: what a split round reads of a segment ahead of the pass ---------------------------------
