@@ -266,6 +266,7 @@ def test_an_until_clean_plan_whose_first_round_fails_says_kafkas_failure(tmp_pat
     assert one.error == (f"Kafka's cleaner fails this round ({OUTGROWN_ERROR}): segments 0, 5 merged into one "
                          "outgrow its index of segment.index.bytes=96; a broker marks the partition uncleanable and "
                          "leaves it dirty")
+    assert plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, threads=2).error == one.error  # split
     whole = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, until_clean=True)
     assert (whole.error, whole.end_offset, whole.rounds) == (one.error, None, 0)
     # a map of 9 keys: the round ends inside segment 5 and would spill its groups for the next; it fails the same
@@ -293,6 +294,9 @@ def test_planned_rounds_spill_into_a_scratch_directory_removed_at_the_end(tmp_pa
     assert plan.rounds == len(seen) > 1 and plan.error is None and plan.end_offset == 7
     assert seen[0] and all(name == "segdex-clean-plan-" and suffix == ".log" for name, suffix in seen[0])
     assert list(scratch.iterdir()) == []
+    split = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=24 * 4),
+                          T0 + HOUR_MS, until_clean=True, threads=2)
+    assert split == plan and list(scratch.iterdir()) == []
 
 
 def test_an_until_clean_plan_whose_second_round_fails_keeps_the_first(tmp_path: Path):
