@@ -348,3 +348,30 @@ def test_a_run_finishes_what_an_interrupted_one_left_and_says_so(tmp_path: Path)
                             force=True, quarantine=str(tmp_path / "q"))
     assert again.finished is None and again.applied  # nothing left over; a run without an id: none in the manifest
     assert json.loads((Path(again.quarantine) / "manifest.json").read_text())["run_id"] == ""
+
+
+def test_a_start_that_does_not_re_read_segments_keeps_their_indexes_on_disk(tmp_path: Path):
+    """Segments 0 and 4 with empty ``.index`` and ``.timeindex`` files: a start that re-reads them (the default)
+    rebuilds their indexes (3 time entries each), which ``segment.index.bytes`` 48 keeps apart; a clean start, or
+    a recovery point past them, keeps the empty files, so the cleaner merges the two and the merged segment
+    outgrows its time index, as Kafka's round fails there. ``clean_partition`` takes the same three starts."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, n in ((0, 4), (4, 4), (8, 1)):
+        (part / segment_name(base)).write_bytes(b"".join(_plain(base + i, b"k%d" % (base + i)) for i in range(n)))
+        if base < 8:
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48)
+    now = T0 + HOUR_MS
+    failed = ("Kafka's cleaner fails this round (java.lang.IllegalArgumentException: Attempt to append to a full time "
+              "index (size = 3).): segments 0, 4 merged into one outgrow its index of segment.index.bytes=48; a "
+              "broker marks the partition uncleanable and leaves it dirty")
+    starts = (({}, None), ({"clean_shutdown": True}, failed), ({"recovery_point": 9}, failed))
+    for i, (start, error) in enumerate(starts):
+        planned = plan_cleaning(str(part), config, CleanerConfig(), now, **start)
+        assert (planned.error, planned.segments_after) == (error, None if error else 2), start
+        copy = tmp_path / f"copy{i}" / "c-0"
+        shutil.copytree(part, copy)
+        applied = clean_partition(str(copy), config, CleanerConfig(), now, force=True, **start)
+        assert applied.applied == (error is None) and (applied.error or "").startswith(error or ""), start
