@@ -411,3 +411,30 @@ def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_
     assert any("but not processed for log segment" in k or "Could not determine next batch size" in k
                for k in total.threw), total.threw
     assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned
+
+
+def test_a_marker_past_its_horizon_goes_but_an_active_producers_last_stays_empty(tmp_path: Path):
+    """Producer 7's ABORT marker, its data cleaned away by an earlier round that stamped the delete horizon H: at
+    ``now`` = H its records go (``horizon <= now``), and, being the active producer's last batch, it stays as an
+    empty batch; a ms before H it is kept whole."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.memory_records_builder import rebuild_batch
+    from segdex.indexcore.record.records import records
+
+    horizon = T0 + 10_000
+    marker = build_batch(0, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=T0)
+    b = next(batches(marker, 0))
+    marker = rebuild_batch(0, 0, b.attributes, 0, 7, 0, b.base_sequence, list(records(marker, b)),
+                           delete_horizon_ms=horizon)
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(marker + build_batch(1, [(T0, b"a", b"1")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(T0, b"b", b"1")]))
+    config = LogConfig(cleanup_policy="compact")
+    for now, kept in ((horizon, 0), (horizon - 1, 1)):
+        segs, active, start, leo, view = load(part, config, now)
+        assert active[7].last_data_offset is None
+        (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+        first, second = batches(cleaned.log, 0)
+        assert (first.is_control, first.producer_id, len(list(records(cleaned.log, first)))) == (True, 7, kept)
+        assert [r.key for r in records(cleaned.log, second)] == [b"a"]
