@@ -438,3 +438,25 @@ def test_a_marker_past_its_horizon_goes_but_an_active_producers_last_stays_empty
         first, second = batches(cleaned.log, 0)
         assert (first.is_control, first.producer_id, len(list(records(cleaned.log, first)))) == (True, 7, kept)
         assert [r.key for r in records(cleaned.log, second)] == [b"a"]
+
+
+def test_an_active_producers_last_data_batch_stays_empty_when_its_records_go(tmp_path: Path):
+    """Producer 8's only batch (key a) is superseded by a plain a: its record goes, but as the active producer's
+    last data batch it stays as an empty batch (its sequence kept for the producer's state); a plain batch in its
+    place would go."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import records
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(T0, b"a", b"1")], producer_id=8, producer_epoch=0,
+                                                     base_sequence=0) + build_batch(1, [(T0, b"a", b"2")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(T0, b"b", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 1000
+    segs, active, start, leo, view = load(part, config, now)
+    assert active[8].last_data_offset == 0
+    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+    first, second = batches(cleaned.log, 0)
+    assert (first.producer_id, first.base_sequence, first.last_offset, list(records(cleaned.log, first))) == (
+        8, 0, 0, [])
+    assert [(r.offset, r.value) for r in records(cleaned.log, second)] == [(1, b"2")]
