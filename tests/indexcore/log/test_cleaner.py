@@ -394,6 +394,45 @@ def test_a_v1_message_set_emptied_at_the_high_watermark_is_kafkas_failure(kafka4
             assert "cleanException" not in answer and clean().end_offset == answer["endOffset"] == 3
 
 
+def test_a_v1_message_set_emptied_at_the_high_watermark_fails_the_plan_as_kafkas_round(tmp_path: Path):
+    """The case above in the test process: the plan says Kafka's failure, word for word."""
+    from segdex.indexcore.config.cleaner_config import CleanerConfig
+    from segdex.indexcore.log.log_cleaner import plan_cleaning
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, recs in ((0, [(0, b"a"), (1, None)]), (2, [(2, b"b")]), (3, [(3, b"c")])):
+        (part / segment_name(base)).write_bytes(b"".join(build_batch(o, [(T0 + o, k, b"v")], magic=1)
+                                                         for o, k in recs))
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=2400),
+                         T0 + 10_000, high_watermark=2)
+    assert plan.error == (
+        "Kafka's cleaner fails this round (java.lang.IllegalStateException: Empty batches are only supported for "
+        "magic v2 and above): the v1 message set at offset 1 ends at the high watermark and keeps no record; a "
+        "broker marks the partition uncleanable and leaves it dirty")
+
+
+def test_a_rebuilt_log_append_time_batch_keeps_its_append_time(tmp_path: Path):
+    """A gzip batch of producer 8 with LogAppendTime loses a superseded record: rebuilt, its max timestamp is still
+    the append time (``buildRetainedRecordsInto``), not its records' largest."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import records
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    appended = T0 + 5_000
+    (part / segment_name(0)).write_bytes(
+        build_batch(0, [(T0, b"a", b"1"), (T0 + 1, b"b", b"1")], compression=1, log_append_time=appended,
+                    producer_id=8, producer_epoch=0, base_sequence=0)
+        + build_batch(2, [(T0 + 2, b"a", b"2")]))
+    (part / segment_name(3)).write_bytes(build_batch(3, [(T0 + 3, b"c", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10_000
+    segs, active, start, leo, view = load(part, config, now)
+    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+    first = next(batches(cleaned.log, 0))
+    assert [r.key for r in records(cleaned.log, first)] == [b"b"] and first.max_timestamp == appended
+
+
 def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(kafka44, tmp_path: Path):
     """One batch damaged below the recovery point of a clean start (``judge_cleaning(damage=True)``): a bad size
     field, a bad magic byte or a batch cut short fails Kafka's round and segdex's with the same exception
