@@ -480,22 +480,42 @@ def test_a_marker_past_its_horizon_goes_but_an_active_producers_last_stays_empty
 
 
 def test_an_active_producers_last_data_batch_stays_empty_when_its_records_go(tmp_path: Path):
-    """Producer 8's only batch (key a) is superseded by a plain a: its record goes, but as the active producer's
-    last data batch it stays as an empty batch (its sequence kept for the producer's state); a plain batch in its
-    place would go."""
+    """Producers 8's and 9's only batches (keys a, z) are superseded by plain ones: their records go, but as the
+    active producers' last data batches they stay as empty batches (their sequences kept for the producers'
+    state), two counted."""
     from segdex.indexcore.record.file_records import batches
     from segdex.indexcore.record.records import records
 
     part = tmp_path / "c-0"
     part.mkdir()
-    (part / segment_name(0)).write_bytes(build_batch(0, [(T0, b"a", b"1")], producer_id=8, producer_epoch=0,
-                                                     base_sequence=0) + build_batch(1, [(T0, b"a", b"2")]))
-    (part / segment_name(2)).write_bytes(build_batch(2, [(T0, b"b", b"1")]))
+    (part / segment_name(0)).write_bytes(
+        build_batch(0, [(T0, b"a", b"1")], producer_id=8, producer_epoch=0, base_sequence=0)
+        + build_batch(1, [(T0, b"z", b"1")], producer_id=9, producer_epoch=0, base_sequence=0)
+        + build_batch(2, [(T0, b"a", b"2"), (T0, b"z", b"2")]))
+    (part / segment_name(4)).write_bytes(build_batch(4, [(T0, b"b", b"1")]))
     config, now = LogConfig(cleanup_policy="compact"), T0 + 1000
     segs, active, start, leo, view = load(part, config, now)
-    assert active[8].last_data_offset == 0
-    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
-    first, second = batches(cleaned.log, 0)
+    assert (active[8].last_data_offset, active[9].last_data_offset) == (0, 1)
+    round_ = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now)
+    (cleaned,) = round_.segments
+    first, second, third = batches(cleaned.log, 0)
     assert (first.producer_id, first.base_sequence, first.last_offset, list(records(cleaned.log, first))) == (
         8, 0, 0, [])
-    assert [(r.offset, r.value) for r in records(cleaned.log, second)] == [(1, b"2")]
+    assert (second.producer_id, second.last_offset, list(records(cleaned.log, second))) == (9, 1, [])
+    assert [(r.offset, r.value) for r in records(cleaned.log, third)] == [(2, b"2"), (3, b"2")]
+    assert round_.stats.empty_batches == 2
+
+
+def test_a_cleaned_segment_whose_largest_timestamp_is_its_first_offset_indexes_it(tmp_path: Path):
+    """``onBecomeInactiveSegment``: the time index's last entry is the largest timestamp and its offset, also when
+    that offset is 0 (the log's first)."""
+    import struct
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(T0 + 100, b"a", b"1")]) + build_batch(1, [(T0, b"b", b"1")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(T0 + 200, b"c", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10_000
+    segs, active, start, leo, view = load(part, config, now)
+    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+    assert cleaned.time_index == struct.pack(">qi", T0 + 100, 0)
