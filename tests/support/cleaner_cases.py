@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.fs.atomic_file import is_temporary
 from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningException
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
@@ -245,7 +246,7 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
             return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
         if e.path is not None and _listing(ours) != before:
             return None, f"segdex's round threw on a damaged batch ({e.kafka_exception}) but changed its copy"
-        left = sorted(name for name in _listing(ours) if not name.endswith((*LIVE, ".snapshot")))
+        left = sorted(name for name in _listing(ours) if is_temporary(name) or name.endswith((".cleaned", ".swap")))
         if left:
             return None, f"segdex's round threw ({e.kafka_exception}) and left {left}"
         verdict.kafka_threw = e.kafka_exception
