@@ -71,6 +71,7 @@ def test_a_log_streamed_into_its_temporary_is_moved_into_place(tmp_path: Path):
     tmp, file = open_cleaned_log(str(part), 0)
     file.write(b"streamed log")
     file.close()
+    assert os.path.dirname(tmp) == str(part) and os.stat(tmp).st_mode & 0o777 == 0o640  # the old .log's mode
     cleaned = _cleaned()
     cleaned.log = b""  # the round kept no bytes: they are in the temporary
     replace_segments(str(part), cleaned, log_written=tmp)
