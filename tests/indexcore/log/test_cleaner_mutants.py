@@ -213,6 +213,12 @@ def test_a_control_batch_without_records_or_of_another_type_goes():
     assert tm.ongoing_committed == {8}
 
 
+def test_a_control_batch_of_another_kind_stays():
+    """A control record neither ABORT nor COMMIT (KRaft's LEADER_CHANGE, type 2) is kept: ``case _ => false``."""
+    tm = _metadata()
+    assert tm.on_control_batch_read(_Batch(5, -1, False), "LEADER_CHANGE") is False
+
+
 def test_aborted_transactions_start_by_first_offset_not_by_arrival():
     from segdex.indexcore.index.transaction_index import AbortedTxn
 
