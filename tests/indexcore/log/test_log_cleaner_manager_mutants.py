@@ -86,3 +86,11 @@ def test_the_compaction_delay_is_past_the_lag_from_the_oldest_first_batch():
     zero = _segs((0, 1, NOW, 0), (10, 1, NOW, 1), (20, 1, NOW, NOW))
     assert m.max_compaction_delay(zero, 0, NOW, 0) == NOW - 1  # a timestamp of 0 is no timestamp; 1 is one
     assert m.max_compaction_delay(_segs((0, 1, NOW, LONG_MAX), (20, 1, NOW, NOW)), 0, NOW, 0) == 0
+
+
+def test_the_cleaning_view_carries_the_oldest_dirty_age_from_its_first_dirty_offset():
+    from segdex.indexcore.config.log_config import LogConfig
+
+    config = LogConfig(cleanup_policy="compact")
+    assert m.cleaning_view(SEGS, 0, 25, 25, None, NOW, config).oldest_dirty_age_ms == 90
+    assert m.cleaning_view(SEGS, 0, 25, 25, 10, NOW, config).oldest_dirty_age_ms == 40  # the checkpoint's segment on
