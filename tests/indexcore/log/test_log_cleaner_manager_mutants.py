@@ -44,6 +44,8 @@ def test_a_compaction_lag_of_one_ms_holds_back_a_segment_written_within_it():
     assert offsets.first_uncleanable_dirty_offset == 20  # the active segment: none within 1 ms
     offsets = m.cleanable_offsets(SEGS, 0, 30, 30, None, NOW, 6)
     assert offsets.first_uncleanable_dirty_offset == 10  # segment 10's largest timestamp is 5 ms old
+    fresh = _segs((0, 100, NOW - 50, NOW - 90), (10, 200, NOW, NOW - 40), (20, 300, NOW, NOW - 1))
+    assert m.cleanable_offsets(fresh, 0, 30, 30, None, NOW, 1).first_uncleanable_dirty_offset == 10  # written now
 
 
 def test_the_high_watermark_is_clamped_to_the_log_and_defaults_to_its_end():
