@@ -79,6 +79,7 @@ def test_the_oldest_dirty_age_counts_first_batch_timestamps_of_non_active_segmen
     assert m.oldest_dirty_age_ms(SEGS, 20, NOW) is None  # only the active segment
     unknown = _segs((0, 1, NOW, LONG_MAX), (10, 1, NOW, 0), (20, 1, NOW, NOW))
     assert m.oldest_dirty_age_ms(unknown, 0, NOW) is None  # no first batch timestamp known
+    assert m.oldest_dirty_age_ms(_segs((0, 1, NOW, 1), (20, 1, NOW, NOW)), 0, NOW) == NOW - 1  # 1 is a timestamp
 
 
 def test_the_compaction_delay_is_past_the_lag_from_the_oldest_first_batch():
