@@ -321,12 +321,12 @@ def test_an_offset_map_too_small_for_a_key_makes_no_progress(tmp_path: Path):
     told to ``on_round`` with the bytes it cleans."""
     part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b")], 2: [_plain(2, b"c")]})
     config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
-    for memory, rounds, told, end, error in ((24, 1, [0], 0, "round 2 would not get past offset 0"),
-                                             (48, 2, [79, 79], 2, None)):
+    for memory, rounds, told, end, error, keys in ((24, 1, [0], 0, "round 2 would not get past offset 0", 0),
+                                                   (48, 2, [79, 79], 2, None, 1)):
         seen = []
         plan = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=memory), now, until_clean=True,
                              on_round=seen.append)
-        assert (plan.rounds, seen, plan.end_offset, plan.error) == (rounds, told, end, error), memory
+        assert (plan.rounds, seen, plan.end_offset, plan.error, plan.keys) == (rounds, told, end, error, keys), memory
 
 
 def test_a_run_finishes_what_an_interrupted_one_left_and_says_so(tmp_path: Path):
