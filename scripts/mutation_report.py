@@ -34,18 +34,26 @@ KERNELS = "kernels.md"  # beside the report: how the C kernels' tests are shown 
 EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
 
 
-Earlier = tuple[dict[str, dict[str, int]], set[str]]
+Earlier = tuple[dict[str, dict[str, int]], set[str], dict[str, set[str]]]
 
 
 def read_earlier(report: str) -> Earlier:
-    """An earlier report's counts per module and the full names of its survivors. With it, a mutant this run did
-    not check counts as killed when that run checked every mutant of its module, every one ended killed or timed
-    out but the listed survivors, and the mutant is not one of them (the source it mutates is unchanged)."""
+    """An earlier report's counts per module, the full names of its survivors and, per module, the functions no
+    test reached there ("no tests"). With it, a mutant this run did not check counts as killed when that run
+    checked every mutant of its module, every one ended killed or timed out but the listed survivors and the
+    mutants of the listed untested functions, and the mutant is none of them (the source it mutates is
+    unchanged)."""
     counts: dict[str, dict[str, int]] = {}
     survivors: set[str] = set()
+    untested: dict[str, set[str]] = defaultdict(set)
     module = ""
     columns = list(STATUSES)
     for line in Path(report).read_text().splitlines():
+        listed = re.match(r"- (indexcore/\S+): (.+)$", line)
+        if listed and not module:  # "Functions no in-process test reaches": "- MODULE: f (n), g (n)"
+            untested[listed[1]] |= {f.rsplit(" (", 1)[0] for f in listed[2].split(", ")}
+        if line.startswith("## Functions no in-process"):
+            module = ""
         if line.startswith("| | "):  # the header row: the statuses, "killed earlier" among them when carried
             columns = [c.strip() for c in line.strip("| ").split("|")]
         row = re.match(r"\| (indexcore/\S+) \| ([\d |]+)\|$", line)
@@ -57,18 +65,21 @@ def read_earlier(report: str) -> Earlier:
         item = re.match(r"- `([^`]+)` (logic|message):", line)
         if item and module:
             survivors.add("segdex." + module.replace("/", ".") + "." + item[1])
-    return counts, survivors
+    return counts, survivors, untested
 
 
 def _carried(module: str, name: str, earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> bool:
     """Whether the earlier run's result stands for this mutant: its module was checked in full there, it was
-    not a survivor, and its function is unchanged since (``source-hashes.json``, the function hashes mutmut
-    took of that run's source; with none, every function counts as unchanged)."""
+    not a survivor, no test reached its function there ("no tests", counted by function), and its function is
+    unchanged since (``source-hashes.json``, the function hashes mutmut took of that run's source; with none,
+    every function counts as unchanged)."""
     if earlier is None:
         return False
-    counts, survivors = earlier
+    counts, survivors, untested = earlier
     c = counts.get(module)
-    if not c or c["not checked"] or c["no tests"] or name in survivors:
+    if not c or c["not checked"] or name in survivors:
+        return False
+    if c["no tests"] and (module not in untested or _function(name).rsplit(".", 1)[1] in untested[module]):
         return False
     function = name.rsplit(".", 1)[1].rsplit("__mutmut_", 1)[0]
     then = hashes.get(module, {}).get(function) if hashes else None

@@ -18,11 +18,15 @@ so that the cleaner meets the batch as it is: Kafka's round throws (the same exc
 copy left as it was) or carries it through (the same bytes).
 
 Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
---cleaner`` (thousands)."""
+--cleaner`` (thousands). ``RecordingOracle`` keeps Kafka's answers of undamaged cases (each call, its answer, the
+digests of the files its round left); ``RecordedOracle`` gives them back in the test process, where segdex's
+files are compared by digest (``tests/kafka/golden/cleaner_rounds.json``: the mutation run cannot fork a JVM)."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import random
 import re
@@ -32,13 +36,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from segdex.indexcore.config.log_config import LogConfig
+from segdex.indexcore.fs.atomic_file import is_temporary
 from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningException
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.record.file_records import batches
+from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.fixtures import GOLDEN
 from tests.support.kafka_harness import KafkaOracle
 
 T0 = 1_700_000_000_000
@@ -144,6 +151,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
             return verdict
         if not view.log.cleanable_bytes:  # Kafka's cleaner never takes it (and its doClean would throw)
             continue
+        before = {f.name: f.read_bytes() for f in ours.glob("*.log")}
         cleaner = Cleaner(SkimpyOffsetMap(dedupe), io_buffer_size=io_buffers[0], max_io_buffer_size=io_buffers[1])
         round_, failed = _round(functools.partial(cleaner.clean, segs, view.log, start, hw,
                                                   loaded.active_producers(), config, now,
@@ -155,7 +163,9 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
         if round_.end_offset != answer["endOffset"]:
             verdict.mismatches.append(f"{where}: end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
             return verdict
-        verdict.mismatches += [f"{where}: {m}" for m in _compare(round_, theirs, ours)]
+        compared = oracle.compare(round_, ours) if isinstance(oracle, RecordedOracle) else _compare(round_, theirs,
+                                                                                                   ours)
+        verdict.mismatches += [f"{where}: {m}" for m in compared + _counts_differ(round_, before, ours)]
         if verdict.mismatches:
             return verdict
         checkpoint = round_.end_offset
@@ -242,6 +252,9 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
             return None, f"segdex's round failed ({e}), Kafka's {answer.get('cleanException', 'did not')}"
         if e.path is not None and _listing(ours) != before:
             return None, f"segdex's round threw on a damaged batch ({e.kafka_exception}) but changed its copy"
+        left = sorted(name for name in _listing(ours) if is_temporary(name) or name.endswith((".cleaned", ".swap")))
+        if left:
+            return None, f"segdex's round threw ({e.kafka_exception}) and left {left}"
         verdict.kafka_threw = e.kafka_exception
         return None, ""
     except Exception as e:  # noqa: BLE001 - a differential run reports every failure and goes on
@@ -342,9 +355,133 @@ def _compare(round_: CleaningRound, theirs: Path, ours: Path) -> list[str]:
     return out
 
 
+def _tally(logs: list[bytes]) -> dict[str, int]:
+    """What the round's counts count of these ``.log`` files: bytes, records, tombstones (null values of data
+    records), batches without records."""
+    out = {"bytes": 0, "records": 0, "tombstones": 0, "empty": 0}
+    for buf in logs:
+        out["bytes"] += len(buf)
+        for batch in batches(buf):
+            recs = list(records(buf, batch))
+            out["records"] += len(recs)
+            out["tombstones"] += 0 if batch.is_control else sum(r.value is None for r in recs)
+            out["empty"] += not recs
+    return out
+
+
+def _counts_differ(round_: CleaningRound, before: dict[str, bytes], ours: Path) -> list[str]:
+    """The round's counts (``CleanerStats``) against the files it read and wrote: bytes and records read and kept,
+    tombstones kept and removed, batches kept empty, batches rebuilt (compressed ones by codec)."""
+    read = _tally([before[segment_name(b)] for c in round_.segments for b in c.replaces])
+    kept = _tally([(ours / segment_name(c.base_offset)).read_bytes() for c in round_.segments])
+    # a batch rebuilt: one with records whose bytes are no source batch's, by codec
+    sources = {bytes(buf[b.position:b.position + b.size_in_bytes]) for buf in
+               (before[segment_name(b)] for c in round_.segments for b in c.replaces) for b in batches(buf)}
+    rebuilt: dict[int, int] = {}
+    for c in round_.segments:
+        buf = (ours / segment_name(c.base_offset)).read_bytes()
+        for b in batches(buf):
+            if bytes(buf[b.position:b.position + b.size_in_bytes]) not in sources and next(records(buf, b), None):
+                rebuilt[b.compression_type] = rebuilt.get(b.compression_type, 0) + 1
+    s = round_.stats
+    mine = (s.bytes_read, s.bytes_written, s.records_read, s.records_kept, s.tombstones_kept,
+            s.tombstones_removed, s.empty_batches, s.batches_rebuilt, s.compressed_rebuilt)
+    files = (read["bytes"], kept["bytes"], read["records"], kept["records"], kept["tombstones"],
+             read["tombstones"] - kept["tombstones"], kept["empty"], sum(rebuilt.values()),
+             {codec: n for codec, n in rebuilt.items() if codec})
+    return [] if mine == files else [f"counts (bytes read, written, records read, kept, tombstones kept, "
+                                     f"removed, empty batches, batches rebuilt, by codec) {mine} != the files' "
+                                     f"{files}"]
+
+
 def _first_difference(mine: bytes | None, kafkas: bytes | None) -> str:
     if mine is None or kafkas is None:
         size = ["absent" if b is None else f"{len(b)} bytes" for b in (mine, kafkas)]
         return f"ours {size[0]}, Kafka's {size[1]}"
     at = next((i for i, (a, b) in enumerate(zip(mine, kafkas, strict=False)) if a != b), min(len(mine), len(kafkas)))
     return f"{len(mine)} vs {len(kafkas)} bytes, first difference at {at}"
+
+
+LIVE = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def live_files(part: Path) -> dict[str, list]:
+    """The partition's segment files as a recording keeps them: name -> [the SHA-256's first 16 hex digits, and
+    for a ``.log`` its modification time in ms]."""
+    return {f.name: [hashlib.sha256(f.read_bytes()).hexdigest()[:16]]
+            + ([f.stat().st_mtime_ns // 1_000_000] if f.suffix == ".log" else [])
+            for f in sorted(part.iterdir()) if f.suffix in LIVE}
+
+
+def _call(args: tuple, kwargs: dict) -> dict:
+    """A ``cleanable`` call as a recording keeps it: its arguments but the partition's path."""
+    return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}))
+
+
+class RecordingOracle:
+    """``KafkaOracle``'s cleaner answers, kept as ``judge_cleaning`` asks for them (undamaged cases only: a
+    damaged case copies Kafka's started partition, which a recording does not hold): each call's arguments, its
+    answer (its timing dropped, the partition's path as ``{part}``) and the files Kafka's round left (none where
+    it ran no round)."""
+
+    def __init__(self, oracle: KafkaOracle) -> None:
+        self.oracle = oracle
+        self.recorded: list[dict] = []
+
+    def cleanable(self, part: Path, *args, **kwargs) -> dict:
+        answer = self.oracle.cleanable(part, *args, **kwargs)
+        kept = json.loads(json.dumps({k: v for k, v in answer.items() if k != "cleanMs"}).replace(str(part),
+                                                                                                  "{part}"))
+        self.recorded.append({"call": _call(args, kwargs), "answer": kept,
+                              "files": live_files(part) if "endOffset" in answer else {}})
+        return answer
+
+
+class RecordedOracle:
+    """Kafka's answers a ``RecordingOracle`` kept, given back in order, each only to the same call (a call with
+    other arguments, or one more than recorded, is an ``AssertionError``: segdex's side drew or viewed otherwise);
+    ``compare`` checks segdex's files against the digests of Kafka's."""
+
+    def __init__(self, recorded: list[dict]) -> None:
+        self.recorded = list(recorded)
+        self.files: dict[str, list] = {}
+
+    def cleanable(self, part: Path, *args, **kwargs) -> dict:
+        assert self.recorded, "a call Kafka was not asked"
+        kept = self.recorded.pop(0)
+        assert _call(args, kwargs) == kept["call"], (_call(args, kwargs), kept["call"])
+        self.files = kept["files"]
+        return json.loads(json.dumps(kept["answer"]).replace("{part}", str(part)))
+
+    def compare(self, round_: CleaningRound, ours: Path) -> list[str]:
+        """segdex's partition after its round against Kafka's: every ``.log`` (bytes and modification time), and
+        every index file segdex's round wrote (Kafka's load writes the indexes of segments the round left)."""
+        mine = live_files(ours)
+        logs = {name: got for name, got in mine.items() if name.endswith(".log")}
+        kafkas = {name: got for name, got in self.files.items() if name.endswith(".log")}
+        out = [f"{name}: {logs.get(name)} != Kafka's {kafkas.get(name)}" for name in sorted(set(logs) | set(kafkas))
+               if logs.get(name) != kafkas.get(name)]
+        for cleaned in round_.segments:
+            stem = segment_name(cleaned.base_offset)[:-4]
+            out += [f"{stem}{s}: {mine.get(stem + s)} != Kafka's {self.files.get(stem + s)}" for s in LIVE[1:]
+                    if mine.get(stem + s) != self.files.get(stem + s)]
+        return out
+
+
+RECORDED = GOLDEN / "cleaner_rounds.json"  # Kafka's answers to the suite's judged cases, by test
+
+
+def recorded(name: str) -> RecordedOracle:
+    """Kafka's answers to the cases of ``name`` (``keep_recording``), to give back in the test process."""
+    return RecordedOracle(json.loads(RECORDED.read_text())[name])
+
+
+def keep_recording(name: str, recording: RecordingOracle) -> None:
+    """The answers Kafka just gave to the cases of ``name`` equal the recorded ones; ``SEGDEX_RECORD_GOLDEN=1``
+    records them instead."""
+    kept = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+    if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
+        kept[name] = recording.recorded
+        RECORDED.write_text(json.dumps(kept, sort_keys=True, separators=(",", ":")).replace('{"answer"', '\n{"answer"')
+                            + "\n")
+    assert kept.get(name) == recording.recorded

@@ -16,12 +16,19 @@ from pathlib import Path
 import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.log.cleaner import Cleaner, IoBuffers, LogCleaningException, SegmentReads
+from segdex.indexcore.log.cleaner import THREADS_ENV, Cleaner, IoBuffers, LogCleaningException, SegmentReads
 from segdex.indexcore.log.log_cleaner import load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
-from tests.support.cleaner_cases import T0, CleanerVerdict, judge_cleaning
+from tests.support.cleaner_cases import (
+    T0,
+    CleanerVerdict,
+    RecordingOracle,
+    judge_cleaning,
+    keep_recording,
+    recorded,
+)
 from tests.support.compacted_partitions import OUTGROWN_CONFIGS, OUTGROWN_ERROR, outgrown_partition
 
 
@@ -29,11 +36,29 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
     """Two rounds each (``tests.support.cleaner_cases``): the second from the first's end offset, at a clock past
     the horizons the first stamped for some, so that tombstones and markers then go. The first 30 cases keep
     Kafka's default lag and index size; the last 20 draw ``min.compaction.lag.ms`` and small
-    ``segment.index.bytes`` too."""
+    ``segment.index.bytes`` too. Kafka's answers equal the recorded ones (``tests/kafka/golden/cleaner_rounds.json``,
+    for the test below)."""
+    recording = RecordingOracle(kafka44)
+    _two_rounds(recording, tmp_path)
+    keep_recording("generated", recording)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_two_rounds_equal_kafkas_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
+    """The cases above against Kafka's recorded answers and files (their digests), in the test process: what the
+    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with; the round in one thread and split over two
+    (``SEGDEX_CLEAN_THREADS``), each group written and swapped in as it is cleaned."""
+    monkeypatch.setenv(THREADS_ENV, threads)
+    kafka = recorded("generated")
+    _two_rounds(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _two_rounds(oracle, tmp_path: Path) -> None:
     rng = random.Random(28)
     total = CleanerVerdict()
     for i in range(50):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=i >= 30)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=i >= 30)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert (total.rounds > 50 and total.rebuilt > 100 and total.grouped > 5 and total.full > 5
@@ -254,14 +279,29 @@ def test_a_plans_round_counts_the_cleaned_log_without_holding_it(tmp_path: Path)
 def test_rounds_at_the_edge_of_a_merge_fail_where_kafkas_do(kafka44, tmp_path: Path):
     """``segment.index.bytes`` that a group's sources' indexes just fit (``judge_cleaning(tight=True)``): where
     Kafka's round throws (a merged segment's offset or time index full), segdex's fails with the same exception,
-    and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them."""
+    and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them. Kafka's answers
+    equal the recorded ones."""
+    recording = RecordingOracle(kafka44)
+    _edge_of_a_merge(recording, tmp_path)
+    keep_recording("edge of a merge", recording)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_rounds_at_the_edge_of_a_merge_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, threads)
+    kafka = recorded("edge of a merge")
+    _edge_of_a_merge(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _edge_of_a_merge(oracle, tmp_path: Path) -> None:
     total = CleanerVerdict()
-    v = judge_cleaning(random.Random(20261188784039), kafka44, tmp_path / "case", wide=True)
+    v = judge_cleaning(random.Random(20261188784039), oracle, tmp_path / "case", wide=True)
     assert not v.mismatches and v.kafka_threw == (
         "java.lang.IllegalArgumentException: Attempt to append to a full time index (size = 57).")
     rng = random.Random(41)
     for i in range(24):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=True, tight=True)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=True, tight=True)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert set(total.threw) == {
@@ -300,11 +340,25 @@ def test_v0_and_v1_logs_are_rewritten_as_kafka_4_4_rewrites_them(kafka44, tmp_pa
     """Logs of the message formats before 0.11 (``judge_cleaning(magic=0|1)``: gzip, snappy and lz4 wrappers, plain
     messages, keyless records): Kafka 4.4's cleaner rewrites every message set it keeps as a v2 batch whose offsets
     are those of the records it keeps (a wrapper's own offset is its last inner one), and segdex leaves the same
-    bytes."""
+    bytes. Kafka's answers equal the recorded ones."""
+    recording = RecordingOracle(kafka44)
+    _old_formats(recording, tmp_path)
+    keep_recording("v0 and v1", recording)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_v0_and_v1_logs_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, threads)
+    kafka = recorded("v0 and v1")
+    _old_formats(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def _old_formats(oracle, tmp_path: Path) -> None:
     total = CleanerVerdict()
     rng = random.Random(991)
     for i in range(16):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", wide=i % 2 == 1, magic=i % 2)
+        v = judge_cleaning(rng, oracle, tmp_path / "case", wide=i % 2 == 1, magic=i % 2)
         assert not v.mismatches, (i, v.mismatches)
         total.add(v)
     assert total.rounds >= 16 and total.rebuilt >= 100 and total.grouped >= 2, total
@@ -338,6 +392,45 @@ def test_a_v1_message_set_emptied_at_the_high_watermark_is_kafkas_failure(kafka4
                 "java.lang.IllegalStateException: Empty batches are only supported for magic v2 and above")
         else:
             assert "cleanException" not in answer and clean().end_offset == answer["endOffset"] == 3
+
+
+def test_a_v1_message_set_emptied_at_the_high_watermark_fails_the_plan_as_kafkas_round(tmp_path: Path):
+    """The case above in the test process: the plan says Kafka's failure, word for word."""
+    from segdex.indexcore.config.cleaner_config import CleanerConfig
+    from segdex.indexcore.log.log_cleaner import plan_cleaning
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, recs in ((0, [(0, b"a"), (1, None)]), (2, [(2, b"b")]), (3, [(3, b"c")])):
+        (part / segment_name(base)).write_bytes(b"".join(build_batch(o, [(T0 + o, k, b"v")], magic=1)
+                                                         for o, k in recs))
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=2400),
+                         T0 + 10_000, high_watermark=2)
+    assert plan.error == (
+        "Kafka's cleaner fails this round (java.lang.IllegalStateException: Empty batches are only supported for "
+        "magic v2 and above): the v1 message set at offset 1 ends at the high watermark and keeps no record; a "
+        "broker marks the partition uncleanable and leaves it dirty")
+
+
+def test_a_rebuilt_log_append_time_batch_keeps_its_append_time(tmp_path: Path):
+    """A gzip batch of producer 8 with LogAppendTime loses a superseded record: rebuilt, its max timestamp is still
+    the append time (``buildRetainedRecordsInto``), not its records' largest."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import records
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    appended = T0 + 5_000
+    (part / segment_name(0)).write_bytes(
+        build_batch(0, [(T0, b"a", b"1"), (T0 + 1, b"b", b"1")], compression=1, log_append_time=appended,
+                    producer_id=8, producer_epoch=0, base_sequence=0)
+        + build_batch(2, [(T0 + 2, b"a", b"2")]))
+    (part / segment_name(3)).write_bytes(build_batch(3, [(T0 + 3, b"c", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10_000
+    segs, active, start, leo, view = load(part, config, now)
+    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+    first = next(batches(cleaned.log, 0))
+    assert [r.key for r in records(cleaned.log, first)] == [b"b"] and first.max_timestamp == appended
 
 
 def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(kafka44, tmp_path: Path):
@@ -414,3 +507,71 @@ def test_a_v1_message_with_a_v2_magic_byte_ends_read_next_offset_as_kafkas_does(
     assert not v.mismatches, (v.kind, v.mismatches)
     assert v.kafka_threw.startswith("org.apache.kafka.common.KafkaException: Failed to load record batch at "
                                     "position 2510 from FileRecords(size=41, "), v.kafka_threw
+
+def test_a_marker_past_its_horizon_goes_but_an_active_producers_last_stays_empty(tmp_path: Path):
+    """Producer 7's ABORT marker, its data cleaned away by an earlier round that stamped the delete horizon H: at
+    ``now`` = H its records go (``horizon <= now``), and, being the active producer's last batch, it stays as an
+    empty batch; a ms before H it is kept whole."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.memory_records_builder import rebuild_batch
+    from segdex.indexcore.record.records import records
+
+    horizon = T0 + 10_000
+    marker = build_batch(0, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=T0)
+    b = next(batches(marker, 0))
+    marker = rebuild_batch(0, 0, b.attributes, 0, 7, 0, b.base_sequence, list(records(marker, b)),
+                           delete_horizon_ms=horizon)
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(marker + build_batch(1, [(T0, b"a", b"1")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(T0, b"b", b"1")]))
+    config = LogConfig(cleanup_policy="compact")
+    for now, kept in ((horizon, 0), (horizon - 1, 1)):
+        segs, active, start, leo, view = load(part, config, now)
+        assert active[7].last_data_offset is None
+        (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+        first, second = batches(cleaned.log, 0)
+        assert (first.is_control, first.producer_id, len(list(records(cleaned.log, first)))) == (True, 7, kept)
+        assert [r.key for r in records(cleaned.log, second)] == [b"a"]
+
+
+def test_an_active_producers_last_data_batch_stays_empty_when_its_records_go(tmp_path: Path):
+    """Producers 8's and 9's only batches (keys a, z) are superseded by plain ones: their records go, but as the
+    active producers' last data batches they stay as empty batches (their sequences kept for the producers'
+    state), two counted."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import records
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(
+        build_batch(0, [(T0, b"a", b"1")], producer_id=8, producer_epoch=0, base_sequence=0)
+        + build_batch(1, [(T0, b"z", b"1")], producer_id=9, producer_epoch=0, base_sequence=0)
+        + build_batch(2, [(T0, b"a", b"2"), (T0, b"z", b"2")]))
+    (part / segment_name(4)).write_bytes(build_batch(4, [(T0, b"b", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 1000
+    segs, active, start, leo, view = load(part, config, now)
+    assert (active[8].last_data_offset, active[9].last_data_offset) == (0, 1)
+    round_ = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now)
+    (cleaned,) = round_.segments
+    first, second, third = batches(cleaned.log, 0)
+    assert (first.producer_id, first.base_sequence, first.last_offset, list(records(cleaned.log, first))) == (
+        8, 0, 0, [])
+    assert (second.producer_id, second.last_offset, list(records(cleaned.log, second))) == (9, 1, [])
+    assert [(r.offset, r.value) for r in records(cleaned.log, third)] == [(2, b"2"), (3, b"2")]
+    assert round_.stats.empty_batches == 2
+
+
+def test_a_cleaned_segment_whose_largest_timestamp_is_its_first_offset_indexes_it(tmp_path: Path):
+    """``onBecomeInactiveSegment``: the time index's last entry is the largest timestamp and its offset, also when
+    that offset is 0 (the log's first)."""
+    import struct
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(T0 + 100, b"a", b"1")]) + build_batch(1, [(T0, b"b", b"1")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(T0 + 200, b"c", b"1")]))
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10_000
+    segs, active, start, leo, view = load(part, config, now)
+    (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
+    assert cleaned.time_index == struct.pack(">qi", T0 + 100, 0)

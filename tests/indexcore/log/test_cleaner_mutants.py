@@ -75,6 +75,52 @@ def test_kept_offsets_past_the_int32_range_overflow():
     assert e.value.offset == 101 + INT32_MAX
 
 
+def test_each_kept_batch_counts_in_its_own_buffer():
+    """One batch a buffer: the first buffer's 50 is met first (not the second's 40)."""
+    data, pos, size = _segment(3)
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, [(pos[0], 50), (pos[1], 40)], 100, cleaner.IoBuffers(size))
+    assert e.value.offset == 50
+
+
+def test_a_buffer_is_checked_at_its_largest_kept_offset_not_its_last():
+    """(101, 50) in one buffer: 101 fits base 100, so the buffer passes though its last kept offset does not."""
+    data, pos, size = _segment(2)
+    cleaner._chunk_overflow(data, [(pos[0], 101), (pos[1], 50)], 100, cleaner.IoBuffers(2 * size))
+
+
+def _big_first(value_bytes: int, n: int = 6) -> tuple[bytes, list[int], int, int]:
+    """A first batch of one ``value_bytes`` record, then n small one-record batches: the bytes, positions, the
+    first batch's size and a small one's."""
+    data = build_batch(0, [(T, b"k", b"v" * value_bytes)]) + b"".join(
+        build_batch(i, [(T, b"k", b"v")]) for i in range(1, n + 1))
+    positions = [b.position for b in batches(data, 0)]
+    return data, positions, positions[1], positions[2] - positions[1]
+
+
+def test_a_buffer_grown_for_a_large_batch_stays_grown():
+    """growBuffersOrFail doubles the buffer until the first batch fits, and the reads after it use the grown
+    buffer: with 100 bytes, a first batch of 150 to 200 grows it to 200, so the next reads take two small batches
+    (of 70 to 100 bytes) each, where a buffer tripled would take three."""
+    data, pos, big, small = _big_first(80)
+    assert 100 < big <= 200 and 66 < small <= 100, (big, small)
+    # reads: [0], [1, 2], [3, 4], [5, 6]: 50 (batch 3) shares its read with 150 (batch 4); 40 (batch 2) with 41
+    kept = [(pos[0], 100), (pos[1], 41), (pos[2], 40), (pos[3], 50), (pos[4], 150)]
+    with pytest.raises(LogSegmentOffsetOverflowException) as e:
+        cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(100))
+    assert e.value.offset == 41
+
+
+def test_a_batch_larger_than_max_message_bytes_grows_the_buffer_to_its_size():
+    """Past max.message.bytes the buffer grows to the batch's size: from 262,147 bytes it doubles to exactly
+    1,048,588 (``MAX_MESSAGE_BYTES``), then to the 1.1 MB batch, and the next read holds the batches after it."""
+    assert 4 * 262_147 == cleaner.MAX_MESSAGE_BYTES
+    data, pos, big, small = _big_first(1_100_000, 2)
+    assert big > cleaner.MAX_MESSAGE_BYTES
+    kept = [(pos[0], 100), (pos[1], 50), (pos[2], 150)]  # 50 shares the second read with 150
+    cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(262_147))
+
+
 # --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
 
 
@@ -99,6 +145,7 @@ def _fails(seg: CleanerSegment, offset: int, cleaned_base: int) -> tuple[str, st
     (0, 2**31, False),  # its last offset is base + INT32_MAX exactly: it fits
     (2**31, 2**31 + 10, False),  # a high base: offsets relative to it fit
     (5, 5, False),  # an empty segment has no overflow
+    (5, 6, False),  # one offset, at its base: no overflow
 ])
 def test_only_a_segment_that_overflows_its_own_base_is_split(base: int, next_offset: int, split: bool):
     seg = _cleaner_segment(base, next_offset)
@@ -164,6 +211,12 @@ def test_a_control_batch_without_records_or_of_another_type_goes():
     tm.on_batch_read(_Batch(3, 8, True))
     assert tm.on_control_batch_read(_Batch(5, 8, True), None) is True
     assert tm.ongoing_committed == {8}
+
+
+def test_a_control_batch_of_another_kind_stays():
+    """A control record neither ABORT nor COMMIT (KRaft's LEADER_CHANGE, type 2) is kept: ``case _ => false``."""
+    tm = _metadata()
+    assert tm.on_control_batch_read(_Batch(5, -1, False), "LEADER_CHANGE") is False
 
 
 def test_aborted_transactions_start_by_first_offset_not_by_arrival():
@@ -356,3 +409,110 @@ def test_the_kernels_offset_map_is_md5s_only_and_not_when_disabled(monkeypatch):
     monkeypatch.setattr(som, "_md5", None)
     monkeypatch.setattr(som, "_libcrypto_paths", lambda: [])
     assert som.native_offset_map(100, "MD5") is None  # no libcrypto: the Python map
+
+
+# --- cleaner.read_batch: a damaged batch fails the round, naming its file and position ------------------------------
+
+
+def test_a_damaged_batch_names_its_segment_file_and_position():
+    data, pos, _ = _segment(2)
+    damaged = bytearray(data)
+    damaged[pos[1] + 16] = 7  # the second batch's magic byte
+    seg = _cleaner_segment(0, 2)
+    assert cleaner.read_batch(bytes(damaged), pos[0], seg, 4096).base_offset == 0
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.read_batch(bytes(damaged), pos[1], seg, 4096)
+    kafka = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
+    assert (e.value.kafka_exception, e.value.path, e.value.position) == (kafka, os.path.abspath(seg.log_path), pos[1])
+    assert str(e.value) == (f"Kafka's cleaner fails this round ({kafka}): a damaged batch at byte {pos[1]} of "
+                            f"{os.path.abspath(seg.log_path)}, served as it is (a clean start does not re-read it); a "
+                            f"broker marks the partition uncleanable and leaves it dirty")
+
+
+# --- cleaner._txn_events: what a split round reads of a segment ahead of the pass ---------------------------------
+
+
+def test_a_segments_transactional_and_control_batches_are_its_events(tmp_path):
+    data = (build_batch(0, [(T, b"a", b"1")])
+            + build_batch(1, [(T, b"b", b"2"), (T, b"c", b"3")], producer_id=7, producer_epoch=0,
+                          is_transactional=True)
+            + build_batch(3, [(T, b"d", b"4")], producer_id=8, producer_epoch=0)
+            + build_batch(4, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T)
+            + build_batch(5, [(T, b"e", b"5")]))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    seg = CleanerSegment(str(path), 0, len(data), 0, None, 0, [], 6)
+    assert cleaner._txn_events(seg) == [cleaner._TxnEvent(2, 7, True, False, None),
+                                        cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
+    second = next(b.position for b in batches(data, 0) if b.base_offset == 3)
+    assert cleaner._txn_events(seg, second) == [cleaner._TxnEvent(4, 7, True, True, "COMMIT")]
+
+
+# --- cleaner.CleanedSegment.as_segment and facts: a cleaned segment as the next planned round reads it ----------
+
+
+def _cleaned_segment(mtime_ms: int = T + 5):
+    """A cleaned segment of three batches (offsets 10-14, max timestamps T+1, T+9, T+4), its offset index an entry
+    a batch, its time index two entries."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.time_index import TimeIndex
+    from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex
+
+    log = (build_batch(10, [(T + 1, b"a", b"1")]) + build_batch(11, [(T + 9, b"b", b"2"), (T + 2, b"c", b"3")])
+           + build_batch(13, [(T + 3, b"d", None), (T + 4, b"e", b"5")]))
+    positions = [b.position for b in batches(log, 0)]
+    offsets = OffsetIndex(10, 1 << 20)
+    for offset, position in zip((10, 12, 14), positions, strict=True):
+        offsets.append(offset, position)
+    times = TimeIndex(10, 1 << 20)
+    times.maybe_append(T + 1, 10)
+    times.maybe_append(T + 9, 12)
+    txn = TransactionIndex(10)
+    txn.append(AbortedTxn(7, 10, 12, 15))
+    return cleaner.CleanedSegment(10, log, offsets.to_bytes(), times.to_bytes(), txn.to_bytes(), mtime_ms, [10, 20],
+                                  len(log)), positions
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_cleaned_segment_is_read_back_as_the_log_holds_it(tmp_path, on_disk: bool):
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    cleaned, positions = _cleaned_segment()
+    log, path = cleaned.log, None
+    if on_disk:  # a planned round's segment spilled to a scratch file: the round kept no bytes of it
+        path = str(tmp_path / "00000000000000000010.7.log")
+        with open(path, "wb") as f:
+            f.write(cleaned.log)
+        cleaned.log = b""
+    seg = cleaned.as_segment(4096, path)
+    assert (seg.log_path, seg.data) == ((path, None) if on_disk else ("(planned round's segment 10)", log))
+    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset) == (10, len(log), T + 5, 15)
+    assert seg.offset_index.entries() == list(zip((10, 12, 14), positions, strict=True))
+    assert seg.offset_index.lookup(13) == (12, positions[1]) and seg.offset_index.max_entries == 4096 // 8
+    assert seg.time_index_entries == 2 and seg.aborted == [AbortedTxn(7, 10, 12, 15)]
+    with cleaner._open_segment(seg) as buf:
+        assert bytes(buf) == log
+    facts = cleaned.facts(path)
+    assert facts == cleaner.SegmentFacts(10, len(log), T + 9, T + 1)
+
+
+def test_an_empty_cleaned_segment_reads_back_empty_and_dated_by_its_time(tmp_path):
+    empty = cleaner.CleanedSegment(30, b"", b"", b"", None, T + 5, [30], 0)
+    path = str(tmp_path / "00000000000000000030.1.log")
+    open(path, "wb").close()
+    for where in (None, path):
+        seg = empty.as_segment(4096, where)
+        assert (seg.next_offset, seg.time_index_entries, seg.aborted, len(seg.offset_index)) == (30, 0, [], 0)
+        assert empty.facts(where) == cleaner.SegmentFacts(30, 0, T + 5, cleaner.LONG_MAX)
+
+
+def test_a_cleaned_segment_at_timestamp_zero_is_dated_zero():
+    """Timestamp 0 is a timestamp: the time index's last entry and the first batch's max timestamp, not the file's
+    time or none."""
+    from segdex.indexcore.index.time_index import TimeIndex
+
+    times = TimeIndex(40, 1 << 20)
+    times.maybe_append(0, 40)
+    log = build_batch(40, [(0, b"a", b"1")])
+    zero = cleaner.CleanedSegment(40, log, b"", times.to_bytes(), None, T + 5, [40], len(log))
+    assert zero.facts() == cleaner.SegmentFacts(40, len(log), 0, 0)

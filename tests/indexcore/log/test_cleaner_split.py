@@ -213,3 +213,96 @@ def test_a_group_refused_in_its_turn_stops_the_round_there(tmp_path: Path, threa
         ("refused", bases[3])]
     assert not writer.files
     assert sorted(p.name for p in tmp_path.glob("*.log")) == sorted(f"{b}.log" for b in bases[:3])
+
+@pytest.mark.parametrize("aborted", [False, True])
+@pytest.mark.parametrize("damage", ["magic", "size"])
+def test_a_split_round_fails_on_a_damaged_batch_as_the_one_thread_round(tmp_path: Path, aborted: bool, damage: str):
+    """A dirty segment served with a bad magic byte or size field in its second batch: the partial build that
+    meets it is read again by the pass, which throws Kafka's exception, as the one-thread round does; with an
+    aborted transaction to follow, the transaction states cannot be read ahead either (a size field below 14),
+    and the pass meets it as well."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+    from segdex.indexcore.log.cleaner import CleanerSegment
+    from segdex.indexcore.log.log_cleaner_manager import LogToClean
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    segs = []
+    for base, keys in ((0, [b"a", b"b"]), (2, [b"c", b"d"]), (4, [b"e", b"f"]), (6, [b"g"])):
+        data = bytearray(b"".join(build_batch(base + i, [(T0, k, b"v")]) for i, k in enumerate(keys)))
+        if base == 2 and damage == "magic":
+            data[len(data) // 2 + 16] = 9  # the second batch's magic byte
+        elif base == 2:
+            data[len(data) // 2 + 8:len(data) // 2 + 12] = (5).to_bytes(4, "big")  # its size field
+        path = tmp_path / segment_name(base)
+        path.write_bytes(bytes(data))
+        txns = [AbortedTxn(7, 0, 1, 6)] if aborted and base == 0 else []
+        segs.append(CleanerSegment(str(path), base, len(data), T0, OffsetIndex.from_bytes(b"", base, 1 << 20), 0,
+                                   txns, base + len(keys), as_is=base == 2))
+    to_clean = LogToClean(0, 6, 0, sum(s.size for s in segs[:3]), False)
+    config = LogConfig(cleanup_policy="compact")
+    failures = []
+    for threads in (1, 2):
+        with pytest.raises(LogCleaningException) as e:
+            Cleaner(SkimpyOffsetMap(24 * 100), threads=threads).clean(segs, to_clean, 0, 7, {}, config, T0)
+        failures.append((str(e.value), e.value.kafka_exception, e.value.position))
+    assert failures[0] == failures[1] and failures[0][1].endswith(
+        "Invalid magic found in record: 9" if damage == "magic" else
+        "Record size 5 is less than the minimum record overhead (14)")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_segment_that_fills_the_map_exactly_ends_where_the_next_begins(tmp_path: Path, native: bool, monkeypatch):
+    """A map of 3 keys: segment 0's two keys merge; segment 2's one new key would reach the limit, so the pass reads
+    it (the map then exactly full, the segment read to its end: its last offset is the next base's, minus one);
+    segment 3's key fills it. The round ends at segment 3's base, split or not."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    if not native:
+        monkeypatch.setenv("SEGDEX_NO_NATIVE", "1")
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, keys in ((0, [b"a", b"b"]), (2, [b"c"]), (3, [b"d"]), (4, [b"e"])):
+        (part / segment_name(base)).write_bytes(build_batch(base, [(T0 + base, k, b"v") for k in keys]))
+    config = LogConfig(cleanup_policy="compact")
+    one = _round(part, config, T0 + HOUR_MS, 24 * 4, 1, 0.0)
+    assert one[0] == 3
+    for threads in (2, 4):
+        assert _round(part, config, T0 + HOUR_MS, 24 * 4, threads, 0.0) == one, threads
+
+
+def test_a_split_round_carries_a_transaction_begun_before_the_dirty_offset(tmp_path: Path):
+    """The first dirty offset (the checkpoint, 2) lies inside segment 0, after producer 7's aborted data at 0; the
+    ABORT marker is in a later group. The map is built from offset 2 on, but the cleaning reads segment 0 whole:
+    the marker's group starts with the transaction's data seen, so the marker is kept as it is (not stamped with
+    a horizon as a marker whose data was never seen), split or not."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    txn = {"producer_id": 7, "producer_epoch": 0}
+    segments = {0: [build_batch(0, [(T0, b"x", b"1")], is_transactional=True, **txn),
+                    build_batch(1, [(T0, b"a", b"1")]), build_batch(2, [(T0, b"b", b"1")])],
+                3: [build_batch(3, [(T0, b"c", b"1")])],
+                4: [build_batch(4, [], control=("ABORT", 0), control_timestamp=T0, **txn),
+                    build_batch(5, [(T0, b"d", b"1")])],
+                6: [build_batch(6, [(T0, b"e", b"1")])]}
+    for base, batches in segments.items():
+        (part / segment_name(base)).write_bytes(b"".join(batches))
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1,
+                       segment_bytes=sum(map(len, segments[0])) + 40)
+    now = T0 + HOUR_MS
+    loaded = load_for_cleaning(str(part), config, now)
+    segs, start, leo = loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+    assert segs[0].offset_index.lookup(2)[1] > 0 and [len(s.aborted) for s in segs] == [0, 0, 1, 0]
+    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), 2, now,
+                         config)
+    rounds = []
+    for threads in (1, 2):
+        r = Cleaner(SkimpyOffsetMap(24 * 100), threads=threads).clean(segs, view.log, start, leo,
+                                                                        loaded.active_producers(), config, now)
+        rounds.append([(c.base_offset, c.replaces, c.log, c.offset_index, c.time_index, c.txn_index)
+                       for c in r.segments])
+    assert rounds[0] == rounds[1]
+    marker = segments[4][0]
+    assert [c[1] for c in rounds[0]] == [[0], [3, 4]] and marker in rounds[0][1][2]  # copied as it is

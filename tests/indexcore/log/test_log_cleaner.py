@@ -159,3 +159,230 @@ def test_the_first_unstable_offset_is_the_batch_a_read_from_it_finds(tmp_path: P
     assert _first_unstable(segs, 1, 13) == 0  # held by the batch at 0
     assert _first_unstable(segs, 12, 13) == 12
     assert _first_unstable(segs, 13, 13) == 13
+
+
+def _written(part: Path, segments: dict[int, list[bytes]]) -> Path:
+    part.mkdir(parents=True)
+    for base, batches in segments.items():
+        (part / segment_name(base)).write_bytes(b"".join(batches))
+    return part
+
+
+def _plain(base: int, *keys: bytes | None, values: bytes | None = b"v") -> bytes:
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    return build_batch(base, [(T0 + base + i, k, values) for i, k in enumerate(keys)])
+
+
+def test_the_high_watermark_bounds_the_round_at_its_segment(tmp_path: Path):
+    """The high watermark at segment 5's base (the last stable offset): the round stops there, where the log end
+    lets it run to the active segment's base; the same applied. One past the log end is the log end."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"a")], 3: [_plain(3, b"a", b"c")],
+                                       5: [_plain(5, b"b")], 6: [_plain(6, b"d")]})
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    assert plan_cleaning(str(part), config, CleanerConfig(), now).first_uncleanable_offset == 6
+    assert plan_cleaning(str(part), config, CleanerConfig(), now, high_watermark=99).first_uncleanable_offset == 6
+    planned = plan_cleaning(str(part), config, CleanerConfig(), now, high_watermark=5)
+    assert (planned.first_uncleanable_offset, planned.end_offset) == (5, 5)
+    plan = clean_partition(str(part), config, CleanerConfig(), now, high_watermark=5, force=True)
+    assert plan.applied and (plan.first_uncleanable_offset, plan.end_offset) == (5, 5)
+    assert sorted(p.name for p in part.glob("*.log")) == [segment_name(b) for b in (0, 5, 6)]
+
+
+def test_a_partition_without_segments_is_not_loaded(tmp_path: Path):
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for run in (plan_cleaning, clean_partition):
+        plan = run(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0)
+        assert (plan.error, plan.end_offset, plan.applied) == ("not loaded: no segment", None, False)
+
+
+def test_one_ms_past_the_max_compaction_lag_forces_a_round(tmp_path: Path):
+    """A dirty ratio under the minimum, the oldest dirty batch 1 ms past ``max.compaction.lag.ms``: taken."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a")], 1: [_plain(1, b"b")]})
+    config = LogConfig(cleanup_policy="compact", min_cleanable_dirty_ratio=1.0, max_compaction_lag_ms=HOUR_MS)
+    plan = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS + 1)
+    assert (plan.would_clean, plan.why) == (True, "max.compaction.lag.ms passed 1 ms ago")
+    plan = plan_cleaning(str(part), config, CleanerConfig(), T0 + HOUR_MS)
+    assert plan.would_clean is False and plan.why.startswith("dirty ratio 1.000 <= min.cleanable.dirty.ratio")
+
+
+def test_a_plan_counts_the_tombstones_and_aborted_records_its_round_removes(tmp_path: Path):
+    """a's tombstone is superseded (removed), b's kept (its horizon stamped); producer 7's aborted transaction
+    (two records) goes; the ABORT marker stays until its horizon passes."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = _written(tmp_path / "c-0", {
+        0: [_plain(0, b"a", values=None), _plain(1, b"a", b"b", values=None),
+            build_batch(3, [(T0, b"x", b"1"), (T0, b"y", b"2")], producer_id=7, producer_epoch=0,
+                        is_transactional=True),
+            build_batch(5, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=T0),
+            _plain(6, b"a")],
+        7: [_plain(7, b"z")]})
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS)
+    assert (plan.records_before, plan.records_after) == (7, 3)  # b's tombstone, the marker, a at 6
+    assert (plan.tombstones_removed, plan.tombstones_kept, plan.aborted_removed) == (2, 1, 2)
+
+
+def test_room_is_short_below_the_bytes_needed_and_a_mebibyte(tmp_path: Path):
+    """``_short_of_room``: free space under what is needed plus 1 MiB is short, naming the path it measured (a path
+    not created yet: its nearest existing parent). Measured while the filesystem's free space holds still."""
+    import pytest
+
+    from segdex.indexcore.log.log_cleaner import _short_of_room
+
+    def free_of(path: Path) -> int:
+        st = os.statvfs(path)
+        return st.f_bavail * st.f_frsize
+
+    def asked(path: Path, measured: Path, over: int) -> tuple[int, str | None]:
+        for _ in range(100):
+            free = free_of(measured)
+            said = _short_of_room(str(path), free - (1 << 20) + over)
+            if free_of(measured) == free:
+                return free, said
+        pytest.skip("the filesystem's free space kept changing")
+
+    assert asked(tmp_path, tmp_path, 0)[1] is None
+    free, said = asked(tmp_path, tmp_path, 1)
+    assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
+    free, said = asked(tmp_path / "q" / "r", tmp_path, 1)
+    assert said == f"{tmp_path}: {free:,} bytes free, {free - (1 << 20) + 1:,} needed"
+
+
+def test_the_same_filesystem_is_told_by_device_and_a_missing_quarantine_by_its_parent(tmp_path: Path):
+    import pytest
+
+    from segdex.indexcore.log.log_cleaner import _same_filesystem
+
+    assert _same_filesystem(str(tmp_path), None) is False
+    assert _same_filesystem(str(tmp_path), str(tmp_path)) is True
+    assert _same_filesystem(str(tmp_path), str(tmp_path / "q" / "run")) is True  # not created yet: its parent's
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second filesystem here")
+    assert _same_filesystem(str(tmp_path), str(other)) is False
+
+
+def test_an_until_clean_plan_whose_first_round_fails_says_kafkas_failure(tmp_path: Path):
+    """The first round throws as Kafka's does (a merged segment's time index full): the plan's error is Kafka's
+    failure, as one round's plan says it, not a later round's."""
+    from tests.support.compacted_partitions import OUTGROWN_ERROR, outgrown_partition
+
+    part = tmp_path / "c-0"
+    outgrown_partition(part, T0)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=96)
+    cleaner = CleanerConfig(dedupe_buffer_size=2400)
+    one = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS)
+    assert one.error == (f"Kafka's cleaner fails this round ({OUTGROWN_ERROR}): segments 0, 5 merged into one "
+                         "outgrow its index of segment.index.bytes=96; a broker marks the partition uncleanable and "
+                         "leaves it dirty")
+    assert plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, threads=2).error == one.error  # split
+    whole = plan_cleaning(str(part), config, cleaner, T0 + HOUR_MS, until_clean=True)
+    assert (whole.error, whole.end_offset, whole.rounds) == (one.error, None, 0)
+    # a map of 9 keys: the round ends inside segment 5 and would spill its groups for the next; it fails the same
+    small = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=24 * 10), T0 + HOUR_MS, until_clean=True)
+    assert (small.error, small.end_offset, small.rounds) == (one.error, None, 0)
+
+
+def test_planned_rounds_spill_into_a_scratch_directory_removed_at_the_end(tmp_path: Path, monkeypatch):
+    """--until-clean over a map of 3 keys: each round a later one reads is written under ``segdex-clean-plan-*``
+    in the temporary directory while the plan runs, and nothing is left after."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"c", b"d")], 4: [_plain(4, b"e", b"f", b"a")],
+                                       7: [_plain(7, b"g")]})
+    seen = []
+
+    def on_round(_bytes: int) -> None:
+        seen.append(sorted((p.parent.name[:18], p.suffix) for p in scratch.rglob("*") if p.is_file()))
+
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=24 * 4),
+                         T0 + HOUR_MS, until_clean=True, on_round=on_round)
+    assert plan.rounds == len(seen) > 1 and plan.error is None and plan.end_offset == 7
+    assert seen[0] and all(name == "segdex-clean-plan-" and suffix == ".log" for name, suffix in seen[0])
+    assert list(scratch.iterdir()) == []
+    split = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(dedupe_buffer_size=24 * 4),
+                          T0 + HOUR_MS, until_clean=True, threads=2)
+    assert split == plan and list(scratch.iterdir()) == []
+
+
+def test_an_until_clean_plan_whose_second_round_fails_keeps_the_first(tmp_path: Path):
+    """A map of 5 keys: round 1 takes segment 0's five keys and cleans it alone; round 2 merges it with segment 5,
+    whose time indexes together outgrow ``segment.index.bytes``, and throws as Kafka's does: the plan keeps round
+    1 and says round 2's failure."""
+    from tests.support.compacted_partitions import OUTGROWN_ERROR, outgrown_partition
+
+    part = tmp_path / "c-0"
+    outgrown_partition(part, T0)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=96)
+    one = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=2400), T0 + HOUR_MS)
+    whole = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=24 * 6), T0 + HOUR_MS,
+                          until_clean=True)
+    assert one.error.startswith(f"Kafka's cleaner fails this round ({OUTGROWN_ERROR})")
+    assert (whole.error, whole.rounds, whole.end_offset, whole.map_full) == (f"round 2: {one.error}", 1, 5, True)
+
+
+def test_an_offset_map_too_small_for_a_key_makes_no_progress(tmp_path: Path):
+    """A map of one slot takes no key (``int(1 x 0.9)`` = 0): its round ends at offset 0 and the next would not get
+    past it, which the plan says instead of planning on. Two slots take one key a round: two rounds. Each round is
+    told to ``on_round`` with the bytes it cleans."""
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b")], 2: [_plain(2, b"c")]})
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    for memory, rounds, told, end, error, keys in ((24, 1, [0], 0, "round 2 would not get past offset 0", 0),
+                                                   (48, 2, [79, 79], 2, None, 1)):
+        seen = []
+        plan = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=memory), now, until_clean=True,
+                             on_round=seen.append)
+        assert (plan.rounds, seen, plan.end_offset, plan.error, plan.keys) == (rounds, told, end, error, keys), memory
+
+
+def test_a_run_finishes_what_an_interrupted_one_left_and_says_so(tmp_path: Path):
+    """A temporary of a killed run and a ``.deleted`` file of an unfinished swap: removed before the round (as
+    Kafka's load removes the latter), each named in ``finished``, in that order."""
+    from segdex.indexcore.log.log_loader import complete_swaps
+
+    part = _written(tmp_path / "c-0", {0: [_plain(0, b"a", b"b", b"a")], 3: [_plain(3, b"c")]})
+    (part / ".segdex-1-00.tmp").write_bytes(b"half")
+    (part / (segment_name(3)[:-4] + ".index.deleted")).write_bytes(b"")
+    copy = tmp_path / "copy" / "c-0"
+    shutil.copytree(part, copy)
+    (copy / ".segdex-1-00.tmp").unlink()
+    swaps = complete_swaps(str(copy))
+    plan = clean_partition(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS)
+    assert swaps and plan.finished == "; ".join(["removed .segdex-1-00.tmp", *swaps])
+    assert plan.applied and not [p.name for p in part.iterdir() if p.name.endswith((".tmp", ".deleted"))]
+    again = clean_partition(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                            force=True, quarantine=str(tmp_path / "q"))
+    assert again.finished is None and again.applied  # nothing left over; a run without an id: none in the manifest
+    assert json.loads((Path(again.quarantine) / "manifest.json").read_text())["run_id"] == ""
+
+
+def test_a_start_that_does_not_re_read_segments_keeps_their_indexes_on_disk(tmp_path: Path):
+    """Segments 0 and 4 with empty ``.index`` and ``.timeindex`` files: a start that re-reads them (the default)
+    rebuilds their indexes (3 time entries each), which ``segment.index.bytes`` 48 keeps apart; a clean start, or
+    a recovery point past them, keeps the empty files, so the cleaner merges the two and the merged segment
+    outgrows its time index, as Kafka's round fails there. ``clean_partition`` takes the same three starts."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, n in ((0, 4), (4, 4), (8, 1)):
+        (part / segment_name(base)).write_bytes(b"".join(_plain(base + i, b"k%d" % (base + i)) for i in range(n)))
+        if base < 8:
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48)
+    now = T0 + HOUR_MS
+    failed = ("Kafka's cleaner fails this round (java.lang.IllegalArgumentException: Attempt to append to a full time "
+              "index (size = 3).): segments 0, 4 merged into one outgrow its index of segment.index.bytes=48; a "
+              "broker marks the partition uncleanable and leaves it dirty")
+    starts = (({}, None), ({"clean_shutdown": True}, failed), ({"recovery_point": 9}, failed))
+    for i, (start, error) in enumerate(starts):
+        planned = plan_cleaning(str(part), config, CleanerConfig(), now, **start)
+        assert (planned.error, planned.segments_after) == (error, None if error else 2), start
+        copy = tmp_path / f"copy{i}" / "c-0"
+        shutil.copytree(part, copy)
+        applied = clean_partition(str(copy), config, CleanerConfig(), now, force=True, **start)
+        assert applied.applied == (error is None) and (applied.error or "").startswith(error or ""), start

@@ -44,6 +44,8 @@ def test_a_compaction_lag_of_one_ms_holds_back_a_segment_written_within_it():
     assert offsets.first_uncleanable_dirty_offset == 20  # the active segment: none within 1 ms
     offsets = m.cleanable_offsets(SEGS, 0, 30, 30, None, NOW, 6)
     assert offsets.first_uncleanable_dirty_offset == 10  # segment 10's largest timestamp is 5 ms old
+    fresh = _segs((0, 100, NOW - 50, NOW - 90), (10, 200, NOW, NOW - 40), (20, 300, NOW, NOW - 1))
+    assert m.cleanable_offsets(fresh, 0, 30, 30, None, NOW, 1).first_uncleanable_dirty_offset == 10  # written now
 
 
 def test_the_high_watermark_is_clamped_to_the_log_and_defaults_to_its_end():
@@ -77,6 +79,7 @@ def test_the_oldest_dirty_age_counts_first_batch_timestamps_of_non_active_segmen
     assert m.oldest_dirty_age_ms(SEGS, 20, NOW) is None  # only the active segment
     unknown = _segs((0, 1, NOW, LONG_MAX), (10, 1, NOW, 0), (20, 1, NOW, NOW))
     assert m.oldest_dirty_age_ms(unknown, 0, NOW) is None  # no first batch timestamp known
+    assert m.oldest_dirty_age_ms(_segs((0, 1, NOW, 1), (20, 1, NOW, NOW)), 0, NOW) == NOW - 1  # 1 is a timestamp
 
 
 def test_the_compaction_delay_is_past_the_lag_from_the_oldest_first_batch():
@@ -86,3 +89,11 @@ def test_the_compaction_delay_is_past_the_lag_from_the_oldest_first_batch():
     zero = _segs((0, 1, NOW, 0), (10, 1, NOW, 1), (20, 1, NOW, NOW))
     assert m.max_compaction_delay(zero, 0, NOW, 0) == NOW - 1  # a timestamp of 0 is no timestamp; 1 is one
     assert m.max_compaction_delay(_segs((0, 1, NOW, LONG_MAX), (20, 1, NOW, NOW)), 0, NOW, 0) == 0
+
+
+def test_the_cleaning_view_carries_the_oldest_dirty_age_from_its_first_dirty_offset():
+    from segdex.indexcore.config.log_config import LogConfig
+
+    config = LogConfig(cleanup_policy="compact")
+    assert m.cleaning_view(SEGS, 0, 25, 25, None, NOW, config).oldest_dirty_age_ms == 90
+    assert m.cleaning_view(SEGS, 0, 25, 25, 10, NOW, config).oldest_dirty_age_ms == 40  # the checkpoint's segment on

@@ -88,6 +88,7 @@ def test_a_plan_is_kafkas_choice_and_range(i: int, tmp_path: Path):
     kafka = _recorded()[i]
     part, config, cleaner, now, checkpoint = _case(i, tmp_path)
     plan = plan_cleaning(str(part), config, cleaner, now, checkpoint=checkpoint)
+    assert plan_cleaning(str(part), config, cleaner, now, checkpoint=checkpoint, threads=2) == plan  # split
     view = kafka["view"]
     assert plan.error is None
     assert (plan.first_dirty_offset, plan.first_uncleanable_offset) == (view["firstDirtyOffset"],

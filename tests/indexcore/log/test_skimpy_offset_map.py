@@ -49,3 +49,36 @@ def test_the_kernels_table_answers_as_the_dict_past_its_growth():
     assert kernel.get(b"absent") == -1 and kernel.latest_offset == 99_999
     with pytest.raises(TypeError):
         kernel.native.put("not bytes", 1)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_fresh_map_is_empty_and_alike(native: bool):
+    m = _map(24 * 5, native)
+    m.put(b"a", 3)
+    fresh = m.fresh()
+    assert (fresh.slots, fresh.hash_algorithm, fresh.hash_size, fresh.bytes_per_entry) == (5, "MD5", 16, 24)
+    assert (fresh.size, fresh.latest_offset, fresh.get(b"a")) == (0, -1, -1)
+    assert (fresh.native is not None) == native and (fresh.native is None or fresh.native is not m.native)
+    for i in range(5):  # its own slots, all of them
+        fresh.put(b"k%d" % i, i)
+    with pytest.raises(ValueError):
+        fresh.put(b"k5", 5)
+    assert (m.size, m.get(b"a")) == (1, 3)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_later_partial_map_merges_while_under_the_limit(native: bool):
+    """Its keys put with its offsets (they win), its latest offset taken; refused, nothing changed, when the map
+    would then hold ``limit`` keys (keys both hold count once)."""
+    m = _map(24 * 10, native)
+    m.put(b"a", 1)
+    m.put(b"b", 2)
+    later = m.fresh()
+    later.put(b"a", 6)
+    later.put(b"b", 7)
+    later.put(b"c", 8)
+    later.update_latest_offset(9)
+    assert not m.merge(later, 3)  # a, b, c: 3 keys
+    assert (m.size, m.get(b"a"), m.get(b"c"), m.latest_offset) == (2, 1, -1, 2)
+    assert m.merge(later, 4)
+    assert (m.size, m.get(b"a"), m.get(b"b"), m.get(b"c"), m.latest_offset) == (3, 6, 7, 8, 9)

@@ -1,0 +1,79 @@
+"""``local_log.replace_segments``: a cleaned segment in place of those it was made from, on real files (what the
+log dir holds after it: the new files with Kafka's times and the old segments' attributes, the replaced segments
+and their snapshots gone, nothing ``.cleaned``, ``.swap`` or ``.deleted`` left)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from segdex.indexcore.log.cleaner import CleanedSegment
+from segdex.indexcore.log.local_log import open_cleaned_log, replace_segments, replaced_files
+
+MTIME_MS = 1_700_000_123_456
+SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def _stem(part: Path, base: int) -> str:
+    return str(part / f"{base:020d}")
+
+
+def _partition(tmp_path: Path) -> Path:
+    """Segments 0, 5 and 10 with every file (5's .txnindex too), snapshots at 5, 10 and 0, each old file mode
+    0o640."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    for base in (0, 5, 10):
+        for suffix in SUFFIXES if base == 5 else SUFFIXES[:3]:
+            Path(_stem(part, base) + suffix).write_bytes(f"old {base}{suffix}".encode())
+            os.chmod(_stem(part, base) + suffix, 0o640)
+        Path(_stem(part, base) + ".snapshot").write_bytes(b"snapshot")
+    return part
+
+
+def _cleaned(txn: bytes | None = None) -> CleanedSegment:
+    return CleanedSegment(0, b"cleaned log", b"cleaned index", b"cleaned time", txn, MTIME_MS, [0, 5], 11)
+
+
+def test_the_files_a_replacement_removes_are_the_old_segments_and_their_snapshots_but_its_own(tmp_path: Path):
+    part = _partition(tmp_path)
+    assert replaced_files(str(part), _cleaned()) == [
+        _stem(part, 0) + s for s in SUFFIXES[:3]] + [_stem(part, 5) + s for s in SUFFIXES] + [
+        _stem(part, 5) + ".snapshot"]
+
+
+def test_a_cleaned_segment_takes_the_place_of_those_it_replaces(tmp_path: Path):
+    part = _partition(tmp_path)
+    written = replace_segments(str(part), _cleaned())
+    assert written == [_stem(part, 0) + s for s in SUFFIXES[:3]]
+    assert sorted(p.name for p in part.iterdir()) == sorted(
+        [f"{0:020d}{s}" for s in (*SUFFIXES[:3], ".snapshot")] + [f"{10:020d}{s}" for s in (*SUFFIXES[:3],
+                                                                                            ".snapshot")])
+    contents = [Path(_stem(part, 0) + s).read_bytes() for s in SUFFIXES[:3]]
+    assert contents == [b"cleaned log", b"cleaned index", b"cleaned time"]
+    for path in written:  # Kafka's times on the log and its indexes; the replaced segment's mode
+        st = os.stat(path)
+        assert (st.st_mtime_ns // 1_000_000, st.st_mode & 0o777) == (MTIME_MS, 0o640), path
+    assert Path(_stem(part, 10) + ".log").read_bytes() == b"old 10.log"
+
+
+def test_a_transaction_index_is_written_with_the_time_it_is_written(tmp_path: Path):
+    part = _partition(tmp_path)
+    written = replace_segments(str(part), _cleaned(b"cleaned txn"))
+    assert written == [_stem(part, 0) + s for s in SUFFIXES]
+    txn = Path(_stem(part, 0) + ".txnindex")
+    assert txn.read_bytes() == b"cleaned txn"
+    assert txn.stat().st_mtime_ns // 1_000_000 != MTIME_MS  # Kafka sets no time on the .txnindex
+
+
+def test_a_log_streamed_into_its_temporary_is_moved_into_place(tmp_path: Path):
+    part = _partition(tmp_path)
+    tmp, file = open_cleaned_log(str(part), 0)
+    file.write(b"streamed log")
+    file.close()
+    assert os.path.dirname(tmp) == str(part) and os.stat(tmp).st_mode & 0o777 == 0o640  # the old .log's mode
+    cleaned = _cleaned()
+    cleaned.log = b""  # the round kept no bytes: they are in the temporary
+    replace_segments(str(part), cleaned, log_written=tmp)
+    assert Path(_stem(part, 0) + ".log").read_bytes() == b"streamed log" and not os.path.exists(tmp)
+    assert os.stat(_stem(part, 0) + ".log").st_mtime_ns // 1_000_000 == MTIME_MS
