@@ -50,7 +50,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from segdex.indexcore.errors import IndexFullException, SegdexError
+from segdex.indexcore.errors import CorruptRecordException, IndexFullException, SegdexError
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
 from segdex.indexcore.index.time_index import TimeIndex
@@ -493,16 +493,33 @@ class SegmentReads:
         return cap
 
 
+def _batches_before(buf, end: int):
+    """The whole batches that begin before ``end`` (a damaged batch there)."""
+    it = batches(buf, 0)
+    while True:
+        try:
+            batch = next(it)
+        except (StopIteration, CorruptRecordException, ValueError):
+            return
+        if batch.position >= end:
+            return
+        yield batch
+
+
 def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers,
-                    capacity: int | None = None) -> None:
+                    capacity: int | None = None, damaged_at: int | None = None) -> None:
     """``cleanInto`` reads a source segment a buffer at a time (the complete batches within the buffer, which
     grows while one batch does not fit: ``IoBuffers``) and appends each buffer's kept batches at once,
     ``LogSegment.ensureOffsetInRange`` checking only their largest offset: ``LogSegmentOffsetOverflowException``
     for the first buffer whose largest kept offset does not fit the cleaned segment (a batch below its base passes
     where a later one in its buffer fits). Called only when some kept offset does not fit: it walks the segment's
-    batch headers. ``capacity``: the buffer's at the segment's first read (``SegmentReads``)."""
+    batch headers. ``capacity``: the buffer's at the segment's first read (``SegmentReads``). ``damaged_at``: the
+    read stops at a damaged batch there; the buffer that holds its header throws while it is filtered (its size
+    field below 14, or its magic byte, in reach: ``ByteBufferLogInputStream``), so its kept batches are never
+    appended, where a buffer that ends before it (the batch incomplete in it) is."""
     chunks, start, cap = [], 0, capacity or buffers.io_buffer_size
-    for batch in batches(buf, 0):
+    whole = batches(buf, 0) if damaged_at is None else _batches_before(buf, damaged_at)
+    for batch in whole:
         size = batch.size_in_bytes
         if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
             chunks.append(start)
@@ -510,6 +527,13 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
         while size > cap:  # growBuffersOrFail: a read that holds no whole batch (the buffer stays grown)
             cap = buffers.grown(cap, size)
     chunks.append(start)
+    if damaged_at is not None and damaged_at > start:
+        left = min(cap, len(buf) - start) - (damaged_at - start)
+        size = int.from_bytes(buf[damaged_at + LENGTH_OFFSET:damaged_at + LOG_OVERHEAD], "big", signed=True) \
+            if left >= LOG_OVERHEAD else None
+        magic = buf[damaged_at + MAGIC_OFFSET] if left >= HEADER_SIZE_UP_TO_MAGIC else 0
+        if (size is not None and size < RECORD_OVERHEAD_V0) or magic > 2:
+            kept = [(position, offset) for position, offset in kept if position < start]  # that buffer throws
     largest: dict[int, int] = {}
     for position, offset in kept:
         chunk = chunks[bisect.bisect_right(chunks, position) - 1]
@@ -857,7 +881,8 @@ class Cleaner:
         self._first = (groups[0][0], SegmentReads(self.buffers, 0, self._fill)) if self._fill and groups else None
         if writer is not None:
             if writer.writes_partition:  # where Kafka's round throws on a damaged batch, nothing is written
-                meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
+                self._meet_damage_in_turn(segs, groups, log_start_offset, active_producers, config, now_ms,
+                                          legacy_horizon, high_watermark)
             writer.begin(groups, end_offset)
         states = self._group_states(segs, groups, log_start_offset) if self._pool is not None else None
         if states is not None:
@@ -880,6 +905,25 @@ class Cleaner:
             cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
                            else without_bytes(done))
         return CleaningRound(end_offset, cleaned, stats)
+
+    def _meet_damage_in_turn(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
+                             log_start_offset: int, active_producers: dict[int, LastRecord], config, now_ms: int,
+                             legacy_horizon: int, high_watermark: int) -> None:
+        """``meet_damage`` before an applied round's first write; where it finds a damaged batch, the groups are
+        cleaned in turn into nothing (``os.devnull``) up to it, so that what is raised is what Kafka's round throws
+        first: an earlier group's failure (its index outgrown, an offset that overflows it) before the damage."""
+        try:
+            meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
+        except LogCleaningException as damage:
+            tm = CleanedTransactionMetadata()
+            with open(os.devnull, "wb") as sink:
+                for group in groups:
+                    try:
+                        self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms, tm,
+                                             legacy_horizon, high_watermark, CleanerStats(), sink)
+                    except IndexFullException as e:
+                        raise _index_full(e, group, config.segment_index_bytes) from None
+            raise damage from None
 
     def _group_states(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
                       log_start_offset: int) -> list[CleanedTransactionMetadata] | None:
@@ -1013,7 +1057,13 @@ class Cleaner:
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
-                batch = read_batch(buf, position, seg, self.buffers, first)
+                try:
+                    batch = read_batch(buf, position, seg, self.buffers, first)
+                except LogCleaningException:  # the buffers appended before it check their offsets first
+                    if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
+                        _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity,
+                                        position)
+                    raise
                 if batch is None:
                     break
                 position = batch.position + batch.size_in_bytes

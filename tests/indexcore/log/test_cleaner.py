@@ -575,3 +575,15 @@ def test_a_cleaned_segment_whose_largest_timestamp_is_its_first_offset_indexes_i
     segs, active, start, leo, view = load(part, config, now)
     (cleaned,) = Cleaner(SkimpyOffsetMap(2400)).clean(segs, view.log, start, leo, active, config, now).segments
     assert cleaned.time_index == struct.pack(">qi", T0 + 100, 0)
+
+
+@pytest.mark.parametrize("seed", [91237275690, 91237275330])
+def test_an_earlier_groups_failure_comes_before_a_damaged_batch_as_in_kafkas_round(kafka44, tmp_path: Path,
+                                                                                    seed: int):
+    """An applied round looks for damage before its first write; where it finds some, what it raises is what
+    Kafka's round throws first: here a v1 message set that overflows its cleaned segment, in an earlier group
+    (90) or in a buffer appended before the damaged batch's (330), before the damage (the one-thread
+    differential, seed 91237)."""
+    v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
+    assert not v.mismatches, (v.kind, v.mismatches)
+    assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
