@@ -28,6 +28,13 @@ class KafkaReadException(SegdexError):
     kafka_class = "org.apache.kafka.common.KafkaException"
 
 
+class UnknownCompressionTypeException(SegdexError):
+    """A batch read as a message of the formats before 0.11 (its magic byte below 2, as a signed byte) whose
+    attributes name no compression type (``CompressionType.forId``)."""
+
+    kafka_class = "java.lang.IllegalArgumentException"
+
+
 class InvalidRecordException(SegdexError):
     """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
 

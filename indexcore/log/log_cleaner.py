@@ -30,7 +30,12 @@ from types import SimpleNamespace
 
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.errors import CorruptRecordException, KafkaReadException, SegdexError
+from segdex.indexcore.errors import (
+    CorruptRecordException,
+    KafkaReadException,
+    SegdexError,
+    UnknownCompressionTypeException,
+)
 from segdex.indexcore.fs.atomic_file import remove_temporaries
 from segdex.indexcore.fs.file_access import read_regular
 from segdex.indexcore.index.offset_index import OffsetIndex
@@ -287,7 +292,7 @@ def _served_as_is(path: str, base: int, config: LogConfig,
             return None
         next_offset, error = base, (f"org.apache.kafka.common.errors.CorruptRecordException: "
                                     f"{str(e).rstrip('.')} in file {os.path.abspath(path)}.")
-    except KafkaReadException as e:
+    except (KafkaReadException, UnknownCompressionTypeException) as e:
         if last:
             return None
         next_offset, error = base, f"{e.kafka_class}: {e}"

@@ -26,6 +26,7 @@ from segdex.indexcore.errors import (
     InvalidRecordException,
     KafkaReadException,
     SegdexError,
+    UnknownCompressionTypeException,
 )
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.index import offset_index, time_index
@@ -283,12 +284,25 @@ def search_for_offset_from_position(buf, target: int, start: int) -> RecordBatch
     was never read whole."""
     prev = None
     for batch in batches(buf, start):
-        if batch.base_offset == target:
+        base = _base_offset(buf, batch)
+        if base == target:
             return batch
-        if batch.base_offset > target:
+        if base > target:
             return prev if prev is not None and prev.last_offset >= target else batch
         prev = batch
     return prev if prev is not None and prev.last_offset >= target else None
+
+
+def _base_offset(buf, batch: RecordBatch) -> int:
+    """``FileChannelRecordBatch.baseOffset``: a v2 batch's log header's; a batch whose magic byte is below 2 (as a
+    signed byte: a damaged v2 batch's 0x80-0xFF too) is loaded whole and read as a message of the older formats,
+    whose attributes (its CRC's first byte, in a v2 batch) must name a compression type (ids 0-4)."""
+    position = batch.position
+    if int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True) < 2:
+        codec = buf[position + MAGIC_OFFSET + 1] & 0x07
+        if codec > 4:
+            raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
+    return batch.base_offset
 
 
 def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:

@@ -587,3 +587,13 @@ def test_an_earlier_groups_failure_comes_before_a_damaged_batch_as_in_kafkas_rou
     v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
     assert not v.mismatches, (v.kind, v.mismatches)
     assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
+
+
+def test_a_v2_batch_whose_magic_byte_reads_negative_is_loaded_as_an_older_format(kafka44, tmp_path: Path):
+    """A v2 batch whose magic byte was damaged to 0x80: Kafka 4.4's ``readNextOffset`` takes it for a message of
+    the older formats (a signed byte below 2) and loads it for its base offset; its attributes (the CRC's first
+    byte) name compression type 6, which does not exist: ``IllegalArgumentException`` fails the round before its
+    ``cleanInto`` could say "Invalid magic" (the one-thread differential, seed 24683, case 583)."""
+    v = judge_cleaning(random.Random(24683074583), kafka44, tmp_path / "case", damage=True, buffers=True)
+    assert not v.mismatches, (v.kind, v.mismatches)
+    assert v.kafka_threw == "java.lang.IllegalArgumentException: Unknown compression type id: 6", v.kafka_threw
