@@ -261,6 +261,19 @@ class GroupWriter:
         return True
 
 
+class _Discarding(GroupWriter):
+    """Groups cleaned into nothing (``sink``: ``os.devnull``): only what their cleaning throws counts."""
+
+    def __init__(self, sink) -> None:
+        self.sink = sink
+
+    def open(self, group: list[CleanerSegment]):
+        return self.sink
+
+    def commit(self, cleaned: CleanedSegment, group: list[CleanerSegment]) -> CleanedSegment:
+        return without_bytes(cleaned)
+
+
 class _HeldSink:
     """A group's ``.log`` bytes as a split round cleans it: held in memory until the writer opens the group's file
     in its turn (``attach``), then written there, and streamed there from then on."""
@@ -485,17 +498,15 @@ class SegmentReads:
         grown for each batch that did not fit it (such a batch begins a read that holds no whole batch:
         ``growBuffersOrFail``)."""
         cap = self.capacity
-        for batch in batches(buf, self.start):
-            if batch.position >= end:
-                break
+        for batch in _batches_before(buf, end, self.start):
             while batch.size_in_bytes > cap:
                 cap = self.buffers.grown(cap, batch.size_in_bytes)
         return cap
 
 
-def _batches_before(buf, end: int):
-    """The whole batches that begin before ``end`` (a damaged batch there)."""
-    it = batches(buf, 0)
+def _batches_before(buf, end: int, start: int = 0):
+    """The whole batches from ``start`` that begin before ``end`` (a damaged batch there)."""
+    it = batches(buf, start)
     while True:
         try:
             batch = next(it)
@@ -873,8 +884,6 @@ class Cleaner:
         upper = to_clean.first_uncleanable_offset
         self.build_offset_map(segs, log_start_offset, to_clean.first_dirty_offset, upper, stats)
         end_offset = self.offset_map.latest_offset + 1
-        tm = CleanedTransactionMetadata()
-        cleaned = []
         groups = self.group_segments_by_size(_segment_range(segs, 0, end_offset), config.segment_bytes,
                                              config.segment_index_bytes, upper)
         # the round's first cleanInto reads with the buffer as a build that filled the map left it
@@ -889,6 +898,17 @@ class Cleaner:
             cleaned = self._split_clean(segs, groups, states, log_start_offset, active_producers, config, now_ms,
                                         legacy_horizon, high_watermark, stats, writer)
             return CleaningRound(end_offset, cleaned, stats)
+        return CleaningRound(end_offset, self._clean_in_turn(segs, groups, log_start_offset, active_producers, config,
+                                                             now_ms, legacy_horizon, high_watermark, stats, writer),
+                             stats)
+
+    def _clean_in_turn(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]], log_start_offset: int,
+                       active_producers: dict[int, LastRecord], config, now_ms: int, legacy_horizon: int,
+                       high_watermark: int, stats: CleanerStats, writer: GroupWriter | None) -> list[CleanedSegment]:
+        """The round's groups cleaned one after the other on this thread (``doClean``'s loop over
+        ``cleanSegments``), each given to ``writer`` as it is clean."""
+        tm = CleanedTransactionMetadata()
+        cleaned = []
         for group in groups:
             sink = writer.open(group) if writer is not None else None
             try:
@@ -904,7 +924,7 @@ class Cleaner:
                 raise
             cleaned.append(writer.commit(done, group) if writer is not None else done if self.keep_files
                            else without_bytes(done))
-        return CleaningRound(end_offset, cleaned, stats)
+        return cleaned
 
     def _meet_damage_in_turn(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
                              log_start_offset: int, active_producers: dict[int, LastRecord], config, now_ms: int,
@@ -915,14 +935,9 @@ class Cleaner:
         try:
             meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
         except LogCleaningException as damage:
-            tm = CleanedTransactionMetadata()
             with open(os.devnull, "wb") as sink:
-                for group in groups:
-                    try:
-                        self._clean_segments(segs, group, log_start_offset, active_producers, config, now_ms, tm,
-                                             legacy_horizon, high_watermark, CleanerStats(), sink)
-                    except IndexFullException as e:
-                        raise _index_full(e, group, config.segment_index_bytes) from None
+                self._clean_in_turn(segs, groups, log_start_offset, active_producers, config, now_ms, legacy_horizon,
+                                    high_watermark, CleanerStats(), _Discarding(sink))
             raise damage from None
 
     def _group_states(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
@@ -1060,7 +1075,7 @@ class Cleaner:
                 try:
                     batch = read_batch(buf, position, seg, self.buffers, first)
                 except LogCleaningException:  # the buffers appended before it check their offsets first
-                    if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
+                    if out.overflows():
                         _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity,
                                         position)
                     raise
@@ -1069,7 +1084,7 @@ class Cleaner:
                 position = batch.position + batch.size_in_bytes
                 self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
                                   high_watermark, now_ms, stats)
-            if any(not 0 <= offset - out.base_offset <= INT32_MAX for _, offset in out.kept):
+            if out.overflows():
                 _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity)
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
@@ -1193,6 +1208,11 @@ class _CleanedLog:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += len(batch_bytes)
+
+    def overflows(self) -> bool:
+        """Whether some kept batch's offset does not fit this segment (``_chunk_overflow`` then says which
+        buffer Kafka's append checks it in)."""
+        return any(not 0 <= offset - self.base_offset <= INT32_MAX for _, offset in self.kept)
 
     def become_inactive(self) -> None:
         """``LogSegment.onBecomeInactiveSegment``: the time index's last entry."""
