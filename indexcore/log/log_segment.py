@@ -60,7 +60,7 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
-from segdex.indexcore.record.batch_header import MAGIC_OFFSET, RECORD_BATCH_OVERHEAD
+from segdex.indexcore.record.batch_header import COMPRESSION_CODEC_MASK, RECORD_BATCH_OVERHEAD
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
@@ -297,11 +297,9 @@ def _base_offset(buf, batch: RecordBatch) -> int:
     """``FileChannelRecordBatch.baseOffset``: a v2 batch's log header's; a batch whose magic byte is below 2 (as a
     signed byte: a damaged v2 batch's 0x80-0xFF too) is loaded whole and read as a message of the older formats,
     whose attributes (its CRC's first byte, in a v2 batch) must name a compression type (ids 0-4)."""
-    position = batch.position
-    if int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True) < 2:
-        codec = buf[position + MAGIC_OFFSET + 1] & 0x07
-        if codec > 4:
-            raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
+    codec = batch.attributes & COMPRESSION_CODEC_MASK
+    if batch.magic < 2 and codec > 4:
+        raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
     return batch.base_offset
 
 
@@ -368,9 +366,7 @@ class LogSegment:
             if last is None:
                 return self.base_offset
             # nextOffset: a v2 batch's last offset is in its header, loaded from the read's slice
-            magic = int.from_bytes(buf[last.position + MAGIC_OFFSET:last.position + MAGIC_OFFSET + 1], "big",
-                                   signed=True)
-            if magic >= 2 and last.position + RECORD_BATCH_OVERHEAD > len(buf):
+            if last.magic >= 2 and last.position + RECORD_BATCH_OVERHEAD > len(buf):
                 raise KafkaReadException(
                     f"Failed to load record batch at position {last.position} from FileRecords(size="
                     f"{len(buf) - found.position}, file={os.path.abspath(self.log_path)}, start={found.position}, "
