@@ -38,20 +38,7 @@ def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Pat
     Kafka's default lag and index size; the last 20 draw ``min.compaction.lag.ms`` and small
     ``segment.index.bytes`` too. Kafka's answers equal the recorded ones (``tests/kafka/golden/cleaner_rounds.json``,
     for the test below)."""
-    recording = RecordingOracle(kafka44)
-    _two_rounds(recording, tmp_path)
-    keep_recording("generated", recording)
-
-
-@pytest.mark.parametrize("threads", ["1", "2"])
-def test_two_rounds_equal_kafkas_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
-    """The cases above against Kafka's recorded answers and files (their digests), in the test process: what the
-    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with; the round in one thread and split over two
-    (``SEGDEX_CLEAN_THREADS``), each group written and swapped in as it is cleaned."""
-    monkeypatch.setenv(THREADS_ENV, threads)
-    kafka = recorded("generated")
-    _two_rounds(kafka, tmp_path)
-    assert not kafka.recorded
+    _against_kafka(kafka44, "generated", tmp_path)
 
 
 def _two_rounds(oracle, tmp_path: Path) -> None:
@@ -281,17 +268,7 @@ def test_rounds_at_the_edge_of_a_merge_fail_where_kafkas_do(kafka44, tmp_path: P
     Kafka's round throws (a merged segment's offset or time index full), segdex's fails with the same exception,
     and elsewhere both leave the same bytes. The differential run's seed of issue 41 among them. Kafka's answers
     equal the recorded ones."""
-    recording = RecordingOracle(kafka44)
-    _edge_of_a_merge(recording, tmp_path)
-    keep_recording("edge of a merge", recording)
-
-
-@pytest.mark.parametrize("threads", ["1", "2"])
-def test_rounds_at_the_edge_of_a_merge_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
-    monkeypatch.setenv(THREADS_ENV, threads)
-    kafka = recorded("edge of a merge")
-    _edge_of_a_merge(kafka, tmp_path)
-    assert not kafka.recorded
+    _against_kafka(kafka44, "edge of a merge", tmp_path)
 
 
 def _edge_of_a_merge(oracle, tmp_path: Path) -> None:
@@ -341,17 +318,7 @@ def test_v0_and_v1_logs_are_rewritten_as_kafka_4_4_rewrites_them(kafka44, tmp_pa
     messages, keyless records): Kafka 4.4's cleaner rewrites every message set it keeps as a v2 batch whose offsets
     are those of the records it keeps (a wrapper's own offset is its last inner one), and segdex leaves the same
     bytes. Kafka's answers equal the recorded ones."""
-    recording = RecordingOracle(kafka44)
-    _old_formats(recording, tmp_path)
-    keep_recording("v0 and v1", recording)
-
-
-@pytest.mark.parametrize("threads", ["1", "2"])
-def test_v0_and_v1_logs_recorded_answers(tmp_path: Path, threads: str, monkeypatch):
-    monkeypatch.setenv(THREADS_ENV, threads)
-    kafka = recorded("v0 and v1")
-    _old_formats(kafka, tmp_path)
-    assert not kafka.recorded
+    _against_kafka(kafka44, "v0 and v1", tmp_path)
 
 
 def _old_formats(oracle, tmp_path: Path) -> None:
@@ -363,6 +330,29 @@ def _old_formats(oracle, tmp_path: Path) -> None:
         total.add(v)
     assert total.rounds >= 16 and total.rebuilt >= 100 and total.grouped >= 2, total
     assert all(total.recompressed.get(c, 0) >= 5 for c in (1, 2, 3)), total.recompressed
+
+
+JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats}
+
+
+def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
+    """The cases of ``name`` against Kafka's own cleaner; its answers equal the recorded ones (``keep_recording``:
+    ``SEGDEX_RECORD_GOLDEN=1`` records them)."""
+    recording = RecordingOracle(kafka)
+    JUDGED[name](recording, tmp_path)
+    keep_recording(name, recording)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("name", list(JUDGED))
+def test_the_judged_cases_equal_kafkas_recorded_answers(tmp_path: Path, name: str, threads: str, monkeypatch):
+    """The cases above against Kafka's recorded answers and files (their digests), in the test process: what the
+    mutation run (scripts/mutation.sh, no JVM) checks the cleaner with; the round in one thread and split over two
+    (``SEGDEX_CLEAN_THREADS``), each group written and swapped in as it is cleaned."""
+    monkeypatch.setenv(THREADS_ENV, threads)
+    kafka = recorded(name)
+    JUDGED[name](kafka, tmp_path)
+    assert not kafka.recorded
 
 
 def test_a_v1_message_set_emptied_at_the_high_watermark_is_kafkas_failure(kafka44, tmp_path: Path):
