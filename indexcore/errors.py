@@ -38,6 +38,8 @@ class UnknownCompressionTypeException(SegdexError):
 class InvalidRecordException(SegdexError):
     """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
 
+    kafka_class = "org.apache.kafka.common.InvalidRecordException"
+
 
 class IndexOffsetOverflowException(SegdexError):
     """An offset does not fit in the segment's relative (int32) offset space."""

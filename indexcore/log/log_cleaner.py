@@ -32,6 +32,7 @@ from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
     CorruptRecordException,
+    InvalidRecordException,
     KafkaReadException,
     SegdexError,
     UnknownCompressionTypeException,
@@ -68,7 +69,7 @@ from segdex.indexcore.log.log_cleaner_manager import (
     segment_facts,
 )
 from segdex.indexcore.log.log_loader import LoadFailed, LogLoader, _floor_index
-from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
+from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment, search_for_offset_from_position
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, read_snapshot
 from segdex.indexcore.log.producer_state import ProducerStateManager
@@ -224,7 +225,8 @@ def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offs
     (``LogSegment.read``, ``FileRecords.searchForOffsetFromPosition``): the batch at that offset, else the one
     holding it, else the next batch of that segment or of a later one, else the log end. It is the offset itself
     but where its batch is gone: a damaged segment served as it is, cut before it (its next whole batch's base
-    offset, in a later segment, then). A size field below 14 on the way fails the read, and so the load."""
+    offset, in a later segment, then). What the search throws on the way fails the read, and so the load: a size
+    field below 14, a batch whose magic byte reads below 2 and that does not load as the older format."""
     if offset is None or offset == log_end_offset:
         return offset
     if offset > log_end_offset:
@@ -233,20 +235,16 @@ def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offs
     first = _floor_index([s.base_offset for s in segs], offset)
     for seg in segs[first:]:
         with open_log(seg.log_path) as buf:
-            previous = None
             try:
-                for batch in batches(buf, seg.offset_index.lookup(offset)[1]):
-                    if batch.base_offset == offset:
-                        return offset
-                    if batch.base_offset > offset:
-                        held = previous is not None and previous.last_offset >= offset
-                        return previous.base_offset if held else batch.base_offset
-                    previous = batch
+                found = search_for_offset_from_position(buf, offset, seg.offset_index.lookup(offset)[1])
             except CorruptRecordException as e:
                 raise LogCleaningException(f"the load: org.apache.kafka.common.errors.CorruptRecordException: {e} "
                                            f"in {os.path.abspath(seg.log_path)}") from None
-            if previous is not None and previous.last_offset >= offset:
-                return previous.base_offset
+            except (InvalidRecordException, UnknownCompressionTypeException) as e:
+                raise LogCleaningException(f"the load: {e.kafka_class}: {e} (a batch of "
+                                           f"{os.path.abspath(seg.log_path)})") from None
+            if found is not None:
+                return found.base_offset
     return log_end_offset
 
 
@@ -292,7 +290,7 @@ def _served_as_is(path: str, base: int, config: LogConfig,
             return None
         next_offset, error = base, (f"org.apache.kafka.common.errors.CorruptRecordException: "
                                     f"{str(e).rstrip('.')} in file {os.path.abspath(path)}.")
-    except (KafkaReadException, UnknownCompressionTypeException) as e:
+    except (InvalidRecordException, KafkaReadException, UnknownCompressionTypeException) as e:
         if last:
             return None
         next_offset, error = base, f"{e.kafka_class}: {e}"

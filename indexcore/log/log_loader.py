@@ -61,7 +61,12 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.errors import CorruptRecordException, KafkaReadException, UnknownCompressionTypeException
+from segdex.indexcore.errors import (
+    CorruptRecordException,
+    InvalidRecordException,
+    KafkaReadException,
+    UnknownCompressionTypeException,
+)
 from segdex.indexcore.fs.atomic_file import fsync_dir
 from segdex.indexcore.index.transaction_index import TransactionIndex
 from segdex.indexcore.log.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
@@ -309,7 +314,8 @@ class LogLoader:
         if last.base_offset not in self.out.recovered:
             try:
                 return LogSegment(last.log_path, last.base_offset).read_next_offset()
-            except (CorruptRecordException, KafkaReadException, UnknownCompressionTypeException, OSError) as e:
+            except (CorruptRecordException, InvalidRecordException, KafkaReadException, UnknownCompressionTypeException,
+                    OSError) as e:
                 raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}") from None
         return last.base_offset if self.size[last.base_offset] == 0 else last.result.next_offset
 

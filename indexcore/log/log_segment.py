@@ -64,11 +64,12 @@ from segdex.indexcore.record.batch_header import COMPRESSION_CODEC_MASK, RECORD_
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
+    CompressionType,
     RecordBatch,
     compression_name,
     ensure_valid,
 )
-from segdex.indexcore.record.records import records
+from segdex.indexcore.record.records import legacy_records, records
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 LONG_MAX = 2**63 - 1
@@ -294,13 +295,28 @@ def search_for_offset_from_position(buf, target: int, start: int) -> RecordBatch
 
 
 def _base_offset(buf, batch: RecordBatch) -> int:
-    """``FileChannelRecordBatch.baseOffset``: a v2 batch's log header's; a batch whose magic byte is below 2 (as a
-    signed byte: a damaged v2 batch's 0x80-0xFF too) is loaded whole and read as a message of the older formats,
-    whose attributes (its CRC's first byte, in a v2 batch) must name a compression type (ids 0-4)."""
+    """``FileChannelRecordBatch.baseOffset``: a v2 batch's log header's. A batch whose magic byte is below 2 (as a
+    signed byte: a damaged v2 batch's 0x80-0xFF too) is loaded whole and read as a message of the older formats
+    (``AbstractLegacyRecordBatch.baseOffset``: its first record's offset). Its attributes (a v2 batch's CRC's first
+    byte) must name a compression type, ids 0-4 (``CompressionType.forId``); uncompressed, the message is its own
+    record; compressed, ``DeepRecordsIterator`` opens it as a wrapper, which throws on a magic byte other than 0 or
+    1 and on zstd, and otherwise decompresses it (its first inner message's offset)."""
+    if batch.magic >= 2:
+        return batch.base_offset
     codec = batch.attributes & COMPRESSION_CODEC_MASK
-    if batch.magic < 2 and codec > 4:
+    if codec > 4:
         raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
-    return batch.base_offset
+    if codec == CompressionType.NONE:
+        return batch.base_offset
+    if batch.magic not in (0, 1):
+        raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
+    if codec == CompressionType.ZSTD:
+        raise InvalidRecordException(
+            f"Invalid wrapper compressionType found in legacy deep record iterator {batch.magic}")
+    first = next(legacy_records(buf, batch), None)
+    if first is None:
+        raise InvalidRecordException("Found invalid compressed record set with no inner records")
+    return first.offset
 
 
 def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:

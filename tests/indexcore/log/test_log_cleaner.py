@@ -16,8 +16,9 @@ import pytest
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log import cleaner
-from segdex.indexcore.log.log_cleaner import clean_partition, plan_cleaning
+from segdex.indexcore.log.log_cleaner import LogCleaningException, clean_partition, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
+from tests.support.cleaner_cases import judge_cleaning
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 
 T0 = 1_700_000_000_000
@@ -159,6 +160,31 @@ def test_the_first_unstable_offset_is_the_batch_a_read_from_it_finds(tmp_path: P
     assert _first_unstable(segs, 1, 13) == 0  # held by the batch at 0
     assert _first_unstable(segs, 12, 13) == 12
     assert _first_unstable(segs, 13, 13) == 13
+    damaged = bytearray(batch(21, 1))
+    damaged[16], damaged[17] = 0x80, 0x02  # magic -128, read as a snappy wrapper of the older formats
+    segs.append(segment(20, [batch(20, 1), bytes(damaged), batch(22, 1)]))
+    assert _first_unstable(segs, 20, 23) == 20  # found before the search meets it
+    with pytest.raises(LogCleaningException, match=r"the load: org\.apache\.kafka\.common\.InvalidRecordException: "
+                       r"Invalid wrapper magic found in legacy deep record iterator -128 \(a batch of .*/0+20\.log"):
+        _first_unstable(segs, 22, 23)
+
+
+@pytest.mark.parametrize(("seed", "kafka_threw"), [
+    (57041173007, "java.lang.IllegalArgumentException: Unknown compression type id: 5"),
+    (24683074053, "java.lang.IllegalArgumentException: Unknown compression type id: 7"),
+    (13309040441, "org.apache.kafka.common.InvalidRecordException: Invalid wrapper magic found in legacy deep record "
+                  "iterator -1"),
+])
+def test_a_clean_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_batch(kafka44, tmp_path: Path,
+                                                                                          seed: int, kafka_threw: str):
+    """Kafka 4.4's ``UnifiedLog`` constructor makes the producer state's first unstable offset ``LogOffsetMetadata``
+    (``maybeIncrementFirstUnstableOffset``, ``convertToOffsetMetadataOrThrow``): a read whose search passes a v2
+    batch damaged below the recovery point to a negative magic byte, loads it as the older format and throws, so
+    the clean start itself fails; segdex's load refuses the partition likewise (the one-thread differential, seeds
+    57041, 24683 and 13309)."""
+    v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", damage=True, buffers=True)
+    assert not v.mismatches, (v.kind, v.mismatches)
+    assert v.kafka_threw == f"the load: {kafka_threw}", v.kafka_threw
 
 
 def _written(part: Path, segments: dict[int, list[bytes]]) -> Path:

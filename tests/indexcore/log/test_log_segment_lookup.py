@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from segdex.indexcore.errors import SegdexError
 from segdex.indexcore.index.abstract_index import WARM_INDEX_BYTES
-from segdex.indexcore.log.log_segment import LogSegment
+from segdex.indexcore.log.log_segment import LogSegment, _base_offset, search_for_offset_from_position
+from segdex.indexcore.tools.segment_writer import build_batch, build_legacy
 from tests.support.fixtures import FIXTURES, fixture_case_names
+from tests.support.log_segments import TS
 
 WARM_ENTRIES = WARM_INDEX_BYTES // 8  # index entries in the warm section
 
@@ -145,3 +148,48 @@ def test_largest_timestamp_from_the_recovered_index_or_the_file(tmp_path: Path):
     log.with_suffix(".timeindex").write_bytes(recovered.to_bytes(preallocate=True))
     assert segment.largest_timestamp() == (1_700_000_000_002, TIMESTAMP_FROM_TIME_INDEX)
     assert segment.largest_timestamp(TimeIndex(100)) == (1_600_000_000_123, TIMESTAMP_FROM_MTIME)
+
+
+def _magic_damaged(base: int, codec_byte: int) -> bytes:
+    """A v2 batch whose magic byte reads -1 (0xFF) and whose CRC's first byte (what a read of the older formats
+    takes for its attributes) is ``codec_byte``."""
+    data = bytearray(build_batch(base, [(TS, b"k", b"v")]))
+    data[16], data[17] = 0xFF, codec_byte
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("codec_byte", "raised"), [
+    (0x00, None),  # uncompressed: its own record, the log header's offset
+    (0x11, "org.apache.kafka.common.InvalidRecordException: Invalid wrapper magic found in legacy deep record "
+           "iterator -1"),  # gzip: opened as a wrapper
+    (0x4C, "org.apache.kafka.common.InvalidRecordException: Invalid wrapper magic found in legacy deep record "
+           "iterator -1"),  # zstd: the wrapper's magic byte is checked first
+    (0xF5, "java.lang.IllegalArgumentException: Unknown compression type id: 5"),
+])
+def test_the_search_loads_a_batch_whose_magic_reads_negative_as_an_older_format(codec_byte: int, raised: str | None):
+    """``FileRecords.searchForOffsetFromPosition`` asks each batch it passes for its base offset: a v2 batch whose
+    magic byte reads below 2 as a signed byte is loaded as a message of the older formats
+    (``AbstractLegacyRecordBatch.baseOffset``), which throws unless it is uncompressed."""
+    buf = build_batch(0, [(TS, b"a", b"1")]) + _magic_damaged(1, codec_byte) + build_batch(2, [(TS, b"b", b"1")])
+    if raised is None:
+        assert search_for_offset_from_position(buf, 2, 0).base_offset == 2
+        return
+    with pytest.raises(SegdexError) as e:
+        search_for_offset_from_position(buf, 2, 0)
+    assert f"{e.value.kafka_class}: {e.value}" == raised
+    assert search_for_offset_from_position(buf, 0, 0).base_offset == 0  # found before the damaged batch
+
+
+def test_the_search_takes_a_compressed_legacy_wrappers_first_inner_offset():
+    """A gzip v1 wrapper's base offset is its first inner message's (the deep iterator's), not the wrapper's own
+    (its last); a zstd-flagged one is refused as the deep iterator refuses it."""
+    wrapper = build_legacy(5, [(TS, b"a", b"1"), (TS, b"b", b"2"), (TS, b"c", b"3")], compression=1)
+    buf = build_legacy(0, [(TS, b"z", b"0")]) + wrapper
+    found = search_for_offset_from_position(buf, 5, 0)
+    assert (found.position, _base_offset(buf, found)) == (len(buf) - len(wrapper), 5)
+    assert found.base_offset == 7  # the wrapper's own offset
+    assert search_for_offset_from_position(buf, 6, 0).position == found.position  # held by the wrapper
+    zstd = bytearray(wrapper)
+    zstd[17] = (zstd[17] & ~7) | 4
+    with pytest.raises(SegdexError, match="Invalid wrapper compressionType found in legacy deep record iterator 1"):
+        search_for_offset_from_position(bytes(zstd), 5, 0)
