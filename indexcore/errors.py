@@ -8,6 +8,7 @@ class SegdexError(Exception):
     ``f"{e.kafka_class}: {e}"`` is the line a broker logs)."""
 
     kafka_class: str | None = None
+    position: int | None = None  # the byte position in its file where it was met, where the raiser knows it
 
 
 class CorruptRecordException(SegdexError):

@@ -241,8 +241,10 @@ def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offs
                 raise LogCleaningException(f"the load: org.apache.kafka.common.errors.CorruptRecordException: {e} "
                                            f"in {os.path.abspath(seg.log_path)}") from None
             except (InvalidRecordException, UnknownCompressionTypeException) as e:
-                raise LogCleaningException(f"the load: {e.kafka_class}: {e} (a batch of "
-                                           f"{os.path.abspath(seg.log_path)})") from None
+                raise LogCleaningException(
+                    f"the load: {e.kafka_class}: {e} (Kafka's start reads the log from the first unstable offset "
+                    f"{offset} and meets a damaged batch at byte {e.position} of {os.path.abspath(seg.log_path)}, "
+                    f"served as it is: a broker's start fails on it too)") from None
             if found is not None:
                 return found.base_offset
     return log_end_offset

@@ -304,19 +304,23 @@ def _base_offset(buf, batch: RecordBatch) -> int:
     if batch.magic >= 2:
         return batch.base_offset
     codec = batch.attributes & COMPRESSION_CODEC_MASK
+    error: SegdexError | None = None
     if codec > 4:
-        raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
-    if codec == CompressionType.NONE:
+        error = UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
+    elif codec == CompressionType.NONE:
         return batch.base_offset
-    if batch.magic not in (0, 1):
-        raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
-    if codec == CompressionType.ZSTD:
-        raise InvalidRecordException(
+    elif batch.magic not in (0, 1):
+        error = InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
+    elif codec == CompressionType.ZSTD:
+        error = InvalidRecordException(
             f"Invalid wrapper compressionType found in legacy deep record iterator {batch.magic}")
-    first = next(legacy_records(buf, batch), None)
-    if first is None:
-        raise InvalidRecordException("Found invalid compressed record set with no inner records")
-    return first.offset
+    else:
+        first = next(legacy_records(buf, batch), None)
+        if first is not None:
+            return first.offset
+        error = InvalidRecordException("Found invalid compressed record set with no inner records")
+    error.position = batch.position
+    raise error
 
 
 def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:

@@ -177,6 +177,7 @@ def test_the_search_loads_a_batch_whose_magic_reads_negative_as_an_older_format(
     with pytest.raises(SegdexError) as e:
         search_for_offset_from_position(buf, 2, 0)
     assert f"{e.value.kafka_class}: {e.value}" == raised
+    assert e.value.position == len(build_batch(0, [(TS, b"a", b"1")]))  # the damaged batch's
     assert search_for_offset_from_position(buf, 0, 0).base_offset == 0  # found before the damaged batch
 
 
