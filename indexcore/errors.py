@@ -36,6 +36,12 @@ class UnknownCompressionTypeException(SegdexError):
     kafka_class = "java.lang.IllegalArgumentException"
 
 
+class OffsetOutOfRangeException(SegdexError):
+    """A read asked for an offset past the log end (``LocalLog.read``)."""
+
+    kafka_class = "org.apache.kafka.common.errors.OffsetOutOfRangeException"
+
+
 class InvalidRecordException(SegdexError):
     """A batch is structurally invalid in a way Kafka also treats as a truncation point."""
 

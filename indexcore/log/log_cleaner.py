@@ -60,7 +60,13 @@ from segdex.indexcore.log.layout import (
     filename_prefix_from_offset,
     index_paths,
 )
-from segdex.indexcore.log.local_log import complete_swaps, open_cleaned_log, replace_segments, replaced_files
+from segdex.indexcore.log.local_log import (
+    OffsetReadException,
+    convert_to_offset_metadata_or_throw,
+    open_cleaned_log,
+    replace_segments,
+    replaced_files,
+)
 from segdex.indexcore.log.log_cleaner_manager import (
     SegmentFacts,
     clamped_high_watermark,
@@ -68,10 +74,10 @@ from segdex.indexcore.log.log_cleaner_manager import (
     last_stable_offset,
     segment_facts,
 )
-from segdex.indexcore.log.log_loader import LoadFailed, LogLoader, _floor_index
-from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment, search_for_offset_from_position
+from segdex.indexcore.log.log_loader import LoadFailed, LogLoader, _floor_index, complete_swaps
+from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
-from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, read_snapshot
+from segdex.indexcore.log.producer_snapshot import load_from_snapshot
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.quarantine import QuarantineSession
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
@@ -213,63 +219,33 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
     leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset
     producers = loader.recovery.producer_state
     if clean_shutdown:  # a clean start loads the snapshot at the log end (a replay of cleaned segments differs)
-        producers = _snapshot_state(partition_dir, leo, now_ms, config) or producers
+        producers = load_from_snapshot(partition_dir, leo, now_ms, config.producer_id_expiration_ms) or producers
     unstable = _first_unstable(segs, producers.first_unstable_offset(loaded.log_start_offset), leo)
     return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is, unstable)
 
 
 def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offset: int) -> int | None:
-    """``UnifiedLog.updateFirstUnstableOffset`` after the load: the producer state's first unstable offset (a bare
-    offset, not below the log start offset) made ``LogOffsetMetadata`` by ``convertToOffsetMetadataOrThrow``, a
-    read from that offset (``LocalLog.read``), whose offset Kafka 4.x takes from the batch it finds
-    (``LogSegment.read``, ``FileRecords.searchForOffsetFromPosition``): the batch at that offset, else the one
-    holding it, else the next batch of that segment or of a later one, else the log end. It is the offset itself
-    but where its batch is gone: a damaged segment served as it is, cut before it (its next whole batch's base
-    offset, in a later segment, then). What the search throws on the way fails the read, and so the load: a size
-    field below 14, a batch whose magic byte reads below 2 and that does not load as the older format."""
-    if offset is None or offset == log_end_offset:
-        return offset
-    if offset > log_end_offset:
-        raise LogCleaningException(f"the load: org.apache.kafka.common.errors.OffsetOutOfRangeException: first "
-                                   f"unstable offset {offset} past the log end offset {log_end_offset}")
-    first = _floor_index([s.base_offset for s in segs], offset)
-    for seg in segs[first:]:
-        with open_log(seg.log_path) as buf:
-            try:
-                found = search_for_offset_from_position(buf, offset, seg.offset_index.lookup(offset)[1])
-            except CorruptRecordException as e:
-                raise LogCleaningException(f"the load: org.apache.kafka.common.errors.CorruptRecordException: {e} "
-                                           f"in {os.path.abspath(seg.log_path)}") from None
-            except (InvalidRecordException, UnknownCompressionTypeException) as e:
-                raise LogCleaningException(
-                    f"the load: {e.kafka_class}: {e} (Kafka's start reads the log from the first unstable offset "
-                    f"{offset} and meets a damaged batch at byte {e.position} of {os.path.abspath(seg.log_path)}, "
-                    f"served as it is: a broker's start fails on it too)") from None
-            if found is not None:
-                return found.base_offset
-    return log_end_offset
+    """The first unstable offset as the log's constructor leaves it (the dry run's
+    ``maybe_increment_first_unstable_offset`` in ``log_loader``): the producer state's (a bare offset, not below the
+    log start offset) made ``LogOffsetMetadata`` by ``convert_to_offset_metadata_or_throw``, whose offset Kafka 4.x
+    takes from the batch its read finds. It is the
+    offset itself but where its batch is gone: a damaged segment served as it is, cut before it (its next whole
+    batch's base offset, in a later segment, then). What the read throws on the way fails the load, a clean
+    start's too."""
+    if offset is None:
+        return None
+    try:
+        return convert_to_offset_metadata_or_throw([(s.base_offset, s.log_path, s.offset_index, None) for s in segs],
+                                                   offset, log_end_offset)
+    except OffsetReadException as e:
+        raise LogCleaningException(f"the load: {e}: a broker's start reads the log from the first unstable offset "
+                                   f"and fails there too") from None
 
 
 def _bad_magic_at(path: str) -> int:
     """The position of the first batch whose magic byte is above 2."""
     with open_log(path) as buf:
         return next((b.position for b in batches(buf) if b.magic > 2), 0)
-
-
-def _snapshot_state(partition_dir: str, offset: int, now_ms: int, config: LogConfig) -> ProducerStateManager | None:
-    """The producer state a clean start loads from the snapshot at ``offset`` (None: no such snapshot, or one
-    that does not read)."""
-    try:
-        with open(os.path.join(partition_dir, producer_snapshot_file_name(offset)), "rb") as f:
-            entries = read_snapshot(f.read())
-    except (OSError, SegdexError):
-        return None
-    state = ProducerStateManager()
-    for e in entries:
-        state.producers[e.producer_id] = e
-        if e.current_txn_first_offset is not None:
-            state.ongoing_txns[e.current_txn_first_offset] = e.producer_id
-    return state.reloaded(now_ms, config.producer_id_expiration_ms)
 
 
 def _served_as_is(path: str, base: int, config: LogConfig,

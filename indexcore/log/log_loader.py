@@ -65,6 +65,7 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     InvalidRecordException,
     KafkaReadException,
+    SegdexError,
     UnknownCompressionTypeException,
 )
 from segdex.indexcore.fs.atomic_file import fsync_dir
@@ -81,9 +82,11 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
+from segdex.indexcore.log.local_log import OffsetReadException, convert_to_offset_metadata_or_throw
 from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult, last_batch
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, SpeculativeSegment
 from segdex.indexcore.log.producer_snapshot import (
+    load_from_snapshot,
     manager_snapshot_bytes,
     producer_snapshot_file_name,
     remove_stray_snapshots,
@@ -351,11 +354,72 @@ class LogLoader:
             self.remove_stray_snapshots([s.base_offset for s in self.remaining])
             if self.remaining and not (self.clean_shutdown and not self.snapshots):
                 self.rebuild_producer_state(leo, self.checkpoint_lso, self.remaining)
+            if self.remaining and self.producer_state:
+                self.maybe_increment_first_unstable_offset(self.out.log_end_offset)
         except LoadFailed as e:
             self.out.action = ACTION_FAIL
             self.out.notes.append(f"the broker's load fails: {e}; it takes the whole log dir offline")
             return self.out
         return self._outcome()
+
+    def maybe_increment_first_unstable_offset(self, leo: int) -> None:
+        """``UnifiedLog.maybeIncrementFirstUnstableOffset`` as the log's constructor calls it after the load (dry
+        run): the producer state's first unstable offset read from the log as the load leaves it
+        (``convert_to_offset_metadata_or_throw``); ``LoadFailed`` where that read throws. Only a segment served as
+        it is with a damaged batch can make it throw, so the producer state is rebuilt only then
+        (``_producer_state_at_load_end``)."""
+        served = [s for s in self.remaining if s.base_offset not in self.out.recovered]
+        if not any(s.result.error is not None or s.result.valid_bytes < s.result.size_bytes for s in served):
+            return
+        log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
+        state = self._producer_state_at_load_end(leo, log_start)
+        first = state.first_unstable_offset(log_start) if state is not None else None
+        if first is None:
+            return
+        recovered = set(self.out.recovered)
+        segments = [(s.base_offset, s.log_path, s.result.offset_index if s.base_offset in recovered
+                     else LogSegment(s.log_path, s.base_offset).offset_index(), self.size[s.base_offset])
+                    for s in self.remaining]
+        try:
+            convert_to_offset_metadata_or_throw(segments, first, leo)
+        except OffsetReadException as e:
+            raise LoadFailed(f"the read of the log from its first unstable offset {first} (UnifiedLog's "
+                             f"constructor): {e}") from None
+
+    def _producer_state_at_load_end(self, leo: int, log_start: int) -> ProducerStateManager | None:
+        """The producer state the load ends with (dry run): the snapshot file the load starts from (the latest
+        above the log start offset, at or below the first segment it recovers, else the log end), then the
+        batches of the segments from there to the log end, as the load keeps them. None where it cannot be told
+        (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens then)."""
+        recovered = [b for b in self.out.recovered if any(s.base_offset == b for s in self.remaining)]
+        on_disk = [snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)]
+        if self.clean_shutdown and not recovered and not on_disk:
+            return None  # a clean start without a snapshot skips the rebuild: no open transaction
+        start = snapshot_to_load(on_disk, log_start, min(recovered) if recovered else leo)
+        state = (ProducerStateManager() if start is None else
+                 load_from_snapshot(self.partition_dir, start, self.now_ms or None,
+                                    self.config.producer_id_expiration_ms))
+        if state is None:
+            return None
+        replay_from = log_start if start is None else start
+        for i, s in enumerate(self.remaining):
+            if i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from:
+                continue  # wholly below the replay
+            with open_log(s.log_path) as buf:
+                whole = memoryview(buf)
+                held = whole[:self.size[s.base_offset]]
+                try:
+                    for batch in batches(held):
+                        if batch.base_offset >= leo:
+                            break
+                        if batch.magic >= 2 and batch.base_offset >= replay_from:
+                            state.update(held, batch)
+                except SegdexError:
+                    return None
+                finally:
+                    held.release()
+                    whole.release()
+        return state
 
     def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:
         """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads that were not recovered."""

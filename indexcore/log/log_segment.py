@@ -355,6 +355,11 @@ class LogSegment:
         """``LogSegment.recover``: ``recover`` over the ``.log`` mapped read-only (keywords as ``recover_file``'s)."""
         return recover_file(self.log_path, self.base_offset, **kwargs)
 
+    def offset_index(self) -> OffsetIndex:
+        """``LogSegment.offsetIndex``: the ``.index`` as a broker opens it, every whole slot an entry (zero-filled
+        ones too); empty when there is no file."""
+        return OffsetIndex.from_bytes(_index_bytes(self.index_path(INDEX_FILE_SUFFIX)), self.base_offset)
+
     def read_next_offset(self, tolerate_damage: bool = False) -> int:
         """``LogSegment.readNextOffset``: the offset after the segment's last batch, the base offset when it has
         none. Kafka looks the offset index's last entry up (``OffsetIndex.lookup``), finds the batch holding that
@@ -367,10 +372,10 @@ class LogSegment:
         index's zero-filled slots are not entries, the read starts at the last entry's position, a corrupt or
         partial tail ends it quietly at the last whole batch, and an index pointing past every batch falls back
         to a read from the start."""
-        data = _index_bytes(self.index_path(INDEX_FILE_SUFFIX))
+        index = self.offset_index()
         if tolerate_damage:
-            data = data[:offset_index.trimmed_entry_count(data) * offset_index.ENTRY_SIZE]
-        index = OffsetIndex.from_bytes(data, self.base_offset)
+            index = OffsetIndex.from_bytes(index.data[:offset_index.trimmed_entry_count(index.data)
+                                                      * offset_index.ENTRY_SIZE], self.base_offset)
         with open_log(self.log_path) as buf:
             if tolerate_damage:
                 position = index.entry(len(index) - 1)[1] if len(index) else 0

@@ -23,6 +23,7 @@ depend on that order: ``java_hash_map.hash_map_order`` reproduces it from the or
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterable
 
@@ -140,3 +141,21 @@ def snapshot_to_load(snapshot_offsets: Iterable[int], log_start_offset: int, upt
     latest one above the log start offset (those at or below it are deleted) and at or below ``upto``; None when
     there is none and the state starts empty at the log start offset."""
     return max((o for o in snapshot_offsets if log_start_offset < o <= upto), default=None)
+
+
+def load_from_snapshot(partition_dir: str, offset: int, now_ms: int | None,
+                       expiration_ms: int) -> ProducerStateManager | None:
+    """``ProducerStateManager.loadFromSnapshot`` of the snapshot file at ``offset``: its entries in order, the open
+    transactions from their first offsets, producers expired at ``now_ms`` dropped (None: none are). None when
+    there is no such snapshot or it does not read (Kafka then deletes it and starts from an earlier one)."""
+    try:
+        with open(os.path.join(partition_dir, producer_snapshot_file_name(offset)), "rb") as f:
+            entries = read_snapshot(f.read())
+    except (OSError, SegdexError):
+        return None
+    state = ProducerStateManager()
+    for e in entries:
+        state.producers[e.producer_id] = e
+        if e.current_txn_first_offset is not None:
+            state.ongoing_txns[e.current_txn_first_offset] = e.producer_id
+    return state.reloaded(now_ms, expiration_ms)

@@ -165,8 +165,8 @@ def test_the_first_unstable_offset_is_the_batch_a_read_from_it_finds(tmp_path: P
     segs.append(segment(20, [batch(20, 1), bytes(damaged), batch(22, 1)]))
     assert _first_unstable(segs, 20, 23) == 20  # found before the search meets it
     with pytest.raises(LogCleaningException, match=r"the load: org\.apache\.kafka\.common\.InvalidRecordException: "
-                       r"Invalid wrapper magic found in legacy deep record iterator -128 \(Kafka's start reads the log "
-                       r"from the first unstable offset 22 and meets a damaged batch at byte 71 of .*/0+20\.log"):
+                       r"Invalid wrapper magic found in legacy deep record iterator -128 \(a damaged batch at byte 71 "
+                       r"of .*/0+20\.log, met by the read from offset 22\): a broker's start reads"):
         _first_unstable(segs, 22, 23)
 
 

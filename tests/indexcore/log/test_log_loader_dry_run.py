@@ -475,3 +475,54 @@ def test_a_misread_log_name_is_a_note_and_may_set_the_log_end_offset(tmp_path: P
     out = preview_start(_on_disk(part), True, None, None, unloadable=[last])
     assert (out.action, out.log_end_offset) == ("fail", None)
     assert out.notes == [FAILS.format(f"00000000000000000010.log: {SIZE_ZERO}"), f"{last.effect} (70.log)"]
+
+
+# ------------------------------------------------------------------ UnifiedLog.maybeIncrementFirstUnstableOffset
+
+def _open_transaction(part: Path, committed: bool) -> int:
+    """A partition whose first segment holds plain batches 0-2, then producer 7's transactional batch at 3 (its
+    marker at 4 when ``committed``), and an active segment after it. Returns where batch 1 starts."""
+    txn = build_batch(3, [(T + 3, b"t", b"v")], producer_id=7, producer_epoch=0, base_sequence=0,
+                      is_transactional=True)
+    marker = build_batch(4, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T + 4)
+    _put(part, 0, _batches(0, 3) + txn + (marker if committed else b""), index=False)
+    _put(part, 10, _batch(10), index=False)
+    return len(_batch(0))
+
+
+@pytest.mark.parametrize(("damage", "committed", "fails"), [
+    ({16: 0xFF, 17: 0xF5}, False, True),  # read as the older format: compression type 5
+    ({16: 0x80, 17: 0x01}, False, True),  # read as a gzip wrapper of the older formats
+    ({16: 0xFF, 17: 0x00}, False, False),  # read as an uncompressed message: its log header's offset
+    ({8: 0, 9: 0, 10: 0, 11: 5}, False, True),  # a size field of 5
+    ({16: 0xFF, 17: 0xF5}, True, False),  # no open transaction: nothing is read
+])
+def test_a_clean_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_batch(kafka44, tmp_path: Path,
+                                                                                          damage: dict, committed,
+                                                                                          fails: bool):
+    """Kafka 4.4's ``UnifiedLog`` constructor reads the log from the producer state's first unstable offset (an
+    open transaction's first batch, from the snapshot a clean stop wrote): the read's search, from the offset
+    index entry below it, asks each batch for its base offset. A batch damaged on the way, in a segment a clean
+    start serves as it is, fails the start as it fails that read; the preview says the same, judged against
+    Kafka's own load of the same files."""
+    part = tmp_path / "t-0"
+    at = _open_transaction(part, committed)
+    started = kafka44.load(part, T + 100)  # a start and clean stop: indexes and the snapshot at the log end
+    assert started["logEndOffset"] == 11, started
+    data = bytearray((part / segment_name(0)).read_bytes())
+    for i, b in damage.items():
+        data[at + i] = b
+    (part / segment_name(0)).write_bytes(bytes(data))
+    preview = preview_start(_on_disk(part), True, 11, None)
+    answer = kafka44.load(part, T + 200, recovery_point=11, clean=True)
+    assert ("exception" in answer) == fails, answer
+    if not fails:
+        assert preview.action != "fail", (preview, answer)
+        return
+    assert preview.action == "fail", (preview, answer)
+    (note,) = preview.notes
+    assert note.startswith("the broker's load fails: the read of the log from its first unstable offset 3 "
+                           "(UnifiedLog's constructor): "), note
+    kafkas = answer["exception"]
+    assert note.split("(UnifiedLog's constructor): ", 1)[1].startswith(
+        kafkas if "CorruptRecordException" in kafkas else f"{kafkas} (a damaged batch at byte {at} of "), (note, kafkas)
