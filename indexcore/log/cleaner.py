@@ -517,20 +517,13 @@ def _batches_before(buf, end: int, start: int = 0):
         yield batch
 
 
-def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers,
-                    capacity: int | None = None, damaged_at: int | None = None) -> None:
-    """``cleanInto`` reads a source segment a buffer at a time (the complete batches within the buffer, which
-    grows while one batch does not fit: ``IoBuffers``) and appends each buffer's kept batches at once,
-    ``LogSegment.ensureOffsetInRange`` checking only their largest offset: ``LogSegmentOffsetOverflowException``
-    for the first buffer whose largest kept offset does not fit the cleaned segment (a batch below its base passes
-    where a later one in its buffer fits). Called only when some kept offset does not fit: it walks the segment's
-    batch headers. ``capacity``: the buffer's at the segment's first read (``SegmentReads``). ``damaged_at``: the
-    read stops at a damaged batch there; the buffer that holds its header throws while it is filtered (its size
-    field below 14, or its magic byte, in reach: ``ByteBufferLogInputStream``), so its kept batches are never
-    appended, where a buffer that ends before it (the batch incomplete in it) is."""
+def _chunk_starts(buf, buffers: IoBuffers, capacity: int | None, walked) -> tuple[list[int], int]:
+    """Where each of ``cleanInto``'s reads of a source segment starts, over the batches ``walked`` (in order from
+    the segment's start), and the buffer's capacity after them: a read holds the whole batches within the buffer,
+    which grows while one batch does not fit (``IoBuffers``). ``capacity``: the buffer's at the segment's first
+    read (``SegmentReads``)."""
     chunks, start, cap = [], 0, capacity or buffers.io_buffer_size
-    whole = batches(buf, 0) if damaged_at is None else _batches_before(buf, damaged_at)
-    for batch in whole:
+    for batch in walked:
         size = batch.size_in_bytes
         if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
             chunks.append(start)
@@ -538,6 +531,54 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
         while size > cap:  # growBuffersOrFail: a read that holds no whole batch (the buffer stays grown)
             cap = buffers.grown(cap, size)
     chunks.append(start)
+    return chunks, cap
+
+
+def _chunk_end(buf, buffers: IoBuffers, capacity: int | None, position: int) -> int | None:
+    """Where the read after the one holding the batch at ``position`` starts (None: that read is the segment's
+    last, or the walk meets a damaged batch first)."""
+    chunks, _ = _chunk_starts(buf, buffers, capacity, _batches_before(buf, len(buf)))
+    return next((c for c in chunks if c > position), None)
+
+
+def _overflow_first(buf, out: _CleanedLog, buffers: IoBuffers, capacity: int | None, **where) -> None:
+    """``_chunk_overflow`` of what ``out`` kept of this segment, where some kept offset does not fit it: the
+    overflow Kafka's appends throw before the segment's end, or before a failure met at ``where``."""
+    if out.overflows():
+        _chunk_overflow(buf, out.kept, out.base_offset, buffers, capacity, **where)
+
+
+def _full_read_done(out: _CleanedLog, buf, buffers: IoBuffers, capacity: int | None, position: int) -> bool:
+    """Whether the cleaning of this segment stops at ``position`` because an index append found the index full
+    (``_CleanedLog.index_full``): Kafka filters the whole read holding that batch and checks its offsets before
+    its append meets the full index, and reads nothing after it."""
+    if out.index_full is None:
+        return False
+    if out.full_read_end is None:
+        out.full_read_end = _chunk_end(buf, buffers, capacity, out.index_full[1]) or len(buf)
+    return position >= out.full_read_end
+
+
+def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers,
+                    capacity: int | None = None, damaged_at: int | None = None,
+                    filtered_at: int | None = None) -> None:
+    """``cleanInto`` reads a source segment a buffer at a time (``_chunk_starts``) and appends each buffer's kept
+    batches at once, ``LogSegment.ensureOffsetInRange`` checking only their largest offset:
+    ``LogSegmentOffsetOverflowException`` for the first buffer whose largest kept offset does not fit the cleaned
+    segment (a batch below its base passes where a later one in its buffer fits). Called only when some kept
+    offset does not fit. ``damaged_at``: the read stops at a damaged batch there; the buffer that holds its header
+    throws while it is filtered (its size field below 14, or its magic byte, in reach: ``ByteBufferLogInputStream``),
+    so its kept batches are never appended, where a buffer that ends before it (the batch incomplete in it) is.
+    ``filtered_at``: the buffer holding the whole batch there throws while it is filtered (``filterTo``), so only
+    the buffers before it are appended."""
+    if damaged_at is not None:
+        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, damaged_at))
+    else:
+        chunks, cap = _chunk_starts(buf, buffers, capacity, batches(buf, 0) if filtered_at is None
+                                    else _batches_before(buf, filtered_at + 1))
+    start = chunks[-1]
+    if filtered_at is not None:
+        kept = [(position, offset) for position, offset in kept if position < start]  # that buffer throws
     if damaged_at is not None and damaged_at > start:
         left = min(cap, len(buf) - start) - (damaged_at - start)
         size = int.from_bytes(buf[damaged_at + LENGTH_OFFSET:damaged_at + LOG_OVERHEAD], "big", signed=True) \
@@ -1058,9 +1099,10 @@ class Cleaner:
         m = self.offset_map
         out.kept.clear()
         first = self._first[1] if self._first is not None and seg is self._first[0] else None
+        capacity = first and first.capacity
         with _open_segment(seg) as buf:
             position = 0
-            while True:
+            while not _full_read_done(out, buf, self.buffers, capacity, position):
                 if m.native is not None:  # plain batches in the kernel: dropped there, or one to copy or for Python
                     status, position, size, *counts, rebuilt = m.native.filter(buf, position, now_ms,
                                                                                high_watermark, delete_retention_ms)
@@ -1075,17 +1117,20 @@ class Cleaner:
                 try:
                     batch = read_batch(buf, position, seg, self.buffers, first)
                 except LogCleaningException:  # the buffers appended before it check their offsets first
-                    if out.overflows():
-                        _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity,
-                                        position)
+                    _overflow_first(buf, out, self.buffers, capacity, damaged_at=position)
                     raise
                 if batch is None:
                     break
                 position = batch.position + batch.size_in_bytes
-                self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm, active_producers,
-                                  high_watermark, now_ms, stats)
-            if out.overflows():
-                _chunk_overflow(buf, out.kept, out.base_offset, self.buffers, first and first.capacity)
+                try:
+                    self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
+                                      active_producers, high_watermark, now_ms, stats)
+                except LogCleaningException:  # thrown while its read is filtered: the reads before are appended
+                    _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
+                    raise
+            _overflow_first(buf, out, self.buffers, capacity)
+            if out.index_full is not None:
+                raise out.index_full[0]
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
                      delete_retention_ms: int, tm: CleanedTransactionMetadata,
@@ -1189,6 +1234,11 @@ class _CleanedLog:
         self.offset_of_max_timestamp = -1
         self.bytes_since_last_index_entry = 0
         self.kept: list[tuple[int, int]] = []  # of the source segment: each kept batch's position there, max offset
+        # an index append that found it full, and the source position of its batch: raised by cleanInto once that
+        # batch's read is filtered and its offsets checked, as Kafka's LogSegment.append meets it (no index
+        # entry is appended after it)
+        self.index_full: tuple[IndexFullException, int] | None = None
+        self.full_read_end: int | None = None  # where the source segment's read holding that batch ends
 
     def append(self, batch_bytes: bytes, source_position: int, max_offset: int | None = None) -> None:
         """One kept batch (read from ``source_position`` of the source segment; ``max_offset``: its largest kept
@@ -1203,9 +1253,12 @@ class _CleanedLog:
         self.size += len(batch_bytes)
         if batch.max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
-        if self.bytes_since_last_index_entry > self.interval:
-            self.offset_index.append(batch.last_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        if self.bytes_since_last_index_entry > self.interval and self.index_full is None:
+            try:
+                self.offset_index.append(batch.last_offset, position)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            except IndexFullException as e:
+                self.index_full = (e, source_position)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += len(batch_bytes)
 

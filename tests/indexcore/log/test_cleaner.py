@@ -579,6 +579,20 @@ def test_an_earlier_groups_failure_comes_before_a_damaged_batch_as_in_kafkas_rou
     assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
 
 
+@pytest.mark.parametrize(("seed", "magic"), [(84293255152, 0), (84293253777, 1)])
+def test_an_overflow_in_an_earlier_read_comes_before_a_full_index_or_an_empty_batch(kafka44, tmp_path: Path,
+                                                                                    seed: int, magic: int):
+    """``cleanInto`` filters a read, then appends it (``LogSegment.append``: its largest offset checked, then its
+    index entries): a message set of an earlier read that overflows the cleaned segment throws before a later
+    read's v0/v1 message set keeps no record (``Empty batches are only supported for magic v2``, thrown while it
+    is filtered: seed 84293253777), and before an index entry of the same read finds the index full (seed
+    84293255152): both throw ``Split operation is only permitted ...`` as Kafka's round does (the one-thread
+    differential, seed 84293)."""
+    v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", wide=True, magic=magic, buffers=True)
+    assert not v.mismatches, (v.kind, v.mismatches)
+    assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
+
+
 def test_a_v2_batch_whose_magic_byte_reads_negative_is_loaded_as_an_older_format(kafka44, tmp_path: Path):
     """A v2 batch whose magic byte was damaged to 0x80: Kafka 4.4's ``readNextOffset`` takes it for a message of
     the older formats (a signed byte below 2) and loads it for its base offset; its attributes (the CRC's first
