@@ -403,7 +403,9 @@ class LogLoader:
             return None
         replay_from = log_start if start is None else start
         for i, s in enumerate(self.remaining):
-            if i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from:
+            intact = s.result.error is None and s.result.valid_bytes == s.result.size_bytes
+            if (i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from) or (
+                    intact and s.result.next_offset <= replay_from):
                 continue  # wholly below the replay
             with open_log(s.log_path) as buf:
                 whole = memoryview(buf)
