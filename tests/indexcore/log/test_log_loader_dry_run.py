@@ -490,21 +490,22 @@ def _open_transaction(part: Path, committed: bool) -> int:
     return len(_batch(0))
 
 
-@pytest.mark.parametrize(("damage", "committed", "fails"), [
-    ({16: 0xFF, 17: 0xF5}, False, True),  # read as the older format: compression type 5
-    ({16: 0x80, 17: 0x01}, False, True),  # read as a gzip wrapper of the older formats
-    ({16: 0xFF, 17: 0x00}, False, False),  # read as an uncompressed message: its log header's offset
-    ({8: 0, 9: 0, 10: 0, 11: 5}, False, True),  # a size field of 5
-    ({16: 0xFF, 17: 0xF5}, True, False),  # no open transaction: nothing is read
+@pytest.mark.parametrize(("damage", "committed", "fails", "recovery_point"), [
+    ({16: 0xFF, 17: 0xF5}, False, True, None),  # read as the older format: compression type 5
+    ({16: 0x80, 17: 0x01}, False, True, None),  # read as a gzip wrapper of the older formats
+    ({16: 0xFF, 17: 0x00}, False, False, None),  # read as an uncompressed message: its log header's offset
+    ({8: 0, 9: 0, 10: 0, 11: 5}, False, True, None),  # a size field of 5
+    ({16: 0xFF, 17: 0xF5}, True, False, None),  # no open transaction: nothing is read
+    ({16: 0xFF, 17: 0xF5}, False, True, 10),  # no marker: the active segment recovered, the first served
 ])
-def test_a_clean_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_batch(kafka44, tmp_path: Path,
-                                                                                          damage: dict, committed,
-                                                                                          fails: bool):
+def test_a_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_batch(kafka44, tmp_path: Path,
+                                                                                    damage: dict, committed,
+                                                                                    fails: bool, recovery_point):
     """Kafka 4.4's ``UnifiedLog`` constructor reads the log from the producer state's first unstable offset (an
-    open transaction's first batch, from the snapshot a clean stop wrote): the read's search, from the offset
-    index entry below it, asks each batch for its base offset. A batch damaged on the way, in a segment a clean
-    start serves as it is, fails the start as it fails that read; the preview says the same, judged against
-    Kafka's own load of the same files."""
+    open transaction's first batch, from the snapshot a clean stop wrote, and the segments the start recovers):
+    the read's search, from the offset index entry below it, asks each batch for its base offset. A batch damaged
+    on the way, in a segment the start serves as it is (the log dir's marker, or below the recovery point), fails
+    the start as it fails that read; the preview says the same, judged against Kafka's own load of the files."""
     part = tmp_path / "t-0"
     at = _open_transaction(part, committed)
     started = kafka44.load(part, T + 100)  # a start and clean stop: indexes and the snapshot at the log end
@@ -513,8 +514,9 @@ def test_a_clean_start_fails_where_the_first_unstable_offsets_read_meets_a_damag
     for i, b in damage.items():
         data[at + i] = b
     (part / segment_name(0)).write_bytes(bytes(data))
-    preview = preview_start(_on_disk(part), True, 11, None)
-    answer = kafka44.load(part, T + 200, recovery_point=11, clean=True)
+    clean = recovery_point is None  # the marker, else the partition's recovery point below the log end
+    preview = preview_start(_on_disk(part), clean, 11 if clean else recovery_point, None)
+    answer = kafka44.load(part, T + 200, recovery_point=11 if clean else recovery_point, clean=clean)
     assert ("exception" in answer) == fails, answer
     if not fails:
         assert preview.action != "fail", (preview, answer)
