@@ -1,5 +1,6 @@
-"""Kafka's ``LocalLog.replaceSegments`` as the log cleaner uses it: a cleaned segment takes the place of the
-segments it was made from, in the order Kafka's loader knows how to finish or roll back after a crash.
+"""Kafka's ``LocalLog``: the read of an offset the log's constructor makes (``convert_to_offset_metadata_or_throw``)
+and ``replaceSegments`` as the log cleaner uses it: a cleaned segment takes the place of the segments it was made
+from, in the order Kafka's loader knows how to finish or roll back after a crash.
 
 1. The new segment's files are written as ``<base>.log.cleaned`` (``.index``, ``.timeindex``, ``.txnindex``
    alike), each fsynced, with the modification time Kafka gives them; a crash now leaves ``.cleaned`` files, which
