@@ -14,7 +14,8 @@ invalid batch and deletes every later segment, so where that pass reaches the da
 exactly the records this load replayed (``SAME``). Otherwise Kafka loads other records (``DIFFERS``, not predicted
 here): a broker that does not re-read the damaged segment (a clean-shutdown marker, a recovery point past it)
 serves it as it is; one that recovers it when opening it (its offset index missing) cuts that segment only and
-keeps the later ones (an offset gap). A load that throws takes the log dir offline (``OFFLINE``).
+keeps the later ones (an offset gap). A load that throws (the broker does not start) leaves no coordinator
+loading it (``OFFLINE``).
 """
 
 from __future__ import annotations

@@ -94,13 +94,13 @@ from segdex.indexcore.log.producer_snapshot import (
     snapshot_to_load,
 )
 from segdex.indexcore.log.producer_state import ProducerStateManager
-from segdex.indexcore.log.unloadable import Unloadable, fail_notes
+from segdex.indexcore.log.unloadable import WILL_NOT_START, Unloadable, fail_notes
 from segdex.indexcore.record.file_records import batches, open_log
 
 ACTION_NONE = "none"  # nothing re-read: the broker serves the files as they are
 ACTION_RECOVER = "recover"  # segments re-read, nothing lost
 ACTION_TRUNCATE = "truncate"  # bytes cut or segments deleted
-ACTION_FAIL = "fail"  # the load throws: the broker takes the whole log dir offline
+ACTION_FAIL = "fail"  # the load throws: the broker does not start (an IOException: the log dir goes offline)
 ACTIONS = (ACTION_NONE, ACTION_RECOVER, ACTION_TRUNCATE, ACTION_FAIL)
 
 
@@ -148,7 +148,18 @@ class LoadedPartition:
 
 
 class LoadFailed(Exception):
-    """The load throws: the broker takes the log dir offline."""
+    """The load throws. ``LogManager.loadLogs`` takes a log dir offline only for an ``IOException`` (``io_error``);
+    any other exception it rethrows, and the broker exits ("Error starting LogManager"), as it does for a file
+    name it cannot parse (``unloadable``)."""
+
+    def __init__(self, message: str, io_error: bool = False) -> None:
+        super().__init__(message)
+        self.io_error = io_error
+
+    def outcome(self) -> str:
+        """What the broker does when its load throws this."""
+        return ("it takes the whole log dir offline" if self.io_error else
+                f"{WILL_NOT_START} (LogManager.loadLogs rethrows it: \"Error starting LogManager\")")
 
 
 def snapshot_files_in(partition_dir: str) -> list[str]:
@@ -317,9 +328,11 @@ class LogLoader:
         if last.base_offset not in self.out.recovered:
             try:
                 return LogSegment(last.log_path, last.base_offset).read_next_offset()
-            except (CorruptRecordException, InvalidRecordException, KafkaReadException, UnknownCompressionTypeException,
-                    OSError) as e:
+            except (CorruptRecordException, InvalidRecordException, KafkaReadException,
+                    UnknownCompressionTypeException) as e:
                 raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}") from None
+            except OSError as e:
+                raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}", io_error=True) from None
         return last.base_offset if self.size[last.base_offset] == 0 else last.result.next_offset
 
     def delete_segments_if_log_start_greater_than_log_end(self, leo: int) -> int:
@@ -358,7 +371,7 @@ class LogLoader:
                 self.maybe_increment_first_unstable_offset(self.out.log_end_offset)
         except LoadFailed as e:
             self.out.action = ACTION_FAIL
-            self.out.notes.append(f"the broker's load fails: {e}; it takes the whole log dir offline")
+            self.out.notes.append(f"the broker's load fails: {e}; {e.outcome()}")
             return self.out
         return self._outcome()
 

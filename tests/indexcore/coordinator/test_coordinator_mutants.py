@@ -167,8 +167,8 @@ def test_a_start_whose_load_fails_is_offline_with_the_failure_in_its_note(tmp_pa
     after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=None, log_start_offset=None)
     assert after == AfterStart(
         OFFLINE, None, "the broker's load fails: unexpected aborted transaction version 256 in "
-                       "00000000000000000000.txnindex; it takes the whole log dir offline: no coordinator loads this "
-                       "partition")
+                       "00000000000000000000.txnindex; the broker will not start (LogManager.loadLogs rethrows it: "
+                       "\"Error starting LogManager\"): no coordinator loads this partition")
 
 
 def test_a_segment_that_cannot_be_read_leaves_kafkas_answer_unknown(tmp_path):

@@ -39,7 +39,8 @@ from segdex.indexcore.tools.segment_writer import build_batch, segment_name
 
 T = 1_700_000_000_000
 ZEROS = b"\0" * 20  # a zero-filled tail: a size field of 0, below the 14-byte minimum
-FAILS = "the broker's load fails: {}; it takes the whole log dir offline"
+FAILS = ("the broker's load fails: {}; the broker will not start (LogManager.loadLogs rethrows it: \"Error starting "
+         "LogManager\")")
 SIZE_ZERO = "Found record size 0 smaller than minimum record overhead (14)"
 
 
@@ -528,3 +529,13 @@ def test_a_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_bat
     kafkas = answer["exception"]
     assert note.split("(UnifiedLog's constructor): ", 1)[1].startswith(
         kafkas if "CorruptRecordException" in kafkas else f"{kafkas} (a damaged batch at byte {at} of "), (note, kafkas)
+
+
+def test_a_failed_load_stops_the_broker_and_only_an_io_error_takes_the_dir_offline():
+    """``LogManager.loadLogs`` catches only an ``IOException`` of a partition's load (the log dir goes offline);
+    it rethrows every other exception and the broker exits, as for a name it cannot parse."""
+    from segdex.indexcore.log.log_loader import LoadFailed
+
+    assert LoadFailed("x").outcome() == ("the broker will not start (LogManager.loadLogs rethrows it: \"Error "
+                                         "starting LogManager\")")
+    assert LoadFailed("x", io_error=True).outcome() == "it takes the whole log dir offline"
