@@ -43,7 +43,7 @@ Apply = Callable[[int, int, Any], None]  # (record offset, batch producer id, de
 # what Kafka's coordinator loads from a partial partition after the broker's next start (``AfterStart.answer``)
 SAME = "same"  # its recovery truncates where this load stopped: it loads these very records (Kafka's answer)
 DIFFERS = "differs"  # the start keeps the damaged bytes or the later segments: Kafka loads other records
-OFFLINE = "offline"  # the start's load of the partition throws: the log dir goes offline, no coordinator loads it
+OFFLINE = "offline"  # the start's load of the partition throws (the broker does not start): no coordinator loads it
 UNKNOWN = "unknown"  # a segment could not be read here: no prediction
 ANSWERS = {  # each answer in the words printed beside a partial row
     SAME: "a broker's start truncates the log there and Kafka's coordinator loads these same records: Kafka's answer",
