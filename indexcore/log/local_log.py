@@ -56,7 +56,7 @@ class OffsetReadException(SegdexError):
         where = ("" if log_path is None else f" in file {os.path.abspath(log_path)}." if cause.position is None else
                  f" (a damaged batch at byte {cause.position} of {os.path.abspath(log_path)}, met by the read from "
                  f"offset {offset})")
-        super().__init__(f"{kafka_class}: {str(cause).rstrip('.')}{where}")
+        super().__init__(f"{kafka_class}: {cause}{where}")
         self.cause, self.offset, self.log_path = cause, offset, log_path
 
 
