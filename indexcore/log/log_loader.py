@@ -401,14 +401,18 @@ class LogLoader:
 
     def _producer_state_at_load_end(self, leo: int, log_start: int) -> ProducerStateManager | None:
         """The producer state the load ends with (dry run): the snapshot file the load starts from (the latest
-        above the log start offset, at or below the first segment it recovers, else the log end), then the
-        batches of the segments from there to the log end, as the load keeps them. None where it cannot be told
+        above the log start offset, at or below the first segment it recovers, else, of those
+        ``remove_stray_snapshots`` leaves, at or below the log end), then the batches of the segments from there
+        to the log end, as the load keeps them. None where it cannot be told
         (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens then)."""
         recovered = [b for b in self.out.recovered if any(s.base_offset == b for s in self.remaining)]
-        on_disk = [snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)]
-        if self.clean_shutdown and not recovered and not on_disk:
+        on_disk = {snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)}
+        # a segment's recovery loads from every snapshot file; the last rebuild only from those left after
+        # removeStraySnapshots (all on disk when nothing was recovered)
+        loadable = on_disk if recovered else {o for o in self.snapshots if o in on_disk}
+        if self.clean_shutdown and not recovered and not loadable:
             return None  # a clean start without a snapshot skips the rebuild: no open transaction
-        start = snapshot_to_load(on_disk, log_start, min(recovered) if recovered else leo)
+        start = snapshot_to_load(loadable, log_start, min(recovered) if recovered else leo)
         state = (ProducerStateManager() if start is None else
                  load_from_snapshot(self.partition_dir, start, self.now_ms or None,
                                     self.config.producer_id_expiration_ms))
@@ -446,7 +450,21 @@ class LogLoader:
                 break
             if (end is not None and end <= start) or seg.base_offset in self.out.recovered:
                 continue
+            self._search_replayed(seg, max(start, seg.base_offset))
             self._read_as_is(seg)
+
+    def _search_replayed(self, seg: SegmentOnDisk, offset: int) -> None:
+        """The replay's read of a segment not recovered starts at ``offset`` (``LogSegment.read``): its
+        ``translateOffset`` searches from the offset index entry below it, asking each batch it passes for its
+        base offset (``convert_to_offset_metadata_or_throw`` over that segment); ``LoadFailed`` where that throws.
+        A segment whose every batch is valid passes."""
+        if seg.result.error is None and seg.result.valid_bytes == seg.result.size_bytes:
+            return
+        index = LogSegment(seg.log_path, seg.base_offset).offset_index()
+        try:
+            convert_to_offset_metadata_or_throw([(seg.base_offset, seg.log_path, index, None)], offset, offset + 1)
+        except OffsetReadException as e:
+            raise LoadFailed(f"the producer-state replay's read of the log from offset {offset}: {e}") from None
 
     def _read_as_is(self, seg: SegmentOnDisk) -> None:
         """A segment not recovered, read by batch size as the producer-state replay reads it."""

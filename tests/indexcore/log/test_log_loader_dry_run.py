@@ -539,3 +539,82 @@ def test_a_failed_load_stops_the_broker_and_only_an_io_error_takes_the_dir_offli
     assert LoadFailed("x").outcome() == ("the broker will not start (LogManager.loadLogs rethrows it: \"Error "
                                          "starting LogManager\")")
     assert LoadFailed("x", io_error=True).outcome() == "it takes the whole log dir offline"
+
+
+def _served_damage(part: Path, snapshots: dict[int, int | None], codec_byte: int = 0xF5) -> int:
+    """``_open_transaction``'s partition with its indexes, batch 1 damaged to a negative magic byte whose older
+    format's attributes are ``codec_byte``, and producer snapshots at the given offsets (offset -> the open
+    transaction's first offset in it, None: none open). Returns where batch 1 starts."""
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
+
+    at = _open_transaction(part, committed=False)
+    for log in part.glob("*.log"):
+        _put(part, int(log.name[:20]), log.read_bytes())
+    data = bytearray((part / segment_name(0)).read_bytes())
+    data[at + 16], data[at + 17] = 0xFF, codec_byte
+    (part / segment_name(0)).write_bytes(bytes(data))
+    for offset, first in snapshots.items():
+        entry = ProducerStateEntry(7, 0, -1, T + 3, first, BatchMetadata(0, 3, 0, T + 3))
+        (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([entry]))
+    return at
+
+
+REPLAY_FAILS = ("the broker's load fails: the producer-state replay's read of the log from offset {first}: "
+                "java.lang.IllegalArgumentException: Unknown compression type id: 5 (a damaged batch at byte {at} of "
+                "{path}, met by the read from offset {first}); the broker will not start (LogManager.loadLogs "
+                "rethrows it: \"Error starting LogManager\")")
+READ_FAILS = ("the broker's load fails: the read of the log from its first unstable offset {first} (UnifiedLog's "
+              "constructor): java.lang.IllegalArgumentException: Unknown compression type id: 5 (a damaged batch at "
+              "byte {at} of {path}, met by the read from offset {first}); the broker will not start "
+              "(LogManager.loadLogs rethrows it: \"Error starting LogManager\")")
+
+
+def test_the_first_unstable_offset_comes_from_the_snapshot_at_the_log_end(tmp_path: Path):
+    """A clean start loads the snapshot at the log end: its open transaction (first offset 3) is read from the
+    log and the read meets the damaged batch; a snapshot without one reads nothing; no snapshot at all skips the
+    rebuild (no transaction is open)."""
+    part = tmp_path / "t-0"
+    at = _served_damage(part, {11: 3})
+    preview = preview_start(_on_disk(part), True, 11, None)
+    assert (preview.action, preview.notes) == ("fail", [READ_FAILS.format(first=3, at=at,
+                                                                          path=part / segment_name(0))])
+    (part / producer_snapshot_file_name(11)).write_bytes(snapshot_bytes([]))
+    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    (part / producer_snapshot_file_name(11)).unlink()
+    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+
+
+def test_the_first_unstable_offset_replayed_from_an_earlier_snapshot(tmp_path: Path):
+    """Without the marker (the recovery point at 10) the recovery of segment 10 loads the latest snapshot file at
+    or below it, at offset 3, before the transaction: the replay from there finds it open, and the read from 3
+    meets the damaged batch first in that replay's own read (its search from the index entry below 3). A clean
+    start's rebuild loads only what ``removeStraySnapshots`` leaves: a snapshot at 3 or 1, no segment's base, is
+    deleted first, and without a snapshot the rebuild is skipped. Without the marker and any snapshot, the
+    replay reads from the log start offset (4)."""
+    part = tmp_path / "t-0"
+    at = _served_damage(part, {3: None})
+    assert preview_start(_on_disk(part), False, 10, None).notes == [
+        REPLAY_FAILS.format(first=3, at=at, path=part / segment_name(0))]
+    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    (part / producer_snapshot_file_name(3)).unlink()
+    (part / producer_snapshot_file_name(1)).write_bytes(snapshot_bytes([]))
+    assert preview_start(_on_disk(part), True, 11, 1).action == "none"
+    assert preview_start(_on_disk(part), False, 10, 4).notes == [  # no snapshot: replayed from the log start
+        REPLAY_FAILS.format(first=4, at=at, path=part / segment_name(0))]
+
+
+def test_the_first_unstable_offset_read_only_where_a_served_segment_is_damaged(tmp_path: Path):
+    """An uncompressed older-format read of the damaged batch passes; without the marker and with the recovery
+    point at 0 the start recovers (cuts) the damaged segment, so nothing damaged is served and nothing is read
+    (the cut is the outcome); below a recovery point of 10 the segment is served and the read fails."""
+    part = tmp_path / "t-0"
+    _served_damage(part, {11: 3}, codec_byte=0x00)
+    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    other = tmp_path / "u-0"
+    at = _served_damage(other, {11: 3, 10: 3})
+    assert preview_start(_on_disk(other), False, 0, None).action == "truncate"
+    assert preview_start(_on_disk(other), False, 10, None).notes == [
+        READ_FAILS.format(first=3, at=at, path=other / segment_name(0))]
+    (other / producer_snapshot_file_name(10)).rename(other / producer_snapshot_file_name(5))
+    assert preview_start(_on_disk(other), False, 10, None).notes == [  # the replay from 5 meets it first
+        REPLAY_FAILS.format(first=5, at=at, path=other / segment_name(0))]
