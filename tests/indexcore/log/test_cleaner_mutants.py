@@ -516,3 +516,119 @@ def test_a_cleaned_segment_at_timestamp_zero_is_dated_zero():
     log = build_batch(40, [(0, b"a", b"1")])
     zero = cleaner.CleanedSegment(40, log, b"", times.to_bytes(), None, T + 5, [40], len(log))
     assert zero.facts() == cleaner.SegmentFacts(40, len(log), 0, 0)
+
+
+# --- cleaner.collect_aborted_transactions: LocalLog.collectAbortedTransactions over the .txnindex entries ---------
+
+
+def _with_aborted(base: int, *aborted) -> CleanerSegment:
+    return CleanerSegment(f"/tmp/p-0/{base:020d}.log", base, 0, 0, None, 0, list(aborted), base)
+
+
+def test_aborted_transactions_are_those_ending_at_or_after_the_log_start_and_starting_below_the_bound():
+    """TransactionIndex.collectAbortedTxns: lastOffset >= the log start (equal counts) and firstOffset < the
+    bound, both; an entry ending below the log start is left out though it starts below the bound."""
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    ended_before, ends_at_start, inside, past = (AbortedTxn(1, 0, 5, 6), AbortedTxn(2, 3, 10, 11),
+                                                 AbortedTxn(3, 12, 14, 15), AbortedTxn(4, 30, 32, 33))
+    segs = [_with_aborted(0, ended_before, ends_at_start, inside, past)]
+    assert cleaner.collect_aborted_transactions(segs, 10, 0, 20) == [ends_at_start, inside]
+
+
+def test_aborted_transactions_stop_at_the_first_whose_last_stable_offset_reaches_the_bound():
+    """An entry whose last stable offset equals the bound ends the search: a later entry starting below the bound
+    (transactions that overlapped) is not taken."""
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    first, overlapping = AbortedTxn(1, 4, 8, 20), AbortedTxn(2, 6, 25, 26)
+    assert cleaner.collect_aborted_transactions([_with_aborted(0, first, overlapping)], 0, 0, 20) == [first]
+    assert cleaner.collect_aborted_transactions([_with_aborted(0, first, overlapping)], 0, 0, 21) == [
+        first, overlapping]
+
+
+# --- cleaner.Cleaner.clean: rounds over partitions written here, each at a case no other in-process test has -----
+
+
+def _clean(part, segments: dict[int, bytes], config=None, now: int = T + 10_000, checkpoint: int | None = None,
+           high_watermark: int | None = None, io_buffer_size: int = 262_144, mtimes: dict[int, int] | None = None):
+    """The segments written into ``part`` (base offset: bytes; the last one active), loaded as a broker loads them
+    and cleaned in one round from ``checkpoint`` (the cleaner's view, as test_cleaner.py's ``load``); ``mtimes``:
+    a segment's .log modification time (ms)."""
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_cleaner import load_for_cleaning
+    from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
+    from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+    from segdex.indexcore.tools.segment_writer import segment_name
+
+    part.mkdir()
+    for base, data in segments.items():
+        (part / segment_name(base)).write_bytes(data)
+        if mtimes and base in mtimes:
+            os.utime(part / segment_name(base), ns=(mtimes[base] * 1_000_000,) * 2)
+    config = config or LogConfig(cleanup_policy="compact")
+    loaded = load_for_cleaning(str(part), config, now)
+    start, leo, segs = loaded.log_start_offset, loaded.log_end_offset, loaded.segments
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), checkpoint, now,
+                         config)
+    hw = leo if high_watermark is None else high_watermark
+    return cleaner.Cleaner(SkimpyOffsetMap(2400), io_buffer_size=io_buffer_size, threads=1).clean(
+        segs, view.log, start, hw, loaded.active_producers(), config, now)
+
+
+def _kept(round_) -> list[tuple[int, int, int]]:
+    """Each batch of the round's cleaned segments: (base offset, last offset, records)."""
+    from segdex.indexcore.record.records import records
+
+    return [(b.base_offset, b.last_offset, len(list(records(s.log, b)))) for s in round_.segments
+            for b in batches(s.log, 0)]
+
+
+def test_a_fenced_producers_aborted_data_goes_though_its_entry_has_no_last_data_offset(tmp_path):
+    """Producer 7's transaction is aborted by a marker of a bumped epoch (1; the coordinator fenced epoch 0): the
+    new epoch drops the entry's batches (``ProducerStateEntry.maybeUpdateProducerEpoch``), so its last record has
+    no data offset, and only a control batch of epoch 1 is its last. The aborted data batch is deleted, not kept
+    empty; the marker stays (its horizon is not due)."""
+    seg = (build_batch(0, [(T, b"a", b"1"), (T, b"b", b"2")], producer_id=7, producer_epoch=0, base_sequence=0,
+                       is_transactional=True)
+           + build_batch(2, [], producer_id=7, producer_epoch=1, control=("ABORT", 0), control_timestamp=T + 1)
+           + build_batch(3, [(T + 2, b"c", b"3")]))
+    round_ = _clean(tmp_path / "c-0", {0: seg, 4: build_batch(4, [(T + 3, b"d", b"4")])})
+    assert _kept(round_) == [(2, 2, 1), (3, 3, 1)]
+    assert (round_.stats.aborted_removed, round_.stats.empty_batches) == (2, 0)
+
+
+def test_a_legacy_tombstone_goes_from_a_segment_dated_exactly_at_the_legacy_horizon(tmp_path):
+    """A v0/v1 tombstone's horizon is the last clean segment's modification time less delete.retention.ms; a dirty
+    segment modified exactly then is not after it, so its tombstones go (``lastModified > deleteHorizonMs``)."""
+    from segdex.indexcore.config.log_config import LogConfig
+
+    config = LogConfig(cleanup_policy="compact", delete_retention_ms=1000)
+    clean = b"".join(build_batch(o, [(T + o, k, b"v")], magic=1) for o, k in ((0, b"x"), (1, b"y")))
+    dirty = build_batch(2, [(T + 2, b"a", None)], magic=1) + build_batch(3, [(T + 3, b"b", b"v")], magic=1)
+    segments = {0: clean, 2: dirty, 4: build_batch(4, [(T + 4, b"c", b"v")], magic=1)}
+    mtime = T + 50_000
+    for dirty_mtime, tombstone_kept in ((mtime - 1000, False), (mtime - 999, True)):
+        round_ = _clean(tmp_path / f"c-{dirty_mtime}", segments, config, checkpoint=2,
+                        mtimes={0: mtime, 2: dirty_mtime, 4: mtime})
+        assert (round_.stats.tombstones_removed, round_.stats.tombstones_kept) == (
+            (0, 1) if tombstone_kept else (1, 0)), dirty_mtime
+
+
+def test_a_message_set_below_its_segments_base_fails_the_round_in_a_buffer_of_its_own(tmp_path):
+    """Segment 5 as older brokers named it, by its compressed v1 wrapper's last offset (5; its records 3, 4 and a
+    keyless 5): records 3 and 4 are kept, below the cleaned segment's base 5. With a read buffer that holds only
+    the wrapper, Kafka's append checks that buffer alone, at offset 4, and the round fails (the segment does not
+    overflow its own base, so it cannot be split); the batches read after it in the next buffer (6, copied; 7,
+    keyless at the high watermark, kept empty) are each checked at their own offsets."""
+    from segdex.indexcore.tools.segment_writer import build_legacy
+
+    wrapper = build_legacy(3, [(T, b"a", b"1"), (T + 1, b"b", b"2"), (T + 2, None, b"3")], compression=1)
+    seg = (wrapper + build_batch(6, [(T + 3, b"c", b"4")], producer_id=9, producer_epoch=0, base_sequence=0)
+           + build_batch(7, [(T + 4, None, b"5")]))
+    with pytest.raises(LogCleaningException) as e:
+        _clean(tmp_path / "c-0", {5: seg, 8: build_batch(8, [(T + 5, b"d", b"6")])}, high_watermark=8,
+               io_buffer_size=len(wrapper))
+    assert "offset 4, the last kept of a message set of segment 5, lies below the cleaned segment's base offset 5" \
+        in str(e.value)
