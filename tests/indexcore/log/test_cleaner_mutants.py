@@ -5,6 +5,7 @@ test_cleaner.py, so that work on the cleaner itself merges without conflicts."""
 from __future__ import annotations
 
 import os
+import struct
 
 import pytest
 
@@ -119,6 +120,40 @@ def test_a_batch_larger_than_max_message_bytes_grows_the_buffer_to_its_size():
     assert big > cleaner.MAX_MESSAGE_BYTES
     kept = [(pos[0], 100), (pos[1], 50), (pos[2], 150)]  # 50 shares the second read with 150
     cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(262_147))
+
+
+def _damaged_tail(size_field: bytes, magic: int, length: int) -> bytes:
+    """The first ``length`` bytes of a damaged batch: offset 10, the size field, 4 bytes of leader epoch, the magic
+    byte, then zeros."""
+    return (struct.pack(">q", 10) + size_field + bytes(4) + bytes([magic]) + bytes(24))[:length]
+
+
+@pytest.mark.parametrize(("tail", "throws_there"), [
+    (_damaged_tail(struct.pack(">i", 5), 0, 24), True),  # a size below 14 in reach: that buffer throws
+    (_damaged_tail(struct.pack(">i", 5), 0, 12), True),  # the size field is the buffer's last bytes
+    (_damaged_tail(bytes(3), 0, 11), False),  # the size field not whole in the buffer: its batches are appended
+    (_damaged_tail(struct.pack(">i", -1), 0, 24), True),  # the size field is signed
+    (_damaged_tail(struct.pack(">i", 14), 0, 24), False),  # 14, a v0 message's least size, passes
+    (_damaged_tail(struct.pack(">i", 100), 3, 17), True),  # a magic byte past 2 in reach (the buffer's last byte)
+    (_damaged_tail(struct.pack(">i", 100), 3, 16), False),  # the magic byte out of reach
+    (_damaged_tail(struct.pack(">i", 100), 2, 24), False),  # magic 2, a size that may be whole: appended
+])
+def test_a_buffer_that_holds_a_damaged_batchs_header_throws_before_its_batches_are_appended(tail, throws_there):
+    """A damaged batch after three whole ones, the last read holding batch 2 and the damaged bytes (two batches a
+    buffer): where the damaged batch's size field (below 14) or magic byte (past 2) is in that read, the read throws
+    while it is filtered and its kept batch (offset 50, below the base 100) is never appended; else it is, and
+    overflows. The first read's kept batch (101) fits either way."""
+    data, pos, size = _segment(3)
+    kept = [(pos[0], 101), (pos[2], 50)]
+    buffers = cleaner.IoBuffers(2 * size)
+    if throws_there:
+        cleaner._chunk_overflow(data + tail, kept, 100, buffers, damaged_at=len(data))
+    else:
+        with pytest.raises(LogSegmentOffsetOverflowException) as e:
+            cleaner._chunk_overflow(data + tail, kept, 100, buffers, damaged_at=len(data))
+        assert e.value.offset == 50
+    with pytest.raises(LogSegmentOffsetOverflowException):  # the read before it is appended either way
+        cleaner._chunk_overflow(data + tail, [(pos[0], 99)] + kept[1:], 100, buffers, damaged_at=len(data))
 
 
 # --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
