@@ -386,3 +386,54 @@ def test_a_start_that_does_not_re_read_segments_keeps_their_indexes_on_disk(tmp_
         shutil.copytree(part, copy)
         applied = clean_partition(str(copy), config, CleanerConfig(), now, force=True, **start)
         assert applied.applied == (error is None) and (applied.error or "").startswith(error or ""), start
+
+
+def test_a_clean_start_takes_its_active_producers_from_the_snapshot_at_the_log_end(tmp_path: Path):
+    """A clean start loads the producer snapshot at the log end (3) instead of replaying the log: the snapshot's
+    producers, those idle past ``producer.id.expiration.ms`` (60 s here) dropped, are the round's active ones
+    (producer 9, which the log does not hold; not 7, idle 100 s there though its batch in the log is recent).
+    A start that re-reads the log has producer 7 from its batch."""
+    from segdex.indexcore.log.cleaner import LastRecord
+    from segdex.indexcore.log.log_cleaner import load_for_cleaning
+    from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    now = T0 + HOUR_MS
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(now - 10, b"a", b"1")], producer_id=7, producer_epoch=0,
+                                                     base_sequence=0) + build_batch(1, [(now - 9, b"a", b"2")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(now - 8, b"b", b"1")]))
+    (part / producer_snapshot_file_name(3)).write_bytes(snapshot_bytes([
+        ProducerStateEntry(7, 0, -1, now - 100_000, None, BatchMetadata(0, 0, 0, now - 100_000)),
+        ProducerStateEntry(9, 2, -1, now - 10, None, BatchMetadata(4, 1, 0, now - 10))]))
+    config = LogConfig(cleanup_policy="compact", producer_id_expiration_ms=60_000)
+    assert load_for_cleaning(str(part), config, now).active_producers() == {7: LastRecord(0, 0)}
+    assert load_for_cleaning(str(part), config, now, clean_shutdown=True).active_producers() == {
+        9: LastRecord(1, 2)}
+
+
+def test_a_segment_not_re_read_has_its_indexes_and_largest_timestamp_as_on_disk(tmp_path: Path):
+    """``_indexes_on_disk``: the ``.index`` read whole at the segment's base (offsets 12, 15), sized by
+    ``segment.index.bytes``; the ``.timeindex``'s entries counted (a whole number); the largest timestamp its last
+    entry's (not the file's time)."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.time_index import TimeIndex
+    from segdex.indexcore.log.log_cleaner import _indexes_on_disk
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    log = part / segment_name(10)
+    log.write_bytes(b"".join(build_batch(o, [(T0 + o, b"k", b"v")]) for o in range(10, 16)))
+    offsets, times = OffsetIndex(10, 1 << 20), TimeIndex(10, 1 << 20)
+    offsets.append(12, 140)
+    offsets.append(15, 350)
+    times.maybe_append(T0 + 12, 12)
+    times.maybe_append(T0 + 15, 15)
+    (part / (segment_name(10)[:-4] + ".index")).write_bytes(offsets.to_bytes())
+    (part / (segment_name(10)[:-4] + ".timeindex")).write_bytes(times.to_bytes())
+    index, time_entries, largest = _indexes_on_disk(str(log), 10, LogConfig(segment_index_bytes=800))
+    assert (index.entries(), index.lookup(14), index.max_entries) == ([(12, 140), (15, 350)], (12, 140), 100)
+    assert (time_entries, type(time_entries), largest) == (2, int, T0 + 15)
