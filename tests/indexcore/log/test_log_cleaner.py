@@ -437,3 +437,43 @@ def test_a_segment_not_re_read_has_its_indexes_and_largest_timestamp_as_on_disk(
     index, time_entries, largest = _indexes_on_disk(str(log), 10, LogConfig(segment_index_bytes=800))
     assert (index.entries(), index.lookup(14), index.max_entries) == ([(12, 140), (15, 350)], (12, 140), 100)
     assert (time_entries, type(time_entries), largest) == (2, int, T0 + 15)
+
+
+def test_an_applied_round_that_fails_after_a_group_says_what_was_swapped_in_and_kept(tmp_path: Path):
+    """A clean start keeps segments 4 and 8's empty index files, so the cleaner groups them (segment 0, larger, in
+    a group of its own by ``segment.bytes``) and their merged segment outgrows its time index, as Kafka's round
+    fails there: segment 0's group is swapped in before, its files kept in the quarantine (whose manifest says
+    why), the checkpoint untouched. With ``segment.bytes`` at its default the three merge into the first group,
+    which fails before anything is written: nothing changed."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    sizes = {}
+    for base, n, value in ((0, 4, b"v" * 200), (4, 4, b"v"), (8, 4, b"v"), (12, 1, b"v")):
+        data = b"".join(_plain(o, b"k%d" % o, values=value) for o in range(base, base + n))
+        (part / segment_name(base)).write_bytes(data)
+        sizes[base] = len(data)
+        if base in (4, 8):
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    failed = ("Kafka's cleaner fails this round (java.lang.IllegalArgumentException: Attempt to append to a full "
+              "time index (size = 3).): segments {} merged into one outgrow its index of segment.index.bytes=48; a "
+              "broker marks the partition uncleanable and leaves it dirty")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48)
+    copy = tmp_path / "copy" / "c-0"
+    shutil.copytree(part, copy)
+    whole = clean_partition(str(copy), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
+    assert (whole.error, whole.swapped_groups, whole.applied) == (
+        failed.format("0, 4, 8") + "; nothing was changed", 0, False)
+    separate = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48,
+                         segment_bytes=sizes[0] + sizes[4] - 1)
+    plan = clean_partition(str(part), separate, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True,
+                           quarantine=str(tmp_path / "q"), run_id="r1")
+    kept = plan.quarantine
+    assert kept is not None and kept.startswith(str(tmp_path / "q"))
+    assert (plan.error, plan.swapped_groups, plan.applied) == (
+        "not applied: " + failed.format("4, 8") + "; the 1 cleaned segments before it were swapped in, as Kafka's "
+        "round leaves them (cleaner-offset-checkpoint unchanged); the files they replaced are kept in " + kept, 1,
+        False)
+    manifest = json.loads((Path(kept) / "manifest.json").read_text())
+    assert manifest["reason"] == "segdex clean: replaced by cleaned segments"
+    assert os.path.basename(manifest["pieces"][0]["source"]) == segment_name(0)
