@@ -477,3 +477,65 @@ def test_an_applied_round_that_fails_after_a_group_says_what_was_swapped_in_and_
     manifest = json.loads((Path(kept) / "manifest.json").read_text())
     assert manifest["reason"] == "segdex clean: replaced by cleaned segments"
     assert os.path.basename(manifest["pieces"][0]["source"]) == segment_name(0)
+
+
+def _damaged_partition(part: Path, damaged: int, how: str) -> Path:
+    """Segments 0, 2 and 4 (active) of two one-record batches each, every one with empty index files (as a clean
+    start finds them: not recovered when opened); in segment ``damaged`` the second batch broken: ``crc`` a byte
+    of its value (its CRC fails), ``size`` its size field 5, ``magic`` its magic byte 7."""
+    import struct
+
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part.mkdir(parents=True)
+    for base in (0, 2, 4):
+        first, second = (build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")]) for o in (base, base + 1))
+        data = bytearray(first + second)
+        if base == damaged:
+            if how == "crc":
+                data[-2] ^= 1
+            elif how == "size":
+                struct.pack_into(">i", data, len(first) + 8, 5)
+            else:
+                data[len(first) + 16] = 7
+        (part / segment_name(base)).write_bytes(bytes(data))
+        for suffix in (".index", ".timeindex"):
+            (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    return part
+
+
+SERVED = "dirty ratio 1.000 > min.cleanable.dirty.ratio 0.5; damaged, served as it is: {path} byte 70 ({why}): {what}"
+CARRIED = "carried through as Kafka's round carries it (its cleaner checks no CRC)"
+FAILS = ("Kafka's cleaner fails this round (org.apache.kafka.common.errors.CorruptRecordException: {kafka}): a damaged "
+         "batch at byte 70 of {path}, served as it is (a clean start does not re-read it); a broker marks the "
+         "partition uncleanable and leaves it dirty")
+
+
+def test_a_clean_starts_damaged_segments_are_served_as_they_are_and_said(tmp_path: Path):
+    """A clean start does not re-read a segment with index files: a batch whose CRC fails is carried through by the
+    round (Kafka's cleaner checks no CRC), or not read when the round stops before its segment (the high watermark
+    at 2), each said in the plan's ``why``, also by ``--until-clean`` and an applied round; a size field below 14
+    or a magic byte 7 fails the round where Kafka's does; in the active segment the load itself fails."""
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+
+    def plan(damaged: int, how: str, **kwargs):
+        part = _damaged_partition(tmp_path / f"{how}{damaged}" / "c-0", damaged, how)
+        return part, plan_cleaning(str(part), config, CleanerConfig(), now, clean_shutdown=True, **kwargs)
+
+    part, crc = plan(0, "crc")
+    why = SERVED.format(path=part / segment_name(0), why="CorruptRecordException at position 70: Record is corrupt "
+                        "(stored crc = 1396929550, computed crc = 1088547961); 70 valid bytes of 140", what=CARRIED)
+    assert (crc.error, crc.why) == (None, why)
+    assert plan_cleaning(str(part), config, CleanerConfig(), now, clean_shutdown=True, until_clean=True).why == why
+    applied = clean_partition(str(part), config, CleanerConfig(), now, clean_shutdown=True, force=True)
+    assert (applied.applied, applied.why) == (True, why)
+    part, later = plan(2, "crc", high_watermark=2)
+    assert later.why.endswith(f"{part / segment_name(2)} byte 70 (CorruptRecordException at position 70: Record is "
+                              "corrupt (stored crc = 390064854, computed crc = 77427361); 70 valid bytes of 140): "
+                              "not read by this round")
+    for how, kafka in (("size", "Record size 5 is less than the minimum record overhead (14)"),
+                       ("magic", "Invalid magic found in record: 7")):
+        part, failed = plan(0, how)
+        assert failed.error == FAILS.format(kafka=kafka, path=part / segment_name(0)), how
+    _, active = plan(4, "size")
+    assert active.error.startswith("not loaded: 00000000000000000004.log: corrupt_log_tail: ")
