@@ -539,3 +539,18 @@ def test_a_clean_starts_damaged_segments_are_served_as_they_are_and_said(tmp_pat
         assert failed.error == FAILS.format(kafka=kafka, path=part / segment_name(0)), how
     _, active = plan(4, "size")
     assert active.error.startswith("not loaded: 00000000000000000004.log: corrupt_log_tail: ")
+
+
+def test_a_plan_loads_at_its_clock_and_carries_the_checkpoint_it_was_given(tmp_path: Path):
+    """Producer 7's only batch is superseded: while the producer is active (an hour on) the round keeps it as an
+    empty batch (61 bytes); once it has been idle past ``producer.id.expiration.ms`` (a day) at the plan's clock,
+    the load drops the producer and the batch goes. The checkpoint given is the plan's."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = _written(tmp_path / "c-0", {0: [build_batch(0, [(T0, b"a", b"1")], producer_id=7, producer_epoch=0,
+                                                       base_sequence=0), _plain(1, b"a")], 2: [_plain(2, b"b")]})
+    config = LogConfig(cleanup_policy="compact")
+    kept = _plain(1, b"a")
+    for now, after in ((T0 + HOUR_MS, len(kept) + 61), (T0 + 25 * HOUR_MS, len(kept))):
+        plan = plan_cleaning(str(part), config, CleanerConfig(), now, checkpoint=0)
+        assert (plan.checkpoint, plan.bytes_after) == (0, after), now  # the round's range: segment 0
