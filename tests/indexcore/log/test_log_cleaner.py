@@ -461,11 +461,19 @@ def test_an_applied_round_that_fails_after_a_group_says_what_was_swapped_in_and_
     config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48)
     copy = tmp_path / "copy" / "c-0"
     shutil.copytree(part, copy)
-    whole = clean_partition(str(copy), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
-    assert (whole.error, whole.swapped_groups, whole.applied) == (
-        failed.format("0, 4, 8") + "; nothing was changed", 0, False)
+    for threads in (1, 2):  # a round in turn, and one split over two threads
+        whole = clean_partition(str(copy), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True,
+                                threads=threads)
+        assert (whole.error, whole.swapped_groups, whole.applied) == (
+            failed.format("0, 4, 8") + "; nothing was changed", 0, False)
     separate = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48,
                          segment_bytes=sizes[0] + sizes[4] - 1)
+    unkept = tmp_path / "unkept" / "c-0"
+    shutil.copytree(part, unkept)
+    plan = clean_partition(str(unkept), separate, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
+    assert (plan.error, plan.quarantine) == (
+        "not applied: " + failed.format("4, 8") + "; the 1 cleaned segments before it were swapped in, as Kafka's "
+        "round leaves them (cleaner-offset-checkpoint unchanged)", None)
     plan = clean_partition(str(part), separate, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True,
                            quarantine=str(tmp_path / "q"), run_id="r1")
     kept = plan.quarantine
@@ -554,3 +562,46 @@ def test_a_plan_loads_at_its_clock_and_carries_the_checkpoint_it_was_given(tmp_p
     for now, after in ((T0 + HOUR_MS, len(kept) + 61), (T0 + 25 * HOUR_MS, len(kept))):
         plan = plan_cleaning(str(part), config, CleanerConfig(), now, checkpoint=0)
         assert (plan.checkpoint, plan.bytes_after) == (0, after), now  # the round's range: segment 0
+
+
+def test_a_segment_served_as_it_is_keeps_what_its_files_say(tmp_path: Path):
+    """``_served_as_is`` on segment 2 of ``_damaged_partition`` (a size field of 5 in its second batch, an index
+    file with one entry at its first batch): its ``readNextOffset`` throws, so its next offset is its base and the
+    error is Kafka's, naming the file; its sizes, modification time, indexes and first timestamp are the files'.
+    As the log's last segment it is not served (the load itself throws)."""
+    import struct
+
+    from segdex.indexcore.log.log_cleaner import _served_as_is
+    from segdex.indexcore.log.log_cleaner_manager import SegmentFacts
+
+    part = _damaged_partition(tmp_path / "c-0", 2, "size")
+    path = str(part / segment_name(2))
+    (part / (segment_name(2)[:-4] + ".index")).write_bytes(struct.pack(">ii", 0, 0))
+    os.utime(path, ns=(1_700_000_000_123_456_789,) * 2)
+    config = LogConfig(cleanup_policy="compact", segment_index_bytes=800)
+    seg, facts = _served_as_is(path, 2, config, last=False)
+    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset, seg.as_is) == (
+        2, 140, 1_700_000_000_123, 2, True)
+    assert (seg.offset_index.entries(), seg.offset_index.max_entries, seg.time_index_entries, seg.aborted) == (
+        [(2, 0)], 100, 0, [])
+    assert seg.next_offset_error == (
+        "org.apache.kafka.common.errors.CorruptRecordException: Found record size 5 smaller than minimum record "
+        f"overhead (14) in file {os.path.abspath(path)}.")
+    assert facts == SegmentFacts(2, 140, 1_700_000_000_123, T0 + 2)
+    assert _served_as_is(path, 2, config, last=True) is None
+
+
+def test_the_first_batch_with_a_magic_byte_above_2_is_found_by_position(tmp_path: Path):
+    """``_bad_magic_at``: the position of the first batch whose magic byte is above 2 (3 is), not one of magic 2
+    after a v1 message; 0 where there is none."""
+    from segdex.indexcore.log.log_cleaner import _bad_magic_at
+    from segdex.indexcore.tools.segment_writer import build_batch, legacy_message
+
+    log = tmp_path / segment_name(0)
+    v1, v2 = legacy_message(0, b"k", b"v", timestamp=T0), build_batch(1, [(T0, b"k", b"v")])
+    log.write_bytes(v1 + v2)
+    assert _bad_magic_at(str(log)) == 0
+    bad = bytearray(build_batch(2, [(T0, b"k", b"v")]))
+    bad[16] = 3
+    log.write_bytes(v1 + v2 + bytes(bad))
+    assert _bad_magic_at(str(log)) == len(v1) + len(v2)
