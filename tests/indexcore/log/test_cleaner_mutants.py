@@ -667,3 +667,35 @@ def test_a_message_set_below_its_segments_base_fails_the_round_in_a_buffer_of_it
                io_buffer_size=len(wrapper))
     assert "offset 4, the last kept of a message set of segment 5, lies below the cleaned segment's base offset 5" \
         in str(e.value)
+
+
+# --- cleaner.usable_cores: the affinity, no more than the cgroup's CPU quota ---------------------------------------
+
+
+@pytest.mark.parametrize(("cpu_max", "quota"), [
+    ("max 100000\n", None),  # no quota
+    ("100000 100000\n", 1),
+    ("150000 100000\n", 1),  # whole CPUs: 1.5 is 1
+    ("50000 100000\n", 1),  # under one CPU is one
+    ("400000 100000 more\n", 4),  # the first two fields
+    ("100000\n", None),  # not "quota period": no quota read
+    (None, None),  # no such file (no cgroup v2)
+])
+def test_the_usable_cores_are_the_affinity_within_the_cgroup_quota(tmp_path, cpu_max, quota):
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    affinity = len(os.sched_getaffinity(0))
+    assert cleaner.usable_cores(str(path)) == (affinity if quota is None else min(affinity, quota))
+
+
+def test_the_usable_cores_follow_the_affinity_not_the_machine(tmp_path):
+    """Pinned to one core of several, the process may use one (``sched_getaffinity``, not ``cpu_count``)."""
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2:
+        pytest.skip("one core: the affinity cannot be narrowed")
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        assert cleaner.usable_cores(str(tmp_path / "none")) == 1
+    finally:
+        os.sched_setaffinity(0, cores)
