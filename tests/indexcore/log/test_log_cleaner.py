@@ -632,3 +632,61 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
     assert plan.error.startswith("Kafka's cleaner fails this round (org.apache.kafka.common.errors."
                                  "CorruptRecordException: Found record size 5 smaller than minimum record overhead")
     assert (plan.error.endswith("; nothing was changed"), plan.swapped_groups, _live(part)) == (True, 0, before)
+
+
+def _room_group(part: Path, sizes: dict[int, int]) -> list:
+    """Segments at these bases, each .log of 10 bytes and a .index of one entry on disk, as the cleaner reads
+    them with the given (claimed) sizes, 2 offset entries and 3 time entries each."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+
+    group = []
+    for base, size in sizes.items():
+        (part / segment_name(base)).write_bytes(b"x" * 10)
+        (part / (segment_name(base)[:-4] + ".index")).write_bytes(bytes(8))
+        index = OffsetIndex(base, 1 << 20)
+        index.append(base, 0)
+        index.append(base + 1, 5)
+        group.append(cleaner.CleanerSegment(str(part / segment_name(base)), base, size, 0, index, 3, [], base + 2))
+    return group
+
+
+def test_a_swap_writer_needs_room_for_a_groups_files_and_the_originals_it_keeps(tmp_path: Path):
+    """``SwapWriter._needs``: a group's cleaned files at most (each segment's bytes, offset entries of 8 bytes,
+    time entries and two more of 12, 4 KiB), and the bytes of the originals a quarantine keeps (none without
+    one); ``_short`` and ``begin`` ask the filesystems for that room, beside the partition and in the quarantine
+    (together where they share one): a round that cannot have it writes nothing."""
+    import re
+
+    from segdex.indexcore.log.log_cleaner import QuarantineSession, SwapWriter, _ShortOfRoom
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    group = _room_group(part, {0: 100, 5: 50})
+    out = (100 + 16 + 5 * 12 + 4096) + (50 + 16 + 5 * 12 + 4096)
+    assert SwapWriter(str(part), None, None)._needs(group) == (out, 0)
+    quarantine = str(tmp_path / "q")
+    session = QuarantineSession(str(part), quarantine, "r1", "test")
+    kept = SwapWriter(str(part), session, quarantine)
+    assert kept._needs(group) == (out, 2 * (10 + 8))
+    huge = 10 ** 18
+
+    def short(text: str | None, where: Path, need: int) -> bool:
+        return text is not None and re.fullmatch(rf"{re.escape(str(where))}: [\d,]+ bytes free, {need:,} needed",
+                                                 text) is not None
+
+    assert SwapWriter(str(part), None, None)._short(out, 0) is None
+    assert short(SwapWriter(str(part), None, None)._short(huge, 0), part, huge)
+    assert short(kept._short(huge, 7), part, huge + 7)  # the quarantine on the partition's filesystem
+    with pytest.raises(_ShortOfRoom) as e:  # the largest group's output (no quarantine)
+        SwapWriter(str(part), None, None).begin([_room_group(part, {0: huge}), _room_group(part, {5: 2 * huge})], 7)
+    assert str(e.value).endswith(f"{2 * huge + 16 + 60 + 4096:,} needed; nothing was changed")
+    with pytest.raises(_ShortOfRoom) as e:  # outputs so far plus a group's copies, at their most
+        kept.begin([_room_group(part, {0: huge}), _room_group(part, {5: 2 * huge})], 7)
+    assert str(e.value).endswith(f"{3 * huge + 2 * (16 + 60 + 4096) + 18:,} needed; nothing was changed")
+    SwapWriter(str(part), None, None).begin([], 0)  # no group: nothing asked
+    other = Path("/dev/shm")
+    if other.is_dir() and os.stat(other).st_dev != os.stat(tmp_path).st_dev:  # a quarantine elsewhere
+        apart = SwapWriter(str(part), QuarantineSession(str(part), str(other / "q"), "r1", "test"), str(other / "q"))
+        assert apart._short(out, 10) is None
+        assert short(apart._short(out, huge), other, huge)
+        assert short(apart._short(huge, 10), part, huge)
