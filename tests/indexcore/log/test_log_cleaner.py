@@ -690,3 +690,41 @@ def test_a_swap_writer_needs_room_for_a_groups_files_and_the_originals_it_keeps(
         assert apart._short(out, 10) is None
         assert short(apart._short(out, huge), other, huge)
         assert short(apart._short(huge, 10), part, huge)
+
+
+def test_a_swap_writer_opens_a_group_only_with_room_and_names_what_it_will_write(tmp_path: Path):
+    """``SwapWriter.open`` with a quarantine: without room for the group it stops before its first segment;
+    else it keeps the originals and names the group's files in the partition as written by this run (the restore
+    lines remove them), then opens the temporary its ``.log`` streams into."""
+    from segdex.indexcore.log.log_cleaner import QuarantineSession, SwapWriter, _ShortOfRoom
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    quarantine = str(tmp_path / "q")
+    session = QuarantineSession(str(part), quarantine, "r1", "test")
+    writer = SwapWriter(str(part), session, quarantine)
+    with pytest.raises(_ShortOfRoom) as e:
+        writer.open(_room_group(part, {5: 10 ** 18, 7: 1}))
+    assert str(e.value).startswith(f"stopped before segment 5: {part}: ")
+    file = writer.open(_room_group(part, {0: 10}))
+    file.close()
+    stem = os.path.realpath(part / segment_name(0)[:-4])
+    assert {stem + suffix for suffix in (".log", ".index", ".timeindex", ".txnindex")} <= session.written
+    writer.abort()
+
+
+def test_an_applied_round_counts_every_group_it_swapped_in_before_it_failed(tmp_path: Path):
+    """Segments 0 and 4 (large) are groups of their own and are swapped in; 8 and 12 (their index files empty, a
+    clean start keeps them) merge and outgrow the time index: two groups swapped in before the failure."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, n, value in ((0, 4, b"v" * 200), (4, 4, b"v" * 200), (8, 4, b"v"), (12, 4, b"v"), (16, 1, b"v")):
+        (part / segment_name(base)).write_bytes(b"".join(_plain(o, b"k%d" % o, values=value)
+                                                         for o in range(base, base + n)))
+        if base in (8, 12):
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48,
+                       segment_bytes=1088 + 284 - 1)
+    plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
+    assert plan.swapped_groups == 2 and "; the 2 cleaned segments before it were swapped in" in plan.error
