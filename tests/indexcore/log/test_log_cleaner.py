@@ -608,30 +608,32 @@ def test_the_first_batch_with_a_magic_byte_above_2_is_found_by_position(tmp_path
 
 
 def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(tmp_path: Path):
-    """Segment 5, cleaned already (the checkpoint at 7) and served as it is with a size field of 5: Kafka's round
+    """A segment cleaned already (the checkpoint at 7) and served as it is with a size field of 5: Kafka's round
     throws there, after swapping in the group of segment 0 (``segment.bytes`` 280 makes the groups [0], [3, 5],
-    [7]); segdex meets the damage before the first group is written, in the group's second segment, so the
-    partition is left as it was."""
+    [7]); segdex meets the damage before the first group is written, in the group's second segment (5, its next
+    offset read) or its first (3, its batches read), so the partition is left as it was."""
     import struct
 
     from segdex.indexcore.tools.segment_writer import build_batch
 
-    part = tmp_path / "c-0"
-    part.mkdir()
-    for base, n in ((0, 3), (3, 2), (5, 2), (7, 2), (9, 1)):
-        data = bytearray(b"".join(build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")]) for o in range(base, base + n)))
-        if base == 5:
-            struct.pack_into(">i", data, 70 + 8, 5)
-        (part / segment_name(base)).write_bytes(bytes(data))
-        for suffix in (".index", ".timeindex"):
-            (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
-    before = _live(part)
-    config = LogConfig(cleanup_policy="compact", segment_bytes=280)
-    plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, checkpoint=7, clean_shutdown=True,
-                           force=True, threads=1)
-    assert plan.error.startswith("Kafka's cleaner fails this round (org.apache.kafka.common.errors."
-                                 "CorruptRecordException: Found record size 5 smaller than minimum record overhead")
-    assert (plan.error.endswith("; nothing was changed"), plan.swapped_groups, _live(part)) == (True, 0, before)
+    for damaged in (5, 3):
+        part = tmp_path / str(damaged) / "c-0"
+        part.mkdir(parents=True)
+        for base, n in ((0, 3), (3, 2), (5, 2), (7, 2), (9, 1)):
+            data = bytearray(b"".join(build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")])
+                                      for o in range(base, base + n)))
+            if base == damaged:
+                struct.pack_into(">i", data, 70 + 8, 5)
+            (part / segment_name(base)).write_bytes(bytes(data))
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+        before = _live(part)
+        config = LogConfig(cleanup_policy="compact", segment_bytes=280)
+        plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, checkpoint=7, clean_shutdown=True,
+                               force=True, threads=1)
+        assert plan.error.startswith("Kafka's cleaner fails this round (org.apache.kafka.common.errors."
+                                     "CorruptRecordException: "), damaged
+        assert (plan.error.endswith("; nothing was changed"), plan.swapped_groups, _live(part)) == (True, 0, before)
 
 
 def _room_group(part: Path, sizes: dict[int, int]) -> list:
