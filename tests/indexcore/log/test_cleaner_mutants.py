@@ -699,3 +699,14 @@ def test_the_usable_cores_follow_the_affinity_not_the_machine(tmp_path):
         assert cleaner.usable_cores(str(tmp_path / "none")) == 1
     finally:
         os.sched_setaffinity(0, cores)
+
+
+def test_a_v1_message_set_emptied_at_the_high_watermark_names_kafkas_exception(tmp_path):
+    """The round's failure carries Kafka's exception apart from the text (``kafka_exception``: what the plan
+    compares with Kafka's answer)."""
+    segments = {base: b"".join(build_batch(o, [(T + o, k, b"v")], magic=1) for o, k in recs)
+                for base, recs in ((0, [(0, b"a"), (1, None)]), (2, [(2, b"b")]), (3, [(3, b"c")]))}
+    with pytest.raises(LogCleaningException) as e:
+        _clean(tmp_path / "c-0", segments, high_watermark=2)
+    assert e.value.kafka_exception == ("java.lang.IllegalStateException: Empty batches are only supported for magic "
+                                       "v2 and above")
