@@ -710,3 +710,50 @@ def test_a_v1_message_set_emptied_at_the_high_watermark_names_kafkas_exception(t
         _clean(tmp_path / "c-0", segments, high_watermark=2)
     assert e.value.kafka_exception == ("java.lang.IllegalStateException: Empty batches are only supported for magic "
                                        "v2 and above")
+
+
+# --- cleaner.read_batch: what Kafka's round throws at a damaged batch, by what its read buffer holds ---------------
+
+
+def _tail(size: int | None, magic: int | None, length: int) -> bytes:
+    """A damaged batch's first ``length`` bytes: offset 9, the size field (zeros when None), a leader epoch, the
+    magic byte (as a signed byte), then zeros."""
+    head = struct.pack(">q", 9) + (struct.pack(">i", size) if size is not None else bytes(4)) + bytes(4)
+    return (head + struct.pack(">b", magic if magic is not None else 2) + bytes(200))[:length]
+
+
+WHERE = "for log segment {path} at position {position}"
+
+
+@pytest.mark.parametrize(("tail", "kafka"), [
+    (_tail(None, None, 1), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(None, None, 11), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(5, None, 12), "org.apache.kafka.common.errors.CorruptRecordException: Record size 5 is less than the "
+                         "minimum record overhead (14)"),
+    (_tail(-1, None, 40), "org.apache.kafka.common.errors.CorruptRecordException: Record size -1 is less than the "
+                          "minimum record overhead (14)"),
+    (_tail(100, 2, 16), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(100, 7, 17), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"),
+    (_tail(100, 3, 40), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 3"),
+    (_tail(100, -1, 40), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: -1"),
+    (_tail(100, 2, 17), "java.lang.IllegalStateException: Batch size 112 < buffer size 1048588, but not processed "
+                        + WHERE),
+    (_tail(60, 2, 71), "java.lang.IllegalStateException: Batch size 72 < buffer size 1048588, but not processed "
+                       + WHERE),
+    (_tail(2_000_000, 2, 40), "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
+                              "batch size 2000012 > 40 bytes left in segment " + WHERE),
+])
+def test_a_damaged_batch_fails_the_round_as_kafkas_read_of_it_throws(tmp_path, tail, kafka):
+    """After one whole batch, a damaged one: too short to read a size (under 12 bytes) or a magic byte (under 17),
+    a size field below 14, a magic byte outside 0..2 (signed), a batch cut short within the largest buffer (which
+    grows from 256 KiB to ``max.message.bytes``) or past it."""
+    whole = build_batch(0, [(T, b"k", b"v")] * 9)
+    path = tmp_path / "00000000000000000000.log"
+    seg = CleanerSegment(str(path), 0, len(whole) + len(tail), 0, None, 0, [], 9)
+    buf = whole + tail
+    assert cleaner.read_batch(buf, 0, seg, cleaner.IoBuffers()).base_offset == 0
+    assert cleaner.read_batch(whole, len(whole), seg, cleaner.IoBuffers()) is None
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.read_batch(buf, len(whole), seg, cleaner.IoBuffers())
+    want = kafka.format(path=path, position=len(whole))
+    assert (e.value.kafka_exception, e.value.position, e.value.path) == (want, len(whole), str(path))
