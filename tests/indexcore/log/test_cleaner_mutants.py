@@ -742,6 +742,10 @@ WHERE = "for log segment {path} at position {position}"
                        + WHERE),
     (_tail(2_000_000, 2, 40), "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
                               "batch size 2000012 > 40 bytes left in segment " + WHERE),
+    (_tail(1_048_576, 2, 40), "java.lang.IllegalStateException: Batch size 1048588 < buffer size 1048588, but not "
+                              "processed " + WHERE),  # exactly the largest buffer
+    (_tail(1_048_577, 2, 40), "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
+                              "batch size 1048589 > 40 bytes left in segment " + WHERE),  # one byte past it
 ])
 def test_a_damaged_batch_fails_the_round_as_kafkas_read_of_it_throws(tmp_path, tail, kafka):
     """After one whole batch, a damaged one: too short to read a size (under 12 bytes) or a magic byte (under 17),
