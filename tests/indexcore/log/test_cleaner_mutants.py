@@ -761,3 +761,16 @@ def test_a_damaged_batch_fails_the_round_as_kafkas_read_of_it_throws(tmp_path, t
         cleaner.read_batch(buf, len(whole), seg, cleaner.IoBuffers())
     want = kafka.format(path=path, position=len(whole))
     assert (e.value.kafka_exception, e.value.position, e.value.path) == (want, len(whole), str(path))
+
+
+def test_a_group_ending_in_a_segment_whose_next_offset_failed_names_the_file(tmp_path):
+    """``group_next_offset``: the load's next offset, or the round fails with what the segment's
+    ``readNextOffset`` threw, naming its file (the plan reads ``path``)."""
+    path = tmp_path / "00000000000000000005.log"
+    seg = CleanerSegment(str(path), 5, 0, 0, None, 0, [], 9)
+    assert cleaner.group_next_offset(seg) == 9
+    seg.next_offset_error = "org.apache.kafka.common.KafkaException: Failed to load record batch"
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.group_next_offset(seg)
+    assert (e.value.kafka_exception, e.value.path) == (seg.next_offset_error, os.path.abspath(path))
+    assert f"reading to the end of {os.path.abspath(path)}, served as it is" in str(e.value)
