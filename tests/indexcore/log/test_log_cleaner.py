@@ -692,6 +692,9 @@ def test_a_swap_writer_needs_room_for_a_groups_files_and_the_originals_it_keeps(
         assert apart._short(out, 10) is None
         assert short(apart._short(out, huge), other, huge)
         assert short(apart._short(huge, 10), part, huge)
+        with pytest.raises(_ShortOfRoom) as e:  # the largest group's output beside the partition, not a peak
+            apart.begin([_room_group(part, {0: huge})], 7)
+        assert str(e.value).endswith(f" {huge + 16 + 60 + 4096:,} needed; nothing was changed")
 
 
 def test_a_swap_writer_opens_a_group_only_with_room_and_names_what_it_will_write(tmp_path: Path):
@@ -730,3 +733,32 @@ def test_an_applied_round_counts_every_group_it_swapped_in_before_it_failed(tmp_
                        segment_bytes=1088 + 284 - 1)
     plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
     assert plan.swapped_groups == 2 and "; the 2 cleaned segments before it were swapped in" in plan.error
+
+
+def test_a_plan_of_a_partition_that_cannot_be_read_says_why(tmp_path: Path):
+    """A partition directory that is not there: the plan's error is the system's reason (``strerror``)."""
+    plan = plan_cleaning(str(tmp_path / "gone-0"), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0)
+    assert plan.error == "not loaded: No such file or directory"
+
+
+def test_two_damaged_segments_are_each_said(tmp_path: Path):
+    """Segments 0 and 2 each with a batch whose CRC fails, both carried through: two notes, one after the other."""
+    part = _damaged_partition(tmp_path / "c-0", 0, "crc")
+    other = _damaged_partition(tmp_path / "other" / "c-0", 2, "crc")
+    shutil.copy(other / segment_name(2), part / segment_name(2))
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                         clean_shutdown=True)
+    notes = plan.why.split("; damaged, served as it is: ")[1]
+    assert notes.count(CARRIED) == 2 and f"{CARRIED}; {part / segment_name(2)} byte 70 (" in notes
+
+
+def test_a_plan_meets_a_batch_cut_short_with_its_read_buffer_grown_to_the_limit(tmp_path: Path):
+    """Segment 0's second batch cut to 40 of its 70 bytes, served as it is: Kafka's read grows its buffer from
+    ``log.cleaner.io.buffer.size`` to ``message.max.bytes`` and throws; the plan says so with those sizes."""
+    part = _damaged_partition(tmp_path / "c-0", 2, "crc")  # segment 2 as a clean start serves it, CRC aside
+    whole = (part / segment_name(0)).read_bytes()
+    (part / segment_name(0)).write_bytes(whole[:70 + 40])
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                         clean_shutdown=True)
+    assert plan.error.startswith("Kafka's cleaner fails this round (java.lang.IllegalStateException: Batch size 70 < "
+                                 "buffer size 1048588, but not processed for log segment "), plan.error
