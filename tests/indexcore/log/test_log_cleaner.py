@@ -571,19 +571,22 @@ def test_a_segment_served_as_it_is_keeps_what_its_files_say(tmp_path: Path):
     As the log's last segment it is not served (the load itself throws)."""
     import struct
 
+    from segdex.indexcore.index.transaction_index import AbortedTxn
     from segdex.indexcore.log.log_cleaner import _served_as_is
     from segdex.indexcore.log.log_cleaner_manager import SegmentFacts
 
     part = _damaged_partition(tmp_path / "c-0", 2, "size")
     path = str(part / segment_name(2))
     (part / (segment_name(2)[:-4] + ".index")).write_bytes(struct.pack(">ii", 0, 0))
+    txn = AbortedTxn(7, 2, 3, 4)
+    (part / (segment_name(2)[:-4] + ".txnindex")).write_bytes(txn.to_bytes())  # sane for base 2
     os.utime(path, ns=(1_700_000_000_123_456_789,) * 2)
     config = LogConfig(cleanup_policy="compact", segment_index_bytes=800)
     seg, facts = _served_as_is(path, 2, config, last=False)
     assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset, seg.as_is) == (
         2, 140, 1_700_000_000_123, 2, True)
     assert (seg.offset_index.entries(), seg.offset_index.max_entries, seg.time_index_entries, seg.aborted) == (
-        [(2, 0)], 100, 0, [])
+        [(2, 0)], 100, 0, [txn])
     assert seg.next_offset_error == (
         "org.apache.kafka.common.errors.CorruptRecordException: Found record size 5 smaller than minimum record "
         f"overhead (14) in file {os.path.abspath(path)}.")
@@ -670,6 +673,11 @@ def test_a_swap_writer_needs_room_for_a_groups_files_and_the_originals_it_keeps(
     session = QuarantineSession(str(part), quarantine, "r1", "test")
     kept = SwapWriter(str(part), session, quarantine)
     assert kept._needs(group) == (out, 2 * (10 + 8))
+    (part / "00000000000000000000.snapshot").write_bytes(b"x" * 7)  # the cleaned segment's own: stays
+    (part / "00000000000000000005.snapshot").write_bytes(b"x" * 3)  # a replaced base's: goes, kept
+    assert kept._needs(group) == (out, 2 * (10 + 8) + 3)
+    for name in ("00000000000000000000.snapshot", "00000000000000000005.snapshot"):
+        (part / name).unlink()
     huge = 10 ** 18
 
     def short(text: str | None, where: Path, need: int) -> bool:
