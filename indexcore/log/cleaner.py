@@ -306,12 +306,13 @@ def _source_bytes(group: list[CleanerSegment]) -> int:
     return sum(seg.size for seg in group)
 
 
-def usable_cores() -> int:
+def usable_cores(cpu_max: str = "/sys/fs/cgroup/cpu.max") -> int:
     """The cores this process may run on: its affinity (the machine's where the platform has none), no more than
-    its cgroup's CPU quota (``cpu.max``: a container limited to 2 CPUs on a 64-core host gets 2)."""
+    its cgroup's CPU quota (``cpu_max``, cgroup v2's ``cpu.max``: a container limited to 2 CPUs on a 64-core host
+    gets 2)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
+        with open(cpu_max) as f:
             quota, period = f.read().split()[:2]
         if quota != "max":
             cores = min(cores, max(1, int(quota) // int(period)))

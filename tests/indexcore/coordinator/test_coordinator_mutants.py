@@ -505,6 +505,40 @@ def test_records_are_replayed_into_a_new_summary_and_a_two_byte_key_is_decoded(t
     assert summary.undecodable == ["offset 1: a record without a coordinator key"]
 
 
+def test_records_are_replayed_into_the_summary_given_with_markers_and_the_key_named(tmp_path):
+    """A caller's summary is the one filled and returned; markers reach ``on_marker``; a keyless record is listed
+    under the caller's name for the key."""
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_records
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+
+    write_partition(tmp_path, "__transaction_state", 0, [
+        build_batch(0, [(1, b"\x00\x00", b"v0"), (1, None, b"v1")], producer_id=7, producer_epoch=0,
+                    base_sequence=0, is_transactional=True),
+        build_batch(2, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=1),
+    ])
+    given, markers = LoadSummary(), []
+    summary = replay_coordinator_records(tmp_path / "__transaction_state-0", (0,),
+                                         lambda offset, rtype, key, value: value, lambda offset, pid, value: None,
+                                         lambda pid, commit: markers.append((pid, commit)), given,
+                                         key_name="transactional id")
+    assert summary is given and summary.next_offset == 3 and markers == [(7, False)]
+    assert summary.undecodable == ["offset 1: a record without a transactional id"]
+
+
+def test_a_replay_counts_each_segment_handed_over(tmp_path):
+    from segdex.indexcore.coordinator.coordinator_loader import PartitionReplay
+    from segdex.indexcore.log.log_segments import segment_logs
+    from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+
+    batch = [build_batch(i, [(1, f"k{i}".encode(), b"v")]) for i in range(3)]
+    write_partition(tmp_path, "__consumer_offsets", 0, batch, segment_bytes=1)
+    logs = segment_logs(tmp_path / "__consumer_offsets-0")[0]
+    replay = PartitionReplay(logs, lambda _pid, _r: None)
+    for (_, path), data in zip(logs, batch, strict=True):
+        replay.feed(path, data)
+    assert (replay.fed, replay.read_here, replay.finish().next_offset) == (3, 0, 3)
+
+
 def test_a_log_start_offset_past_the_truncation_point_is_not_kafkas_same_answer(tmp_path):
     """The checkpointed log start offset reaches the preview: past where the start truncates (offset 1), Kafka's
     load deletes what is left and starts the log at it, so its coordinator does not load these records."""

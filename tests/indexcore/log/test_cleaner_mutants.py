@@ -5,6 +5,7 @@ test_cleaner.py, so that work on the cleaner itself merges without conflicts."""
 from __future__ import annotations
 
 import os
+import struct
 
 import pytest
 
@@ -119,6 +120,40 @@ def test_a_batch_larger_than_max_message_bytes_grows_the_buffer_to_its_size():
     assert big > cleaner.MAX_MESSAGE_BYTES
     kept = [(pos[0], 100), (pos[1], 50), (pos[2], 150)]  # 50 shares the second read with 150
     cleaner._chunk_overflow(data, kept, 100, cleaner.IoBuffers(262_147))
+
+
+def _damaged_tail(size_field: bytes, magic: int, length: int) -> bytes:
+    """The first ``length`` bytes of a damaged batch: offset 10, the size field, 4 bytes of leader epoch, the magic
+    byte, then zeros."""
+    return (struct.pack(">q", 10) + size_field + bytes(4) + bytes([magic]) + bytes(24))[:length]
+
+
+@pytest.mark.parametrize(("tail", "throws_there"), [
+    (_damaged_tail(struct.pack(">i", 5), 0, 24), True),  # a size below 14 in reach: that buffer throws
+    (_damaged_tail(struct.pack(">i", 5), 0, 12), True),  # the size field is the buffer's last bytes
+    (_damaged_tail(bytes(3), 0, 11), False),  # the size field not whole in the buffer: its batches are appended
+    (_damaged_tail(struct.pack(">i", -1), 0, 24), True),  # the size field is signed
+    (_damaged_tail(struct.pack(">i", 14), 0, 24), False),  # 14, a v0 message's least size, passes
+    (_damaged_tail(struct.pack(">i", 100), 3, 17), True),  # a magic byte past 2 in reach (the buffer's last byte)
+    (_damaged_tail(struct.pack(">i", 100), 3, 16), False),  # the magic byte out of reach
+    (_damaged_tail(struct.pack(">i", 100), 2, 24), False),  # magic 2, a size that may be whole: appended
+])
+def test_a_buffer_that_holds_a_damaged_batchs_header_throws_before_its_batches_are_appended(tail, throws_there):
+    """A damaged batch after three whole ones, the last read holding batch 2 and the damaged bytes (two batches a
+    buffer): where the damaged batch's size field (below 14) or magic byte (past 2) is in that read, the read throws
+    while it is filtered and its kept batch (offset 50, below the base 100) is never appended; else it is, and
+    overflows. The first read's kept batch (101) fits either way."""
+    data, pos, size = _segment(3)
+    kept = [(pos[0], 101), (pos[2], 50)]
+    buffers = cleaner.IoBuffers(2 * size)
+    if throws_there:
+        cleaner._chunk_overflow(data + tail, kept, 100, buffers, damaged_at=len(data))
+    else:
+        with pytest.raises(LogSegmentOffsetOverflowException) as e:
+            cleaner._chunk_overflow(data + tail, kept, 100, buffers, damaged_at=len(data))
+        assert e.value.offset == 50
+    with pytest.raises(LogSegmentOffsetOverflowException):  # the read before it is appended either way
+        cleaner._chunk_overflow(data + tail, [(pos[0], 99)] + kept[1:], 100, buffers, damaged_at=len(data))
 
 
 # --- cleaner._offset_overflow: Kafka splits a segment that overflows its own base, else fails the round --------
@@ -516,3 +551,230 @@ def test_a_cleaned_segment_at_timestamp_zero_is_dated_zero():
     log = build_batch(40, [(0, b"a", b"1")])
     zero = cleaner.CleanedSegment(40, log, b"", times.to_bytes(), None, T + 5, [40], len(log))
     assert zero.facts() == cleaner.SegmentFacts(40, len(log), 0, 0)
+
+
+# --- cleaner.collect_aborted_transactions: LocalLog.collectAbortedTransactions over the .txnindex entries ---------
+
+
+def _with_aborted(base: int, *aborted) -> CleanerSegment:
+    return CleanerSegment(f"/tmp/p-0/{base:020d}.log", base, 0, 0, None, 0, list(aborted), base)
+
+
+def test_aborted_transactions_are_those_ending_at_or_after_the_log_start_and_starting_below_the_bound():
+    """TransactionIndex.collectAbortedTxns: lastOffset >= the log start (equal counts) and firstOffset < the
+    bound, both; an entry ending below the log start is left out though it starts below the bound."""
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    ended_before, ends_at_start, inside, past = (AbortedTxn(1, 0, 5, 6), AbortedTxn(2, 3, 10, 11),
+                                                 AbortedTxn(3, 12, 14, 15), AbortedTxn(4, 30, 32, 33))
+    segs = [_with_aborted(0, ended_before, ends_at_start, inside, past)]
+    assert cleaner.collect_aborted_transactions(segs, 10, 0, 20) == [ends_at_start, inside]
+
+
+def test_aborted_transactions_stop_at_the_first_whose_last_stable_offset_reaches_the_bound():
+    """An entry whose last stable offset equals the bound ends the search: a later entry starting below the bound
+    (transactions that overlapped) is not taken."""
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+
+    first, overlapping = AbortedTxn(1, 4, 8, 20), AbortedTxn(2, 6, 25, 26)
+    assert cleaner.collect_aborted_transactions([_with_aborted(0, first, overlapping)], 0, 0, 20) == [first]
+    assert cleaner.collect_aborted_transactions([_with_aborted(0, first, overlapping)], 0, 0, 21) == [
+        first, overlapping]
+
+
+# --- cleaner.Cleaner.clean: rounds over partitions written here, each at a case no other in-process test has -----
+
+
+def _clean(part, segments: dict[int, bytes], config=None, now: int = T + 10_000, checkpoint: int | None = None,
+           high_watermark: int | None = None, io_buffer_size: int = 262_144, mtimes: dict[int, int] | None = None):
+    """The segments written into ``part`` (base offset: bytes; the last one active), loaded as a broker loads them
+    and cleaned in one round from ``checkpoint`` (the cleaner's view, as test_cleaner.py's ``load``); ``mtimes``:
+    a segment's .log modification time (ms)."""
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_cleaner import load_for_cleaning
+    from segdex.indexcore.log.log_cleaner_manager import SegmentFacts, cleaning_view, last_stable_offset
+    from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+    from segdex.indexcore.tools.segment_writer import segment_name
+
+    part.mkdir()
+    for base, data in segments.items():
+        (part / segment_name(base)).write_bytes(data)
+        if mtimes and base in mtimes:
+            os.utime(part / segment_name(base), ns=(mtimes[base] * 1_000_000,) * 2)
+    config = config or LogConfig(cleanup_policy="compact")
+    loaded = load_for_cleaning(str(part), config, now)
+    start, leo, segs = loaded.log_start_offset, loaded.log_end_offset, loaded.segments
+    facts = [SegmentFacts(s.base_offset, s.size, 0) for s in segs]
+    view = cleaning_view(facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), checkpoint, now,
+                         config)
+    hw = leo if high_watermark is None else high_watermark
+    return cleaner.Cleaner(SkimpyOffsetMap(2400), io_buffer_size=io_buffer_size, threads=1).clean(
+        segs, view.log, start, hw, loaded.active_producers(), config, now)
+
+
+def _kept(round_) -> list[tuple[int, int, int]]:
+    """Each batch of the round's cleaned segments: (base offset, last offset, records)."""
+    from segdex.indexcore.record.records import records
+
+    return [(b.base_offset, b.last_offset, len(list(records(s.log, b)))) for s in round_.segments
+            for b in batches(s.log, 0)]
+
+
+def test_a_fenced_producers_aborted_data_goes_though_its_entry_has_no_last_data_offset(tmp_path):
+    """Producer 7's transaction is aborted by a marker of a bumped epoch (1; the coordinator fenced epoch 0): the
+    new epoch drops the entry's batches (``ProducerStateEntry.maybeUpdateProducerEpoch``), so its last record has
+    no data offset, and only a control batch of epoch 1 is its last. The aborted data batch is deleted, not kept
+    empty; the marker stays (its horizon is not due)."""
+    seg = (build_batch(0, [(T, b"a", b"1"), (T, b"b", b"2")], producer_id=7, producer_epoch=0, base_sequence=0,
+                       is_transactional=True)
+           + build_batch(2, [], producer_id=7, producer_epoch=1, control=("ABORT", 0), control_timestamp=T + 1)
+           + build_batch(3, [(T + 2, b"c", b"3")]))
+    round_ = _clean(tmp_path / "c-0", {0: seg, 4: build_batch(4, [(T + 3, b"d", b"4")])})
+    assert _kept(round_) == [(2, 2, 1), (3, 3, 1)]
+    assert (round_.stats.aborted_removed, round_.stats.empty_batches) == (2, 0)
+
+
+def test_a_legacy_tombstone_goes_from_a_segment_dated_exactly_at_the_legacy_horizon(tmp_path):
+    """A v0/v1 tombstone's horizon is the last clean segment's modification time less delete.retention.ms; a dirty
+    segment modified exactly then is not after it, so its tombstones go (``lastModified > deleteHorizonMs``)."""
+    from segdex.indexcore.config.log_config import LogConfig
+
+    config = LogConfig(cleanup_policy="compact", delete_retention_ms=1000)
+    clean = b"".join(build_batch(o, [(T + o, k, b"v")], magic=1) for o, k in ((0, b"x"), (1, b"y")))
+    dirty = build_batch(2, [(T + 2, b"a", None)], magic=1) + build_batch(3, [(T + 3, b"b", b"v")], magic=1)
+    segments = {0: clean, 2: dirty, 4: build_batch(4, [(T + 4, b"c", b"v")], magic=1)}
+    mtime = T + 50_000
+    for dirty_mtime, tombstone_kept in ((mtime - 1000, False), (mtime - 999, True)):
+        round_ = _clean(tmp_path / f"c-{dirty_mtime}", segments, config, checkpoint=2,
+                        mtimes={0: mtime, 2: dirty_mtime, 4: mtime})
+        assert (round_.stats.tombstones_removed, round_.stats.tombstones_kept) == (
+            (0, 1) if tombstone_kept else (1, 0)), dirty_mtime
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_a_message_set_below_its_segments_base_fails_the_round_in_a_buffer_of_its_own(tmp_path, monkeypatch,
+                                                                                      kernel: bool):
+    """Segment 5 as older brokers named it, by its compressed v1 wrapper's last offset (5; its records 3, 4 and a
+    keyless 5): records 3 and 4 are kept, below the cleaned segment's base 5. With a read buffer that holds only
+    the wrapper, Kafka's append checks that buffer alone, at offset 4, and the round fails (the segment does not
+    overflow its own base, so it cannot be split); the batches read after it in the next buffer (6, copied; 7,
+    keyless at the high watermark, kept empty) are each checked at their own offsets."""
+    from segdex.indexcore.tools.segment_writer import build_legacy
+
+    if not kernel:  # the Python loops end the segment (the kernel's end is another branch)
+        monkeypatch.setenv("SEGDEX_NO_NATIVE", "1")
+    wrapper = build_legacy(3, [(T, b"a", b"1"), (T + 1, b"b", b"2"), (T + 2, None, b"3")], compression=1)
+    seg = (wrapper + build_batch(6, [(T + 3, b"c", b"4")], producer_id=9, producer_epoch=0, base_sequence=0)
+           + build_batch(7, [(T + 4, None, b"5")]))
+    with pytest.raises(LogCleaningException) as e:
+        _clean(tmp_path / "c-0", {5: seg, 8: build_batch(8, [(T + 5, b"d", b"6")])}, high_watermark=8,
+               io_buffer_size=len(wrapper))
+    assert "offset 4, the last kept of a message set of segment 5, lies below the cleaned segment's base offset 5" \
+        in str(e.value)
+
+
+# --- cleaner.usable_cores: the affinity, no more than the cgroup's CPU quota ---------------------------------------
+
+
+@pytest.mark.parametrize(("cpu_max", "quota"), [
+    ("max 100000\n", None),  # no quota
+    ("100000 100000\n", 1),
+    ("150000 100000\n", 1),  # whole CPUs: 1.5 is 1
+    ("50000 100000\n", 1),  # under one CPU is one
+    ("400000 100000 more\n", 4),  # the first two fields
+    ("100000\n", None),  # not "quota period": no quota read
+    (None, None),  # no such file (no cgroup v2)
+])
+def test_the_usable_cores_are_the_affinity_within_the_cgroup_quota(tmp_path, cpu_max, quota):
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    affinity = len(os.sched_getaffinity(0))
+    assert cleaner.usable_cores(str(path)) == (affinity if quota is None else min(affinity, quota))
+
+
+def test_the_usable_cores_follow_the_affinity_not_the_machine(tmp_path):
+    """Pinned to one core of several, the process may use one (``sched_getaffinity``, not ``cpu_count``)."""
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2:
+        pytest.skip("one core: the affinity cannot be narrowed")
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        assert cleaner.usable_cores(str(tmp_path / "none")) == 1
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+def test_a_v1_message_set_emptied_at_the_high_watermark_names_kafkas_exception(tmp_path):
+    """The round's failure carries Kafka's exception apart from the text (``kafka_exception``: what the plan
+    compares with Kafka's answer)."""
+    segments = {base: b"".join(build_batch(o, [(T + o, k, b"v")], magic=1) for o, k in recs)
+                for base, recs in ((0, [(0, b"a"), (1, None)]), (2, [(2, b"b")]), (3, [(3, b"c")]))}
+    with pytest.raises(LogCleaningException) as e:
+        _clean(tmp_path / "c-0", segments, high_watermark=2)
+    assert e.value.kafka_exception == ("java.lang.IllegalStateException: Empty batches are only supported for magic "
+                                       "v2 and above")
+
+
+# --- cleaner.read_batch: what Kafka's round throws at a damaged batch, by what its read buffer holds ---------------
+
+
+def _tail(size: int | None, magic: int | None, length: int) -> bytes:
+    """A damaged batch's first ``length`` bytes: offset 9, the size field (zeros when None), a leader epoch, the
+    magic byte (as a signed byte), then zeros."""
+    head = struct.pack(">q", 9) + (struct.pack(">i", size) if size is not None else bytes(4)) + bytes(4)
+    return (head + struct.pack(">b", magic if magic is not None else 2) + bytes(200))[:length]
+
+
+WHERE = "for log segment {path} at position {position}"
+
+
+@pytest.mark.parametrize(("tail", "kafka"), [
+    (_tail(None, None, 1), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(None, None, 11), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(5, None, 12), "org.apache.kafka.common.errors.CorruptRecordException: Record size 5 is less than the "
+                         "minimum record overhead (14)"),
+    (_tail(-1, None, 40), "org.apache.kafka.common.errors.CorruptRecordException: Record size -1 is less than the "
+                          "minimum record overhead (14)"),
+    (_tail(100, 2, 16), "java.lang.IllegalStateException: Could not determine next batch size " + WHERE),
+    (_tail(100, 7, 17), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"),
+    (_tail(100, 3, 40), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 3"),
+    (_tail(100, -1, 40), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: -1"),
+    (_tail(100, 2, 17), "java.lang.IllegalStateException: Batch size 112 < buffer size 1048588, but not processed "
+                        + WHERE),
+    (_tail(60, 2, 71), "java.lang.IllegalStateException: Batch size 72 < buffer size 1048588, but not processed "
+                       + WHERE),
+    (_tail(2_000_000, 2, 40), "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
+                              "batch size 2000012 > 40 bytes left in segment " + WHERE),
+    (_tail(1_048_576, 2, 40), "java.lang.IllegalStateException: Batch size 1048588 < buffer size 1048588, but not "
+                              "processed " + WHERE),  # exactly the largest buffer
+    (_tail(1_048_577, 2, 40), "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
+                              "batch size 1048589 > 40 bytes left in segment " + WHERE),  # one byte past it
+])
+def test_a_damaged_batch_fails_the_round_as_kafkas_read_of_it_throws(tmp_path, tail, kafka):
+    """After one whole batch, a damaged one: too short to read a size (under 12 bytes) or a magic byte (under 17),
+    a size field below 14, a magic byte outside 0..2 (signed), a batch cut short within the largest buffer (which
+    grows from 256 KiB to ``max.message.bytes``) or past it."""
+    whole = build_batch(0, [(T, b"k", b"v")] * 9)
+    path = tmp_path / "00000000000000000000.log"
+    seg = CleanerSegment(str(path), 0, len(whole) + len(tail), 0, None, 0, [], 9)
+    buf = whole + tail
+    assert cleaner.read_batch(buf, 0, seg, cleaner.IoBuffers()).base_offset == 0
+    assert cleaner.read_batch(whole, len(whole), seg, cleaner.IoBuffers()) is None
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.read_batch(buf, len(whole), seg, cleaner.IoBuffers())
+    want = kafka.format(path=path, position=len(whole))
+    assert (e.value.kafka_exception, e.value.position, e.value.path) == (want, len(whole), str(path))
+
+
+def test_a_group_ending_in_a_segment_whose_next_offset_failed_names_the_file(tmp_path):
+    """``group_next_offset``: the load's next offset, or the round fails with what the segment's
+    ``readNextOffset`` threw, naming its file (the plan reads ``path``)."""
+    path = tmp_path / "00000000000000000005.log"
+    seg = CleanerSegment(str(path), 5, 0, 0, None, 0, [], 9)
+    assert cleaner.group_next_offset(seg) == 9
+    seg.next_offset_error = "org.apache.kafka.common.KafkaException: Failed to load record batch"
+    with pytest.raises(LogCleaningException) as e:
+        cleaner.group_next_offset(seg)
+    assert (e.value.kafka_exception, e.value.path) == (seg.next_offset_error, os.path.abspath(path))
+    assert f"reading to the end of {os.path.abspath(path)}, served as it is" in str(e.value)

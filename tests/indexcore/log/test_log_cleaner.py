@@ -413,3 +413,387 @@ def test_a_start_that_does_not_re_read_segments_keeps_their_indexes_on_disk(tmp_
         shutil.copytree(part, copy)
         applied = clean_partition(str(copy), config, CleanerConfig(), now, force=True, **start)
         assert applied.applied == (error is None) and (applied.error or "").startswith(error or ""), start
+
+
+def test_a_clean_start_takes_its_active_producers_from_the_snapshot_at_the_log_end(tmp_path: Path):
+    """A clean start loads the producer snapshot at the log end (3) instead of replaying the log: the snapshot's
+    producers, those idle past ``producer.id.expiration.ms`` (60 s here) dropped, are the round's active ones
+    (producer 9, which the log does not hold; not 7, idle 100 s there though its batch in the log is recent).
+    A start that re-reads the log has producer 7 from its batch."""
+    from segdex.indexcore.log.cleaner import LastRecord
+    from segdex.indexcore.log.log_cleaner import load_for_cleaning
+    from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    now = T0 + HOUR_MS
+    part = tmp_path / "c-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(now - 10, b"a", b"1")], producer_id=7, producer_epoch=0,
+                                                     base_sequence=0) + build_batch(1, [(now - 9, b"a", b"2")]))
+    (part / segment_name(2)).write_bytes(build_batch(2, [(now - 8, b"b", b"1")]))
+    (part / producer_snapshot_file_name(3)).write_bytes(snapshot_bytes([
+        ProducerStateEntry(7, 0, -1, now - 100_000, None, BatchMetadata(0, 0, 0, now - 100_000)),
+        ProducerStateEntry(9, 2, -1, now - 10, None, BatchMetadata(4, 1, 0, now - 10))]))
+    config = LogConfig(cleanup_policy="compact", producer_id_expiration_ms=60_000)
+    assert load_for_cleaning(str(part), config, now).active_producers() == {7: LastRecord(0, 0)}
+    assert load_for_cleaning(str(part), config, now, clean_shutdown=True).active_producers() == {
+        9: LastRecord(1, 2)}
+
+
+def test_a_segment_not_re_read_has_its_indexes_and_largest_timestamp_as_on_disk(tmp_path: Path):
+    """``_indexes_on_disk``: the ``.index`` read whole at the segment's base (offsets 12, 15), sized by
+    ``segment.index.bytes``; the ``.timeindex``'s entries counted (a whole number); the largest timestamp its last
+    entry's (not the file's time)."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+    from segdex.indexcore.index.time_index import TimeIndex
+    from segdex.indexcore.log.log_cleaner import _indexes_on_disk
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    log = part / segment_name(10)
+    log.write_bytes(b"".join(build_batch(o, [(T0 + o, b"k", b"v")]) for o in range(10, 16)))
+    offsets, times = OffsetIndex(10, 1 << 20), TimeIndex(10, 1 << 20)
+    offsets.append(12, 140)
+    offsets.append(15, 350)
+    times.maybe_append(T0 + 12, 12)
+    times.maybe_append(T0 + 15, 15)
+    (part / (segment_name(10)[:-4] + ".index")).write_bytes(offsets.to_bytes())
+    (part / (segment_name(10)[:-4] + ".timeindex")).write_bytes(times.to_bytes())
+    index, time_entries, largest = _indexes_on_disk(str(log), 10, LogConfig(segment_index_bytes=800))
+    assert (index.entries(), index.lookup(14), index.max_entries) == ([(12, 140), (15, 350)], (12, 140), 100)
+    assert (time_entries, type(time_entries), largest) == (2, int, T0 + 15)
+
+
+def test_an_applied_round_that_fails_after_a_group_says_what_was_swapped_in_and_kept(tmp_path: Path):
+    """A clean start keeps segments 4 and 8's empty index files, so the cleaner groups them (segment 0, larger, in
+    a group of its own by ``segment.bytes``) and their merged segment outgrows its time index, as Kafka's round
+    fails there: segment 0's group is swapped in before, its files kept in the quarantine (whose manifest says
+    why), the checkpoint untouched. With ``segment.bytes`` at its default the three merge into the first group,
+    which fails before anything is written: nothing changed."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    sizes = {}
+    for base, n, value in ((0, 4, b"v" * 200), (4, 4, b"v"), (8, 4, b"v"), (12, 1, b"v")):
+        data = b"".join(_plain(o, b"k%d" % o, values=value) for o in range(base, base + n))
+        (part / segment_name(base)).write_bytes(data)
+        sizes[base] = len(data)
+        if base in (4, 8):
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    failed = ("Kafka's cleaner fails this round (java.lang.IllegalArgumentException: Attempt to append to a full "
+              "time index (size = 3).): segments {} merged into one outgrow its index of segment.index.bytes=48; a "
+              "broker marks the partition uncleanable and leaves it dirty")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48)
+    copy = tmp_path / "copy" / "c-0"
+    shutil.copytree(part, copy)
+    for threads in (1, 2):  # a round in turn, and one split over two threads
+        whole = clean_partition(str(copy), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True,
+                                threads=threads)
+        assert (whole.error, whole.swapped_groups, whole.applied) == (
+            failed.format("0, 4, 8") + "; nothing was changed", 0, False)
+    separate = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48,
+                         segment_bytes=sizes[0] + sizes[4] - 1)
+    unkept = tmp_path / "unkept" / "c-0"
+    shutil.copytree(part, unkept)
+    plan = clean_partition(str(unkept), separate, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
+    assert (plan.error, plan.quarantine) == (
+        "not applied: " + failed.format("4, 8") + "; the 1 cleaned segments before it were swapped in, as Kafka's "
+        "round leaves them (cleaner-offset-checkpoint unchanged)", None)
+    plan = clean_partition(str(part), separate, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True,
+                           quarantine=str(tmp_path / "q"), run_id="r1")
+    kept = plan.quarantine
+    assert kept is not None and kept.startswith(str(tmp_path / "q"))
+    assert (plan.error, plan.swapped_groups, plan.applied) == (
+        "not applied: " + failed.format("4, 8") + "; the 1 cleaned segments before it were swapped in, as Kafka's "
+        "round leaves them (cleaner-offset-checkpoint unchanged); the files they replaced are kept in " + kept, 1,
+        False)
+    manifest = json.loads((Path(kept) / "manifest.json").read_text())
+    assert manifest["reason"] == "segdex clean: replaced by cleaned segments"
+    assert os.path.basename(manifest["pieces"][0]["source"]) == segment_name(0)
+
+
+def _damaged_partition(part: Path, damaged: int, how: str) -> Path:
+    """Segments 0, 2 and 4 (active) of two one-record batches each, every one with empty index files (as a clean
+    start finds them: not recovered when opened); in segment ``damaged`` the second batch broken: ``crc`` a byte
+    of its value (its CRC fails), ``size`` its size field 5, ``magic`` its magic byte 7."""
+    import struct
+
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part.mkdir(parents=True)
+    for base in (0, 2, 4):
+        first, second = (build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")]) for o in (base, base + 1))
+        data = bytearray(first + second)
+        if base == damaged:
+            if how == "crc":
+                data[-2] ^= 1
+            elif how == "size":
+                struct.pack_into(">i", data, len(first) + 8, 5)
+            else:
+                data[len(first) + 16] = 7
+        (part / segment_name(base)).write_bytes(bytes(data))
+        for suffix in (".index", ".timeindex"):
+            (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    return part
+
+
+SERVED = "dirty ratio 1.000 > min.cleanable.dirty.ratio 0.5; damaged, served as it is: {path} byte 70 ({why}): {what}"
+CARRIED = "carried through as Kafka's round carries it (its cleaner checks no CRC)"
+FAILS = ("Kafka's cleaner fails this round (org.apache.kafka.common.errors.CorruptRecordException: {kafka}): a damaged "
+         "batch at byte 70 of {path}, served as it is (a clean start does not re-read it); a broker marks the "
+         "partition uncleanable and leaves it dirty")
+
+
+def test_a_clean_starts_damaged_segments_are_served_as_they_are_and_said(tmp_path: Path):
+    """A clean start does not re-read a segment with index files: a batch whose CRC fails is carried through by the
+    round (Kafka's cleaner checks no CRC), or not read when the round stops before its segment (the high watermark
+    at 2), each said in the plan's ``why``, also by ``--until-clean`` and an applied round; a size field below 14
+    or a magic byte 7 fails the round where Kafka's does; in the active segment the load itself fails."""
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+
+    def plan(damaged: int, how: str, **kwargs):
+        part = _damaged_partition(tmp_path / f"{how}{damaged}" / "c-0", damaged, how)
+        return part, plan_cleaning(str(part), config, CleanerConfig(), now, clean_shutdown=True, **kwargs)
+
+    part, crc = plan(0, "crc")
+    why = SERVED.format(path=part / segment_name(0), why="CorruptRecordException at position 70: Record is corrupt "
+                        "(stored crc = 1396929550, computed crc = 1088547961); 70 valid bytes of 140", what=CARRIED)
+    assert (crc.error, crc.why) == (None, why)
+    assert plan_cleaning(str(part), config, CleanerConfig(), now, clean_shutdown=True, until_clean=True).why == why
+    applied = clean_partition(str(part), config, CleanerConfig(), now, clean_shutdown=True, force=True)
+    assert (applied.applied, applied.why) == (True, why)
+    part, later = plan(2, "crc", high_watermark=2)
+    assert later.why.endswith(f"{part / segment_name(2)} byte 70 (CorruptRecordException at position 70: Record is "
+                              "corrupt (stored crc = 390064854, computed crc = 77427361); 70 valid bytes of 140): "
+                              "not read by this round")
+    for how, kafka in (("size", "Record size 5 is less than the minimum record overhead (14)"),
+                       ("magic", "Invalid magic found in record: 7")):
+        part, failed = plan(0, how)
+        assert failed.error == FAILS.format(kafka=kafka, path=part / segment_name(0)), how
+    _, active = plan(4, "size")
+    assert active.error.startswith("not loaded: 00000000000000000004.log: corrupt_log_tail: ")
+
+
+def test_a_plan_loads_at_its_clock_and_carries_the_checkpoint_it_was_given(tmp_path: Path):
+    """Producer 7's only batch is superseded: while the producer is active (an hour on) the round keeps it as an
+    empty batch (61 bytes); once it has been idle past ``producer.id.expiration.ms`` (a day) at the plan's clock,
+    the load drops the producer and the batch goes. The checkpoint given is the plan's."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    part = _written(tmp_path / "c-0", {0: [build_batch(0, [(T0, b"a", b"1")], producer_id=7, producer_epoch=0,
+                                                       base_sequence=0), _plain(1, b"a")], 2: [_plain(2, b"b")]})
+    config = LogConfig(cleanup_policy="compact")
+    kept = _plain(1, b"a")
+    for now, after in ((T0 + HOUR_MS, len(kept) + 61), (T0 + 25 * HOUR_MS, len(kept))):
+        plan = plan_cleaning(str(part), config, CleanerConfig(), now, checkpoint=0)
+        assert (plan.checkpoint, plan.bytes_after) == (0, after), now  # the round's range: segment 0
+
+
+def test_a_segment_served_as_it_is_keeps_what_its_files_say(tmp_path: Path):
+    """``_served_as_is`` on segment 2 of ``_damaged_partition`` (a size field of 5 in its second batch, an index
+    file with one entry at its first batch): its ``readNextOffset`` throws, so its next offset is its base and the
+    error is Kafka's, naming the file; its sizes, modification time, indexes and first timestamp are the files'.
+    As the log's last segment it is not served (the load itself throws)."""
+    import struct
+
+    from segdex.indexcore.index.transaction_index import AbortedTxn
+    from segdex.indexcore.log.log_cleaner import _served_as_is
+    from segdex.indexcore.log.log_cleaner_manager import SegmentFacts
+
+    part = _damaged_partition(tmp_path / "c-0", 2, "size")
+    path = str(part / segment_name(2))
+    (part / (segment_name(2)[:-4] + ".index")).write_bytes(struct.pack(">ii", 0, 0))
+    txn = AbortedTxn(7, 2, 3, 4)
+    (part / (segment_name(2)[:-4] + ".txnindex")).write_bytes(txn.to_bytes())  # sane for base 2
+    os.utime(path, ns=(1_700_000_000_123_456_789,) * 2)
+    config = LogConfig(cleanup_policy="compact", segment_index_bytes=800)
+    seg, facts = _served_as_is(path, 2, config, last=False)
+    assert (seg.base_offset, seg.size, seg.mtime_ms, seg.next_offset, seg.as_is) == (
+        2, 140, 1_700_000_000_123, 2, True)
+    assert (seg.offset_index.entries(), seg.offset_index.max_entries, seg.time_index_entries, seg.aborted) == (
+        [(2, 0)], 100, 0, [txn])
+    assert seg.next_offset_error == (
+        "org.apache.kafka.common.errors.CorruptRecordException: Found record size 5 smaller than minimum record "
+        f"overhead (14) in file {os.path.abspath(path)}.")
+    assert facts == SegmentFacts(2, 140, 1_700_000_000_123, T0 + 2)
+    assert _served_as_is(path, 2, config, last=True) is None
+
+
+def test_the_first_batch_with_a_magic_byte_above_2_is_found_by_position(tmp_path: Path):
+    """``_bad_magic_at``: the position of the first batch whose magic byte is above 2 (3 is), not one of magic 2
+    after a v1 message; 0 where there is none."""
+    from segdex.indexcore.log.log_cleaner import _bad_magic_at
+    from segdex.indexcore.tools.segment_writer import build_batch, legacy_message
+
+    log = tmp_path / segment_name(0)
+    v1, v2 = legacy_message(0, b"k", b"v", timestamp=T0), build_batch(1, [(T0, b"k", b"v")])
+    log.write_bytes(v1 + v2)
+    assert _bad_magic_at(str(log)) == 0
+    bad = bytearray(build_batch(2, [(T0, b"k", b"v")]))
+    bad[16] = 3
+    log.write_bytes(v1 + v2 + bytes(bad))
+    assert _bad_magic_at(str(log)) == len(v1) + len(v2)
+
+
+def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(tmp_path: Path):
+    """A segment cleaned already (the checkpoint at 7) and served as it is with a size field of 5: Kafka's round
+    throws there, after swapping in the group of segment 0 (``segment.bytes`` 280 makes the groups [0], [3, 5],
+    [7]); segdex meets the damage before the first group is written, in the group's second segment (5, its next
+    offset read) or its first (3, its batches read), so the partition is left as it was."""
+    import struct
+
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    for damaged in (5, 3):
+        part = tmp_path / str(damaged) / "c-0"
+        part.mkdir(parents=True)
+        for base, n in ((0, 3), (3, 2), (5, 2), (7, 2), (9, 1)):
+            data = bytearray(b"".join(build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")])
+                                      for o in range(base, base + n)))
+            if base == damaged:
+                struct.pack_into(">i", data, 70 + 8, 5)
+            (part / segment_name(base)).write_bytes(bytes(data))
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+        before = _live(part)
+        config = LogConfig(cleanup_policy="compact", segment_bytes=280)
+        plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, checkpoint=7, clean_shutdown=True,
+                               force=True, threads=1)
+        assert plan.error.startswith("Kafka's cleaner fails this round (org.apache.kafka.common.errors."
+                                     "CorruptRecordException: "), damaged
+        assert (plan.error.endswith("; nothing was changed"), plan.swapped_groups, _live(part)) == (True, 0, before)
+
+
+def _room_group(part: Path, sizes: dict[int, int]) -> list:
+    """Segments at these bases, each .log of 10 bytes and a .index of one entry on disk, as the cleaner reads
+    them with the given (claimed) sizes, 2 offset entries and 3 time entries each."""
+    from segdex.indexcore.index.offset_index import OffsetIndex
+
+    group = []
+    for base, size in sizes.items():
+        (part / segment_name(base)).write_bytes(b"x" * 10)
+        (part / (segment_name(base)[:-4] + ".index")).write_bytes(bytes(8))
+        index = OffsetIndex(base, 1 << 20)
+        index.append(base, 0)
+        index.append(base + 1, 5)
+        group.append(cleaner.CleanerSegment(str(part / segment_name(base)), base, size, 0, index, 3, [], base + 2))
+    return group
+
+
+def test_a_swap_writer_needs_room_for_a_groups_files_and_the_originals_it_keeps(tmp_path: Path):
+    """``SwapWriter._needs``: a group's cleaned files at most (each segment's bytes, offset entries of 8 bytes,
+    time entries and two more of 12, 4 KiB), and the bytes of the originals a quarantine keeps (none without
+    one); ``_short`` and ``begin`` ask the filesystems for that room, beside the partition and in the quarantine
+    (together where they share one): a round that cannot have it writes nothing."""
+    import re
+
+    from segdex.indexcore.log.log_cleaner import QuarantineSession, SwapWriter, _ShortOfRoom
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    group = _room_group(part, {0: 100, 5: 50})
+    out = (100 + 16 + 5 * 12 + 4096) + (50 + 16 + 5 * 12 + 4096)
+    assert SwapWriter(str(part), None, None)._needs(group) == (out, 0)
+    quarantine = str(tmp_path / "q")
+    session = QuarantineSession(str(part), quarantine, "r1", "test")
+    kept = SwapWriter(str(part), session, quarantine)
+    assert kept._needs(group) == (out, 2 * (10 + 8))
+    (part / "00000000000000000000.snapshot").write_bytes(b"x" * 7)  # the cleaned segment's own: stays
+    (part / "00000000000000000005.snapshot").write_bytes(b"x" * 3)  # a replaced base's: goes, kept
+    assert kept._needs(group) == (out, 2 * (10 + 8) + 3)
+    for name in ("00000000000000000000.snapshot", "00000000000000000005.snapshot"):
+        (part / name).unlink()
+    huge = 10 ** 18
+
+    def short(text: str | None, where: Path, need: int) -> bool:
+        return text is not None and re.fullmatch(rf"{re.escape(str(where))}: [\d,]+ bytes free, {need:,} needed",
+                                                 text) is not None
+
+    assert SwapWriter(str(part), None, None)._short(out, 0) is None
+    assert short(SwapWriter(str(part), None, None)._short(huge, 0), part, huge)
+    assert short(kept._short(huge, 7), part, huge + 7)  # the quarantine on the partition's filesystem
+    with pytest.raises(_ShortOfRoom) as e:  # the largest group's output (no quarantine)
+        SwapWriter(str(part), None, None).begin([_room_group(part, {0: huge}), _room_group(part, {5: 2 * huge})], 7)
+    assert str(e.value).endswith(f"{2 * huge + 16 + 60 + 4096:,} needed; nothing was changed")
+    with pytest.raises(_ShortOfRoom) as e:  # outputs so far plus a group's copies, at their most
+        kept.begin([_room_group(part, {0: huge}), _room_group(part, {5: 2 * huge})], 7)
+    assert str(e.value).endswith(f"{3 * huge + 2 * (16 + 60 + 4096) + 18:,} needed; nothing was changed")
+    SwapWriter(str(part), None, None).begin([], 0)  # no group: nothing asked
+    other = Path("/dev/shm")
+    if other.is_dir() and os.stat(other).st_dev != os.stat(tmp_path).st_dev:  # a quarantine elsewhere
+        apart = SwapWriter(str(part), QuarantineSession(str(part), str(other / "q"), "r1", "test"), str(other / "q"))
+        assert apart._short(out, 10) is None
+        assert short(apart._short(out, huge), other, huge)
+        assert short(apart._short(huge, 10), part, huge)
+        with pytest.raises(_ShortOfRoom) as e:  # the largest group's output beside the partition, not a peak
+            apart.begin([_room_group(part, {0: huge})], 7)
+        assert str(e.value).endswith(f" {huge + 16 + 60 + 4096:,} needed; nothing was changed")
+
+
+def test_a_swap_writer_opens_a_group_only_with_room_and_names_what_it_will_write(tmp_path: Path):
+    """``SwapWriter.open`` with a quarantine: without room for the group it stops before its first segment;
+    else it keeps the originals and names the group's files in the partition as written by this run (the restore
+    lines remove them), then opens the temporary its ``.log`` streams into."""
+    from segdex.indexcore.log.log_cleaner import QuarantineSession, SwapWriter, _ShortOfRoom
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    quarantine = str(tmp_path / "q")
+    session = QuarantineSession(str(part), quarantine, "r1", "test")
+    writer = SwapWriter(str(part), session, quarantine)
+    with pytest.raises(_ShortOfRoom) as e:
+        writer.open(_room_group(part, {5: 10 ** 18, 7: 1}))
+    assert str(e.value).startswith(f"stopped before segment 5: {part}: ")
+    file = writer.open(_room_group(part, {0: 10}))
+    file.close()
+    stem = os.path.realpath(part / segment_name(0)[:-4])
+    assert {stem + suffix for suffix in (".log", ".index", ".timeindex", ".txnindex")} <= session.written
+    writer.abort()
+
+
+def test_an_applied_round_counts_every_group_it_swapped_in_before_it_failed(tmp_path: Path):
+    """Segments 0 and 4 (large) are groups of their own and are swapped in; 8 and 12 (their index files empty, a
+    clean start keeps them) merge and outgrow the time index: two groups swapped in before the failure."""
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base, n, value in ((0, 4, b"v" * 200), (4, 4, b"v" * 200), (8, 4, b"v"), (12, 4, b"v"), (16, 1, b"v")):
+        (part / segment_name(base)).write_bytes(b"".join(_plain(o, b"k%d" % o, values=value)
+                                                         for o in range(base, base + n)))
+        if base in (8, 12):
+            for suffix in (".index", ".timeindex"):
+                (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, segment_index_bytes=48,
+                       segment_bytes=1088 + 284 - 1)
+    plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, force=True, clean_shutdown=True)
+    assert plan.swapped_groups == 2 and "; the 2 cleaned segments before it were swapped in" in plan.error
+
+
+def test_a_plan_of_a_partition_that_cannot_be_read_says_why(tmp_path: Path):
+    """A partition directory that is not there: the plan's error is the system's reason (``strerror``)."""
+    plan = plan_cleaning(str(tmp_path / "gone-0"), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0)
+    assert plan.error == "not loaded: No such file or directory"
+
+
+def test_two_damaged_segments_are_each_said(tmp_path: Path):
+    """Segments 0 and 2 each with a batch whose CRC fails, both carried through: two notes, one after the other."""
+    part = _damaged_partition(tmp_path / "c-0", 0, "crc")
+    other = _damaged_partition(tmp_path / "other" / "c-0", 2, "crc")
+    shutil.copy(other / segment_name(2), part / segment_name(2))
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                         clean_shutdown=True)
+    notes = plan.why.split("; damaged, served as it is: ")[1]
+    assert notes.count(CARRIED) == 2 and f"{CARRIED}; {part / segment_name(2)} byte 70 (" in notes
+
+
+def test_a_plan_meets_a_batch_cut_short_with_its_read_buffer_grown_to_the_limit(tmp_path: Path):
+    """Segment 0's second batch cut to 40 of its 70 bytes, served as it is: Kafka's read grows its buffer from
+    ``log.cleaner.io.buffer.size`` to ``message.max.bytes`` and throws; the plan says so with those sizes."""
+    part = _damaged_partition(tmp_path / "c-0", 2, "crc")  # segment 2 as a clean start serves it, CRC aside
+    whole = (part / segment_name(0)).read_bytes()
+    (part / segment_name(0)).write_bytes(whole[:70 + 40])
+    plan = plan_cleaning(str(part), LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS,
+                         clean_shutdown=True)
+    assert plan.error.startswith("Kafka's cleaner fails this round (java.lang.IllegalStateException: Batch size 70 < "
+                                 "buffer size 1048588, but not processed for log segment "), plan.error

@@ -194,3 +194,102 @@ def test_the_search_takes_a_compressed_legacy_wrappers_first_inner_offset():
     zstd[17] = (zstd[17] & ~7) | 4
     with pytest.raises(SegdexError, match="Invalid wrapper compressionType found in legacy deep record iterator 1"):
         search_for_offset_from_position(bytes(zstd), 5, 0)
+
+
+def _spaced(tmp_path: Path) -> tuple[bytes, list[int]]:
+    """Batches of offsets 0-2, 3-5, 6-8 and, after a gap, 20-21: the bytes and each batch's position."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    data = b"".join(build_batch(base, [(1, b"k", b"v")] * n) for base, n in ((0, 3), (3, 3), (6, 3), (20, 2)))
+    return data, [b.position for b in batches(data, 0)]
+
+
+@pytest.mark.parametrize(("target", "start", "found"), [
+    (3, 0, 1),  # a batch at the target offset
+    (5, 0, 1),  # its last offset reaches the target (the next batch's base is past it)
+    (4, 0, 1),
+    (6, 0, 2),
+    (-1, 0, 0),  # every base past the target, none before: the first batch
+    (12, 0, 3),  # in the gap: the batch before does not reach it, the next one
+    (21, 0, 3),  # the end: the last batch reaches it
+    (22, 0, None),  # past the last offset
+    (1, 1, 1),  # from the second batch's position: the first batch is not read
+])
+def test_the_batch_searched_from_a_position_is_kafkas_search_for_offset(tmp_path: Path, target: int, start: int,
+                                                                         found: int | None):
+    """``FileRecords.searchForOffsetFromPosition``: the batch at the target, else the one before the first base
+    past it where its last offset reaches the target, else that first batch; at the end the last batch where it
+    reaches the target."""
+    from segdex.indexcore.log.log_segment import search_for_offset_from_position
+
+    data, positions = _spaced(tmp_path)
+    batch = search_for_offset_from_position(data, target, positions[start])
+    assert (batch.position if batch is not None else None) == (positions[found] if found is not None else None)
+
+
+@pytest.mark.parametrize(("attributes", "raised"), [
+    (0, None),
+    (4, "org.apache.kafka.common.InvalidRecordException: Invalid wrapper compressionType found in legacy deep record "
+        "iterator 1"),
+    (5, "java.lang.IllegalArgumentException: Unknown compression type id: 5"),
+    (7, "java.lang.IllegalArgumentException: Unknown compression type id: 7"),
+])
+def test_a_legacy_message_naming_no_compression_type_fails_the_search(tmp_path: Path, attributes: int,
+                                                                       raised: str | None):
+    """``FileChannelRecordBatch.baseOffset`` loads a v0/v1 message whole, and its attributes must name a codec
+    (ids 0-4): 5 and 7 throw ``IllegalArgumentException``; zstd (4) is one, but the deep iterator refuses it in a
+    message of the older formats; ``readNextOffset`` passes both on, as Kafka 4.4's clean start of such a
+    segment throws them (asked of its ``LogLoader``)."""
+    from segdex.indexcore.tools.segment_writer import legacy_message
+
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(legacy_message(0, b"k", b"v", attributes=attributes) + legacy_message(1, b"k", b"v"))
+    if raised is None:
+        assert LogSegment(str(log), 0).read_next_offset() == 2
+        return
+    with pytest.raises(SegdexError) as e:
+        LogSegment(str(log), 0).read_next_offset()
+    assert f"{e.value.kafka_class}: {e.value}" == raised
+
+
+@pytest.mark.parametrize("magic", [7, 2])
+def test_a_last_message_too_short_for_a_v2_header_fails_next_offset_as_kafkas_read(tmp_path: Path, magic: int):
+    """A v1 message of 41 bytes whose magic byte reads 7 (the case Kafka 4.4 was asked in test_cleaner.py) or 2:
+    found from the index's last entry by its log header's offset, then loaded as a v2 batch, whose 61-byte header
+    the 41 bytes cannot give: Kafka's ``KafkaException``, naming the read's slice (from the entry's position)."""
+    from segdex.indexcore.errors import KafkaReadException
+    from segdex.indexcore.tools.segment_writer import build_batch, legacy_message
+
+    log = tmp_path / "00000000000000000000.log"
+    first = build_batch(0, [(1, b"k", b"v")] * 2)
+    last = bytearray(legacy_message(2, b"k", b"vvvvvv", timestamp=1))
+    assert len(last) == 41
+    last[16] = magic
+    log.write_bytes(first + bytes(last))
+    size = len(first) + 41
+    for entry, start in ((b"", 0), (struct.pack(">ii", 2, len(first)), len(first))):
+        log.with_suffix(".index").write_bytes(entry)
+        with pytest.raises(KafkaReadException) as e:
+            LogSegment(str(log), 0).read_next_offset()
+        assert str(e.value) == (f"Failed to load record batch at position {len(first)} from FileRecords(size="
+                                f"{size - start}, file={log.resolve()}, start={start}, end={size})")
+    log.write_bytes(first + legacy_message(2, b"k", b"vvvvvv", timestamp=1))  # magic 1: whole, read as v1
+    assert LogSegment(str(log), 0).read_next_offset() == 3
+
+
+def test_a_last_batch_of_exactly_a_v2_header_is_whole(tmp_path: Path):
+    """An empty v2 batch (61 bytes, its header alone) ending the segment: its header is whole, its next offset
+    read; and a v2 batch's codec bits are not checked by the search (only a legacy message is loaded whole)."""
+    from segdex.indexcore.record.memory_records_builder import empty_header
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    log = tmp_path / "00000000000000000000.log"
+    empty = empty_header(2, 4, 0, 0, 1, -1, -1, -1)
+    assert len(empty) == 61
+    first = bytearray(build_batch(0, [(1, b"k", b"v")] * 2))
+    log.write_bytes(bytes(first) + empty)
+    assert LogSegment(str(log), 0).read_next_offset() == 5
+    first[22] |= 6  # the low byte of its attributes: codec 6, which no codec is
+    log.write_bytes(bytes(first) + empty)
+    assert LogSegment(str(log), 0).read_next_offset() == 5
