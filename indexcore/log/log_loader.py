@@ -57,6 +57,7 @@ it misreads adds an empty segment, which can set the log end offset. A real brok
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -251,6 +252,7 @@ class LogLoader:
                 continue
             self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments[:i])
             self._recovered(seg)
+            seg = self._recovered_from_the_loads_state(i)
             if seg.result.error is not None:
                 raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
             self._cut(seg, seg.result.valid_bytes)
@@ -264,6 +266,7 @@ class LogLoader:
             seg = self.segments[i]
             self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments)
             self._recovered(seg)
+            seg = self._recovered_from_the_loads_state(i)
             if seg.result.error is not None:
                 if not seg.result.error.startswith("InvalidOffsetException"):
                     raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
@@ -275,6 +278,29 @@ class LogLoader:
                 self.out.deleted = [s.base_offset for s in self.segments[i + 1:]]
                 self.remaining = self.segments[:i + 1]
                 return
+
+    def _recovered_from_the_loads_state(self, i: int) -> SegmentOnDisk:
+        """Segment ``i`` as the load's recovery finds it. The scan recovered it with the producer state of every
+        batch before it, read from the log start; the load recovers it from the state it rebuilds (the snapshot
+        it loads, then the replay: ``_producer_state_at_load_end``), which differs where an earlier segment the
+        load serves as it is holds damage the scan stopped at (a transaction's marker beyond it). A producer-state
+        failure of the scan (``InvalidTxnStateException``) is judged again from that state; the segment then
+        takes the new result in the load's lists (the caller's ``SegmentOnDisk`` is left as it is)."""
+        seg = self.segments[i]
+        if not (seg.result.error or "").startswith("InvalidTxnStateException") or not self.producer_state:
+            return seg
+        state = self._producer_state_at_load_end(seg.base_offset, self.checkpoint_lso)
+        if state is None:
+            return seg
+        recovery = PartitionRecovery(self.config)
+        recovery.producer_state = state
+        again = recovery.recover_segment(seg.log_path, seg.base_offset).result
+        if again is None or again.error == seg.result.error:
+            return seg
+        seg = dataclasses.replace(seg, result=again)
+        self.segments[i] = seg
+        self.remaining = [seg if s.base_offset == seg.base_offset else s for s in self.remaining]
+        return seg
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
         """``recoverSegment`` (real run): producer state rebuilt up to the segment with the checkpointed log start

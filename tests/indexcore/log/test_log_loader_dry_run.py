@@ -618,3 +618,28 @@ def test_the_first_unstable_offset_read_only_where_a_served_segment_is_damaged(t
     (other / producer_snapshot_file_name(10)).rename(other / producer_snapshot_file_name(5))
     assert preview_start(_on_disk(other), False, 10, None).notes == [  # the replay from 5 meets it first
         REPLAY_FAILS.format(first=5, at=at, path=other / segment_name(0))]
+
+
+def test_a_recovered_segments_producer_state_is_the_loads_not_the_scans(tmp_path: Path):
+    """Producer 7's transaction opens at 0 and commits at 2, with a damaged batch (a CRC bit flipped) at 1 in a
+    segment served as it is (below the recovery point 10). The scan stops at that batch, never sees the commit,
+    and finds producer 7's plain write at 10 inside an open transaction (``InvalidTxnStateException``); the
+    load recovers segment 10 from the snapshot at 10, where no transaction is open, and goes on (Kafka 4.4's
+    load of these files: no failure)."""
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
+
+    part = tmp_path / "t-0"
+    txn = dict(producer_id=7, producer_epoch=0, is_transactional=True)
+    first = build_batch(0, [(T, b"t", b"v")], base_sequence=0, **txn)
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    marker = build_batch(2, [], control=("COMMIT", 0), control_timestamp=T + 2, **txn)
+    _put(part, 0, first + bytes(damaged) + marker)
+    _put(part, 10, build_batch(10, [(T + 10, b"p", b"v")], producer_id=7, producer_epoch=0, base_sequence=1))
+    (part / producer_snapshot_file_name(10)).write_bytes(
+        snapshot_bytes([ProducerStateEntry(7, 0, 0, T + 2, None, BatchMetadata(0, 0, 0, T))]))
+    segments = _on_disk(part)
+    assert segments[1].result.error.startswith("InvalidTxnStateException"), segments[1].result.error
+    preview = preview_start(segments, False, 10, None)
+    assert (preview.action, preview.recovered, preview.log_end_offset) == ("recover", [10], 11), preview
+    assert segments[1].result.error.startswith("InvalidTxnStateException")  # the caller's segment as it was
