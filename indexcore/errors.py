@@ -1,5 +1,7 @@
 """Errors raised by indexcore, mirroring Kafka's exception names where they fit."""
 
+import os
+
 
 class SegdexError(Exception):
     """Base class for every error indexcore raises on bad input.
@@ -40,6 +42,20 @@ class OffsetOutOfRangeException(SegdexError):
     """A read asked for an offset past the log end (``LocalLog.read``)."""
 
     kafka_class = "org.apache.kafka.common.errors.OffsetOutOfRangeException"
+
+
+class OffsetReadException(SegdexError):
+    """What a read of the log from ``offset`` threw (``LogSegment.translateOffset``): ``cause`` is Kafka's
+    exception (its ``kafka_class``, and its ``position`` where known), met in the segment ``log_path`` (None:
+    before any)."""
+
+    def __init__(self, cause: SegdexError, offset: int, log_path: str | None) -> None:
+        kafka_class = cause.kafka_class or "org.apache.kafka.common.errors.CorruptRecordException"
+        where = ("" if log_path is None else f" in file {os.path.abspath(log_path)}." if cause.position is None else
+                 f" (a damaged batch at byte {cause.position} of {os.path.abspath(log_path)}, met by the read from "
+                 f"offset {offset})")
+        super().__init__(f"{kafka_class}: {cause}{where}")
+        self.cause, self.offset, self.log_path = cause, offset, log_path
 
 
 class InvalidRecordException(SegdexError):

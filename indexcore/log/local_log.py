@@ -22,13 +22,7 @@ import bisect
 import os
 from collections.abc import Sequence
 
-from segdex.indexcore.errors import (
-    CorruptRecordException,
-    InvalidRecordException,
-    OffsetOutOfRangeException,
-    SegdexError,
-    UnknownCompressionTypeException,
-)
+from segdex.indexcore.errors import OffsetOutOfRangeException, OffsetReadException
 from segdex.indexcore.fs.atomic_file import fsync_dir, open_temporary, write_atomic
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.log.cleaner import CleanedSegment
@@ -39,34 +33,20 @@ from segdex.indexcore.log.layout import (
     SWAP_FILE_SUFFIX,
     filename_prefix_from_offset,
 )
-from segdex.indexcore.log.log_segment import search_for_offset_from_position
-from segdex.indexcore.record.file_records import open_log
+from segdex.indexcore.log.log_segment import LogSegment
 
 CLEANED_SUFFIX = CLEANED_FILE_SUFFIX
 SWAP_SUFFIX = SWAP_FILE_SUFFIX
 DELETED_SUFFIX = DELETED_FILE_SUFFIX
 
 
-class OffsetReadException(SegdexError):
-    """What the read of ``convert_to_offset_metadata_or_throw`` threw: ``cause`` is Kafka's exception (its
-    ``kafka_class``, and its ``position`` where known), met in the segment ``log_path`` (None: before any)."""
-
-    def __init__(self, cause: SegdexError, offset: int, log_path: str | None) -> None:
-        kafka_class = cause.kafka_class or "org.apache.kafka.common.errors.CorruptRecordException"
-        where = ("" if log_path is None else f" in file {os.path.abspath(log_path)}." if cause.position is None else
-                 f" (a damaged batch at byte {cause.position} of {os.path.abspath(log_path)}, met by the read from "
-                 f"offset {offset})")
-        super().__init__(f"{kafka_class}: {cause}{where}")
-        self.cause, self.offset, self.log_path = cause, offset, log_path
-
-
 def convert_to_offset_metadata_or_throw(segments: Sequence[tuple[int, str, OffsetIndex, int | None]], offset: int,
                                         log_end_offset: int) -> int:
     """``LocalLog.convertToOffsetMetadataOrThrow``: ``offset`` as the read from it finds it (``LocalLog.read``), in
     ``segments`` (base offset, ``.log`` path, offset index, bytes the segment holds, None: its whole file; offset
-    order). The read starts at the floor segment of ``offset`` (``LogSegment.read``, ``translateOffset``): the
-    index entry at or below it, then ``FileRecords.searchForOffsetFromPosition``, which asks each batch it passes
-    for its base offset; a segment without a batch that reaches ``offset`` hands the read to the next. Kafka 4.4
+    order). The read starts at the floor segment of ``offset`` (``LogSegment.read``, then ``translate_offset``: a
+    search from the index entry at or below it that asks each batch it passes for its base offset); a segment
+    without a batch that reaches ``offset`` hands the read to the next. Kafka 4.4
     takes the found batch's base offset: the offset itself where a batch starts there, else the batch holding it,
     else the next batch; the log end offset where none is left.
 
@@ -79,19 +59,10 @@ def convert_to_offset_metadata_or_throw(segments: Sequence[tuple[int, str, Offse
         raise OffsetReadException(OffsetOutOfRangeException(
             f"offset {offset} past the log end offset {log_end_offset}"), offset, None)
     first = max(bisect.bisect_right([s[0] for s in segments], offset) - 1, 0)
-    for _base, log_path, index, size in segments[first:]:
-        with open_log(log_path) as buf:
-            whole = memoryview(buf)
-            held = whole if size is None else whole[:size]
-            try:
-                found = search_for_offset_from_position(held, offset, index.lookup(offset)[1])
-            except (CorruptRecordException, InvalidRecordException, UnknownCompressionTypeException) as e:
-                raise OffsetReadException(e, offset, log_path) from None
-            finally:
-                held.release()
-                whole.release()
-            if found is not None:
-                return found.base_offset
+    for base, log_path, index, size in segments[first:]:
+        found = LogSegment(log_path, base).translate_offset(offset, index, size)
+        if found is not None:
+            return found.base_offset
     return log_end_offset
 
 

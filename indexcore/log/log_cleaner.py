@@ -34,6 +34,7 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     InvalidRecordException,
     KafkaReadException,
+    OffsetReadException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -61,7 +62,6 @@ from segdex.indexcore.log.layout import (
     index_paths,
 )
 from segdex.indexcore.log.local_log import (
-    OffsetReadException,
     convert_to_offset_metadata_or_throw,
     open_cleaned_log,
     replace_segments,
@@ -228,10 +228,9 @@ def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offs
     """The first unstable offset as the log's constructor leaves it (the dry run's
     ``maybe_increment_first_unstable_offset`` in ``log_loader``): the producer state's (a bare offset, not below the
     log start offset) made ``LogOffsetMetadata`` by ``convert_to_offset_metadata_or_throw``, whose offset Kafka 4.x
-    takes from the batch its read finds. It is the
-    offset itself but where its batch is gone: a damaged segment served as it is, cut before it (its next whole
-    batch's base offset, in a later segment, then). What the read throws on the way fails the load, a clean
-    start's too."""
+    takes from the batch its read finds. It is the offset itself but where its batch is gone: a damaged segment
+    served as it is, cut before it (its next whole batch's base offset, in a later segment, then). What the read
+    throws on the way fails the load, a clean start's too."""
     if offset is None:
         return None
     try:

@@ -66,6 +66,7 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     InvalidRecordException,
     KafkaReadException,
+    OffsetReadException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -83,7 +84,7 @@ from segdex.indexcore.log.layout import (
     parse_segment_file_name,
 )
 from segdex.indexcore.log.leader_epoch_cache import truncate_epochs_from_end, truncate_epochs_from_start
-from segdex.indexcore.log.local_log import OffsetReadException, convert_to_offset_metadata_or_throw
+from segdex.indexcore.log.local_log import convert_to_offset_metadata_or_throw
 from segdex.indexcore.log.log_segment import LogSegment, RecoveryResult, last_batch
 from segdex.indexcore.log.log_segments import PartitionRecovery, SegmentRecovery, SpeculativeSegment
 from segdex.indexcore.log.producer_snapshot import (
@@ -282,14 +283,14 @@ class LogLoader:
     def _recovered_from_the_loads_state(self, i: int) -> SegmentOnDisk:
         """Segment ``i`` as the load's recovery finds it. The scan recovered it with the producer state of every
         batch before it, read from the log start; the load recovers it from the state it rebuilds (the snapshot
-        it loads, then the replay: ``_producer_state_at_load_end``), which differs where an earlier segment the
+        it loads, then the replay: ``_producer_state_at``), which differs where an earlier segment the
         load serves as it is holds damage the scan stopped at (a transaction's marker beyond it). A producer-state
         failure of the scan (``InvalidTxnStateException``) is judged again from that state; the segment then
         takes the new result in the load's lists (the caller's ``SegmentOnDisk`` is left as it is)."""
         seg = self.segments[i]
         if not (seg.result.error or "").startswith("InvalidTxnStateException") or not self.producer_state:
             return seg
-        state = self._producer_state_at_load_end(seg.base_offset, self.checkpoint_lso)
+        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso)
         if state is None:
             return seg
         recovery = PartitionRecovery(self.config)
@@ -406,12 +407,12 @@ class LogLoader:
         run): the producer state's first unstable offset read from the log as the load leaves it
         (``convert_to_offset_metadata_or_throw``); ``LoadFailed`` where that read throws. Only a segment served as
         it is with a damaged batch can make it throw, so the producer state is rebuilt only then
-        (``_producer_state_at_load_end``)."""
+        (``_producer_state_at``)."""
         served = [s for s in self.remaining if s.base_offset not in self.out.recovered]
-        if not any(s.result.error is not None or s.result.valid_bytes < s.result.size_bytes for s in served):
+        if all(s.result.intact for s in served):
             return
         log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
-        state = self._producer_state_at_load_end(leo, log_start)
+        state = self._producer_state_at(leo, log_start)
         first = state.first_unstable_offset(log_start) if state is not None else None
         if first is None:
             return
@@ -425,11 +426,11 @@ class LogLoader:
             raise LoadFailed(f"the read of the log from its first unstable offset {first} (UnifiedLog's "
                              f"constructor): {e}") from None
 
-    def _producer_state_at_load_end(self, leo: int, log_start: int) -> ProducerStateManager | None:
-        """The producer state the load ends with (dry run): the snapshot file the load starts from (the latest
-        above the log start offset, at or below the first segment it recovers, else, of those
-        ``remove_stray_snapshots`` leaves, at or below the log end), then the batches of the segments from there
-        to the log end, as the load keeps them. None where it cannot be told
+    def _producer_state_at(self, leo: int, log_start: int) -> ProducerStateManager | None:
+        """The producer state the load has at offset ``leo`` (dry run; the log end offset, or a segment it
+        recovers): the snapshot file the load starts from (the latest above the log start offset, at or below the
+        first segment it recovers, else, of those ``remove_stray_snapshots`` leaves, at or below ``leo``), then
+        the batches of the segments from there to ``leo``, as the load keeps them. None where it cannot be told
         (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens then)."""
         recovered = [b for b in self.out.recovered if any(s.base_offset == b for s in self.remaining)]
         on_disk = {snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)}
@@ -446,9 +447,8 @@ class LogLoader:
             return None
         replay_from = log_start if start is None else start
         for i, s in enumerate(self.remaining):
-            intact = s.result.error is None and s.result.valid_bytes == s.result.size_bytes
             if (i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from) or (
-                    intact and s.result.next_offset <= replay_from):
+                    s.result.intact and s.result.next_offset <= replay_from):
                 continue  # wholly below the replay
             with open_log(s.log_path) as buf:
                 whole = memoryview(buf)
@@ -481,20 +481,18 @@ class LogLoader:
 
     def _search_replayed(self, seg: SegmentOnDisk, offset: int) -> None:
         """The replay's read of a segment not recovered starts at ``offset`` (``LogSegment.read``): its
-        ``translateOffset`` searches from the offset index entry below it, asking each batch it passes for its
-        base offset (``convert_to_offset_metadata_or_throw`` over that segment); ``LoadFailed`` where that throws.
-        A segment whose every batch is valid passes."""
-        if seg.result.error is None and seg.result.valid_bytes == seg.result.size_bytes:
+        ``translate_offset`` searches from the offset index entry below it, asking each batch it passes for its
+        base offset; ``LoadFailed`` where that throws. A segment whose every batch is valid passes."""
+        if seg.result.intact:
             return
-        index = LogSegment(seg.log_path, seg.base_offset).offset_index()
         try:
-            convert_to_offset_metadata_or_throw([(seg.base_offset, seg.log_path, index, None)], offset, offset + 1)
+            LogSegment(seg.log_path, seg.base_offset).translate_offset(offset)
         except OffsetReadException as e:
             raise LoadFailed(f"the producer-state replay's read of the log from offset {offset}: {e}") from None
 
     def _read_as_is(self, seg: SegmentOnDisk) -> None:
         """A segment not recovered, read by batch size as the producer-state replay reads it."""
-        if seg.result.error is None and seg.result.valid_bytes == seg.result.size_bytes:
+        if seg.result.intact:
             return  # every batch valid to the end: its sizes chain too (verify read it already)
         if seg.base_offset not in self.readable:
             why = None
@@ -538,7 +536,7 @@ class LogLoader:
             out.action = ACTION_RECOVER
         if self.clean_shutdown:
             corrupt = [s for s in self.remaining if s.base_offset not in out.recovered
-                       and (s.result.error is not None or s.result.valid_bytes < s.result.size_bytes)]
+                       and not s.result.intact]
             if corrupt:
                 out.notes.append(f"clean-shutdown marker in front of {len(corrupt)} segment(s) with a corrupt log "
                                  f"({', '.join(os.path.basename(s.log_path) for s in corrupt)}): the broker "

@@ -25,6 +25,7 @@ from segdex.indexcore.errors import (
     IndexOffsetOverflowException,
     InvalidRecordException,
     KafkaReadException,
+    OffsetReadException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -111,6 +112,11 @@ class RecoveryResult:
     def next_offset(self) -> int:
         """The segment's log end offset: last valid offset + 1, or the base offset when empty."""
         return self.last_offset + 1 if self.last_offset >= 0 else self.base_offset
+
+    @property
+    def intact(self) -> bool:
+        """Every batch of the segment valid to its end: nothing to cut, no failure."""
+        return self.error is None and self.valid_bytes == self.size_bytes
 
 
 def _bit_list(mask: int) -> list[int]:
@@ -359,6 +365,26 @@ class LogSegment:
         """``LogSegment.offsetIndex``: the ``.index`` as a broker opens it, every whole slot an entry (zero-filled
         ones too); empty when there is no file."""
         return OffsetIndex.from_bytes(_index_bytes(self.index_path(INDEX_FILE_SUFFIX)), self.base_offset)
+
+    def translate_offset(self, offset: int, index: OffsetIndex | None = None,
+                         size: int | None = None) -> RecordBatch | None:
+        """``LogSegment.translateOffset``: the batch a read from ``offset`` starts at, searched from the offset
+        index entry at or below it (``FileRecords.searchForOffsetFromPosition``); None when no batch of the
+        segment reaches it. ``index``: the segment's offset index (default: its file, as a broker opens it);
+        ``size``: the bytes the segment holds (default: its whole file). Raises ``OffsetReadException`` with what
+        the search throws: a size field below 14, a batch whose magic byte reads below 2 that does not load as the
+        older format (``_base_offset``)."""
+        index = self.offset_index() if index is None else index
+        with open_log(self.log_path) as buf:
+            whole = memoryview(buf)
+            held = whole if size is None else whole[:size]
+            try:
+                return search_for_offset_from_position(held, offset, index.lookup(offset)[1])
+            except (CorruptRecordException, InvalidRecordException, UnknownCompressionTypeException) as e:
+                raise OffsetReadException(e, offset, self.log_path) from None
+            finally:
+                held.release()
+                whole.release()
 
     def read_next_offset(self, tolerate_damage: bool = False) -> int:
         """``LogSegment.readNextOffset``: the offset after the segment's last batch, the base offset when it has

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.errors import OffsetOutOfRangeException
+from segdex.indexcore.errors import OffsetOutOfRangeException, OffsetReadException
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.log.cleaner import CleanedSegment
 from segdex.indexcore.log.local_log import (
-    OffsetReadException,
     convert_to_offset_metadata_or_throw,
     open_cleaned_log,
     replace_segments,
