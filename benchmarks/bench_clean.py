@@ -17,13 +17,13 @@ loaded first, only ``doClean`` timed), one partition after another as one cleane
 whole ``segdex clean --apply --discard`` command (load, plan, clean, swap, fsync; every core) on the same data.
 Medians of ``--runs``. Not a test.
 
-One partition on every core (issue 38): ``--threads 1 2`` cleans the ``__consumer_offsets``-like partition's
+One partition on every core: ``--threads 1 2`` cleans the ``__consumer_offsets``-like partition's
 round split over 1 and 2 threads, back to back run after run (medians of ``--runs``; wall and CPU seconds, the
 load average), beside Kafka's ``doClean`` on the same data. Each round's threads' CPU too (``ThreadCPU``): the
 main thread's plus the busiest pool thread's is about the wall time on free cores, which a machine shared with
 other sessions does not show (each session gets its share of the cores, whatever its threads).
 
-Memory at size (issue 38): ``--memory-gib 1 4`` measures, for each size, one compacted partition of that many GiB
+Memory at size: ``--memory-gib 1 4`` measures, for each size, one compacted partition of that many GiB
 in 100 MiB segments whose keys are nearly all live (a changelog: batches of 10 records of 1,000 byte values,
 one record in ten overwriting an earlier key), the peak memory of ``segdex clean --apply --discard`` (one round)
 and of the ``--until-clean`` plan, as separate commands: the process tree's resident set sampled every 20 ms
@@ -391,7 +391,7 @@ def memory_run(root: Path, sizes: list[float], shape: str = "changelog", kafka: 
 
 
 def threads_run(args) -> int:
-    """One partition on every core (issue 38): the ``__consumer_offsets``-like partition's ``Cleaner.clean`` split
+    """One partition on every core: the ``__consumer_offsets``-like partition's ``Cleaner.clean`` split
     over each of ``--threads`` (one copy, read only, cleaned into memory), the counts interleaved run after run so
     that the machine's load falls on each alike; wall and CPU seconds (medians), the load average before and after,
     and Kafka 4.4.0's ``doClean`` on the same data (its JIT warmed first)."""

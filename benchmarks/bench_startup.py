@@ -16,9 +16,9 @@ Printed: the median of ``--runs`` runs of each, and the ratios. Not a test; the 
 ``bash scripts/test.sh``.
 
     .venv/bin/python -m benchmarks.bench_startup                 # 8 partitions x 4 x 16 MiB (512 MiB)
-    .venv/bin/python -m benchmarks.bench_startup --partitions 64 # the 4.3 GB dir of issue 12's table
+    .venv/bin/python -m benchmarks.bench_startup --partitions 64 # the 4.3 GB dir of the startup table
     .venv/bin/python -m benchmarks.bench_startup --partitions 64 --cases uniform:small uniform:medium \\
-        uniform:large one-partition:large                          # issue 29's table, one process
+        uniform:large one-partition:large                          # the startup table's rows, one process
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
                  broker_jvm: bool = True) -> tuple[float, float | None]:
     """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``, in the
     JVM ``kafka-server-start.sh`` gives a broker, or (``broker_jvm`` False) the tests' small one (serial GC, C1
-    only: the JVM of the figures issue 29's goals were set against)."""
+    only: the JVM of the startup table's figures)."""
     cluster_id = (pristine / "data" / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
     broker = KafkaBroker(install, work, {"num.recovery.threads.per.data.dir": str(threads)},
                          data_dir=work / "data", cluster_id=cluster_id, broker_jvm=broker_jvm)
