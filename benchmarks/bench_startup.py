@@ -152,7 +152,7 @@ def start_broker(install: KafkaInstall, pristine: Path, work: Path, threads: int
                  broker_jvm: bool = True) -> tuple[float, float | None]:
     """(seconds to "Kafka Server started", LogManager's "Loaded ... logs in X ms" in seconds) on ``work``, in the
     JVM ``kafka-server-start.sh`` gives a broker, or (``broker_jvm`` False) the tests' small one (serial GC, C1
-    only: the JVM of the startup table's figures)."""
+    only)."""
     cluster_id = (pristine / "data" / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
     broker = KafkaBroker(install, work, {"num.recovery.threads.per.data.dir": str(threads)},
                          data_dir=work / "data", cluster_id=cluster_id, broker_jvm=broker_jvm)
