@@ -32,8 +32,9 @@ class KafkaReadException(SegdexError):
 
 
 class UnknownCompressionTypeException(SegdexError):
-    """A batch read as a message of the formats before 0.11 (its magic byte below 2, as a signed byte) whose
-    attributes name no compression type (``CompressionType.forId``)."""
+    """A batch whose attributes name no compression type Kafka knows (ids 5 to 7: ``CompressionType.forId``),
+    met by a read of its records, or by a read of its base offset where the batch is read as a message of the
+    formats before 0.11 (its magic byte below 2, as a signed byte)."""
 
     kafka_class = "java.lang.IllegalArgumentException"
 

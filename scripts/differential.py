@@ -9,7 +9,8 @@ the exception where Kafka's round throws. A quarter of them draw ``min.compactio
 ``segment.index.bytes`` too, a quarter put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
 outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1 message formats (which Kafka
 4.4's cleaner rewrites as v2 batches; keyless records among them); one case in five has a damaged batch below the
-recovery point of a clean start, which the cleaner meets as it is (the rest split as before). The damaged cases
+recovery point of a clean start, which the cleaner meets as it is (a CRC, magic byte, size field or compression id
+damaged, or the segment cut in it; the rest split as before). The damaged cases
 and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
 ``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
 
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 from segdex.indexcore.log.cleaner import THREADS_ENV, default_threads
-from tests.support.cleaner_cases import CleanerVerdict, judge_cleaning
+from tests.support.cleaner_cases import WITH_CODEC, CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
 from tests.support.segment_cases import Draw, generate, judge
 
@@ -106,7 +107,7 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
                 wide, tight, damage = k in (1, 2, 3), k == 2, k == 4
                 magic = (2, 2, 2, i // 5 % 2, (2, 2, 1)[i // 5 % 3])[k]
                 v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic,
-                                   damage, buffers=k in (1, 3, 4))
+                                   damage, buffers=k in (1, 3, 4), damages=WITH_CODEC)
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:

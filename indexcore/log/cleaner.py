@@ -50,7 +50,12 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from segdex.indexcore.errors import CorruptRecordException, IndexFullException, SegdexError
+from segdex.indexcore.errors import (
+    CorruptRecordException,
+    IndexFullException,
+    SegdexError,
+    UnknownCompressionTypeException,
+)
 from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZE
 from segdex.indexcore.index.time_index import TimeIndex
@@ -68,10 +73,11 @@ from segdex.indexcore.record.batch_header import (
     MAGIC_OFFSET,
     TIMESTAMP_TYPE_MASK,
 )
+from segdex.indexcore.record.compression import for_id
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
-from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, RecordBatch, read_batch_header
-from segdex.indexcore.record.records import control_record, records
+from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, CompressionType, RecordBatch, read_batch_header
+from segdex.indexcore.record.records import control_record, streaming_iterator
 
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
@@ -598,6 +604,8 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
 
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 ILLEGAL_STATE = "java.lang.IllegalStateException"
+ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
+KNOWN_CODECS = frozenset(int(c) for c in CompressionType)  # the ids CompressionType.forId knows
 
 
 def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
@@ -644,6 +652,33 @@ def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
     return None  # unreachable
 
 
+def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment, start: int, max_desired: int,
+               tm: CleanedTransactionMetadata, events: list[_TxnEvent] | None) -> bool:
+    """One batch of ``buildOffsetMapForSegment``: a control batch moves the transaction state, an aborted
+    transaction's batch is passed over, any other's keys go into ``m`` (False: the map was full first, at a key
+    from ``start`` on)."""
+    try:
+        _note(events, buf, batch)
+        if batch.is_control:
+            tm.on_control_batch_read(batch, _control_type(buf, batch))
+        elif not tm.on_batch_read(batch):
+            for record in streaming_iterator(buf, batch):
+                if record.key is not None and record.offset >= start:
+                    if m.size >= max_desired:
+                        return False
+                    m.put(record.key, record.offset)
+    except UnknownCompressionTypeException as e:
+        _unknown_compression(seg, batch, e)
+    return True
+
+
+def _unknown_compression(seg: CleanerSegment, batch: RecordBatch, e: UnknownCompressionTypeException) -> None:
+    """A batch whose codec id Kafka does not know, met where Kafka's round reads its records: the round throws
+    ``CompressionType.forId``'s ``IllegalArgumentException`` there. A batch the round never reads the records of
+    (an aborted transaction's, while the offset map is built; one ``cleanInto`` deletes whole) is not met."""
+    _damaged(seg, batch.position, f"{ILLEGAL_ARGUMENT}: {e}")
+
+
 def _damaged(seg: CleanerSegment, position: int, kafka: str) -> None:
     """A damaged batch the round meets: Kafka's round throws ``kafka`` there."""
     path = os.path.abspath(seg.log_path)
@@ -666,11 +701,13 @@ def group_next_offset(seg: CleanerSegment) -> int:
     return seg.next_offset
 
 
-def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers, first: SegmentReads | None = None) -> None:
+def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers, first: SegmentReads | None = None) -> bool:
     """What ``cleanSegments`` would meet, group after group, in the segments served as they are (the only ones
     the load did not read whole): ``LogCleaningException`` where Kafka's round throws, before any group is
     written. Every other segment was read whole at the load. ``first``: how the round's first segment is read
-    (``Cleaner.clean``)."""
+    (``Cleaner.clean``). True where such a segment holds a batch whose codec id Kafka does not know: whether
+    the round reads its records, and so throws there, is known only by cleaning up to it."""
+    unknown_codec = False
     for group in groups:
         for i, seg in enumerate(group):
             if not seg.as_is:
@@ -682,6 +719,8 @@ def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers, first: S
                 reads = first if first is not None and seg is groups[0][0] else None
                 while (batch := read_batch(buf, position, seg, buffers, reads)) is not None:
                     position = batch.position + batch.size_in_bytes
+                    unknown_codec = unknown_codec or batch.compression_type not in KNOWN_CODECS
+    return unknown_codec
 
 
 def _delete_horizon(buf, batch: RecordBatch) -> int | None:
@@ -693,6 +732,13 @@ def _delete_horizon(buf, batch: RecordBatch) -> int | None:
 
 
 def _control_type(buf, batch: RecordBatch) -> str | None:
+    """The control type ``CleanedTransactionMetadata.onControlBatchRead`` reads from a control batch's first
+    record (None: the batch holds none). Its ``RecordBatch.iterator`` of a batch declaring no record is empty
+    without a look at the compression type; any other asks ``CompressionType.forId`` first
+    (``UnknownCompressionTypeException`` for a damaged codec id)."""
+    if not batch.records_count:
+        return None
+    for_id(batch.compression_type)
     found = control_record(buf, batch)
     return found[0] if found is not None else None
 
@@ -856,16 +902,8 @@ class Cleaner:
                 batch = read_batch(buf, position, seg, self.buffers, reads)
                 if batch is None:
                     break
-                _note(events, buf, batch)
-                if batch.is_control:
-                    tm.on_control_batch_read(batch, _control_type(buf, batch))
-                elif not tm.on_batch_read(batch):
-                    for record in records(buf, batch):
-                        if record.key is not None and record.offset >= start:
-                            if m.size < max_desired:
-                                m.put(record.key, record.offset)
-                            else:
-                                return seg, reads.start, batch.position
+                if not _map_batch(m, buf, batch, seg, start, max_desired, tm, events):
+                    return seg, reads.start, batch.position
                 if batch.last_offset >= start:
                     m.update_latest_offset(batch.last_offset)
                 position = batch.position + batch.size_in_bytes
@@ -973,14 +1011,26 @@ class Cleaner:
                              legacy_horizon: int, high_watermark: int) -> None:
         """``meet_damage`` before an applied round's first write; where it finds a damaged batch, the groups are
         cleaned in turn into nothing (``os.devnull``) up to it, so that what is raised is what Kafka's round throws
-        first: an earlier group's failure (its index outgrown, an offset that overflows it) before the damage."""
+        first: an earlier group's failure (its index outgrown, an offset that overflows it) before the damage.
+        Where it finds a batch whose codec id Kafka does not know, the whole round is cleaned into nothing first:
+        it raises where Kafka's round reads that batch's records."""
         try:
-            meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
+            unknown_codec = meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
         except LogCleaningException as damage:
-            with open(os.devnull, "wb") as sink:
-                self._clean_in_turn(segs, groups, log_start_offset, active_producers, config, now_ms, legacy_horizon,
-                                    high_watermark, CleanerStats(), _Discarding(sink))
+            self._clean_into_nothing(segs, groups, log_start_offset, active_producers, config, now_ms,
+                                     legacy_horizon, high_watermark)
             raise damage from None
+        if unknown_codec:
+            self._clean_into_nothing(segs, groups, log_start_offset, active_producers, config, now_ms,
+                                     legacy_horizon, high_watermark)
+
+    def _clean_into_nothing(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
+                            log_start_offset: int, active_producers: dict[int, LastRecord], config, now_ms: int,
+                            legacy_horizon: int, high_watermark: int) -> None:
+        """The round's groups cleaned in turn into ``os.devnull``: what it raises, nothing written."""
+        with open(os.devnull, "wb") as sink:
+            self._clean_in_turn(segs, groups, log_start_offset, active_producers, config, now_ms, legacy_horizon,
+                                high_watermark, CleanerStats(), _Discarding(sink))
 
     def _group_states(self, segs: list[CleanerSegment], groups: list[list[CleanerSegment]],
                       log_start_offset: int) -> list[CleanedTransactionMetadata] | None:
@@ -1126,8 +1176,11 @@ class Cleaner:
                 try:
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
-                except LogCleaningException:  # thrown while its read is filtered: the reads before are appended
+                except (LogCleaningException, UnknownCompressionTypeException) as e:
+                    # thrown while its read is filtered: the reads before are appended
                     _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
+                    if isinstance(e, UnknownCompressionTypeException):
+                        _unknown_compression(seg, batch, e)
                     raise
             _overflow_first(buf, out, self.buffers, capacity)
             if out.index_full is not None:
@@ -1143,7 +1196,12 @@ class Cleaner:
         horizon_now = _delete_horizon(buf, batch)
         retention, discard_records, contains_marker_for_empty_txn = _check_batch_retention(
             buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
-        recs = list(records(buf, batch))
+        try:
+            recs = list(streaming_iterator(buf, batch))
+        except UnknownCompressionTypeException:
+            if retention != DELETE:  # filterTo's filterBatch reads the records of every batch it does not delete
+                raise
+            recs = []  # a deleted batch's records are never read
         stats.records_read += len(recs)
         if discard_records and not batch.is_control:
             stats.aborted_removed += len(recs)

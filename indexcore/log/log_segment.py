@@ -61,7 +61,8 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
-from segdex.indexcore.record.batch_header import COMPRESSION_CODEC_MASK, RECORD_BATCH_OVERHEAD
+from segdex.indexcore.record.batch_header import RECORD_BATCH_OVERHEAD
+from segdex.indexcore.record.compression import for_id
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
@@ -309,13 +310,15 @@ def _base_offset(buf, batch: RecordBatch) -> int:
     1 and on zstd, and otherwise decompresses it (its first inner message's offset)."""
     if batch.magic >= 2:
         return batch.base_offset
-    codec = batch.attributes & COMPRESSION_CODEC_MASK
+    try:
+        codec = for_id(batch.compression_type)
+    except UnknownCompressionTypeException as e:
+        e.position = batch.position
+        raise
     error: SegdexError | None = None
-    if codec > 4:
-        error = UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
-    elif codec == CompressionType.NONE:
+    if codec == CompressionType.NONE:
         return batch.base_offset
-    elif batch.magic not in (0, 1):
+    if batch.magic not in (0, 1):
         error = InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
     elif codec == CompressionType.ZSTD:
         error = InvalidRecordException(

@@ -9,7 +9,7 @@ import struct
 import cramjam
 import lz4.frame
 
-from segdex.indexcore.errors import CorruptRecordException, DecompressionException
+from segdex.indexcore.errors import CorruptRecordException, DecompressionException, UnknownCompressionTypeException
 from segdex.indexcore.record.record_batch import CompressionType, compression_name
 
 # Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
@@ -17,6 +17,16 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER_SIZE = 16
 XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream's default block (Kafka's SnappyFactory keeps it)
 INT32 = struct.Struct(">i")
+
+
+def for_id(codec: int) -> CompressionType:
+    """``CompressionType.forId``: the compression type a batch's attributes name (their low three bits). Kafka
+    knows ids 0 to 4; any other (a damaged batch's) throws ``IllegalArgumentException``
+    (``UnknownCompressionTypeException`` here), which is what a reader of the batch's records meets first."""
+    try:
+        return CompressionType(codec)
+    except ValueError:
+        raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}") from None
 
 
 def snappy_java_raw():

@@ -13,7 +13,7 @@ from segdex.indexcore.errors import (
     InvalidRecordException,
     RecoveryFailedException,
 )
-from segdex.indexcore.record.compression import decompress, kafka_can_decompress
+from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress
 from segdex.indexcore.record.record_batch import (
     LEGACY_CRC_FROM,
     LOG_ENTRY_HEADER,
@@ -176,6 +176,15 @@ def records(buf, batch: RecordBatch) -> Iterator[Record]:
     if batch.magic >= 2:
         return v2_records(buf, batch)
     return legacy_records(buf, batch)
+
+
+def streaming_iterator(buf, batch: RecordBatch) -> Iterator[Record]:
+    """``RecordBatch.streamingIterator``: the batch's records, as a reader that goes through them all (the log
+    cleaner's) opens them. Asking whether the batch is compressed asks ``CompressionType.forId`` first, so a codec
+    id Kafka does not know throws ``UnknownCompressionTypeException`` before any record is read, even from a batch
+    that declares none."""
+    for_id(batch.compression_type)
+    return records(buf, batch)
 
 
 def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:

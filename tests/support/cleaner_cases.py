@@ -100,14 +100,15 @@ def _kind(exception: str) -> str:
 
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
                    wide: bool = False, tight: bool = False, magic: int = 2, damage: bool = False,
-                   buffers: bool = False) -> CleanerVerdict:
+                   buffers: bool = False, damages: tuple[str, ...] | None = None) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
     (the cleaner's grouping by index size). ``tight`` (with ``wide``) sets ``segment.index.bytes`` at the edge of
     a merge: two neighbours' indexes just fit it, so the merged segment's can outgrow it and Kafka's round throw
     (``Cleaner``'s module docs). ``magic`` 0 or 1: a log of a message format before 0.11. ``damage``: one batch
-    damaged below the recovery point of a clean start (the module's docs). ``buffers`` draws the cleaner's read
+    damaged below the recovery point of a clean start (the module's docs), in one of the ``damages``
+    ways (``damage_batch``; default ``DAMAGES``). ``buffers`` draws the cleaner's read
     buffer too: where it starts (``log.cleaner.io.buffer.size``'s share), the broker's ``message.max.bytes`` and
     the topic's ``max.message.bytes``, which decide how it grows (``cleaner.IoBuffers``): the buffers a round
     appends at once, and what a damaged batch throws."""
@@ -118,7 +119,8 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
                     "segment.index.bytes": config.segment_index_bytes, "max.message.bytes": config.max_message_bytes}
-    kind, recovery_point = _started_and_damaged(rng, oracle, ours, theirs, now, kafka_config, kind, damage)
+    kind, recovery_point = _started_and_damaged(rng, oracle, ours, theirs, now, kafka_config, kind, damage,
+                                                damages or DAMAGES)
     verdict = CleanerVerdict(kind=f"{kind}/map of {dedupe // 24} keys{' (buffers drawn)' if buffers else ''}")
     checkpoint = None
     for second in (False, True):
@@ -174,10 +176,12 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
 
 
 DAMAGES = ("crc", "magic", "size", "cut")
+WITH_CODEC = (*DAMAGES, "codec")  # the differential's damaged cases
 
 
 def _started_and_damaged(rng: random.Random, oracle: KafkaOracle, ours: Path, theirs: Path, now: int,
-                         kafka_config: dict, kind: str, damage: bool) -> tuple[str, int | None]:
+                         kafka_config: dict, kind: str, damage: bool,
+                         damages: tuple[str, ...] = ()) -> tuple[str, int | None]:
     """With ``damage``: Kafka's start and clean stop of ``theirs`` (its indexes and producer snapshots written),
     copied to ``ours``, then one batch damaged in both. (The case's kind, the recovery point: the log end; None
     without ``damage``.) A load that fails leaves the partition undamaged: the rounds' views then differ."""
@@ -188,26 +192,30 @@ def _started_and_damaged(rng: random.Random, oracle: KafkaOracle, ours: Path, th
         return f"damaged {kind} not loaded", 0
     shutil.rmtree(ours)
     shutil.copytree(theirs, ours)
-    return f"damaged {kind} {damage_batch(rng, ours, theirs)}", started["logEndOffset"]
+    return f"damaged {kind} {damage_batch(rng, ours, theirs, kinds=damages)}", started["logEndOffset"]
 
 
-def damage_batch(rng: random.Random, *parts: Path) -> str:
+def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) -> str:
     """One batch of a segment before the active one, not the segment's first, damaged alike in each of ``parts``
-    (copies of one partition): a CRC byte flipped, the magic byte set outside 0..2, the size field below 14 or
-    past the segment's end, or the segment cut inside the batch. Returns the damage's kind ("none": no segment
-    has a second batch)."""
+    (copies of one partition), in one of the ``kinds`` (default ``DAMAGES``): a CRC byte flipped, the magic byte
+    set outside 0..2, the size field below 14 or past the segment's end, the segment cut inside the batch, or
+    (``codec``, drawn only when asked for) the attributes' compression id set to one Kafka does not know. Returns
+    the damage's kind ("none": no segment has a second batch)."""
     logs = sorted(parts[0].glob("*.log"))[:-1]
     found = [(log, b) for log in logs for b in list(batches(log.read_bytes()))[1:]]
     if not found:
         return "none"
     log, batch = rng.choice(found)
-    kind = rng.choice(DAMAGES)
+    kind = rng.choice(kinds or DAMAGES)
     data = bytearray(log.read_bytes())
     p, size = batch.position, batch.size_in_bytes
     if kind == "crc":  # v2: the CRC field; v0/v1: the message's CRC
         data[p + (17 if batch.magic >= 2 else 12) + rng.randrange(4)] ^= 1 << rng.randrange(8)
     elif kind == "magic":
         data[p + 16] = rng.choice([3, 7, 127, 0x80, 0xFF])
+    elif kind == "codec":  # the attributes' compression bits set to an id Kafka does not know (5..7)
+        at = p + (22 if batch.magic >= 2 else 17)
+        data[at] = (data[at] & ~0x07) | rng.choice([5, 6, 7])
     elif kind == "size":
         left = len(data) - p - 12
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([0, 5, 13, -1, left + rng.randint(1, 100), 2_000_000]))
@@ -357,12 +365,13 @@ def _compare(round_: CleaningRound, theirs: Path, ours: Path) -> list[str]:
 
 def _tally(logs: list[bytes]) -> dict[str, int]:
     """What the round's counts count of these ``.log`` files: bytes, records, tombstones (null values of data
-    records), batches without records."""
+    records), batches without records (the records of a batch the round deleted unread: none)."""
     out = {"bytes": 0, "records": 0, "tombstones": 0, "empty": 0}
     for buf in logs:
         out["bytes"] += len(buf)
         for batch in batches(buf):
-            recs = list(records(buf, batch))
+            # a batch whose compression id Kafka does not know: a round that went on deleted it unread
+            recs = list(records(buf, batch)) if batch.compression_type <= 4 else []
             out["records"] += len(recs)
             out["tombstones"] += 0 if batch.is_control else sum(r.value is None for r in recs)
             out["empty"] += not recs

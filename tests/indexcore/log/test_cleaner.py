@@ -450,6 +450,28 @@ def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_
     assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned
 
 
+# (case seed, magic, buffers drawn, Kafka's round throws): a damaged compression id, in a control batch (70423211270),
+# in an aborted transaction's batch the map's build passes over and cleanInto reads (70423211297), in v0 and v1
+# messages; and where no round reads the batch's records (70423211293, 70423211284; 55121165404: an aborted
+# transaction's batch cleanInto deletes unread)
+CODEC_CASES = [(70423211270, 2, True, True), (70423211297, 2, False, True), (31337094014, 0, True, True),
+               (31337094017, 1, False, True), (70423211293, 2, False, False), (70423211284, 0, True, False),
+               (55121165404, 2, True, False)]
+
+
+def test_a_damaged_compression_id_fails_kafkas_round_only_where_it_reads_the_records(kafka44, tmp_path: Path):
+    """One batch below the recovery point of a clean start whose attributes name compression id 5, 6 or 7
+    (``judge_cleaning(damages=("codec",))``): where Kafka's round reads its records, it throws
+    ``CompressionType.forId``'s ``IllegalArgumentException``, and segdex's round the same, its copy left as it
+    was; where it does not, both rounds clean to the same bytes. The cases a scratch run against Kafka 4.4 drew."""
+    for seed, magic, buffers, throws in CODEC_CASES:
+        v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", magic=magic, damage=True, buffers=buffers,
+                           damages=("codec",))
+        assert not v.mismatches and " codec/" in v.kind, (seed, v.kind, v.mismatches)
+        assert (v.kafka_threw or "").startswith("java.lang.IllegalArgumentException: Unknown compression type id: ") \
+            == throws, (seed, v.kafka_threw)
+
+
 def _growth(buffers: IoBuffers, batch_size: int) -> list[int]:
     caps = [buffers.io_buffer_size]
     while caps[-1] < batch_size:

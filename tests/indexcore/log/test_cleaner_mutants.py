@@ -778,3 +778,21 @@ def test_a_group_ending_in_a_segment_whose_next_offset_failed_names_the_file(tmp
         cleaner.group_next_offset(seg)
     assert (e.value.kafka_exception, e.value.path) == (seg.next_offset_error, os.path.abspath(path))
     assert f"reading to the end of {os.path.abspath(path)}, served as it is" in str(e.value)
+
+
+def test_a_control_batch_declaring_no_record_is_not_asked_its_compression_type():
+    """``onControlBatchRead`` reads a control batch with ``RecordBatch.iterator``, which is empty for a batch
+    declaring no record before any look at its compression type: an emptied marker whose attributes name id 7 is
+    read as holding none; a marker holding its record throws ``CompressionType.forId``'s exception."""
+    from segdex.indexcore.errors import UnknownCompressionTypeException
+    from segdex.indexcore.record.memory_records_builder import empty_header
+
+    marker = build_batch(4, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=0)
+    attributes = next(batches(marker)).attributes
+    emptied = empty_header(4, 4, attributes | 7, 0, 0, 7, 0, -1)
+    assert cleaner._control_type(emptied, next(batches(emptied))) is None
+    assert cleaner._control_type(marker, next(batches(marker))) == "ABORT"
+    damaged = bytearray(marker)
+    damaged[22] |= 7
+    with pytest.raises(UnknownCompressionTypeException, match="^Unknown compression type id: 7$"):
+        cleaner._control_type(bytes(damaged), next(batches(bytes(damaged))))

@@ -531,6 +531,8 @@ def _damaged_partition(part: Path, damaged: int, how: str) -> Path:
                 data[-2] ^= 1
             elif how == "size":
                 struct.pack_into(">i", data, len(first) + 8, 5)
+            elif how == "codec":
+                data[len(first) + 22] |= 5
             else:
                 data[len(first) + 16] = 7
         (part / segment_name(base)).write_bytes(bytes(data))
@@ -574,6 +576,28 @@ def test_a_clean_starts_damaged_segments_are_served_as_they_are_and_said(tmp_pat
         assert failed.error == FAILS.format(kafka=kafka, path=part / segment_name(0)), how
     _, active = plan(4, "size")
     assert active.error.startswith("not loaded: 00000000000000000004.log: corrupt_log_tail: ")
+
+
+def test_a_compression_id_kafka_does_not_know_fails_the_round_that_reads_its_records(tmp_path: Path):
+    """A served batch whose attributes name compression id 5: Kafka's round throws ``CompressionType.forId``'s
+    ``IllegalArgumentException`` where it reads the batch's records (building the offset map over segment 0, or
+    cleaning segment 2 into its group), and the applied round changes nothing; a round that stops before the
+    segment (the high watermark at 2) never reads it and cleans."""
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    fails = ("Kafka's cleaner fails this round (java.lang.IllegalArgumentException: Unknown compression type id: 5): "
+             "a damaged batch at byte 70 of {path}, served as it is (a clean start does not re-read it); a broker "
+             "marks the partition uncleanable and leaves it dirty")
+    for damaged in (0, 2):
+        part = _damaged_partition(tmp_path / str(damaged) / "c-0", damaged, "codec")
+        failed = plan_cleaning(str(part), config, CleanerConfig(), now, clean_shutdown=True)
+        assert failed.error == fails.format(path=part / segment_name(damaged)), damaged
+        before = _live(part)
+        applied = clean_partition(str(part), config, CleanerConfig(), now, clean_shutdown=True, force=True)
+        assert (applied.applied, applied.error, _live(part)) == (False, f"{failed.error}; nothing was changed", before)
+    part = _damaged_partition(tmp_path / "hw" / "c-0", 2, "codec")
+    bounded = clean_partition(str(part), config, CleanerConfig(), now, clean_shutdown=True, force=True,
+                              high_watermark=2)
+    assert (bounded.applied, bounded.error, bounded.why.endswith("not read by this round")) == (True, None, True)
 
 
 def test_a_plan_loads_at_its_clock_and_carries_the_checkpoint_it_was_given(tmp_path: Path):
@@ -641,19 +665,23 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
     """A segment cleaned already (the checkpoint at 7) and served as it is with a size field of 5: Kafka's round
     throws there, after swapping in the group of segment 0 (``segment.bytes`` 280 makes the groups [0], [3, 5],
     [7]); segdex meets the damage before the first group is written, in the group's second segment (5, its next
-    offset read) or its first (3, its batches read), so the partition is left as it was."""
+    offset read) or its first (3, its batches read), so the partition is left as it was. So too for a batch whose
+    compression id Kafka does not know (5), whose records Kafka's round reads in the group of segment 3: that is
+    found only by cleaning up to it, into nothing, before the first write."""
     import struct
 
     from segdex.indexcore.tools.segment_writer import build_batch
 
-    for damaged in (5, 3):
-        part = tmp_path / str(damaged) / "c-0"
+    for damaged, how in ((5, "size"), (3, "size"), (3, "codec")):
+        part = tmp_path / f"{how}{damaged}" / "c-0"
         part.mkdir(parents=True)
         for base, n in ((0, 3), (3, 2), (5, 2), (7, 2), (9, 1)):
             data = bytearray(b"".join(build_batch(o, [(T0 + o, bytes([97 + o % 3]), b"v")])
                                       for o in range(base, base + n)))
-            if base == damaged:
+            if base == damaged and how == "size":
                 struct.pack_into(">i", data, 70 + 8, 5)
+            elif base == damaged:
+                data[70 + 22] |= 5
             (part / segment_name(base)).write_bytes(bytes(data))
             for suffix in (".index", ".timeindex"):
                 (part / (segment_name(base)[:-4] + suffix)).write_bytes(b"")
@@ -661,8 +689,9 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
         config = LogConfig(cleanup_policy="compact", segment_bytes=280)
         plan = clean_partition(str(part), config, CleanerConfig(), T0 + HOUR_MS, checkpoint=7, clean_shutdown=True,
                                force=True, threads=1)
-        assert plan.error.startswith("Kafka's cleaner fails this round (org.apache.kafka.common.errors."
-                                     "CorruptRecordException: "), damaged
+        kafka = ("java.lang.IllegalArgumentException: Unknown compression type id: 5" if how == "codec" else
+                 "org.apache.kafka.common.errors.CorruptRecordException: ")
+        assert plan.error.startswith(f"Kafka's cleaner fails this round ({kafka}"), damaged
         assert (plan.error.endswith("; nothing was changed"), plan.swapped_groups, _live(part)) == (True, 0, before)
 
 

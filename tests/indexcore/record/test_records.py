@@ -20,9 +20,9 @@ import zlib
 import crc32c
 import pytest
 
-from segdex.indexcore.errors import CorruptRecordException, RecoveryFailedException
+from segdex.indexcore.errors import CorruptRecordException, RecoveryFailedException, UnknownCompressionTypeException
 from segdex.indexcore.record.file_records import batches
-from segdex.indexcore.record.records import Record, control_record, end_txn_marker, records
+from segdex.indexcore.record.records import Record, control_record, end_txn_marker, records, streaming_iterator
 
 GZIP = 1
 SNAPPY = 2
@@ -167,3 +167,18 @@ def test_control_batch_whose_payload_cannot_be_decompressed():
     with pytest.raises(RecoveryFailedException) as e:
         end_txn_marker(data, batch)
     assert str(e.value) == "control batch at offset 5: Truncated xerial snappy block (Kafka: KafkaException)"
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_a_streaming_read_asks_for_the_compression_type_before_any_record(codec: int):
+    """``RecordBatch.streamingIterator`` asks ``CompressionType.forId`` whether the batch is compressed first: an
+    id Kafka does not know throws ``IllegalArgumentException``, from a batch declaring no record too, and from a
+    v1 message; a known id reads the records."""
+    plain = v2_batch(3, 0, record_v2(b"k", b"v"))
+    assert [(r.offset, r.key) for r in streaming_iterator(plain, next(batches(plain)))] == [(3, b"k")]
+    for data in (v2_batch(3, codec, record_v2(b"k", b"v")), v2_batch(3, codec, b"", count=0),
+                 msg(0, body(1, b"k", b"v", attributes=codec))):
+        with pytest.raises(UnknownCompressionTypeException) as e:
+            streaming_iterator(data, next(batches(data)))
+        assert (str(e.value), e.value.kafka_class) == (f"Unknown compression type id: {codec}",
+                                                       "java.lang.IllegalArgumentException")
