@@ -12,18 +12,20 @@ segdex's copy before the next, the files compared as they lie there.
 
 Damaged cases (``damage``): the partition is first started and stopped cleanly by Kafka (its indexes and producer
 snapshots written), then one batch below the log end (not a segment's first, not in the active segment) is damaged
-in both copies: a flipped CRC byte, a bad magic byte, a bad size field (below 14, or past the segment's end), or
-the segment cut short inside it. Both then load as after a clean shutdown with the recovery point at the log end,
-so that the cleaner meets the batch as it is: Kafka's round throws (the same exception from segdex, and segdex's
-copy left as it was) or carries it through (the same bytes).
+in both copies: a flipped CRC byte, a bad magic byte, a bad size field (below 14, or past the segment's end), the
+segment cut short inside it, or (when asked for) a compression id Kafka does not know. Both then load as after a
+clean shutdown with the recovery point at the log end, so that the cleaner meets the batch as it is: Kafka's round
+throws (the same exception from segdex, and segdex's copy left as it was) or carries it through (the same bytes).
 
 Shared by ``tests/indexcore/log/test_cleaner.py`` (50 cases in the suite) and ``scripts/differential.py
---cleaner`` (thousands). ``RecordingOracle`` keeps Kafka's answers of undamaged cases (each call, its answer, the
-digests of the files its round left); ``RecordedOracle`` gives them back in the test process, where segdex's
-files are compared by digest (``tests/kafka/golden/cleaner_rounds.json``: the mutation run cannot fork a JVM)."""
+--cleaner`` (thousands). ``RecordingOracle`` keeps Kafka's answers (each call, its answer, the digests of the files
+its round left; for a damaged case's start, the files Kafka's load wrote); ``RecordedOracle`` gives them back in the
+test process, where segdex's files are compared by digest (``tests/kafka/golden/cleaner_rounds.json``: the mutation
+run cannot fork a JVM)."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -221,9 +223,10 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([0, 5, 13, -1, left + rng.randint(1, 100), 2_000_000]))
     else:
         data = data[:p + rng.choice([rng.randint(1, 16), rng.randint(17, size - 1)])]
+    kept = log.stat()  # the damaged file keeps its modification time (a recorded case's replay sees the same)
     for part in parts:
         (part / log.name).write_bytes(bytes(data))
-        os.utime(part / log.name, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns))
+        os.utime(part / log.name, ns=(kept.st_atime_ns, kept.st_mtime_ns))
     return kind
 
 
@@ -427,15 +430,36 @@ def _call(args: tuple, kwargs: dict) -> dict:
     return json.loads(json.dumps({"args": list(args), "kwargs": kwargs}))
 
 
+def _files(part: Path) -> dict[str, tuple[bytes, int]]:
+    return {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(part.iterdir()) if f.is_file()}
+
+
 class RecordingOracle:
-    """``KafkaOracle``'s cleaner answers, kept as ``judge_cleaning`` asks for them (undamaged cases only: a
-    damaged case copies Kafka's started partition, which a recording does not hold): each call's arguments, its
+    """``KafkaOracle``'s cleaner answers, kept as ``judge_cleaning`` asks for them: each call's arguments, its
     answer (its timing dropped, the partition's path as ``{part}``) and the files Kafka's round left (none where
-    it ran no round)."""
+    it ran no round). A damaged case's start (``load``) keeps what Kafka's load changed in the partition: every
+    file it wrote (its bytes; a ``.log``'s modification time too, which the cleaner reads) and every one it
+    removed, as a damaged case copies the partition Kafka started."""
 
     def __init__(self, oracle: KafkaOracle) -> None:
         self.oracle = oracle
         self.recorded: list[dict] = []
+
+    def load(self, part: Path, *args, **kwargs) -> dict:
+        before = _files(part)
+        answer = self.oracle.load(part, *args, **kwargs)
+        after = _files(part)
+        # a file as its bytes up to the last non-zero one, its modification time, its size (an active segment's
+        # index files stay preallocated, zeros to their maximum size)
+        log = {name for name in after if name.endswith(".log")}
+        wrote = {name: [base64.b64encode(data.rstrip(b"\0")).decode("ascii"), mtime if name in log else None,
+                        len(data)]
+                 for name, (data, mtime) in after.items()
+                 if before.get(name) != (data, mtime) and (name in log or before.get(name, (None,))[0] != data)}
+        self.recorded.append({"call": _call(("load", *args), kwargs),
+                              "answer": json.loads(json.dumps(answer).replace(str(part), "{part}")),
+                              "wrote": wrote, "removed": sorted(set(before) - set(after))})
+        return answer
 
     def cleanable(self, part: Path, *args, **kwargs) -> dict:
         answer = self.oracle.cleanable(part, *args, **kwargs)
@@ -454,6 +478,20 @@ class RecordedOracle:
     def __init__(self, recorded: list[dict]) -> None:
         self.recorded = list(recorded)
         self.files: dict[str, list] = {}
+
+    def load(self, part: Path, *args, **kwargs) -> dict:
+        """A recorded start: the files Kafka's load wrote written into ``part`` (their modification times too),
+        the ones it removed removed."""
+        assert self.recorded, "a call Kafka was not asked"
+        kept = self.recorded.pop(0)
+        assert _call(("load", *args), kwargs) == kept["call"], (_call(("load", *args), kwargs), kept["call"])
+        for name, (data, mtime, size) in kept["wrote"].items():
+            (part / name).write_bytes(base64.b64decode(data).ljust(size, b"\0"))
+            if mtime is not None:
+                os.utime(part / name, ns=(mtime, mtime))
+        for name in kept["removed"]:
+            (part / name).unlink()
+        return json.loads(json.dumps(kept["answer"]).replace("{part}", str(part)))
 
     def cleanable(self, part: Path, *args, **kwargs) -> dict:
         assert self.recorded, "a call Kafka was not asked"

@@ -339,8 +339,68 @@ def _failure_order(oracle, tmp_path: Path) -> None:
         assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
 
 
+def test_damaged_batches_a_clean_start_serves_get_what_kafkas_cleaner_makes_of_them(kafka44, tmp_path: Path):
+    """One batch damaged below the recovery point of a clean start (``judge_cleaning(damage=True)``), against
+    Kafka 4.4's own start and round (``_damaged``). Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "damaged", tmp_path)
+
+
+# (case seed, magic, what Kafka's round throws: its start, or None where both rounds clean), each with the buffers
+# drawn: a build that fills the map inside the round's first segment, which its first read's buffer then holds as
+# grown (the split differential, seed 88211); a v1 message whose magic byte reads 7, found by readNextOffset's
+# search and loaded as a v2 header the bytes left cannot give (seed 51539); a v1 message set that overflows its
+# cleaned segment in an earlier group (...690) or in a buffer appended before the damaged batch's (...330), which
+# throws before the damage (seed 91237); a v2 batch whose magic byte reads 0x80, loaded by readNextOffset as an
+# older format whose attributes (the CRC's first byte) name compression type 6 (seed 24683)
+PINNED_DAMAGE = [(88211264752, 1, None),
+                 (51539155201, 1, "org.apache.kafka.common.KafkaException: Failed to load record batch at position "
+                                  "2510 from FileRecords(size=41, "),
+                 (91237275690, 1, "java.lang.IllegalArgumentException: Split operation is only permitted"),
+                 (91237275330, 1, "java.lang.IllegalArgumentException: Split operation is only permitted"),
+                 (24683074583, 2, "java.lang.IllegalArgumentException: Unknown compression type id: 6")]
+
+# (case seed, magic, buffers drawn, Kafka's round throws): a damaged compression id, in a control batch (70423211270),
+# in an aborted transaction's batch the map's build passes over and cleanInto reads (70423211297), in v0 and v1
+# messages; and where no round reads the batch's records (70423211293, 70423211284; 55121165404: an aborted
+# transaction's batch cleanInto deletes unread)
+CODEC_CASES = [(70423211270, 2, True, True), (70423211297, 2, False, True), (31337094014, 0, True, True),
+               (31337094017, 1, False, True), (70423211293, 2, False, False), (70423211284, 0, True, False),
+               (55121165404, 2, True, False)]
+
+
+def _damaged(oracle, tmp_path: Path) -> None:
+    """Damaged cases: 24 drawn (a bad size field, a bad magic byte or a batch cut short fails Kafka's round and
+    segdex's with the same exception, segdex's copy left as it was; a wrong CRC is read through by both to the same
+    bytes), the ``PINNED_DAMAGE`` cases, and the ``CODEC_CASES``: a compression id Kafka does not know fails its
+    round with ``CompressionType.forId``'s ``IllegalArgumentException`` only where the round reads the batch's
+    records."""
+    total = CleanerVerdict()
+    kinds = set()
+    rng = random.Random(38)
+    for i in range(24):
+        v = judge_cleaning(rng, oracle, tmp_path / "case", magic=(2, 2, 1)[i % 3], damage=True, buffers=i % 2 == 1)
+        assert not v.mismatches, (i, v.kind, v.mismatches)
+        kinds.add(v.kind.split("/")[0].split()[-1])
+        total.add(v)
+    assert {"crc", "magic", "size", "cut"} <= kinds, kinds
+    assert any("Invalid magic found in record" in k for k in total.threw), total.threw
+    assert any("but not processed for log segment" in k or "Could not determine next batch size" in k
+               for k in total.threw), total.threw
+    assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned
+    for seed, magic, throws in PINNED_DAMAGE:
+        v = judge_cleaning(random.Random(seed), oracle, tmp_path / "case", magic=magic, damage=True, buffers=True)
+        assert not v.mismatches, (seed, v.kind, v.mismatches)
+        assert (v.kafka_threw or "").startswith(throws) if throws else v.kafka_threw is None and v.rounds == 2, v
+    for seed, magic, buffers, throws in CODEC_CASES:
+        v = judge_cleaning(random.Random(seed), oracle, tmp_path / "case", magic=magic, damage=True, buffers=buffers,
+                           damages=("codec",))
+        assert not v.mismatches and " codec/" in v.kind, (seed, v.kind, v.mismatches)
+        assert (v.kafka_threw or "").startswith("java.lang.IllegalArgumentException: Unknown compression type id: ") \
+            == throws, (seed, v.kafka_threw)
+
+
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
-          "failure order": _failure_order}
+          "failure order": _failure_order, "damaged": _damaged}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
@@ -431,45 +491,6 @@ def test_a_rebuilt_log_append_time_batch_keeps_its_append_time(tmp_path: Path):
     assert [r.key for r in records(cleaned.log, first)] == [b"b"] and first.max_timestamp == appended
 
 
-def test_a_damaged_batch_a_clean_start_serves_gets_what_kafkas_cleaner_makes_of_it(kafka44, tmp_path: Path):
-    """One batch damaged below the recovery point of a clean start (``judge_cleaning(damage=True)``): a bad size
-    field, a bad magic byte or a batch cut short fails Kafka's round and segdex's with the same exception
-    (segdex's copy left as it was); a wrong CRC is read through by both to the same bytes."""
-    total = CleanerVerdict()
-    kinds = set()
-    rng = random.Random(38)
-    for i in range(24):
-        v = judge_cleaning(rng, kafka44, tmp_path / "case", magic=(2, 2, 1)[i % 3], damage=True, buffers=i % 2 == 1)
-        assert not v.mismatches, (i, v.kind, v.mismatches)
-        kinds.add(v.kind.split("/")[0].split()[-1])
-        total.add(v)
-    assert {"crc", "magic", "size", "cut"} <= kinds, kinds
-    assert any("Invalid magic found in record" in k for k in total.threw), total.threw
-    assert any("but not processed for log segment" in k or "Could not determine next batch size" in k
-               for k in total.threw), total.threw
-    assert total.rounds >= 3  # the CRC cases, and others the damage lies outside of, cleaned
-
-
-# (case seed, magic, buffers drawn, Kafka's round throws): a damaged compression id, in a control batch (70423211270),
-# in an aborted transaction's batch the map's build passes over and cleanInto reads (70423211297), in v0 and v1
-# messages; and where no round reads the batch's records (70423211293, 70423211284; 55121165404: an aborted
-# transaction's batch cleanInto deletes unread)
-CODEC_CASES = [(70423211270, 2, True, True), (70423211297, 2, False, True), (31337094014, 0, True, True),
-               (31337094017, 1, False, True), (70423211293, 2, False, False), (70423211284, 0, True, False),
-               (55121165404, 2, True, False)]
-
-
-def test_a_damaged_compression_id_fails_kafkas_round_only_where_it_reads_the_records(kafka44, tmp_path: Path):
-    """One batch below the recovery point of a clean start whose attributes name compression id 5, 6 or 7
-    (``judge_cleaning(damages=("codec",))``): where Kafka's round reads its records, it throws
-    ``CompressionType.forId``'s ``IllegalArgumentException``, and segdex's round the same, its copy left as it
-    was; where it does not, both rounds clean to the same bytes. The cases a scratch run against Kafka 4.4 drew."""
-    for seed, magic, buffers, throws in CODEC_CASES:
-        v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", magic=magic, damage=True, buffers=buffers,
-                           damages=("codec",))
-        assert not v.mismatches and " codec/" in v.kind, (seed, v.kind, v.mismatches)
-        assert (v.kafka_threw or "").startswith("java.lang.IllegalArgumentException: Unknown compression type id: ") \
-            == throws, (seed, v.kafka_threw)
 
 
 def _growth(buffers: IoBuffers, batch_size: int) -> list[int]:
@@ -495,19 +516,18 @@ def test_the_read_buffer_grows_as_kafkas_does():
     assert IoBuffers() == IoBuffers(262_144, 1_048_588, 1_048_588)  # Kafka 4.4's defaults, one cleaner thread
 
 
-def test_a_build_that_fills_the_map_leaves_the_buffer_grown_for_the_rounds_first_read(kafka44, tmp_path: Path):
+def test_a_build_that_fills_the_map_leaves_the_buffer_grown_for_the_rounds_first_read():
     """``buildOffsetMapForSegment`` returns without ``restoreBuffers`` when the map fills, so the round's first
     ``cleanInto`` reads with the buffer grown by the batches read up to the fill, which decides the chunks it
     appends at once: here a v1 message set below its segment's base (its first records below it) shares the first
     read with later batches (Kafka's round goes on) where a buffer restored to 64 bytes would hold it alone (and
-    the round would throw). The case the split differential (seed 88211, case 119) found."""
+    the round would throw). The case the split differential (seed 88211, case 119) found is among the damaged
+    cases judged against Kafka (``_damaged``)."""
     data, pos, size = _segments_of(4)
     assert size == 171
     reads = SegmentReads(IoBuffers(64), fill=None)  # 64 -> 128 -> 256 for the first batch, then as it was
     assert (reads.capacity, reads.capacity_at(data, 0), reads.capacity_at(data, pos[1])) == (64, 64, 256)
     assert SegmentReads(IoBuffers(64), start=pos[3]).capacity_at(data, pos[3]) == 64  # reads from the 4th batch
-    v = judge_cleaning(random.Random(88211264752), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
-    assert not v.mismatches and v.rounds == 2, (v.kind, v.mismatches)
 
 
 def _segments_of(n: int) -> tuple[bytes, list[int], int]:
@@ -516,17 +536,6 @@ def _segments_of(n: int) -> tuple[bytes, list[int], int]:
     size = len(data) // n
     return data, [i * size for i in range(n)], size
 
-
-def test_a_v1_message_with_a_v2_magic_byte_ends_read_next_offset_as_kafkas_does(kafka44, tmp_path: Path):
-    """A segment's last message (v1) whose magic byte was set to 7, below the recovery point of a clean start:
-    Kafka 4.4's ``readNextOffset`` finds it by its log header's offset (``searchForOffsetFromPosition``) and then
-    loads it as a v2 batch's 61-byte header, which the 41 bytes left cannot give: ``KafkaException`` (the round
-    fails there, before its ``cleanInto`` could say "Invalid magic"). The case the one-thread differential (seed
-    51539, case 584) found."""
-    v = judge_cleaning(random.Random(51539155201), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
-    assert not v.mismatches, (v.kind, v.mismatches)
-    assert v.kafka_threw.startswith("org.apache.kafka.common.KafkaException: Failed to load record batch at "
-                                    "position 2510 from FileRecords(size=41, "), v.kafka_threw
 
 def test_a_marker_past_its_horizon_goes_but_an_active_producers_last_stays_empty(tmp_path: Path):
     """Producer 7's ABORT marker, its data cleaned away by an earlier round that stamped the delete horizon H: at
@@ -597,18 +606,6 @@ def test_a_cleaned_segment_whose_largest_timestamp_is_its_first_offset_indexes_i
     assert cleaned.time_index == struct.pack(">qi", T0 + 100, 0)
 
 
-@pytest.mark.parametrize("seed", [91237275690, 91237275330])
-def test_an_earlier_groups_failure_comes_before_a_damaged_batch_as_in_kafkas_round(kafka44, tmp_path: Path,
-                                                                                    seed: int):
-    """An applied round looks for damage before its first write; where it finds some, what it raises is what
-    Kafka's round throws first: here a v1 message set that overflows its cleaned segment, in an earlier group
-    (90) or in a buffer appended before the damaged batch's (330), before the damage (the one-thread
-    differential, seed 91237)."""
-    v = judge_cleaning(random.Random(seed), kafka44, tmp_path / "case", magic=1, damage=True, buffers=True)
-    assert not v.mismatches, (v.kind, v.mismatches)
-    assert v.kafka_threw.startswith("java.lang.IllegalArgumentException: Split operation is only permitted"), v
-
-
 def test_an_overflow_in_an_earlier_read_comes_before_a_full_index_or_an_empty_batch(kafka44, tmp_path: Path):
     """``cleanInto`` filters a read, then appends it (``LogSegment.append``: its largest offset checked, then its
     index entries): a message set of an earlier read that overflows the cleaned segment throws before a later
@@ -617,13 +614,3 @@ def test_an_overflow_in_an_earlier_read_comes_before_a_full_index_or_an_empty_ba
     84293255152): both throw ``Split operation is only permitted ...`` as Kafka's round does (the one-thread
     differential, seed 84293). Kafka's answers equal the recorded ones."""
     _against_kafka(kafka44, "failure order", tmp_path)
-
-
-def test_a_v2_batch_whose_magic_byte_reads_negative_is_loaded_as_an_older_format(kafka44, tmp_path: Path):
-    """A v2 batch whose magic byte was damaged to 0x80: Kafka 4.4's ``readNextOffset`` takes it for a message of
-    the older formats (a signed byte below 2) and loads it for its base offset; its attributes (the CRC's first
-    byte) name compression type 6, which does not exist: ``IllegalArgumentException`` fails the round before its
-    ``cleanInto`` could say "Invalid magic" (the one-thread differential, seed 24683, case 583)."""
-    v = judge_cleaning(random.Random(24683074583), kafka44, tmp_path / "case", damage=True, buffers=True)
-    assert not v.mismatches, (v.kind, v.mismatches)
-    assert v.kafka_threw == "java.lang.IllegalArgumentException: Unknown compression type id: 6", v.kafka_threw
