@@ -792,6 +792,9 @@ class Cleaner:
         self.threads = max(1, threads if threads is not None else default_threads())
         self._pool: ThreadPoolExecutor | None = None  # while a split round runs
         self._events: dict[int, list[_TxnEvent]] = {}
+        # of the last round's dirty segments, those whose keys a split build read ahead in the pool and merged
+        # (the rest the one-thread pass read in its turn): what the split build saved, for tests and benchmarks
+        self.merged_ahead = 0
 
     # -- the offset map --------------------------------------------------------------------------------------
 
@@ -801,6 +804,7 @@ class Cleaner:
         m = self.offset_map
         m.clear()
         self._fill = None
+        self.merged_ahead = 0
         dirty = _segment_range(segs, start, end)
         tm = CleanedTransactionMetadata()
         tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
@@ -856,6 +860,7 @@ class Cleaner:
                 if not full and m.merge(part, max_desired):
                     if i in found:
                         self._events[id(seg)] = found[i]
+                    self.merged_ahead += 1
                     continue
                 next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
                 if fill := self._build_for_segment(m, seg, start, next_start, max_desired, copy.deepcopy(states[i])):

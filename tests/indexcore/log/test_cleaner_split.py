@@ -141,6 +141,21 @@ def _groups_partition(root: Path):
     return clean, segs
 
 
+def test_a_split_build_merges_the_maps_it_read_ahead(tmp_path: Path):
+    """The dozen-segment partition: a split build reads every dirty segment (13, the last one active) into a map of
+    its own in the pool and merges it, on 2 threads or 4; with a map of 60 slots (54 keys at the load factor) the
+    partial maps in flight share those 54 keys (18 each on 2 threads), and 9 merge before the map fills (the
+    round's end, 291, the one-thread round's); one thread merges none. A split build that fell back to reading
+    everything in its turn gives the same round, only slower: this count tells them apart."""
+    clean, _ = _groups_partition(tmp_path)
+    merged = {}
+    for threads, slots in ((1, 10_000), (2, 10_000), (4, 10_000), (1, 60), (2, 60)):
+        cleaning = Cleaner(SkimpyOffsetMap(24 * slots), threads=threads)
+        merged[threads, slots] = (clean(cleaning).end_offset, cleaning.merged_ahead)
+    assert merged == {(1, 10_000): (390, 0), (2, 10_000): (390, 13), (4, 10_000): (390, 13), (1, 60): (291, 0),
+                      (2, 60): (291, 9)}
+
+
 @pytest.mark.parametrize(("threads", "held", "ahead"), [(2, cleaner.HELD_BYTES, 1), (4, cleaner.HELD_BYTES, 3),
                                                      (4, 4000, 1), (4, 0, 0)])
 def test_a_split_round_writes_group_after_group_in_order(tmp_path: Path, threads: int, held: int, ahead: int,
