@@ -2,6 +2,7 @@
 
     .venv/bin/python -m scripts.differential [--cases 10000] [--seed 1] [--kafka 4.4.0] [--show 3]
     .venv/bin/python -m scripts.differential --cleaner [--cases 2000] [--codecs 0,0,1,2,3,4] [--split 4]
+    .venv/bin/python -m scripts.differential --preview [--cases 300]
 
 With ``--cleaner`` the cases are compacted partitions cleaned two rounds each by Kafka 4.4's own cleaner and by
 segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the cleaner's view and end offsets, or
@@ -13,6 +14,10 @@ recovery point of a clean start, which the cleaner meets as it is (a CRC, magic 
 damaged, or the segment cut in it; the rest split as before). The damaged cases
 and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
 ``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
+
+With ``--preview`` the cases are damaged compacted partitions (``tests.support.preview_cases``) whose next start,
+clean or unclean, ``verify``'s startup preview foretells and Kafka 4.4's own ``LogLoader`` makes: whether the start
+fails, else the log end offset it serves.
 
 Prints the cases by class (``v2/bitflip:attributes+crc``, ``v1/truncate``, ...) with their mismatch counts, and
 a few mismatches of each class in full. Each case runs through both scan kernels (C and Python). Exit status 1
@@ -34,6 +39,7 @@ from pathlib import Path
 from segdex.indexcore.log.cleaner import THREADS_ENV, default_threads
 from tests.support.cleaner_cases import WITH_CODEC, CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
+from tests.support.preview_cases import judge_preview
 from tests.support.segment_cases import Draw, generate, judge
 
 
@@ -44,6 +50,7 @@ def main() -> int:
     parser.add_argument("--kafka", action="append", help=f"Kafka version (repeatable; default {KAFKA_VERSIONS})")
     parser.add_argument("--show", type=int, default=3, help="mismatches printed per class")
     parser.add_argument("--cleaner", action="store_true", help="the log cleaner's rounds (Kafka 4.4.0)")
+    parser.add_argument("--preview", action="store_true", help="verify's startup preview (Kafka 4.4.0's load)")
     parser.add_argument("--codecs", default="0,0,1,2,3,4",
                         help="--cleaner: the data batches' codecs drawn from (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
     parser.add_argument("--split", type=int, default=None, metavar="THREADS",
@@ -53,6 +60,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.split is not None:
         os.environ[THREADS_ENV] = str(max(1, args.split))
+    if args.preview:
+        return preview_run(args.cases, args.seed, args.show)
     if args.cleaner:
         threads = default_threads()
         print(f"segdex's cleaning rounds split over {threads} threads" if threads > 1
@@ -122,6 +131,35 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
           f".txnindex files {total.txn_files}, batches left empty {total.emptied}")
     for kind, n in sorted(total.threw.items()):
         print(f"  rounds Kafka's cleaner and segdex's both failed with {kind}: {n}")
+    for kind, n in sorted(by_class.items()):
+        print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
+    for kind, lines in sorted(bad.items()):
+        print(f"  -- {kind}")
+        for line in lines[:show]:
+            print(f"     {line[:600]}")
+    return 1 if mismatched else 0
+
+
+def preview_run(cases: int, seed: int, show: int) -> int:
+    """``--preview``: the cases against Kafka 4.4.0's load, by class (the damage, a clean or unclean start, whether
+    Kafka's start failed), with their mismatches."""
+    by_class: collections.Counter[str] = collections.Counter()
+    bad: dict[str, list[str]] = collections.defaultdict(list)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="segdex-diff-") as tmp:
+        oracle = KafkaOracle(KafkaInstall("4.4.0"), Path(tmp) / "oracle")
+        try:
+            for i in range(cases):
+                case_seed = seed * 1_000_003 + i
+                v = judge_preview(random.Random(case_seed), oracle, Path(tmp) / "case")
+                kind = f"{v.kind}{' (Kafka fails)' if v.kafka_fails else ''}"
+                by_class[kind] += 1
+                if v.mismatch:
+                    bad[kind].append(f"seed {case_seed}: {v.mismatch}")
+        finally:
+            oracle.close()
+    mismatched = sum(len(v) for v in bad.values())
+    print(f"Kafka 4.4.0's load: {cases} cases in {time.monotonic() - start:.0f}s, {mismatched} mismatches")
     for kind, n in sorted(by_class.items()):
         print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
     for kind, lines in sorted(bad.items()):

@@ -114,7 +114,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     buffer too: where it starts (``log.cleaner.io.buffer.size``'s share), the broker's ``message.max.bytes`` and
     the topic's ``max.message.bytes``, which decide how it grows (``cleaner.IoBuffers``): the buffers a round
     appends at once, and what a damaged batch throws."""
-    ours, theirs, config, now, dedupe = _draw(rng, work, codecs, wide, tight, magic)
+    ours, theirs, config, now, dedupe = draw_case(rng, work, codecs, wide, tight, magic)
     config, io_buffers = _draw_buffers(rng, config) if buffers else (config, (262_144, 1_048_588))
     kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
@@ -275,7 +275,7 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
     return round_, None
 
 
-def _draw(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool, tight: bool = False,
+def draw_case(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool, tight: bool = False,
           magic: int = 2) -> tuple[Path, Path, LogConfig, int, int]:
     """The case's two copies of one partition, its topic config, clock and offset map size."""
     shutil.rmtree(work, ignore_errors=True)

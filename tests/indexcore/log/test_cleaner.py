@@ -514,6 +514,9 @@ def test_the_read_buffer_grows_as_kafkas_does():
     assert _growth(IoBuffers(100, max_io_buffer_size=300, max_log_message_size=300), 2500) == [
         100, 200, 300, 600, 1200, 2400, 2500]
     assert IoBuffers() == IoBuffers(262_144, 1_048_588, 1_048_588)  # Kafka 4.4's defaults, one cleaner thread
+    cleaning = Cleaner(SkimpyOffsetMap(2400))  # a Cleaner's buffers start as Kafka's do
+    assert (cleaning.io_buffer_size, cleaning.max_io_buffer_size, cleaning.buffers) == (262_144, 1_048_588,
+                                                                                       IoBuffers())
 
 
 def test_a_build_that_fills_the_map_leaves_the_buffer_grown_for_the_rounds_first_read():

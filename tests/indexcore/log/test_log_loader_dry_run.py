@@ -22,6 +22,7 @@ segment (input, not an expectation)."""
 
 from __future__ import annotations
 
+import random
 import struct
 from pathlib import Path
 
@@ -30,12 +31,13 @@ import pytest
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.layout import index_paths
-from segdex.indexcore.log.log_loader import LogLoader, SegmentOnDisk, StartupPreview, preview_start
+from segdex.indexcore.log.log_loader import LogLoader, StartupPreview, preview_start
 from segdex.indexcore.log.log_segment import LogSegment
 from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
 from segdex.indexcore.log.unloadable import partition_dir_problems
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+from tests.support.preview_cases import judge_preview, on_disk
 
 T = 1_700_000_000_000
 ZEROS = b"\0" * 20  # a zero-filled tail: a size field of 0, below the 14-byte minimum
@@ -79,17 +81,6 @@ def _zero_size_field(log: Path, position: int) -> None:
 
 def _snapshot(part: Path, offset: int) -> None:
     (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([]))
-
-
-def _on_disk(part: Path) -> list[SegmentOnDisk]:
-    """The segments as ``verify`` hands them to the preview: recovered in order, with whether ``.index`` exists."""
-    recovery = PartitionRecovery(LogConfig())
-    out = []
-    for log in sorted(part.glob("*.log")):
-        base = int(log.name[:20])
-        seg = recovery.recover_segment(str(log), base)
-        out.append(SegmentOnDisk(base, str(log), seg.result, Path(index_paths(str(log))[".index"]).exists()))
-    return out
 
 
 def _marker_note(*names: str) -> str:
@@ -152,7 +143,7 @@ def test_recovery_at_open_replays_the_log_before_it_from_the_log_start(tmp_path:
     part = tmp_path / "t-0"
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 1, _batch(1), index=False)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
                                                              f"{SIZE_ZERO}")])
 
@@ -163,7 +154,7 @@ def test_a_legacy_topic_is_not_replayed(tmp_path: Path):
     part = tmp_path / "t-0"
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 1, _batch(1), index=False)
-    out = preview_start(_on_disk(part), True, None, None, producer_state=False)
+    out = preview_start(on_disk(part), True, None, None, producer_state=False)
     assert out == StartupPreview("recover", recovered=[1], log_end_offset=2,
                                  notes=[_marker_note("00000000000000000000.log")])
 
@@ -175,7 +166,7 @@ def test_a_snapshot_at_the_recovered_segments_base_spares_the_log_before_it(tmp_
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 10, _batch(10), index=False)
     _snapshot(part, 10)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert out == StartupPreview("recover", recovered=[10], log_end_offset=11,
                                  notes=[_marker_note("00000000000000000000.log")])
 
@@ -189,7 +180,7 @@ def test_replay_from_a_snapshot_skips_the_segments_ending_at_or_before_it(tmp_pa
     _put(part, 10, _batches(10, 2))
     _put(part, 20, _batch(20), index=False)
     _snapshot(part, 10)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert out == StartupPreview("recover", recovered=[20], log_end_offset=21,
                                  notes=[_marker_note("00000000000000000000.log")])
 
@@ -203,7 +194,7 @@ def test_replay_reads_the_floor_segment_of_the_snapshot(tmp_path: Path):
     _put(part, 20, _batch(20))
     _put(part, 30, _batch(30), index=False)
     _snapshot(part, 10)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000010.log read for producer state: "
                                                              f"{SIZE_ZERO}")])
 
@@ -217,11 +208,11 @@ def test_a_clean_start_replays_only_with_a_snapshot(tmp_path: Path):
     log = _put(part, 0, _batches(0, 6), interval=1)
     _zero_size_field(log, len(_batch(0)))
     _snapshot(part, 0)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
                                                              f"{SIZE_ZERO}")])
     (part / producer_snapshot_file_name(0)).unlink()
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert out == StartupPreview("none", log_end_offset=6, notes=[_marker_note("00000000000000000000.log")])
 
 
@@ -234,7 +225,7 @@ def test_only_the_highest_stray_snapshot_survives(tmp_path: Path):
     _put(part, 10, _batches(10, 10))
     _snapshot(part, 15)
     _snapshot(part, 1000)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
                                                              f"{SIZE_ZERO}")])
 
@@ -254,7 +245,7 @@ def test_the_marker_note_names_every_corrupt_segment_served_as_is(tmp_path: Path
     _put(part, 0, _batch(0) + _flipped(1))
     _put(part, 10, _batches(10, 2))
     _put(part, 20, _batch(20) + _flipped(21))
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert out == StartupPreview("none", log_end_offset=22,
                                  notes=[_marker_note("00000000000000000000.log", "00000000000000000020.log")])
 
@@ -266,7 +257,7 @@ def test_a_one_byte_tail_truncates_and_deletes_the_later_segments(tmp_path: Path
     _put(part, 0, _batches(0, 3) + b"\1")
     tail = _batches(10, 3)
     _put(part, 10, tail)
-    out = preview_start(_on_disk(part), False, None, None)
+    out = preview_start(on_disk(part), False, None, None)
     assert out == StartupPreview("truncate", recovered=[0], deleted=[10], truncated={0: 1}, lost_bytes=1 + len(tail),
                                  log_end_offset=3, lost_offsets=(3, 12))
 
@@ -277,7 +268,7 @@ def test_a_deleted_segment_without_a_valid_batch_names_no_last_offset(tmp_path: 
     part = tmp_path / "t-0"
     _put(part, 0, _batches(0, 3) + b"\1")
     _put(part, 10, b"\0" * 30)
-    out = preview_start(_on_disk(part), False, None, None)
+    out = preview_start(on_disk(part), False, None, None)
     assert out == StartupPreview("truncate", recovered=[0], deleted=[10], truncated={0: 1}, lost_bytes=31,
                                  log_end_offset=3, lost_offsets=(3, None))
 
@@ -288,8 +279,8 @@ def test_log_start_equal_to_the_log_end_keeps_the_segments(tmp_path: Path):
     part = tmp_path / "t-0"
     data = _batches(0, 5)
     _put(part, 0, data)
-    assert preview_start(_on_disk(part), True, None, 5) == StartupPreview("none", log_end_offset=5)
-    assert preview_start(_on_disk(part), True, None, 6) == StartupPreview(
+    assert preview_start(on_disk(part), True, None, 5) == StartupPreview("none", log_end_offset=5)
+    assert preview_start(on_disk(part), True, None, 6) == StartupPreview(
         "truncate", deleted=[0], lost_bytes=len(data), log_end_offset=6, lost_offsets=(0, 4),
         notes=["log end offset 5 below the checkpointed log start offset 6: every segment is deleted"])
 
@@ -298,7 +289,7 @@ def test_an_empty_segment_without_checkpoint_ends_at_zero(tmp_path: Path):
     """An empty segment 0 and no log start offset entry (read as 0): log end 0 is not below it, nothing goes."""
     part = tmp_path / "t-0"
     _put(part, 0, b"")
-    assert preview_start(_on_disk(part), True, None, None) == StartupPreview("none", log_end_offset=0)
+    assert preview_start(on_disk(part), True, None, None) == StartupPreview("none", log_end_offset=0)
 
 
 def _bad_control_type() -> tuple[bytes, str]:
@@ -320,7 +311,7 @@ def test_an_error_in_the_recovery_pass_fails_the_load(tmp_path: Path):
     data, error = _bad_control_type()
     log = _put(part, 0, data, index=False)
     Path(index_paths(str(log))[".index"]).write_bytes(b"")  # an index in place: no recovery at open
-    out = preview_start(_on_disk(part), False, None, None)
+    out = preview_start(on_disk(part), False, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {error}")])
 
 
@@ -329,7 +320,7 @@ def test_an_error_in_a_recovery_at_open_fails_the_load(tmp_path: Path):
     part = tmp_path / "t-0"
     data, error = _bad_control_type()
     _put(part, 0, data, index=False)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {error}")])
 
 
@@ -338,7 +329,7 @@ def test_an_unknown_aborted_transaction_version_fails_the_load(tmp_path: Path):
     part = tmp_path / "t-0"
     _put(part, 0, _batches(0, 2))
     (part / "00000000000000000000.txnindex").write_bytes(_aborted(256, 7, 0, 1, 2))
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == (
         "fail", [FAILS.format("unexpected aborted transaction version 256 in 00000000000000000000.txnindex")])
 
@@ -348,7 +339,7 @@ def test_a_zero_filled_tail_fails_the_log_end_read(tmp_path: Path):
     zero-filled tail throws."""
     part = tmp_path / "t-0"
     _put(part, 0, _batch(0) + ZEROS)
-    out = preview_start(_on_disk(part), True, None, None)
+    out = preview_start(on_disk(part), True, None, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log: {SIZE_ZERO}")])
 
 
@@ -366,7 +357,7 @@ def test_the_real_run_truncates_as_the_dry_run_predicts(damage: str, tmp_path: P
     _put(part, 10, _batches(10, 5))
     if damage == "txnindex below the base":
         Path(index_paths(str(log))[".txnindex"]).write_bytes(_aborted(0, 7, 1, 2, 3))
-    out = preview_start(_on_disk(part), False, None, None)
+    out = preview_start(on_disk(part), False, None, None)
     assert out.truncated == {5: len(ZEROS)}
     seg = PartitionRecovery(LogConfig()).recover_segment(str(log), 5)
     assert LogLoader(str(part)).truncates_later(seg) == (out.deleted == [10])
@@ -388,7 +379,7 @@ def test_an_invalid_offset_in_the_recovery_pass_empties_the_segment(tmp_path: Pa
     Path(index_paths(str(log))[".index"]).write_bytes(b"")  # an index in place: no recovery at open
     tail = _batches(20, 3)
     _put(part, 20, tail)
-    segments = _on_disk(part)
+    segments = on_disk(part)
     assert segments[0].result.error.startswith("InvalidOffsetException at position ")
     size = log.stat().st_size
     assert preview_start(segments, False, None, None) == StartupPreview(
@@ -406,11 +397,11 @@ def test_the_recovery_pass_replays_the_segments_before_the_recovery_point(tmp_pa
     part = tmp_path / "t-0"
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 10, _batch(10) + ZEROS)
-    out = preview_start(_on_disk(part), False, 10, None)
+    out = preview_start(on_disk(part), False, 10, None)
     assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
                                                              f"{SIZE_ZERO}")])
     _put(part, 0, _batch(0))
-    assert preview_start(_on_disk(part), False, 10, None) == StartupPreview(
+    assert preview_start(on_disk(part), False, 10, None) == StartupPreview(
         "truncate", recovered=[10], truncated={10: len(ZEROS)}, lost_bytes=len(ZEROS), log_end_offset=11,
         lost_offsets=(11, None))
 
@@ -422,10 +413,10 @@ def test_no_recovery_point_entry_recovers_from_the_first_segment(tmp_path: Path)
     _put(part, 0, _batch(0) + b"\1")
     _put(part, 1, _batch(1))
     size = len(_batch(1))
-    assert preview_start(_on_disk(part), False, None, None) == StartupPreview(
+    assert preview_start(on_disk(part), False, None, None) == StartupPreview(
         "truncate", recovered=[0], deleted=[1], truncated={0: 1}, lost_bytes=1 + size, log_end_offset=1,
         lost_offsets=(1, 1))
-    assert preview_start(_on_disk(part), False, 1, None) == StartupPreview("recover", recovered=[1],
+    assert preview_start(on_disk(part), False, 1, None) == StartupPreview("recover", recovered=[1],
                                                                            log_end_offset=2)
 
 
@@ -444,7 +435,7 @@ def test_a_name_the_start_throws_on_fails_every_partition_first(tmp_path: Path):
     segments hold; with the marker the note says the failed start deletes it."""
     part = tmp_path / "t-0"
     _put(part, 0, _batches(0, 2))
-    segments = _on_disk(part)
+    segments = on_disk(part)
     (part / "junk.log").write_bytes(b"")
     problems = partition_dir_problems(str(part))
     thrown = ('the broker will not start: java.lang.NumberFormatException: For input string: "junk" '
@@ -462,7 +453,7 @@ def test_a_misread_log_name_is_a_note_and_may_set_the_log_end_offset(tmp_path: P
     part = tmp_path / "t-0"
     _put(part, 0, _batches(0, 2))
     _put(part, 10, _batches(10, 2))
-    segments = _on_disk(part)
+    segments = on_disk(part)
     (part / "5.log").write_bytes(b"")
     [below] = partition_dir_problems(str(part))
     assert preview_start(segments, True, None, None, unloadable=[below]) == StartupPreview(
@@ -473,7 +464,7 @@ def test_a_misread_log_name_is_a_note_and_may_set_the_log_end_offset(tmp_path: P
         "none", log_end_offset=70, notes=[f"{last.effect} (70.log)"])
     (part / "70.log").unlink()
     _put(part, 10, _batch(10) + ZEROS)
-    out = preview_start(_on_disk(part), True, None, None, unloadable=[last])
+    out = preview_start(on_disk(part), True, None, None, unloadable=[last])
     assert (out.action, out.log_end_offset) == ("fail", None)
     assert out.notes == [FAILS.format(f"00000000000000000010.log: {SIZE_ZERO}"), f"{last.effect} (70.log)"]
 
@@ -516,7 +507,7 @@ def test_a_start_fails_where_the_first_unstable_offsets_read_meets_a_damaged_bat
         data[at + i] = b
     (part / segment_name(0)).write_bytes(bytes(data))
     clean = recovery_point is None  # the marker, else the partition's recovery point below the log end
-    preview = preview_start(_on_disk(part), clean, 11 if clean else recovery_point, None)
+    preview = preview_start(on_disk(part), clean, 11 if clean else recovery_point, None)
     answer = kafka44.load(part, T + 200, recovery_point=11 if clean else recovery_point, clean=clean)
     assert ("exception" in answer) == fails, answer
     if not fails:
@@ -575,13 +566,13 @@ def test_the_first_unstable_offset_comes_from_the_snapshot_at_the_log_end(tmp_pa
     rebuild (no transaction is open)."""
     part = tmp_path / "t-0"
     at = _served_damage(part, {11: 3})
-    preview = preview_start(_on_disk(part), True, 11, None)
+    preview = preview_start(on_disk(part), True, 11, None)
     assert (preview.action, preview.notes) == ("fail", [READ_FAILS.format(first=3, at=at,
                                                                           path=part / segment_name(0))])
     (part / producer_snapshot_file_name(11)).write_bytes(snapshot_bytes([]))
-    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    assert preview_start(on_disk(part), True, 11, None).action == "none"
     (part / producer_snapshot_file_name(11)).unlink()
-    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    assert preview_start(on_disk(part), True, 11, None).action == "none"
 
 
 def test_the_first_unstable_offset_replayed_from_an_earlier_snapshot(tmp_path: Path):
@@ -593,13 +584,13 @@ def test_the_first_unstable_offset_replayed_from_an_earlier_snapshot(tmp_path: P
     replay reads from the log start offset (4)."""
     part = tmp_path / "t-0"
     at = _served_damage(part, {3: None})
-    assert preview_start(_on_disk(part), False, 10, None).notes == [
+    assert preview_start(on_disk(part), False, 10, None).notes == [
         REPLAY_FAILS.format(first=3, at=at, path=part / segment_name(0))]
-    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    assert preview_start(on_disk(part), True, 11, None).action == "none"
     (part / producer_snapshot_file_name(3)).unlink()
     (part / producer_snapshot_file_name(1)).write_bytes(snapshot_bytes([]))
-    assert preview_start(_on_disk(part), True, 11, 1).action == "none"
-    assert preview_start(_on_disk(part), False, 10, 4).notes == [  # no snapshot: replayed from the log start
+    assert preview_start(on_disk(part), True, 11, 1).action == "none"
+    assert preview_start(on_disk(part), False, 10, 4).notes == [  # no snapshot: replayed from the log start
         REPLAY_FAILS.format(first=4, at=at, path=part / segment_name(0))]
 
 
@@ -609,14 +600,14 @@ def test_the_first_unstable_offset_read_only_where_a_served_segment_is_damaged(t
     (the cut is the outcome); below a recovery point of 10 the segment is served and the read fails."""
     part = tmp_path / "t-0"
     _served_damage(part, {11: 3}, codec_byte=0x00)
-    assert preview_start(_on_disk(part), True, 11, None).action == "none"
+    assert preview_start(on_disk(part), True, 11, None).action == "none"
     other = tmp_path / "u-0"
     at = _served_damage(other, {11: 3, 10: 3})
-    assert preview_start(_on_disk(other), False, 0, None).action == "truncate"
-    assert preview_start(_on_disk(other), False, 10, None).notes == [
+    assert preview_start(on_disk(other), False, 0, None).action == "truncate"
+    assert preview_start(on_disk(other), False, 10, None).notes == [
         READ_FAILS.format(first=3, at=at, path=other / segment_name(0))]
     (other / producer_snapshot_file_name(10)).rename(other / producer_snapshot_file_name(5))
-    assert preview_start(_on_disk(other), False, 10, None).notes == [  # the replay from 5 meets it first
+    assert preview_start(on_disk(other), False, 10, None).notes == [  # the replay from 5 meets it first
         REPLAY_FAILS.format(first=5, at=at, path=other / segment_name(0))]
 
 
@@ -638,8 +629,23 @@ def test_a_recovered_segments_producer_state_is_the_loads_not_the_scans(tmp_path
     _put(part, 10, build_batch(10, [(T + 10, b"p", b"v")], producer_id=7, producer_epoch=0, base_sequence=1))
     (part / producer_snapshot_file_name(10)).write_bytes(
         snapshot_bytes([ProducerStateEntry(7, 0, 0, T + 2, None, BatchMetadata(0, 0, 0, T))]))
-    segments = _on_disk(part)
+    segments = on_disk(part)
     assert segments[1].result.error.startswith("InvalidTxnStateException"), segments[1].result.error
     preview = preview_start(segments, False, 10, None)
     assert (preview.action, preview.recovered, preview.log_end_offset) == ("recover", [10], 11), preview
     assert segments[1].result.error.startswith("InvalidTxnStateException")  # the caller's segment as it was
+
+
+def test_the_preview_of_damaged_partitions_says_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``judge_preview`` (the cases of ``scripts/differential.py --preview``): a damaged compacted partition's
+    next start, clean or unclean, as segdex's preview foretells it and as Kafka 4.4's load makes it: 12 drawn
+    cases, and one whose clean start Kafka fails (seed 80207240766, a size field damaged)."""
+    kinds = set()
+    rng = random.Random(4242)
+    for _ in range(12):
+        v = judge_preview(rng, kafka44, tmp_path / "case")
+        assert v.mismatch is None, (v.kind, v.mismatch)
+        kinds.add(v.kind)
+    assert {k.split()[1] for k in kinds if " " in k} == {"clean", "unclean"}, kinds
+    failed = judge_preview(random.Random(80207240766), kafka44, tmp_path / "case")
+    assert (failed.kind, failed.kafka_fails, failed.mismatch) == ("size clean", True, None)
