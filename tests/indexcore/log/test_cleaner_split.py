@@ -312,12 +312,13 @@ def test_a_split_round_carries_a_transaction_begun_before_the_dirty_offset(tmp_p
     assert segs[0].offset_index.lookup(2)[1] > 0 and [len(s.aborted) for s in segs] == [0, 0, 1, 0]
     view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), 2, now,
                          config)
-    rounds = []
+    rounds, merged = [], []
     for threads in (1, 2):
-        r = Cleaner(SkimpyOffsetMap(24 * 100), threads=threads).clean(segs, view.log, start, leo,
-                                                                        loaded.active_producers(), config, now)
+        cleaning = Cleaner(SkimpyOffsetMap(24 * 100), threads=threads)
+        r = cleaning.clean(segs, view.log, start, leo, loaded.active_producers(), config, now)
         rounds.append([(c.base_offset, c.replaces, c.log, c.offset_index, c.time_index, c.txn_index)
                        for c in r.segments])
-    assert rounds[0] == rounds[1]
+        merged.append(cleaning.merged_ahead)
+    assert rounds[0] == rounds[1] and merged == [0, 3]  # split: the three dirty segments' maps merged, not read again
     marker = segments[4][0]
     assert [c[1] for c in rounds[0]] == [[0], [3, 4]] and marker in rounds[0][1][2]  # copied as it is
