@@ -649,3 +649,23 @@ def test_the_preview_of_damaged_partitions_says_what_kafkas_start_does(kafka44, 
     assert {k.split()[1] for k in kinds if " " in k} == {"clean", "unclean"}, kinds
     failed = judge_preview(random.Random(80207240766), kafka44, tmp_path / "case")
     assert (failed.kind, failed.kafka_fails, failed.mismatch) == ("size clean", True, None)
+
+
+def test_a_last_segment_that_cannot_be_read_takes_the_log_dir_offline(tmp_path: Path):
+    """A clean start reads the last segment's next offset (``readNextOffset``); where that read meets an I/O
+    error (the file gone since the scan), Kafka's ``LogManager.loadLogs`` takes the log dir offline: the preview's
+    failure names the file and says so, not that the broker will not start."""
+    import os
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    for base in (0, 2):
+        (part / segment_name(base)).write_bytes(build_batch(base, [(1, b"k", b"v")])
+                                                + build_batch(base + 1, [(1, b"k", b"v")]))
+        (part / (segment_name(base)[:-4] + ".index")).write_bytes(b"")
+    segments = on_disk(part)
+    os.unlink(part / segment_name(2))
+    preview = preview_start(segments, True, 4, None)
+    assert (preview.action, preview.log_end_offset) == ("fail", None)
+    assert preview.notes == [f"the broker's load fails: {segment_name(2)}: [Errno 2] No such file or directory: "
+                             f"'{part / segment_name(2)}'; it takes the whole log dir offline"]

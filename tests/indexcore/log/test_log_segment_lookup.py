@@ -196,6 +196,23 @@ def test_the_search_takes_a_compressed_legacy_wrappers_first_inner_offset():
         search_for_offset_from_position(bytes(zstd), 5, 0)
 
 
+def test_a_compressed_legacy_wrapper_holding_no_message_has_no_base_offset():
+    """A gzip v1 wrapper whose payload decompresses to nothing: the deep iterator finds no inner message, and
+    ``AbstractLegacyRecordBatch.baseOffset`` throws ``InvalidRecordException`` at the wrapper's position."""
+    import gzip
+
+    from segdex.indexcore.errors import InvalidRecordException
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.tools.segment_writer import legacy_message
+
+    first = build_legacy(0, [(TS, b"z", b"0")])
+    buf = first + legacy_message(1, None, gzip.compress(b""), attributes=1)
+    with pytest.raises(InvalidRecordException, match="^Found invalid compressed record set with no inner records$") \
+            as e:
+        _base_offset(buf, list(batches(buf))[1])
+    assert e.value.position == len(first)
+
+
 def _spaced(tmp_path: Path) -> tuple[bytes, list[int]]:
     """Batches of offsets 0-2, 3-5, 6-8 and, after a gap, 20-21: the bytes and each batch's position."""
     from segdex.indexcore.record.file_records import batches

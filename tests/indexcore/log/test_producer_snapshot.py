@@ -130,6 +130,19 @@ def test_a_load_drops_expired_producers_and_keeps_open_transactions():
     assert not entries[1].is_expired(now + 10**9, exp)
 
 
+def test_a_snapshot_loaded_from_its_file_registers_its_open_transactions(tmp_path):
+    """``load_from_snapshot`` (``loadFromSnapshot``): the file's entries, each open transaction registered again by
+    its first offset (an entry without one registers none); no file at the offset loads nothing."""
+    from segdex.indexcore.log.producer_snapshot import load_from_snapshot, producer_snapshot_file_name
+
+    batch = BatchMetadata(4, 40, 2, 1_000)
+    entries = [ProducerStateEntry(7, 0, 3, 1_000, 30, batch), ProducerStateEntry(8, 0, 3, 1_000, None, batch)]
+    (tmp_path / producer_snapshot_file_name(45)).write_bytes(snapshot_bytes(entries))
+    state = load_from_snapshot(str(tmp_path), 45, None, 1_000)
+    assert (state.ongoing_txns, sorted(state.producers)) == ({30: 7}, [7, 8])
+    assert load_from_snapshot(str(tmp_path), 46, None, 1_000) is None
+
+
 # ------------------------------------------------------------------ from test_small_modules_units.py
 
 
