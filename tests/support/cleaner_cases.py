@@ -438,8 +438,8 @@ class RecordingOracle:
     """``KafkaOracle``'s cleaner answers, kept as ``judge_cleaning`` asks for them: each call's arguments, its
     answer (its timing dropped, the partition's path as ``{part}``) and the files Kafka's round left (none where
     it ran no round). A damaged case's start (``load``) keeps what Kafka's load changed in the partition: every
-    file it wrote (its bytes; a ``.log``'s modification time too, which the cleaner reads) and every one it
-    removed, as a damaged case copies the partition Kafka started."""
+    file whose bytes it wrote and every one it removed, as a damaged case copies the partition Kafka started (a
+    clean stop leaves the ``.log`` files, whose modification times the cleaner reads, as they were)."""
 
     def __init__(self, oracle: KafkaOracle) -> None:
         self.oracle = oracle
@@ -449,13 +449,10 @@ class RecordingOracle:
         before = _files(part)
         answer = self.oracle.load(part, *args, **kwargs)
         after = _files(part)
-        # a file as its bytes up to the last non-zero one, its modification time, its size (an active segment's
-        # index files stay preallocated, zeros to their maximum size)
-        log = {name for name in after if name.endswith(".log")}
-        wrote = {name: [base64.b64encode(data.rstrip(b"\0")).decode("ascii"), mtime if name in log else None,
-                        len(data)]
-                 for name, (data, mtime) in after.items()
-                 if before.get(name) != (data, mtime) and (name in log or before.get(name, (None,))[0] != data)}
+        # a file as its bytes up to the last non-zero one and its size (an active segment's index files stay
+        # preallocated, zeros to their maximum size); not its modification time, the load's own clock
+        wrote = {name: [base64.b64encode(data.rstrip(b"\0")).decode("ascii"), len(data)]
+                 for name, (data, _) in after.items() if before.get(name, (None,))[0] != data}
         self.recorded.append({"call": _call(("load", *args), kwargs),
                               "answer": json.loads(json.dumps(answer).replace(str(part), "{part}")),
                               "wrote": wrote, "removed": sorted(set(before) - set(after))})
@@ -480,15 +477,12 @@ class RecordedOracle:
         self.files: dict[str, list] = {}
 
     def load(self, part: Path, *args, **kwargs) -> dict:
-        """A recorded start: the files Kafka's load wrote written into ``part`` (their modification times too),
-        the ones it removed removed."""
+        """A recorded start: the files Kafka's load wrote written into ``part``, the ones it removed removed."""
         assert self.recorded, "a call Kafka was not asked"
         kept = self.recorded.pop(0)
         assert _call(("load", *args), kwargs) == kept["call"], (_call(("load", *args), kwargs), kept["call"])
-        for name, (data, mtime, size) in kept["wrote"].items():
+        for name, (data, size) in kept["wrote"].items():
             (part / name).write_bytes(base64.b64decode(data).ljust(size, b"\0"))
-            if mtime is not None:
-                os.utime(part / name, ns=(mtime, mtime))
         for name in kept["removed"]:
             (part / name).unlink()
         return json.loads(json.dumps(kept["answer"]).replace("{part}", str(part)))
@@ -518,17 +512,18 @@ class RecordedOracle:
 RECORDED = GOLDEN / "cleaner_rounds.json"  # Kafka's answers to the suite's judged cases, by test
 
 
-def recorded(name: str) -> RecordedOracle:
-    """Kafka's answers to the cases of ``name`` (``keep_recording``), to give back in the test process."""
-    return RecordedOracle(json.loads(RECORDED.read_text())[name])
+def recorded(name: str, path: Path = RECORDED) -> RecordedOracle:
+    """Kafka's answers to the cases of ``name`` (``keep_recording``, in ``path``), to give back in the test
+    process."""
+    return RecordedOracle(json.loads(path.read_text())[name])
 
 
-def keep_recording(name: str, recording: RecordingOracle) -> None:
-    """The answers Kafka just gave to the cases of ``name`` equal the recorded ones; ``SEGDEX_RECORD_GOLDEN=1``
-    records them instead."""
-    kept = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+def keep_recording(name: str, recording: RecordingOracle, path: Path = RECORDED) -> None:
+    """The answers Kafka just gave to the cases of ``name`` equal the recorded ones (in ``path``);
+    ``SEGDEX_RECORD_GOLDEN=1`` records them instead."""
+    kept = json.loads(path.read_text()) if path.exists() else {}
     if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
         kept[name] = recording.recorded
-        RECORDED.write_text(json.dumps(kept, sort_keys=True, separators=(",", ":")).replace('{"answer"', '\n{"answer"')
-                            + "\n")
+        path.write_text(json.dumps(kept, sort_keys=True, separators=(",", ":")).replace('{"answer"', '\n{"answer"')
+                        + "\n")
     assert kept.get(name) == recording.recorded

@@ -37,6 +37,8 @@ from segdex.indexcore.log.log_segments import PartitionRecovery
 from segdex.indexcore.log.producer_snapshot import producer_snapshot_file_name, snapshot_bytes
 from segdex.indexcore.log.unloadable import partition_dir_problems
 from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+from tests.support.cleaner_cases import RecordingOracle, keep_recording, recorded
+from tests.support.fixtures import GOLDEN
 from tests.support.preview_cases import judge_preview, on_disk
 
 T = 1_700_000_000_000
@@ -636,19 +638,39 @@ def test_a_recovered_segments_producer_state_is_the_loads_not_the_scans(tmp_path
     assert segments[1].result.error.startswith("InvalidTxnStateException")  # the caller's segment as it was
 
 
-def test_the_preview_of_damaged_partitions_says_what_kafkas_start_does(kafka44, tmp_path: Path):
+PREVIEWS = GOLDEN / "startup_preview_loads.json"  # Kafka's loads of the judged preview cases
+
+
+def _previews(oracle, tmp_path: Path) -> None:
     """``judge_preview`` (the cases of ``scripts/differential.py --preview``): a damaged compacted partition's
-    next start, clean or unclean, as segdex's preview foretells it and as Kafka 4.4's load makes it: 12 drawn
+    next start, clean or unclean, as segdex's preview foretells it and as Kafka 4.4's load makes it: 30 drawn
     cases, and one whose clean start Kafka fails (seed 80207240766, a size field damaged)."""
     kinds = set()
     rng = random.Random(4242)
-    for _ in range(12):
-        v = judge_preview(rng, kafka44, tmp_path / "case")
+    for _ in range(30):
+        v = judge_preview(rng, oracle, tmp_path / "case")
         assert v.mismatch is None, (v.kind, v.mismatch)
         kinds.add(v.kind)
     assert {k.split()[1] for k in kinds if " " in k} == {"clean", "unclean"}, kinds
-    failed = judge_preview(random.Random(80207240766), kafka44, tmp_path / "case")
+    assert {k.split()[0] for k in kinds} >= {"crc", "magic", "size", "cut", "codec"}, kinds
+    failed = judge_preview(random.Random(80207240766), oracle, tmp_path / "case")
     assert (failed.kind, failed.kafka_fails, failed.mismatch) == ("size clean", True, None)
+
+
+def test_the_preview_of_damaged_partitions_says_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_previews`` against Kafka 4.4's own loads; its answers (and the files its first load wrote) equal the
+    recorded ones (``SEGDEX_RECORD_GOLDEN=1`` records them)."""
+    recording = RecordingOracle(kafka44)
+    _previews(recording, tmp_path)
+    keep_recording("damaged partitions", recording, PREVIEWS)
+
+
+def test_the_preview_of_damaged_partitions_equals_kafkas_recorded_loads(tmp_path: Path):
+    """``_previews`` against Kafka's recorded loads, in the test process (what the mutation run checks the
+    preview's producer-state replay with)."""
+    kafka = recorded("damaged partitions", PREVIEWS)
+    _previews(kafka, tmp_path)
+    assert not kafka.recorded
 
 
 def test_a_last_segment_that_cannot_be_read_takes_the_log_dir_offline(tmp_path: Path):
