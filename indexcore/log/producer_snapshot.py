@@ -156,6 +156,4 @@ def load_from_snapshot(partition_dir: str, offset: int, now_ms: int | None,
     state = ProducerStateManager()
     for e in entries:
         state.producers[e.producer_id] = e
-        if e.current_txn_first_offset is not None:
-            state.ongoing_txns[e.current_txn_first_offset] = e.producer_id
-    return state.reloaded(now_ms, expiration_ms)
+    return state.reloaded(now_ms, expiration_ms)  # which registers the open transactions again
