@@ -91,12 +91,7 @@ def main() -> int:
         mismatched = sum(len(v) for v in bad.values())
         failed |= mismatched > 0
         print(f"Kafka {version}: {args.cases} cases in {elapsed:.0f}s, {mismatched} mismatches")
-        for kind, n in sorted(by_class.items()):
-            print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
-        for kind, lines in sorted(bad.items()):
-            print(f"  -- {kind}")
-            for line in lines[: args.show]:
-                print(f"     {line[:400]}")
+        print_classes(by_class, bad, args.show, 400)
     return 1 if failed else 0
 
 
@@ -131,12 +126,7 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
           f".txnindex files {total.txn_files}, batches left empty {total.emptied}")
     for kind, n in sorted(total.threw.items()):
         print(f"  rounds Kafka's cleaner and segdex's both failed with {kind}: {n}")
-    for kind, n in sorted(by_class.items()):
-        print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
-    for kind, lines in sorted(bad.items()):
-        print(f"  -- {kind}")
-        for line in lines[:show]:
-            print(f"     {line[:600]}")
+    print_classes(by_class, bad, show)
     return 1 if mismatched else 0
 
 
@@ -160,13 +150,19 @@ def preview_run(cases: int, seed: int, show: int) -> int:
             oracle.close()
     mismatched = sum(len(v) for v in bad.values())
     print(f"Kafka 4.4.0's load: {cases} cases in {time.monotonic() - start:.0f}s, {mismatched} mismatches")
+    print_classes(by_class, bad, show)
+    return 1 if mismatched else 0
+
+
+def print_classes(by_class: collections.Counter[str], bad: dict[str, list[str]], show: int, width: int = 600) -> None:
+    """The cases by class with their mismatch counts, then up to ``show`` mismatches of each class (``width``
+    characters each)."""
     for kind, n in sorted(by_class.items()):
         print(f"  {kind:40} {n:6} cases  {len(bad.get(kind, [])):5} mismatches")
     for kind, lines in sorted(bad.items()):
         print(f"  -- {kind}")
         for line in lines[:show]:
-            print(f"     {line[:600]}")
-    return 1 if mismatched else 0
+            print(f"     {line[:width]}")
 
 
 if __name__ == "__main__":
