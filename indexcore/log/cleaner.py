@@ -73,10 +73,10 @@ from segdex.indexcore.record.batch_header import (
     MAGIC_OFFSET,
     TIMESTAMP_TYPE_MASK,
 )
-from segdex.indexcore.record.compression import for_id
+from segdex.indexcore.record.compression import KNOWN_CODECS, for_id
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
-from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, CompressionType, RecordBatch, read_batch_header
+from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, RecordBatch, read_batch_header
 from segdex.indexcore.record.records import control_record, streaming_iterator
 
 INT32_MAX = 2**31 - 1
@@ -605,7 +605,6 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 ILLEGAL_STATE = "java.lang.IllegalStateException"
 ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
-KNOWN_CODECS = frozenset(int(c) for c in CompressionType)  # the ids CompressionType.forId knows
 
 
 def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,

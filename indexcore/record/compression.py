@@ -19,14 +19,16 @@ XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream's default block (Kafka's Sna
 INT32 = struct.Struct(">i")
 
 
+KNOWN_CODECS = frozenset(int(c) for c in CompressionType)  # the ids CompressionType.forId knows: 0 to 4
+
+
 def for_id(codec: int) -> CompressionType:
     """``CompressionType.forId``: the compression type a batch's attributes name (their low three bits). Kafka
-    knows ids 0 to 4; any other (a damaged batch's) throws ``IllegalArgumentException``
+    knows ids 0 to 4 (``KNOWN_CODECS``); any other (a damaged batch's) throws ``IllegalArgumentException``
     (``UnknownCompressionTypeException`` here), which is what a reader of the batch's records meets first."""
-    try:
-        return CompressionType(codec)
-    except ValueError:
-        raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}") from None
+    if codec not in KNOWN_CODECS:
+        raise UnknownCompressionTypeException(f"Unknown compression type id: {codec}")
+    return CompressionType(codec)
 
 
 def snappy_java_raw():

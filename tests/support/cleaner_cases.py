@@ -43,6 +43,7 @@ from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningExce
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+from segdex.indexcore.record.compression import KNOWN_CODECS
 from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.segment_writer import segment_name
@@ -374,7 +375,7 @@ def _tally(logs: list[bytes]) -> dict[str, int]:
         out["bytes"] += len(buf)
         for batch in batches(buf):
             # a batch whose compression id Kafka does not know: a round that went on deleted it unread
-            recs = list(records(buf, batch)) if batch.compression_type <= 4 else []
+            recs = list(records(buf, batch)) if batch.compression_type in KNOWN_CODECS else []
             out["records"] += len(recs)
             out["tombstones"] += 0 if batch.is_control else sum(r.value is None for r in recs)
             out["empty"] += not recs
