@@ -306,8 +306,9 @@ def _base_offset(buf, batch: RecordBatch) -> int:
     signed byte: a damaged v2 batch's 0x80-0xFF too) is loaded whole and read as a message of the older formats
     (``AbstractLegacyRecordBatch.baseOffset``: its first record's offset). Its attributes (a v2 batch's CRC's first
     byte) must name a compression type, ids 0-4 (``CompressionType.forId``); uncompressed, the message is its own
-    record; compressed, ``DeepRecordsIterator`` opens it as a wrapper, which throws on a magic byte other than 0 or
-    1 and on zstd, and otherwise decompresses it (its first inner message's offset)."""
+    record; compressed, ``DeepRecordsIterator`` opens it as a wrapper (``records.legacy_records``: it throws on a
+    magic byte other than 0 or 1, on zstd, on a null value or no inner message), and the first inner message's
+    offset is the answer."""
     if batch.magic >= 2:
         return batch.base_offset
     try:
@@ -315,21 +316,13 @@ def _base_offset(buf, batch: RecordBatch) -> int:
     except UnknownCompressionTypeException as e:
         e.position = batch.position
         raise
-    error: SegdexError | None = None
     if codec == CompressionType.NONE:
         return batch.base_offset
-    if batch.magic not in (0, 1):
-        error = InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
-    elif codec == CompressionType.ZSTD:
-        error = InvalidRecordException(
-            f"Invalid wrapper compressionType found in legacy deep record iterator {batch.magic}")
-    else:
-        first = next(legacy_records(buf, batch), None)
-        if first is not None:
-            return first.offset
-        error = InvalidRecordException("Found invalid compressed record set with no inner records")
-    error.position = batch.position
-    raise error
+    try:
+        return next(legacy_records(buf, batch)).offset
+    except InvalidRecordException as e:
+        e.position = batch.position
+        raise
 
 
 def last_batch(buf, start: int, quiet: bool) -> RecordBatch | None:

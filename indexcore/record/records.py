@@ -23,6 +23,7 @@ from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     RECORD_BATCH_V2,
+    RECORD_OVERHEAD_V0,
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
 )
@@ -123,52 +124,114 @@ def _legacy_bytes(data, p: int, end: int) -> tuple[bytes | None, int]:
     return bytes(data[p:p + length]), p + length
 
 
-def _legacy_messages(data, magic_hint: int | None = None) -> Iterator[tuple[int, int, int, int, bytes | None,
-                                                                          bytes | None, int, bool]]:
-    """(offset, magic, attributes, timestamp, key, value, crc, crc matches) of each message in a legacy message
-    set."""
-    pos = 0
-    while pos + LOG_OVERHEAD <= len(data):
-        offset, size = LOG_ENTRY_HEADER.unpack_from(data, pos)
-        end = pos + LOG_OVERHEAD + size
-        if size < 14 or end > len(data):
-            raise CorruptRecordException("Truncated inner message in compressed wrapper")
-        magic = data[pos + 16]
-        if pos + (MESSAGE_V1.size if magic == 1 else MESSAGE_V0.size) > end:
-            raise CorruptRecordException("Inner message shorter than its header")
-        if magic == 1:
-            _, _, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
-            p = pos + MESSAGE_V1.size
+@dataclass(slots=True)
+class LegacyRecord:
+    """``LegacyRecord``: one message of the older formats, log header first::
+
+        offset int64 | size int32 | crc uint32 | magic int8 | attributes int8 | [timestamp int64] | key | value
+
+    The timestamp is there unless the magic byte is 0 (``keySizeOffset``: any other magic, a damaged one too, is
+    read in the v1 layout). The CRC-32 covers the bytes from the magic byte on (``isValid``)."""
+
+    offset: int
+    magic: int
+    attributes: int
+    timestamp: int  # NO_TIMESTAMP for magic 0
+    key: bytes | None
+    value: bytes | None
+    crc: int
+    valid: bool
+
+    @classmethod
+    def read(cls, data, pos: int, end: int) -> LegacyRecord:
+        """The message of ``data[pos:end]``."""
+        magic = data[pos + LEGACY_CRC_FROM]  # the byte the CRC's span starts at
+        if magic >= 0x80:
+            magic -= 0x100
+        if magic == 0:
+            offset, _size, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
+            timestamp, p = NO_TIMESTAMP, pos + MESSAGE_V0.size
         else:
-            _, _, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
-            timestamp = NO_TIMESTAMP
-            p = pos + MESSAGE_V0.size
+            if pos + MESSAGE_V1.size > end:
+                raise CorruptRecordException("Legacy message too short for its key/value length fields")
+            offset, _size, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
+            p = pos + MESSAGE_V1.size
         key, p = _legacy_bytes(data, p, end)
         value, p = _legacy_bytes(data, p, end)
         valid = zlib.crc32(memoryview(data)[pos + LEGACY_CRC_FROM:end]) & 0xFFFFFFFF == crc
-        yield offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid
+        return cls(offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid)
+
+
+def _outer_message(buf, batch: RecordBatch) -> LegacyRecord:
+    """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size was checked."""
+    data = memoryview(buf)[batch.position:batch.position + batch.size_in_bytes]
+    (size,) = INT32.unpack_from(data, LOG_OVERHEAD - 4)
+    if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size != len(data):
+        raise CorruptRecordException("Truncated legacy message")
+    return LegacyRecord.read(data, 0, len(data))
+
+
+def _inner_spans(data) -> list[tuple[int, int, int]]:
+    """``DataLogInputStream.nextBatch`` over a wrapper's decompressed value, to its end: (offset, start, end) of
+    each inner message. A size field below ``RECORD_OVERHEAD_V0`` throws; a header or a message the bytes left
+    cannot hold ends the stream quietly (``readFully`` comes up short: ``nextBatch`` returns null)."""
+    spans = []
+    pos = 0
+    while len(data) - pos >= LOG_OVERHEAD:
+        offset, size = LOG_ENTRY_HEADER.unpack_from(data, pos)
+        if size < RECORD_OVERHEAD_V0:
+            raise CorruptRecordException(
+                f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
+        end = pos + LOG_OVERHEAD + size
+        if end > len(data):
+            break
+        spans.append((offset, pos, end))
         pos = end
-    if pos != len(data):
-        raise CorruptRecordException("Trailing bytes after the last inner message")
+    return spans
 
 
 def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
-    """Messages of a legacy batch: the message itself, or the inner messages of a compressed wrapper."""
-    ((offset, _magic, attributes, timestamp, key, value, crc, valid),) = _legacy_messages(
-        memoryview(buf)[batch.position:batch.position + batch.size_in_bytes])
-    codec = attributes & 0x07
+    """Messages of a legacy batch (``AbstractLegacyRecordBatch.iterator``): the message itself, or the inner
+    messages of a compressed wrapper (``DeepRecordsIterator``).
+
+    Opening a wrapper throws ``InvalidRecordException`` for a magic byte other than 0 and 1, for zstd, for a
+    null value, for a value holding no inner message, and (magic 1) for a wrapper offset below the last inner
+    message's relative offset, unless it is 0 (librdkafka wrote 0: the inner offsets are then absolute). Inner
+    messages are read as ``_inner_spans`` says; magic 1 wrappers turn relative offsets into absolute ones. An inner
+    message of magic 1 takes the wrapper's timestamp when the wrapper says LogAppendTime; one of magic 0 has none;
+    any other keeps its own. A compressed inner message throws when the iteration reaches it."""
+    codec = batch.compression_type
     if codec == 0:
-        yield Record(offset, timestamp, key, value, crc=crc, valid=valid)
+        outer = _outer_message(buf, batch)
+        yield Record(outer.offset, outer.timestamp, outer.key, outer.value, crc=outer.crc, valid=outer.valid)
         return
-    inner = list(_legacy_messages(decompress(codec, value or b"")))
-    if not inner:
-        return
-    log_append_time = batch.magic >= 1 and bool(attributes & TIMESTAMP_TYPE_MASK)
-    # Magic 1 inner offsets are relative; the wrapper carries the absolute offset of the last one.
-    base = offset - inner[-1][0] if batch.magic >= 1 else 0
-    for i_offset, _m, _a, i_ts, i_key, i_value, i_crc, i_valid in inner:
-        ts = timestamp if log_append_time else i_ts
-        yield Record(base + i_offset, ts, i_key, i_value, crc=i_crc, valid=i_valid)
+    if batch.magic not in (0, 1):  # the header's fields first; the key and value are read after these checks
+        raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
+    if codec == 4:
+        raise InvalidRecordException(
+            f"Invalid wrapper compressionType found in legacy deep record iterator {batch.magic}")
+    outer = _outer_message(buf, batch)
+    if outer.value is None:
+        raise InvalidRecordException(f"Found invalid compressed record set with null value (magic = {outer.magic})")
+    data = decompress(codec, outer.value)
+    spans = _inner_spans(data)
+    if not spans:
+        raise InvalidRecordException("Found invalid compressed record set with no inner records")
+    base = 0
+    if outer.magic == 1 and outer.offset != 0:
+        last = spans[-1][0]
+        if outer.offset < last:
+            raise InvalidRecordException(
+                f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{outer.offset}' is less "
+                f"than the last inner message offset '{last}' and it is not zero.")
+        base = outer.offset - last
+    log_append_time = outer.magic == 1 and bool(outer.attributes & TIMESTAMP_TYPE_MASK)
+    for offset, start, end in spans:
+        inner = LegacyRecord.read(data, start, end)
+        if inner.attributes & 0x07:
+            raise InvalidRecordException("Inner messages must not be compressed")
+        timestamp = outer.timestamp if log_append_time and inner.magic == 1 else inner.timestamp
+        yield Record(base + offset, timestamp, inner.key, inner.value, crc=inner.crc, valid=inner.valid)
 
 
 def records(buf, batch: RecordBatch) -> Iterator[Record]:

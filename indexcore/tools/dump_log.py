@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from segdex.indexcore.errors import CorruptRecordException, SegdexError
+from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, SegdexError
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.index.offset_index import parse_offset_index
 from segdex.indexcore.index.offset_index import sanity_check as offset_sanity_check
@@ -37,9 +37,11 @@ def batch_view(buf, batch: RecordBatch) -> dict:
         if batch.compression_type == 0:
             count = 1
         else:
-            inner = list(records(buf, batch))
-            count = len(inner)
-            base_offset = inner[0].offset if inner else batch.last_offset
+            try:
+                inner = list(records(buf, batch))
+                count, base_offset = len(inner), inner[0].offset
+            except SegdexError:  # a wrapper Kafka cannot open: its baseOffset and count throw (the deep read says why)
+                count = base_offset = None
     view = {
         "position": batch.position, "sizeInBytes": batch.size_in_bytes, "magic": batch.magic,
         "isValid": compute_checksum(buf, batch) == batch.crc, "crc": batch.crc, "baseOffset": base_offset,
@@ -132,8 +134,9 @@ def dump_log(path: str, deep: bool = False, parser=None, max_bytes: int | None =
                 if deep:
                     for r in records(buf, batch):
                         yield {"type": "record", **record_view(batch, r, parser)}
-        except CorruptRecordException as e:
-            yield {"type": "error", "iterationStopped": f"CorruptRecordException: {e}"}
+        except (CorruptRecordException, InvalidRecordException) as e:
+            name = "InvalidRecordException" if isinstance(e, InvalidRecordException) else "CorruptRecordException"
+            yield {"type": "error", "iterationStopped": f"{name}: {e}"}
             return
         if end < limit and max_bytes is None:  # Kafka's iterator stops here quietly; its recovery truncates
             yield {"type": "partialBatch", "position": end, "trailingBytes": len(buf) - end,

@@ -27,6 +27,7 @@ from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, 
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
+from tests.support.legacy_wrappers import legacy_wrapper_cases
 
 REPO = REPO_ROOT
 
@@ -57,6 +58,29 @@ def test_max_bytes_matches_kafka(kafka_fixtures, install):
         assert assert_same(kafka, ours) == 0
         assert status == 0  # a cut batch is not an error with --max-bytes, and Kafka prints no trailer
         assert not any("invalid bytes" in line for lines in ours.values() for line in lines)
+
+
+def test_deep_iteration_of_malformed_legacy_wrappers_matches_kafka(tmp_path, kafka_fixtures):
+    """Compressed v0/v1 wrappers whose inner messages are malformed (tests/support/legacy_wrappers.py): segdex's
+    deep iteration prints Kafka 4.4's lines, and where Kafka's tool throws, segdex stops there with Kafka's
+    exception and message."""
+    files = []
+    for name, data in legacy_wrapper_cases().items():
+        (tmp_path / name).mkdir()
+        log = tmp_path / name / "00000000000000000000.log"
+        log.write_bytes(data)
+        files.append(str(log))
+    kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
+    ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
+    assert assert_same(kafka, ours) == 9 and status == 1
+    for name, (_, thrown) in kafka.items():
+        if thrown:
+            kafka_class, message = thrown.split(": ", 1)
+            assert ours[name][-1] == f'iterationStopped: "{kafka_class.rsplit(".", 1)[1]}: {message}"', name
+    deep = {Path(name).parent.name: [line for line in lines if line.startswith("| ")] for name, lines in ours.items()}
+    assert [line.split()[2] for line in deep["m1_zero_wrapper_offset"]] == ["0", "1", "2"]  # librdkafka's 0
+    assert [line.split()[2] for line in deep["m1_last_message_cut"]] == ["1", "2"]  # the cut message is not read
+    assert len(deep["m0_partial_header_after"]) == 3
 
 
 def test_bad_max_bytes_and_two_decoders(tmp_path):

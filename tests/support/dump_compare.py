@@ -21,8 +21,9 @@ UTF8 = ["-Dstdout.encoding=UTF-8", "-Dfile.encoding=UTF-8"]
 RECORDED = GOLDEN / "broker_logs"
 
 
-def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
-    """Kafka's tool over ``files``: per file its stdout lines and whether the tool died on it. The tool stops
+def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], str | bool]]:
+    """Kafka's tool over ``files``: per file its stdout lines and whether the tool died on it (False, or the
+    exception it threw: ``class: message``). The tool stops
     the whole run at a file it cannot read, so it is started again after that file. Kept per process: the same
     question gets Kafka's same answer (a mutation run's forked tests ask it again for every mutant)."""
     key = (install.version, tuple(files), options)
@@ -31,11 +32,11 @@ def kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[s
     return _KAFKA_ANSWERS[key]
 
 
-_KAFKA_ANSWERS: dict[tuple, dict[str, tuple[list[str], bool]]] = {}
+_KAFKA_ANSWERS: dict[tuple, dict[str, tuple[list[str], str | bool]]] = {}
 
 
-def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], bool]]:
-    out: dict[str, tuple[list[str], bool]] = {}
+def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[str, tuple[list[str], str | bool]]:
+    out: dict[str, tuple[list[str], str | bool]] = {}
     pending = list(files)
     while pending:
         cmd = install.java(DUMP_CLASS[install.family], *options, "--files", ",".join(pending))
@@ -55,7 +56,9 @@ def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[
         assert done >= 1, proc.stderr.decode()[-2000:]
         crashed = pending[done - 1]
         lines, _ = out[crashed]
-        out[crashed] = (lines if text.endswith("\n") else lines[:-1], True)  # drop a half-printed line
+        thrown = re.search(r'Exception in thread "main" (\S+: .*)', proc.stderr.decode())
+        # drop a half-printed line; say what the tool threw
+        out[crashed] = (lines if text.endswith("\n") else lines[:-1], thrown.group(1) if thrown else "died")
         pending = pending[done:]
     return out
 
@@ -71,7 +74,7 @@ def segdex_dump(files: list[str], *options: str) -> tuple[dict[str, list[str]], 
     return out, proc.returncode
 
 
-def assert_same(kafka: dict[str, tuple[list[str], bool]], ours: dict[str, list[str]]) -> int:
+def assert_same(kafka: dict[str, tuple[list[str], str | bool]], ours: dict[str, list[str]]) -> int:
     """Every file: segdex's lines are Kafka's; where Kafka died, Kafka's lines are the start of segdex's."""
     assert set(kafka) == set(ours)
     crashed = 0

@@ -99,16 +99,22 @@ GOOD = msg(0, body(0, b"k", b"v"))
     (msg(0, body(1, None, None)[:-8]), "Legacy message too short for its key/value length fields"),
     # a key length of 100 in a message holding 5 bytes after it
     (msg(0, struct.pack(">bbi", 0, 0, 100) + b"abcde"), "Legacy message key/value of 100 bytes runs past the message"),
-    # a whole offset+size header (12 bytes) left after the last message, size 0
-    (GOOD + struct.pack(">qi", 1, 0), "Truncated inner message in compressed wrapper"),
+    # a whole offset+size header (12 bytes) left after the last message, size 0 (DataLogInputStream.nextBatch)
+    (GOOD + struct.pack(">qi", 1, 0), "Record size is less than the minimum record overhead (14)"),
     # a size of 13 (below the 14-byte minimum) followed by more messages
-    (struct.pack(">qi", 0, 13) + bytes(13) + GOOD, "Truncated inner message in compressed wrapper"),
-    (GOOD + b"\0" * 5, "Trailing bytes after the last inner message"),
+    (struct.pack(">qi", 0, 13) + bytes(13) + GOOD, "Record size is less than the minimum record overhead (14)"),
 ])
 def test_malformed_inner_messages(inner, words):
     with pytest.raises(CorruptRecordException) as e:
         deep(wrapper(0, 0, inner))
     assert str(e.value) == words
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 5, struct.pack(">qi", 1, 40) + b"\0" * 39])
+def test_an_inner_stream_ends_quietly_where_its_bytes_run_out(tail):
+    """``DataLogInputStream.nextBatch``: a header or a message the bytes left cannot hold ends the stream (its
+    ``readFully`` comes up short), with the messages before it read."""
+    assert [(r.offset, r.key, r.value) for r in deep(wrapper(0, 0, GOOD + tail))] == [(0, b"k", b"v")]
 
 
 def v2_batch(offset: int, attributes: int, payload: bytes, count: int = 1) -> bytes:
@@ -182,3 +188,49 @@ def test_a_streaming_read_asks_for_the_compression_type_before_any_record(codec:
             streaming_iterator(data, next(batches(data)))
         assert (str(e.value), e.value.kafka_class) == (f"Unknown compression type id: {codec}",
                                                        "java.lang.IllegalArgumentException")
+
+
+OPENED = {  # legacy_wrapper_cases(): (offset, timestamp, key) of each record, as Kafka 4.4's deep iteration reads
+    # them (tests/kafka/test_dump_data_log.py asks it), or what it throws
+    "m0_null_value": "Found invalid compressed record set with null value (magic = 0)",
+    "m1_null_value": "Found invalid compressed record set with null value (magic = 1)",
+    "m1_empty_value": "Found invalid compressed record set with no inner records",
+    "m1_size_below_14": "Record size is less than the minimum record overhead (14)",
+    "m1_wrapper_below_last_inner": "Found invalid wrapper offset in compressed v1 message set, wrapper offset '1' is "
+                                   "less than the last inner message offset '2' and it is not zero.",
+    "m0_wrapper_below_last_inner": [(0, -1, b"k0"), (1, -1, b"k1"), (2, -1, b"k2")],
+    "m1_zero_wrapper_offset": [(0, 1000, b"k0"), (1, 1001, b"k1"), (2, 1002, b"k2")],
+    "m1_last_message_cut": [(1, 1000, b"k0"), (2, 1001, b"k1")],
+    "m0_partial_header_after": [(0, -1, b"k0"), (1, -1, b"k1"), (2, -1, b"k2")],
+    "m1_inner_magic_2": [(1, 1000, b"k0"), (2, 77, b"kk")],  # magic 2 is read in the v1 layout, its own timestamp
+    "m0_inner_of_the_other_magic": [(0, 1000, b"k0"), (1, 1001, b"k1"), (2, 1002, b"k2")],
+    "m1_inner_of_the_other_magic": [(0, -1, b"k0"), (1, -1, b"k1"), (2, -1, b"k2")],
+    # LogAppendTime: the wrapper's timestamp for a magic 1 inner message, none for magic 0
+    "m1_log_append_time": [(1, -1, b"k0"), (2, 2000, b"k1")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENED))
+def test_a_wrapper_opens_as_kafkas_deep_records_iterator(name):
+    from segdex.indexcore.errors import InvalidRecordException
+    from tests.support.legacy_wrappers import legacy_wrapper_cases
+
+    data = legacy_wrapper_cases()[name]
+    want = OPENED[name]
+    if isinstance(want, str):
+        with pytest.raises((InvalidRecordException, CorruptRecordException)) as e:
+            deep(data)
+        assert str(e.value) == want
+    else:
+        assert [(r.offset, r.timestamp, r.key) for r in deep(data)] == want
+
+
+def test_a_compressed_inner_message_throws_when_the_iteration_reaches_it():
+    from segdex.indexcore.errors import InvalidRecordException
+    from tests.support.legacy_wrappers import legacy_wrapper_cases
+
+    data = legacy_wrapper_cases()["m1_inner_compressed"]
+    it = records(data, next(batches(data)))
+    assert next(it).key == b"k0"
+    with pytest.raises(InvalidRecordException, match="^Inner messages must not be compressed$"):
+        next(it)
