@@ -9,9 +9,10 @@ segdex (``tests.support.cleaner_cases``): every cleaned file byte for byte, the 
 the exception where Kafka's round throws. A quarter of them draw ``min.compaction.lag.ms`` and small
 ``segment.index.bytes`` too, a quarter put ``segment.index.bytes`` at the edge of a merge (where Kafka's round can
 outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1 message formats (which Kafka
-4.4's cleaner rewrites as v2 batches; keyless records among them); one case in five has a damaged batch below the
-recovery point of a clean start, which the cleaner meets as it is (a CRC, magic byte, size field or compression id
-damaged, or the segment cut in it; the rest split as before). The damaged cases
+4.4's cleaner rewrites as v2 batches; keyless records among them; in half of them one compressed wrapper's inner
+messages are flawed before the start, ``malform_wrapper``, which Kafka's load or round may refuse); one case in
+five has a damaged batch below the recovery point of a clean start, which the cleaner meets as it is (a CRC, magic
+byte, size field or compression id damaged, or the segment cut in it; the rest split as before). The damaged cases
 and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
 ``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
 
@@ -110,8 +111,9 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
                 k = i % 5
                 wide, tight, damage = k in (1, 2, 3), k == 2, k == 4
                 magic = (2, 2, 2, i // 5 % 2, (2, 2, 1)[i // 5 % 3])[k]
+                wrapper = k == 3 and i // 10 % 2 == 1  # half the v0/v1 cases: a wrapper's inner messages flawed
                 v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic,
-                                   damage, buffers=k in (1, 3, 4), damages=WITH_CODEC)
+                                   damage, buffers=k in (1, 3, 4), damages=WITH_CODEC, wrapper=wrapper)
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:

@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import (
     CorruptRecordException,
+    DecompressionException,
     IndexFullException,
+    InvalidRecordException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -77,7 +79,7 @@ from segdex.indexcore.record.compression import KNOWN_CODECS, for_id
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
 from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, RecordBatch, read_batch_header
-from segdex.indexcore.record.records import control_record, streaming_iterator
+from segdex.indexcore.record.records import control_record, records, streaming_iterator
 
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
@@ -134,6 +136,8 @@ class CleanerSegment:
     # indexes as on disk; ``next_offset_error``: what its ``readNextOffset`` throws (Kafka's class and message)
     as_is: bool = False
     next_offset_error: str | None = None
+    # it holds messages of the formats before 0.11: a load never opens their compressed wrappers, a round does
+    legacy: bool = False
 
 
 @dataclass(frozen=True)
@@ -668,6 +672,8 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
                     m.put(record.key, record.offset)
     except UnknownCompressionTypeException as e:
         _unknown_compression(seg, batch, e)
+    except (InvalidRecordException, CorruptRecordException) as e:
+        _refused_wrapper(seg, batch, e)
     return True
 
 
@@ -676,6 +682,20 @@ def _unknown_compression(seg: CleanerSegment, batch: RecordBatch, e: UnknownComp
     ``CompressionType.forId``'s ``IllegalArgumentException`` there. A batch the round never reads the records of
     (an aborted transaction's, while the offset map is built; one ``cleanInto`` deletes whole) is not met."""
     _damaged(seg, batch.position, f"{ILLEGAL_ARGUMENT}: {e}")
+
+
+def _refused_wrapper(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
+    """A compressed message set of the formats before 0.11 whose inner messages Kafka's reader refuses
+    (``records.legacy_records``), met where the round reads its records: Kafka's round throws there. Any other
+    error of a record read (a v2 batch's, a payload its codec cannot decode) is raised as it is."""
+    if batch.magic >= 2 or isinstance(e, DecompressionException):
+        raise e
+    kafka = f"{e.kafka_class or CORRUPT_RECORD}: {e}"
+    path = os.path.abspath(seg.log_path)
+    raise LogCleaningException(
+        f"Kafka's cleaner fails this round ({kafka}): the message set at byte {batch.position} of {path}, whose "
+        f"inner messages Kafka's reader refuses; a broker marks the partition uncleanable and leaves it dirty",
+        kafka_exception=kafka, path=path, position=batch.position)
 
 
 def _damaged(seg: CleanerSegment, position: int, kafka: str) -> None:
@@ -704,22 +724,35 @@ def meet_damage(groups: list[list[CleanerSegment]], buffers: IoBuffers, first: S
     """What ``cleanSegments`` would meet, group after group, in the segments served as they are (the only ones
     the load did not read whole): ``LogCleaningException`` where Kafka's round throws, before any group is
     written. Every other segment was read whole at the load. ``first``: how the round's first segment is read
-    (``Cleaner.clean``). True where such a segment holds a batch whose codec id Kafka does not know: whether
-    the round reads its records, and so throws there, is known only by cleaning up to it."""
-    unknown_codec = False
+    (``Cleaner.clean``). True where a segment holds a batch whose records throw when read: a codec id Kafka does
+    not know (in a segment served as it is), or a compressed message set of the formats before 0.11 whose inner
+    messages Kafka's reader refuses (which a load never opens). Whether the round reads that batch's records, and
+    so throws there, is known only by cleaning up to it."""
+    unreadable = False
     for group in groups:
         for i, seg in enumerate(group):
-            if not seg.as_is:
-                continue
-            if i + 1 == len(group):
+            if seg.as_is and i + 1 == len(group):
                 group_next_offset(seg)
-            with _open_segment(seg) as buf:
-                position = 0
-                reads = first if first is not None and seg is groups[0][0] else None
-                while (batch := read_batch(buf, position, seg, buffers, reads)) is not None:
-                    position = batch.position + batch.size_in_bytes
-                    unknown_codec = unknown_codec or batch.compression_type not in KNOWN_CODECS
-    return unknown_codec
+            if seg.as_is or seg.legacy:
+                unreadable = _read_whole(seg, buffers, first if seg is groups[0][0] else None) or unreadable
+    return unreadable
+
+
+def _read_whole(seg: CleanerSegment, buffers: IoBuffers, reads: SegmentReads | None) -> bool:
+    """``meet_damage``'s read of one segment: its damage raised; whether a batch's records throw when read."""
+    unreadable = False
+    with _open_segment(seg) as buf:
+        position = 0
+        while (batch := read_batch(buf, position, seg, buffers, reads)) is not None:
+            position = batch.position + batch.size_in_bytes
+            unreadable = unreadable or batch.compression_type not in KNOWN_CODECS
+            if batch.magic < 2 and batch.compression_type and not unreadable:
+                try:
+                    for _ in records(buf, batch):
+                        pass
+                except (InvalidRecordException, CorruptRecordException) as e:
+                    unreadable = not isinstance(e, DecompressionException)
+    return unreadable
 
 
 def _delete_horizon(buf, batch: RecordBatch) -> int | None:
@@ -1016,15 +1049,16 @@ class Cleaner:
         """``meet_damage`` before an applied round's first write; where it finds a damaged batch, the groups are
         cleaned in turn into nothing (``os.devnull``) up to it, so that what is raised is what Kafka's round throws
         first: an earlier group's failure (its index outgrown, an offset that overflows it) before the damage.
-        Where it finds a batch whose codec id Kafka does not know, the whole round is cleaned into nothing first:
-        it raises where Kafka's round reads that batch's records."""
+        Where it finds a batch whose records throw when read (a codec id Kafka does not know, a refused message set
+        of the formats before 0.11), the whole round is cleaned into nothing first: it raises where Kafka's round
+        reads that batch's records."""
         try:
-            unknown_codec = meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
+            unreadable = meet_damage(groups, self.buffers, self._first[1] if self._first is not None else None)
         except LogCleaningException as damage:
             self._clean_into_nothing(segs, groups, log_start_offset, active_producers, config, now_ms,
                                      legacy_horizon, high_watermark)
             raise damage from None
-        if unknown_codec:
+        if unreadable:
             self._clean_into_nothing(segs, groups, log_start_offset, active_producers, config, now_ms,
                                      legacy_horizon, high_watermark)
 
@@ -1180,11 +1214,14 @@ class Cleaner:
                 try:
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
-                except (LogCleaningException, UnknownCompressionTypeException) as e:
+                except (LogCleaningException, UnknownCompressionTypeException, InvalidRecordException,
+                        CorruptRecordException) as e:
                     # thrown while its read is filtered: the reads before are appended
                     _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
                     if isinstance(e, UnknownCompressionTypeException):
                         _unknown_compression(seg, batch, e)
+                    if not isinstance(e, LogCleaningException):
+                        _refused_wrapper(seg, batch, e)
                     raise
             _overflow_first(buf, out, self.buffers, capacity)
             if out.index_full is not None:
@@ -1202,7 +1239,7 @@ class Cleaner:
             buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
         try:
             recs = list(streaming_iterator(buf, batch))
-        except UnknownCompressionTypeException:
+        except (UnknownCompressionTypeException, InvalidRecordException, CorruptRecordException):
             if retention != DELETE:  # filterTo's filterBatch reads the records of every batch it does not delete
                 raise
             recs = []  # a deleted batch's records are never read

@@ -74,7 +74,15 @@ from segdex.indexcore.log.log_cleaner_manager import (
     last_stable_offset,
     segment_facts,
 )
-from segdex.indexcore.log.log_loader import LoadFailed, LogLoader, _floor_index, complete_swaps
+from segdex.indexcore.log.log_loader import (
+    ACTION_FAIL,
+    LoadFailed,
+    LogLoader,
+    SegmentOnDisk,
+    _floor_index,
+    complete_swaps,
+    preview_start,
+)
 from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.log.producer_snapshot import load_from_snapshot
@@ -186,9 +194,11 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
         raise LogCleaningException("no segment")
     loader = LogLoader(partition_dir, config, now_ms, log_start_offset_checkpoint)
     first_reread = len(logs) if clean_shutdown else _floor_index([b for b, _ in logs], recovery_point or 0)
-    segs, facts, as_is = [], [], []
+    segs, facts, as_is, on_disk = [], [], [], []
     for i, (base, path) in enumerate(logs):
         seg = loader.recover_segment(path, base)
+        on_disk.append(None if seg.result is None else SegmentOnDisk(
+            base, path, seg.result, os.path.exists(index_paths(path)[INDEX_FILE_SUFFIX])))
         if seg.status != SegmentStatus.OK or seg.result is None:
             why = seg.reason.cause if seg.reason else seg.status
             served = _served_as_is(path, base, config, i == len(logs) - 1) if i < first_reread else None
@@ -211,10 +221,14 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
             fact = dataclasses.replace(fact, largest_timestamp=largest)
             aborted = parse_transaction_index(_read(index_paths(path)[TXN_INDEX_FILE_SUFFIX]))
         segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, offset_index, time_entries, aborted,
-                                   r.next_offset, as_is=bad_magic))
+                                   r.next_offset, as_is=bad_magic, legacy=any(m < 2 for m in r.magics)))
         facts.append(fact)
         if bad_magic:
             as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
+    if None not in on_disk:  # the load's own reads (its producer-state replay's searches) can throw
+        preview = preview_start(on_disk, clean_shutdown, recovery_point, log_start_offset_checkpoint)
+        if preview.action == ACTION_FAIL:
+            raise LogCleaningException("; ".join(preview.notes))
     loaded = loader.finish()
     leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset
     producers = loader.recovery.producer_state

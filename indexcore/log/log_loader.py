@@ -467,28 +467,41 @@ class LogLoader:
         return state
 
     def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:
-        """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads that were not recovered."""
+        """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads (``LogSegments.values``): each is
+        searched (``_search_replayed``), and one not recovered is read as it is."""
         if upto <= start:
             return
         for i, seg in enumerate(loaded):
             end = loaded[i + 1].base_offset if i + 1 < len(loaded) else None
             if seg.base_offset >= upto:
                 break
-            if (end is not None and end <= start) or seg.base_offset in self.out.recovered:
+            if end is not None and end <= start:
                 continue
-            self._search_replayed(seg, max(start, seg.base_offset))
-            self._read_as_is(seg)
+            recovered = seg.base_offset in self.out.recovered
+            # the floor segment of upto among those loaded, when the replay reads it (its base below upto)
+            floor = end is None or end > upto
+            self._search_replayed(seg, max(start, seg.base_offset), upto if floor else None, recovered)
+            if not recovered:
+                self._read_as_is(seg)
 
-    def _search_replayed(self, seg: SegmentOnDisk, offset: int) -> None:
-        """The replay's read of a segment not recovered starts at ``offset`` (``LogSegment.read``): its
-        ``translate_offset`` searches from the offset index entry below it, asking each batch it passes for its
-        base offset; ``LoadFailed`` where that throws. A segment whose every batch is valid passes."""
-        if seg.result.intact:
+    def _search_replayed(self, seg: SegmentOnDisk, offset: int, upto: int | None, recovered: bool) -> None:
+        """``rebuildProducerState``'s searches of a segment it reads (``LogSegment.translateOffset``): for ``upto``
+        when the segment is the floor segment of ``upto`` (the read's end position), then for ``offset`` (the
+        read's start). Each searches from the offset index entry at or below its offset, asking each batch it
+        passes for its base offset; ``LoadFailed`` where that throws. A batch of the formats before 0.11 opens a
+        compressed wrapper there (``records.legacy_records``), which a recovery never does, so a segment holding
+        one is searched even when recovered or whole; another whole segment passes."""
+        if (seg.result.intact or recovered) and not any(m < 2 for m in seg.result.magics):
             return
-        try:
-            LogSegment(seg.log_path, seg.base_offset).translate_offset(offset)
-        except OffsetReadException as e:
-            raise LoadFailed(f"the producer-state replay's read of the log from offset {offset}: {e}") from None
+        log_segment = LogSegment(seg.log_path, seg.base_offset)
+        index = seg.result.offset_index if recovered else None
+        for target in (upto, offset):
+            if target is None:
+                continue
+            try:
+                log_segment.translate_offset(target, index, self.size[seg.base_offset])
+            except OffsetReadException as e:
+                raise LoadFailed(f"the producer-state replay's read of the log from offset {target}: {e}") from None
 
     def _read_as_is(self, seg: SegmentOnDisk) -> None:
         """A segment not recovered, read by batch size as the producer-state replay reads it."""
@@ -507,10 +520,12 @@ class LogLoader:
             raise LoadFailed(self.readable[seg.base_offset])
 
     def _snapshot_after_recovery(self, seg: SegmentOnDisk) -> None:
+        """The snapshots the recovery of ``seg`` leaves: at its base (the rebuild before it), and at the map end
+        after it, which only its v2 batches move (``LogSegment.recover`` feeds them alone to the producer state)."""
         if self.producer_state:
-            kept = self.size[seg.base_offset]
-            self.snapshots.update(dict.fromkeys({seg.base_offset,
-                                                 seg.base_offset if kept == 0 else seg.result.next_offset}))
+            moved = self.size[seg.base_offset] > 0 and 2 in seg.result.magics
+            after = seg.result.next_offset if moved else seg.base_offset
+            self.snapshots.update(dict.fromkeys({seg.base_offset, after}))
 
     def _recovered(self, seg: SegmentOnDisk) -> None:
         if seg.base_offset not in self.out.recovered:

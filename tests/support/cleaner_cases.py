@@ -43,10 +43,11 @@ from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningExce
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
-from segdex.indexcore.record.compression import KNOWN_CODECS
+from segdex.indexcore.record.compression import KNOWN_CODECS, compress, decompress
 from segdex.indexcore.record.file_records import batches
-from segdex.indexcore.record.records import records
-from segdex.indexcore.tools.segment_writer import segment_name
+from segdex.indexcore.record.record_batch import LOG_OVERHEAD
+from segdex.indexcore.record.records import LegacyRecord, records
+from segdex.indexcore.tools.segment_writer import legacy_message, segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.fixtures import GOLDEN
 from tests.support.kafka_harness import KafkaOracle
@@ -103,7 +104,8 @@ def _kind(exception: str) -> str:
 
 def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: tuple[int, ...] = CODECS,
                    wide: bool = False, tight: bool = False, magic: int = 2, damage: bool = False,
-                   buffers: bool = False, damages: tuple[str, ...] | None = None) -> CleanerVerdict:
+                   buffers: bool = False, damages: tuple[str, ...] | None = None,
+                   wrapper: bool = False) -> CleanerVerdict:
     """Draw a case from ``rng``, clean it twice both ways under ``work`` (emptied first), compare.
 
     ``wide`` draws more of the configs too: ``min.compaction.lag.ms`` and small ``segment.index.bytes``
@@ -114,10 +116,11 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
     ways (``damage_batch``; default ``DAMAGES``). ``buffers`` draws the cleaner's read
     buffer too: where it starts (``log.cleaner.io.buffer.size``'s share), the broker's ``message.max.bytes`` and
     the topic's ``max.message.bytes``, which decide how it grows (``cleaner.IoBuffers``): the buffers a round
-    appends at once, and what a damaged batch throws."""
+    appends at once, and what a damaged batch throws. ``wrapper`` (``magic`` 0 or 1): one compressed wrapper's
+    inner messages flawed before the start (``malform_wrapper``)."""
     ours, theirs, config, now, dedupe = draw_case(rng, work, codecs, wide, tight, magic)
     config, io_buffers = _draw_buffers(rng, config) if buffers else (config, (262_144, 1_048_588))
-    kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
+    kind = _case_kind(rng, ours, theirs, magic, tight, wide, wrapper)
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
                     "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
                     "min.compaction.lag.ms": config.min_compaction_lag_ms,
@@ -231,6 +234,61 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
     return kind
 
 
+WRAPPER_FLAWS = ("cut", "tail", "tiny", "null", "empty", "nested")
+
+
+def malform_wrapper(rng: random.Random, *parts: Path) -> str:
+    """One compressed v0/v1 wrapper of a segment rewritten alike in each of ``parts`` (copies of one partition,
+    before any start), its message's CRC right, its inner message set flawed in one of the ``WRAPPER_FLAWS``: the
+    last inner message cut short, bytes after the last one too few for a header, a header after the last one whose
+    size is below 14, a null value, a value holding no message, or an inner message compressed itself. Kafka's
+    recovery checks a wrapper's own CRC only, so the log loads; its cleaner opens the wrapper. Returns the flaw
+    ("none": no compressed wrapper)."""
+    found = [(log, b) for log in sorted(parts[0].glob("*.log")) for b in batches(log.read_bytes())
+             if b.magic < 2 and b.compression_type]
+    if not found:
+        return "none"
+    log, batch = rng.choice(found)
+    flaw = rng.choice(WRAPPER_FLAWS)
+    data = log.read_bytes()
+    outer = LegacyRecord.read(data, batch.position, batch.position + batch.size_in_bytes)
+    codec = outer.attributes & 0x07
+    inner = decompress(codec, outer.value)
+    spans = [(pos, LOG_OVERHEAD + struct.unpack_from(">i", inner, pos + 8)[0]) for pos in _inner_starts(inner)]
+    last_at, last_size = spans[-1]
+    value: bytes | None = None
+    if flaw == "cut":
+        value = compress(codec, inner[:last_at + rng.randint(LOG_OVERHEAD, last_size - 1)])
+    elif flaw == "tail":
+        value = compress(codec, inner + bytes(rng.randint(1, LOG_OVERHEAD - 1)))
+    elif flaw == "tiny":
+        value = compress(codec, inner + struct.pack(">qi", 0, rng.choice([0, 5, 13])) + bytes(13))
+    elif flaw == "empty":
+        value = compress(codec, b"")
+    elif flaw == "nested":
+        at, size = rng.choice(spans)
+        one = inner[at:at + size]
+        nested = legacy_message(struct.unpack_from(">q", one)[0], None, compress(codec, one), magic=outer.magic,
+                                attributes=codec)
+        value = compress(codec, inner[:at] + nested + inner[at + size:])
+    rewritten = legacy_message(outer.offset, outer.key, value, magic=outer.magic, attributes=outer.attributes,
+                               timestamp=outer.timestamp)
+    data = data[:batch.position] + rewritten + data[batch.position + batch.size_in_bytes:]
+    kept = log.stat()
+    for part in parts:
+        (part / log.name).write_bytes(data)
+        os.utime(part / log.name, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    return flaw
+
+
+def _inner_starts(inner: bytes) -> list[int]:
+    starts, pos = [], 0
+    while pos < len(inner):
+        starts.append(pos)
+        pos += LOG_OVERHEAD + struct.unpack_from(">i", inner, pos + 8)[0]
+    return starts
+
+
 def _listing(part: Path) -> dict[str, tuple[int, int]]:
     return {f.name: (f.stat().st_size, f.stat().st_mtime_ns) for f in part.iterdir()}
 
@@ -274,6 +332,13 @@ def _round(clean, answer: dict, verdict: CleanerVerdict, ours: Path,
     if "cleanException" in answer:
         return None, f"Kafka's round threw {answer['cleanException']}, segdex's did not"
     return round_, None
+
+
+def _case_kind(rng: random.Random, ours: Path, theirs: Path, magic: int, tight: bool, wide: bool,
+               wrapper: bool) -> str:
+    """The case's class; with ``wrapper``, after flawing a wrapper of both copies (its flaw in the class)."""
+    kind = f"v{magic}" if magic < 2 else "tight" if tight else "wide" if wide else "base"
+    return f"{kind} wrapper {malform_wrapper(rng, ours, theirs)}" if wrapper else kind
 
 
 def draw_case(rng: random.Random, work: Path, codecs: tuple[int, ...], wide: bool, tight: bool = False,

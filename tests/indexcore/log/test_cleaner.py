@@ -345,6 +345,12 @@ def test_damaged_batches_a_clean_start_serves_get_what_kafkas_cleaner_makes_of_t
     _against_kafka(kafka44, "damaged", tmp_path)
 
 
+def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
+    """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
+    and rounds. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "wrappers", tmp_path)
+
+
 # (case seed, magic, what Kafka's round throws: its start, or None where both rounds clean), each with the buffers
 # drawn: a build that fills the map inside the round's first segment, which its first read's buffer then holds as
 # grown (the split differential, seed 88211); a v1 message whose magic byte reads 7, found by readNextOffset's
@@ -399,8 +405,40 @@ def _damaged(oracle, tmp_path: Path) -> None:
             == throws, (seed, v.kafka_threw)
 
 
+# (case seed, magic, wide, buffers drawn, what Kafka throws: "" where both rounds clean, "the load: ..." where its
+# load does): v0/v1 logs with one compressed wrapper's inner messages flawed before the start
+# (``judge_cleaning(wrapper=True)``): cut short or followed by a part of a header (read up to there), a size below
+# 14, a null or empty value, a compressed inner message
+WRAPPER_CASES = [
+    (61871185616, 1, False, True, ""), (61871185639, 0, False, False, ""), (61871185632, 1, True, True, ""),
+    (61871185615, 0, False, False, "org.apache.kafka.common.errors.CorruptRecordException: Record size is less "),
+    (61871185617, 0, True, False, "org.apache.kafka.common.InvalidRecordException: Inner messages must not be "),
+    (61871185621, 0, False, False, "org.apache.kafka.common.InvalidRecordException: Found invalid compressed "
+                                   "record set with no inner records"),
+    (61871185630, 1, False, True, "org.apache.kafka.common.InvalidRecordException: Found invalid compressed "
+                                  "record set with null value (magic = 1)"),
+    (61871185618, 1, False, True, "the load: org.apache.kafka.common.InvalidRecordException: Found invalid "
+                                  "compressed record set with null value (magic = 1)"),
+    (61871185640, 1, False, True, "the load: org.apache.kafka.common.InvalidRecordException: Inner messages"),
+    (61871185622, 1, False, True, "the load: org.apache.kafka.common.errors.CorruptRecordException: Record size"),
+    (61871185619, 0, False, False, "the load: org.apache.kafka.common.InvalidRecordException: Found invalid "
+                                   "compressed record set with no inner records")]
+
+
+def _wrappers(oracle, tmp_path: Path) -> None:
+    """The ``WRAPPER_CASES``: a flawed wrapper is opened by the load's producer-state replay (its searches ask a
+    batch for its base offset) or by the round's read of its records, and Kafka's load or round throws there, or
+    its inner messages are read up to where their bytes end; segdex's load and rounds do the same."""
+    for seed, magic, wide, buffers, throws in WRAPPER_CASES:
+        v = judge_cleaning(random.Random(seed), oracle, tmp_path / "case", magic=magic, wide=wide, buffers=buffers,
+                           wrapper=True)
+        assert not v.mismatches and " wrapper " in v.kind, (seed, v.kind, v.mismatches)
+        assert (v.kafka_threw or "").startswith(throws) and bool(v.kafka_threw) == bool(throws), (seed, v.kafka_threw)
+        assert throws or v.rounds == 2, (seed, v.rounds)
+
+
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
-          "failure order": _failure_order, "damaged": _damaged}
+          "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:

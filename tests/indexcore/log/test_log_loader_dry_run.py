@@ -140,14 +140,16 @@ def test_an_empty_partition_ends_at_its_log_start_offset():
 
 def test_recovery_at_open_replays_the_log_before_it_from_the_log_start(tmp_path: Path):
     """Segment 1 has no ``.index``: ``recoverSegment`` first rebuilds producer state from the log start offset (0,
-    no checkpoint, no snapshot) to offset 1, reading segment 0 by batch size; its zero-filled tail throws and the
-    whole load fails (the default is a topic on record version 2)."""
+    no checkpoint, no snapshot) to offset 1. Segment 1 is not loaded yet, so segment 0 is the floor segment of
+    offset 1: the replay searches it for offset 1 (``translateOffset``, the read's end) before reading it; its
+    zero-filled tail throws there and the whole load fails (the default is a topic on record version 2)."""
     part = tmp_path / "t-0"
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 1, _batch(1), index=False)
     out = preview_start(on_disk(part), True, None, None)
-    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
-                                                             f"{SIZE_ZERO}")])
+    assert (out.action, out.notes) == ("fail", [FAILS.format(
+        f"the producer-state replay's read of the log from offset 1: org.apache.kafka.common.errors."
+        f"CorruptRecordException: {SIZE_ZERO} in file {part / '00000000000000000000.log'}.")])
 
 
 def test_a_legacy_topic_is_not_replayed(tmp_path: Path):
@@ -691,3 +693,29 @@ def test_a_last_segment_that_cannot_be_read_takes_the_log_dir_offline(tmp_path: 
     assert (preview.action, preview.log_end_offset) == ("fail", None)
     assert preview.notes == [f"the broker's load fails: {segment_name(2)}: [Errno 2] No such file or directory: "
                              f"'{part / segment_name(2)}'; it takes the whole log dir offline"]
+
+
+@pytest.mark.parametrize("flawed", [True, False])
+def test_the_replays_search_opens_a_v1_wrapper_no_recovery_opens(tmp_path: Path, flawed: bool):
+    """A v1 log, neither segment with its ``.index``: each is recovered when opened. Recovering segment 6 first
+    rebuilds producer state to offset 6 from the log start (segment 0's recovery left no snapshot at its end: v1
+    messages do not move the producer state's map end). Segment 0 is then the floor segment of offset 6, so the
+    replay searches it for offset 6 (``translateOffset``), asking each batch for its base offset: a compressed
+    wrapper is opened there, and one whose value is null throws (Kafka 4.4's load fails so, tests/indexcore/log/
+    test_cleaner.py ``WRAPPER_CASES``); a sound one passes."""
+    from segdex.indexcore.tools.segment_writer import build_legacy
+    from tests.support.legacy_wrappers import legacy_wrapper_cases
+
+    part = tmp_path / "t-0"
+    wrapper = legacy_wrapper_cases()["m1_null_value"] if flawed else build_legacy(
+        3, [(T + 3, b"c", b"3"), (T + 4, b"d", b"4"), (T + 5, b"e", b"5")], compression=1)
+    _put(part, 0, build_legacy(0, [(T, b"a", b"1"), (T + 1, b"b", b"2")], compression=1) + wrapper, index=False)
+    _put(part, 6, build_legacy(6, [(T + 6, b"f", b"6")]), index=False)
+    out = preview_start(on_disk(part), True, None, None)
+    if not flawed:
+        assert (out.action, out.recovered, out.log_end_offset) == ("recover", [0, 6], 7)
+        return
+    assert (out.action, out.notes) == ("fail", [FAILS.format(
+        f"the producer-state replay's read of the log from offset 6: org.apache.kafka.common.InvalidRecordException: "
+        f"Found invalid compressed record set with null value (magic = 1) (a damaged batch at byte 111 of "
+        f"{part / '00000000000000000000.log'}, met by the read from offset 6)")])
