@@ -96,11 +96,19 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
         key, pos = _bytes_field(payload, pos)
         value, pos = _bytes_field(payload, pos)
         n_headers, pos = _read_varint(payload, pos)
+        if n_headers < 0:  # DefaultRecord.readFrom's checks, its words
+            raise InvalidRecordException(f"Found invalid number of record headers {n_headers}")
+        if n_headers > len(payload) - pos:
+            raise InvalidRecordException(f"Found invalid number of record headers. {n_headers} is larger than the "
+                                         f"remaining size of the buffer")
         headers = []
-        for _h in range(max(n_headers, 0)):
+        for _h in range(n_headers):
+            key_size = _read_varint(payload, pos)[0]
+            if key_size < 0:
+                raise InvalidRecordException(f"Invalid negative header key size {key_size}")
             hkey, pos = _bytes_field(payload, pos)
             hval, pos = _bytes_field(payload, pos)
-            headers.append(((hkey or b"").decode("utf-8", "replace"), hval))
+            headers.append((hkey.decode("utf-8", "replace"), hval))
         if pos != end:
             raise CorruptRecordException("Record size does not match its fields")
         timestamp = max_timestamp if log_append_time else base_timestamp + ts_delta

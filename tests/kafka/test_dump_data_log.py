@@ -27,7 +27,7 @@ from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, 
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
-from tests.support.legacy_wrappers import legacy_wrapper_cases
+from tests.support.malformed_records import legacy_wrapper_cases, v2_header_cases
 
 REPO = REPO_ROOT
 
@@ -60,19 +60,19 @@ def test_max_bytes_matches_kafka(kafka_fixtures, install):
         assert not any("invalid bytes" in line for lines in ours.values() for line in lines)
 
 
-def test_deep_iteration_of_malformed_legacy_wrappers_matches_kafka(tmp_path, kafka_fixtures):
-    """Compressed v0/v1 wrappers whose inner messages are malformed (tests/support/legacy_wrappers.py): segdex's
-    deep iteration prints Kafka 4.4's lines, and where Kafka's tool throws, segdex stops there with Kafka's
-    exception and message."""
+def test_deep_iteration_of_malformed_records_matches_kafka(tmp_path, kafka_fixtures):
+    """Compressed v0/v1 wrappers whose inner messages are malformed, and v2 records whose headers are
+    (tests/support/malformed_records.py): segdex's deep iteration prints Kafka 4.4's lines, and where Kafka's tool
+    throws, segdex stops there with Kafka's exception and message."""
     files = []
-    for name, data in legacy_wrapper_cases().items():
+    for name, data in {**legacy_wrapper_cases(), **v2_header_cases()}.items():
         (tmp_path / name).mkdir()
         log = tmp_path / name / "00000000000000000000.log"
         log.write_bytes(data)
         files.append(str(log))
     kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
     ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
-    assert assert_same(kafka, ours) == 9 and status == 1
+    assert assert_same(kafka, ours) == 12 and status == 1
     for name, (_, thrown) in kafka.items():
         if thrown:
             kafka_class, message = thrown.split(": ", 1)

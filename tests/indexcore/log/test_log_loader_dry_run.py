@@ -704,7 +704,7 @@ def test_the_replays_search_opens_a_v1_wrapper_no_recovery_opens(tmp_path: Path,
     wrapper is opened there, and one whose value is null throws (Kafka 4.4's load fails so, tests/indexcore/log/
     test_cleaner.py ``WRAPPER_CASES``); a sound one passes."""
     from segdex.indexcore.tools.segment_writer import build_legacy
-    from tests.support.legacy_wrappers import legacy_wrapper_cases
+    from tests.support.malformed_records import legacy_wrapper_cases
 
     part = tmp_path / "t-0"
     wrapper = legacy_wrapper_cases()["m1_null_value"] if flawed else build_legacy(

@@ -213,7 +213,7 @@ OPENED = {  # legacy_wrapper_cases(): (offset, timestamp, key) of each record, a
 @pytest.mark.parametrize("name", sorted(OPENED))
 def test_a_wrapper_opens_as_kafkas_deep_records_iterator(name):
     from segdex.indexcore.errors import InvalidRecordException
-    from tests.support.legacy_wrappers import legacy_wrapper_cases
+    from tests.support.malformed_records import legacy_wrapper_cases
 
     data = legacy_wrapper_cases()[name]
     want = OPENED[name]
@@ -227,10 +227,30 @@ def test_a_wrapper_opens_as_kafkas_deep_records_iterator(name):
 
 def test_a_compressed_inner_message_throws_when_the_iteration_reaches_it():
     from segdex.indexcore.errors import InvalidRecordException
-    from tests.support.legacy_wrappers import legacy_wrapper_cases
+    from tests.support.malformed_records import legacy_wrapper_cases
 
     data = legacy_wrapper_cases()["m1_inner_compressed"]
     it = records(data, next(batches(data)))
     assert next(it).key == b"k0"
     with pytest.raises(InvalidRecordException, match="^Inner messages must not be compressed$"):
         next(it)
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("negative_header_count", "Found invalid number of record headers -2"),
+    ("header_count_past_the_end", "Found invalid number of record headers. 50 is larger than the remaining size of "
+                                  "the buffer"),
+    ("null_header_key", "Invalid negative header key size -1")])
+def test_malformed_v2_headers_throw_kafkas_words_at_their_record(name, words):
+    """``DefaultRecord.readFrom``'s checks (Kafka 4.4's dump throws these, tests/kafka/test_dump_data_log.py): the
+    record before is read."""
+    from segdex.indexcore.errors import InvalidRecordException
+    from tests.support.malformed_records import v2_header_cases
+
+    data = v2_header_cases()[name]
+    it = records(data, next(batches(data)))
+    first = next(it)
+    assert (first.offset, first.key, first.value, first.headers) == (0, None, b"v", [("h", b"x")])
+    with pytest.raises(InvalidRecordException) as e:
+        next(it)
+    assert str(e.value) == words

@@ -1,13 +1,22 @@
-"""Compressed message sets of the formats before 0.11 (magic 0 and 1) whose inner messages are malformed: a null
-or empty value, a stream that ends inside a header or a message, a size field below the minimum, a compressed
-inner message, a v1 wrapper offset of 0 or below the last inner offset, inner messages of another magic. Each is
-a segment of one wrapper; Kafka's own reading of them (``AbstractLegacyRecordBatch.DeepRecordsIterator``) is asked
-through kafka-dump-log's deep iteration in tests/kafka/test_dump_data_log.py."""
+"""Records malformed inside batches whose CRC is right, as Kafka's reader meets them:
+
+- compressed message sets of the formats before 0.11 (magic 0 and 1) whose inner messages are malformed: a null or
+  empty value, a stream that ends inside a header or a message, a size field below the minimum, a compressed inner
+  message, a v1 wrapper offset of 0 or below the last inner offset, inner messages of another magic
+  (``AbstractLegacyRecordBatch.DeepRecordsIterator``);
+- v2 records whose headers are malformed (``DefaultRecord.readFrom``).
+
+Each is a segment of one batch; Kafka's own reading of them is asked through kafka-dump-log's deep iteration in
+tests/kafka/test_dump_data_log.py."""
 
 from __future__ import annotations
 
+import struct
+
+from segdex.indexcore.record import crc32c
 from segdex.indexcore.record.compression import compress
 from segdex.indexcore.tools.segment_writer import legacy_message
+from tests.support.kafka_bytes import varint
 
 GZIP = 1
 
@@ -47,4 +56,26 @@ def legacy_wrapper_cases() -> dict[str, bytes]:
         cases[f"m{m}_inner_magic_2"] = _wrap(2, one + _with_magic(legacy_message(1, b"kk", b"vv", timestamp=77), 2), m)
         cases[f"m{m}_log_append_time"] = _wrap(2, _inner(0, 1) + _inner(1, 2)[len(_inner(1, 1)):], m,
                                                attributes=GZIP | 0x08)
+    return cases
+
+
+def _v2_record(headers: bytes) -> bytes:
+    """A v2 record at deltas 0 with no key, value ``v``, then ``headers`` (its count first) as they are."""
+    body = bytes([0]) + varint(0) + varint(0) + varint(-1) + varint(1) + b"v" + headers
+    return varint(len(body)) + body
+
+
+def v2_header_cases() -> dict[str, bytes]:
+    """Name -> a one-batch segment whose second record's headers are malformed (a negative count, a count larger
+    than the bytes left, a null header key), its CRC right."""
+    good = _v2_record(varint(1) + varint(1) + b"h" + varint(1) + b"x")
+    tails = {"negative_header_count": varint(-2), "header_count_past_the_end": varint(50),
+             "null_header_key": varint(1) + varint(-1) + varint(-1)}
+    cases = {}
+    for name, headers in tails.items():
+        records = good + _v2_record(headers)
+        head = struct.pack(">qiibIhiqqqhii", 0, 49 + len(records), 0, 2, 0, 0, 1, 1000, 1000, -1, -1, -1, 2)
+        batch = bytearray(head + records)
+        struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+        cases[name] = bytes(batch)
     return cases
