@@ -131,7 +131,8 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
     (``overrideLastOffset``), the delete horizon as base timestamp when there is one (attribute bit 6) and the
     first record's timestamp otherwise; max timestamp the log-append time, or the largest record timestamp.
     Every codec is written as Kafka writes it (``REBUILDABLE_CODECS``); snappy raises
-    ``UnsupportedCompressionException`` where its kernel is not built."""
+    ``UnsupportedCompressionException`` where its kernel is not built. ``records``: at least one (a batch that
+    keeps none is left as an ``empty_header`` or dropped)."""
     codec = attributes & COMPRESSION_CODEC_MASK
     if codec not in REBUILDABLE_CODECS:
         raise UnsupportedCompressionException(f"rebuilding a batch compressed with codec {codec}")
@@ -140,7 +141,7 @@ def rebuild_batch(base_offset: int, last_offset: int, attributes: int, partition
         attributes |= DELETE_HORIZON_FLAG_MASK
         base_timestamp = delete_horizon_ms
     else:
-        base_timestamp = records[0].timestamp if records else NO_TIMESTAMP
+        base_timestamp = records[0].timestamp
     if log_append_time >= 0:
         max_timestamp = log_append_time
     else:

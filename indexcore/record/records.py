@@ -171,8 +171,9 @@ class LegacyRecord:
 
 
 def _outer_message(buf, batch: RecordBatch) -> LegacyRecord:
-    """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size was checked."""
-    data = memoryview(buf)[batch.position:batch.position + batch.size_in_bytes]
+    """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size was checked. A copy:
+    an error raised while reading it must not hold a view of the mapped file (which could not close then)."""
+    data = bytes(buf[batch.position:batch.position + batch.size_in_bytes])
     (size,) = INT32.unpack_from(data, LOG_OVERHEAD - 4)
     if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size != len(data):
         raise CorruptRecordException("Truncated legacy message")

@@ -76,3 +76,22 @@ def test_snappy_output_stream_blocks_are_32_kib():
         pos += 4 + length
     assert sizes == [XERIAL_BLOCK_SIZE, XERIAL_BLOCK_SIZE, 76_800 - 2 * XERIAL_BLOCK_SIZE]
     assert xerial_snappy(b"") == XERIAL_HEADER  # an empty stream: the header alone
+
+
+def test_a_snappy_payload_without_xerial_framing_is_one_raw_block():
+    """snappy-java's ``SnappyInputStream`` reads a stream that does not start with the xerial magic as one raw
+    snappy block (``Snappy.compress``'s output), as some old clients wrote it."""
+    data = b"kafka " * 500
+    assert decompress(2, bytes(cramjam.snappy.compress_raw(data))) == data
+
+
+def test_xerial_framing_falls_back_to_cramjam_where_the_kernel_is_not_built(monkeypatch):
+    """Without the ``_snappy`` kernel, cramjam's raw snappy compresses each block: other bytes than snappy-java's
+    for some inputs, the same data once decompressed, in the same framing."""
+    from segdex.indexcore.record import compression
+
+    monkeypatch.setattr(compression, "snappy_java_raw", lambda: None)
+    data = bytes(range(256)) * 200
+    out = compression.xerial_snappy(data)
+    assert out[:16] == XERIAL_HEADER and decompress(2, out) == data
+    assert out == compression.xerial_snappy(data, lambda b: bytes(cramjam.snappy.compress_raw(b)))

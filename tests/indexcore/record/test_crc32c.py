@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import subprocess
 import sys
+import types
 
 import crc32c as package
 import pytest
@@ -74,3 +76,56 @@ def test_no_package_is_an_import_error_at_the_first_crc():
         "kernel = native.load()\n"
         "print(json.dumps({'error': error, 'symbol': native._crc.symbol if kernel else None}))\n")
     assert seen == {"error": "the crc32c package (2.5 or later) is not installed", "symbol": "crc32c_extend"}
+
+
+# In-process: the extension's lookup, the package's module objects standing in where a case needs them gone
+# (pytest's monkeypatch puts sys.modules back).
+
+def test_the_function_is_bound_once_from_the_extension(monkeypatch):
+    monkeypatch.setattr(crc32c, "_compute", None)
+    bound = crc32c._bind()
+    assert bound is sys.modules[crc32c.EXTENSION].crc32c and crc32c._compute is bound
+    assert crc32c.crc32c(b"123456789") == 0xE3069283
+
+
+def test_the_extension_imported_already_is_the_one_used():
+    assert crc32c._extension() is sys.modules[crc32c.EXTENSION]
+
+
+def test_the_extension_is_loaded_from_its_file_when_not_imported(monkeypatch):
+    path = crc32c.extension_path()
+    monkeypatch.delitem(sys.modules, crc32c.EXTENSION)
+    module = crc32c._extension()
+    assert module is not package._crc32c and module.__name__ == crc32c.EXTENSION and module.__file__ == path
+    assert module.crc32c(b"123456789", 0) == 0xE3069283
+
+
+def test_the_path_of_an_extension_module_in_sys_modules_is_its_file(monkeypatch):
+    found = os.path.join(os.path.dirname(package.__file__), os.path.basename(crc32c.extension_path()))
+    stand_in = types.ModuleType(crc32c.EXTENSION)
+    stand_in.__file__ = "/elsewhere/_crc32c.so"
+    monkeypatch.setitem(sys.modules, crc32c.EXTENSION, stand_in)
+    assert crc32c.extension_path() == "/elsewhere/_crc32c.so"
+    monkeypatch.setitem(sys.modules, crc32c.EXTENSION, types.ModuleType(crc32c.EXTENSION))  # no __file__
+    assert crc32c.extension_path() == found
+
+
+@pytest.mark.parametrize("package_module", [None, types.ModuleType("crc32c")])  # absent; a module without a spec
+def test_no_package_is_an_import_error_naming_it(monkeypatch, package_module):
+    monkeypatch.delitem(sys.modules, crc32c.EXTENSION)
+    monkeypatch.setitem(sys.modules, crc32c.PACKAGE, package_module)
+    with pytest.raises(ImportError) as e:
+        crc32c.extension_path()
+    assert str(e.value) == "the crc32c package (2.5 or later) is not installed" and e.value.name == "crc32c"
+
+
+def test_a_package_without_the_extension_is_an_import_error_naming_it(monkeypatch, tmp_path):
+    monkeypatch.delitem(sys.modules, crc32c.EXTENSION)
+    empty = types.ModuleType("crc32c")
+    empty.__spec__ = importlib.machinery.ModuleSpec("crc32c", None, is_package=True)
+    empty.__spec__.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setitem(sys.modules, crc32c.PACKAGE, empty)
+    with pytest.raises(ImportError) as e:
+        crc32c.extension_path()
+    assert str(e.value) == f"the crc32c package has no _crc32c extension in {[str(tmp_path)]}"
+    assert e.value.name == "crc32c._crc32c"

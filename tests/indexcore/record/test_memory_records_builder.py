@@ -51,3 +51,40 @@ def test_java_gzip_and_an_unsupported_codec():
     assert out[-8:] == zlib.crc32(data).to_bytes(4, "little") + len(data).to_bytes(4, "little")
     with pytest.raises(UnsupportedCompressionException, match="codec 5"):  # no such codec
         rebuild_batch(0, 0, 5, 0, -1, -1, -1, [Record(0, 1, b"k", b"v")])
+
+
+def test_the_rebuildable_codecs_are_kafkas_writers():
+    """``_rebuildable_codecs`` (run once at import): every codec id, in order; snappy through the built kernel."""
+    from segdex.indexcore.record.compression import snappy_java_raw, xerial_snappy
+    from segdex.indexcore.record.memory_records_builder import _lz4, _rebuildable_codecs, _zstd
+
+    codecs = _rebuildable_codecs()
+    assert list(codecs) == [0, 1, 2, 3, 4]
+    data = b"kafka " * 100
+    assert codecs[0](data) == data and codecs[1] is java_gzip and codecs[3] is _lz4 and codecs[4] is _zstd
+    assert codecs[2](data) == xerial_snappy(data, snappy_java_raw())
+
+
+@pytest.mark.parametrize(("case", "codec"), [("v2_gzip", 1), ("v2_zstd", 4)])
+def test_gzip_and_zstd_give_back_every_payload_kafka_wrote(case, codec):
+    """Kafka's ``GzipCompression`` (deflate level 6, memLevel 8) and ``ZstdCompression`` (level 3, no content size,
+    no checksum) over each batch's records of the fixture, byte for byte: other levels give other bytes for some
+    of its 120 batches."""
+    from segdex.indexcore.record.compression import decompress
+    from segdex.indexcore.record.memory_records_builder import REBUILDABLE_CODECS
+    from tests.support.fixtures import FIXTURES
+
+    log = (FIXTURES / case / "broker" / "00000000000000000000.log").read_bytes()
+    payloads = [log[b.position + 61:b.position + b.size_in_bytes] for b in batches(log)]
+    assert len(payloads) >= 100
+    assert all(REBUILDABLE_CODECS[codec](decompress(codec, p)) == p for p in payloads)
+
+
+def test_a_delete_horizon_or_log_append_time_of_0_is_one():
+    """0 is a time (``>= 0``), -1 none: a horizon of 0 sets bit 6 and is the base timestamp; a log-append time of 0
+    is the max timestamp."""
+    batch = rebuild_batch(0, 0, 0, 0, -1, -1, -1, [Record(0, 900, b"k", None)], delete_horizon_ms=0)
+    header = next(batches(batch, 0))
+    assert header.attributes & 0x40 and int.from_bytes(batch[27:35], "big") == 0
+    batch = rebuild_batch(0, 0, 0x08, 0, -1, -1, -1, [Record(0, 900, b"k", b"v")], log_append_time=0)
+    assert next(batches(batch, 0)).max_timestamp == 0

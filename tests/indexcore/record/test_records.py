@@ -254,3 +254,16 @@ def test_malformed_v2_headers_throw_kafkas_words_at_their_record(name, words):
     with pytest.raises(InvalidRecordException) as e:
         next(it)
     assert str(e.value) == words
+
+
+def test_an_unreadable_legacy_message_of_a_mapped_file_raises_its_own_error(tmp_path):
+    """The error of a message read from a mapped ``.log`` holds no view of the mapping: the file closes and the
+    caller gets the message's error (a view in the traceback made the close raise ``BufferError`` instead)."""
+    from segdex.indexcore.record.file_records import open_log
+
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(msg(0, body(1, b"k", b"v")) + msg(1, struct.pack(">bbqi", 1, 0, -1, 100) + b"abcde"))
+    with pytest.raises(CorruptRecordException, match="^Legacy message key/value of 100 bytes runs past"):
+        with open_log(log) as buf:
+            for batch in batches(buf):
+                list(records(buf, batch))
