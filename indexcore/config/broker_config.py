@@ -16,7 +16,16 @@ import os
 from dataclasses import dataclass, field
 
 from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS, TOPIC_SYNONYMS
-from segdex.indexcore.config.log_config import CONFIG_NAMES, KNOWN_CONFIGS, ConfigException, parse_value
+from segdex.indexcore.config.log_config import (
+    CONFIG_NAMES,
+    KNOWN_CONFIGS,
+    ConfigException,
+    _java_double,
+    java_double,
+    java_integer,
+    java_trim,
+    parse_value,
+)
 
 # broker property -> the topic config it is the default of (ServerLogConfigs / LogConfig.SERVER_DEFAULT_...)
 BROKER_SYNONYMS: dict[str, str] = {
@@ -136,10 +145,11 @@ def topic_names(overrides: dict[str, str]) -> dict[str, str]:
 
 
 def check_broker_value(path: str, key: str, value: str) -> None:
-    """A broker setting's value as ``KafkaConfig``'s ``ConfigDef`` parses it (numbers, their ranges, booleans);
-    values a config provider fills (``${file:...}``) and other types are left to the broker."""
+    """A broker setting's value as ``KafkaConfig``'s ``ConfigDef`` parses it (``ConfigDef.parseType``: numbers as
+    Java parses them, their ranges, booleans; ``compression.gzip.level`` with gzip's own validator); values a
+    config provider fills (``${file:...}``) and other types are left to the broker."""
     kind, low, high, _ = BROKER_CONFIGS[key]
-    text = value.strip()
+    text = java_trim(value)
     if "${" in text:
         return
     if kind == "BOOLEAN":
@@ -149,19 +159,27 @@ def check_broker_value(path: str, key: str, value: str) -> None:
         return
     if kind not in ("INT", "LONG", "SHORT", "DOUBLE"):
         return
-    bits = {"SHORT": 16, "INT": 32, "LONG": 64}.get(kind)
     try:
-        number = float(text) if kind == "DOUBLE" else int(text)
-        if bits is not None and not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
-            raise ValueError
+        number = java_double(text) if kind == "DOUBLE" else java_integer(text, JAVA_BITS[kind])
     except ValueError:
         raise ConfigException(f"{path}: Invalid value {value} for configuration {key}: Not a number of type "
                               f"{kind}") from None
+    shown = _java_double(number) if kind == "DOUBLE" else str(number)
+    if key == GZIP_LEVEL:  # GzipCompression.LevelValidator, as the topic config's
+        try:
+            parse_value(key, shown)
+        except ConfigException as e:
+            raise ConfigException(f"{path}: {e}") from None
+        return
     if low is not None and number < low:
-        raise ConfigException(f"{path}: Invalid value {number} for configuration {key}: Value must be at least {low}")
+        raise ConfigException(f"{path}: Invalid value {shown} for configuration {key}: Value must be at least {low}")
     if high is not None and number > high:
-        raise ConfigException(f"{path}: Invalid value {number} for configuration {key}: Value must be no more than "
+        raise ConfigException(f"{path}: Invalid value {shown} for configuration {key}: Value must be no more than "
                               f"{high}")
+
+
+GZIP_LEVEL = "compression.gzip.level"
+JAVA_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}  # the Java integer types' widths
 
 
 def read_broker_config(path: str | os.PathLike) -> BrokerConfig:

@@ -125,8 +125,43 @@ def unknown_config(key: str) -> ConfigException:
     return ConfigException(f"Unknown topic config name: {key}{did_you_mean(key, {*_DEFS, *BROKER_CONFIGS})}")
 
 
+def java_trim(text: str) -> str:
+    """``String.trim``: the characters up to U+0020 cut from both ends (a no-break space stays)."""
+    return text.strip("".join(map(chr, range(0x21))))
+
+
+# Double.valueOf's forms: decimal (ASCII digits, an optional exponent and type suffix), NaN, Infinity, hexadecimal
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?)")
+_JAVA_HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*\.?[0-9a-fA-F]*)[pP]([+-]?[0-9]+)[fFdD]?")
+
+
+def java_double(text: str) -> float:
+    """``Double.valueOf`` of a trimmed text; ValueError where Java throws ``NumberFormatException``."""
+    if _JAVA_DECIMAL.fullmatch(text):
+        return float(text.rstrip("fFdD").replace("Infinity", "inf"))
+    hexa = _JAVA_HEX.fullmatch(text)
+    if hexa and hexa.group(2).strip("."):
+        return float.fromhex(f"{hexa.group(1)}0x{hexa.group(2)}p{hexa.group(3)}")
+    raise ValueError(text)
+
+
+def java_integer(text: str, bits: int) -> int:
+    """``Short.parseShort``/``Integer.parseInt``/``Long.parseLong`` of a trimmed text: a sign, then decimal digits
+    (any script's, as ``Character.digit`` reads them; no underscore), in range; ValueError where Java throws."""
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise ValueError(text)
+    number = int(text)
+    if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+        raise ValueError(text)
+    return number
+
+
 def _java_double(x: float) -> str:
-    """``Double.toString``: plain between 10^-3 and 10^7, else ``1.0E-5``."""
+    """``Double.toString``: plain between 10^-3 and 10^7, else ``1.0E-5``; ``NaN``, ``Infinity``."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
     if x == 0 or 1e-3 <= abs(x) < 1e7:
         return repr(x)
     d = Decimal(repr(x)).normalize()
@@ -146,10 +181,13 @@ def _check_range(d: TopicConfigDef, key: str, number: int | float, shown: str) -
         raise _invalid(key, shown, f"Value must be no more than {d.at_most}")
 
 
+_COMMA_WITH_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")  # ConfigDef's, Java's \s: ASCII only
+
+
 def _parse_list(d: TopicConfigDef, key: str, text: str) -> str:
     """``ConfigDef.parseType`` LIST (split at commas, an empty text an empty list), then the validator: Kafka
     4.x's ``ValidList`` (no empty item), ``ThrottledReplicaListValidator``."""
-    items = [p.strip() for p in text.split(",")] if text else []
+    items = _COMMA_WITH_WHITESPACE.split(text) if text else []
     if d.throttled:
         if not (all(re.fullmatch(r"([0-9]+:[0-9]+)?", p) for p in items) or "".join(items) == "*"):
             raise _invalid(key, f"[{', '.join(items)}]", f"{key} must be the literal '*' or a list of replicas in "
@@ -179,7 +217,7 @@ def parse_value(key: str, value: str) -> int | float | str:
     d = _DEFS.get(key)
     if d is None:
         raise unknown_config(key)
-    text = value.strip()
+    text = java_trim(value)
     if key == "message.format.version":
         return _message_format_version(text)
     if d.type == "STRING":
@@ -188,24 +226,21 @@ def parse_value(key: str, value: str) -> int | float | str:
         return text
     if d.type == "BOOLEAN":
         if text.lower() not in ("true", "false"):
-            raise _invalid(key, text, "Expected value to be either true or false")
+            raise _invalid(key, value, "Expected value to be either true or false")
         return text.lower()
     if d.type == "LIST":  # an empty list is allowed (Kafka 4.x): neither compaction nor deletion
         return _parse_list(d, key, text)
     if d.type == "DOUBLE":  # ConfigDef.parseType: Double.valueOf, then Range.between
         try:
-            number = float(text)
+            number = java_double(text)
         except ValueError:
-            raise _invalid(key, text, "Not a number of type DOUBLE") from None
+            raise _invalid(key, value, "Not a number of type DOUBLE") from None
         _check_range(d, key, number, _java_double(number))
         return number
-    low, high = (INT_MIN, INT_MAX) if d.type == "INT" else (LONG_MIN, LONG_MAX)
     try:
-        number = int(text)
+        number = java_integer(text, 32 if d.type == "INT" else 64)
     except ValueError:
-        raise _invalid(key, text, f"Not a number of type {d.type}") from None
-    if not low <= number <= high:
-        raise _invalid(key, text, f"Not a number of type {d.type}")
+        raise _invalid(key, value, f"Not a number of type {d.type}") from None
     _check_range(d, key, number, str(number))
     return number
 

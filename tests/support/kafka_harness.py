@@ -381,6 +381,14 @@ class KafkaOracle:
         """Kafka's ``LogConfig.validate`` of one topic config: its message when it refuses the value, else None."""
         return self._ask(f"validate\t{name}\t{value}", f"validation of {name}={value}").get("error")
 
+    def broker_value(self, name: str, value: str) -> str | None:
+        """A broker setting as ``KafkaConfig``'s ``ConfigDef`` parses it (its type, then its validator): the message
+        where it refuses the value, else None; ``KeyError`` for a key this broker does not define."""
+        answer = self._ask(f"broker\t{name}\t{value}", f"broker setting {name}={value}")
+        if answer.get("unknown"):
+            raise KeyError(name)
+        return answer.get("error")
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.checkpoint.LeaderEpochCheckpointFile;
@@ -89,6 +90,8 @@ public final class KafkaOracle {
                         f.length > 11 ? Integer.parseInt(f[11]) : 1048588);
                 } else if (f[0].equals("validate")) {
                     answer = validate(f[1], f.length > 2 ? f[2] : "");
+                } else if (f[0].equals("broker")) {
+                    answer = brokerValue(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
@@ -116,6 +119,24 @@ public final class KafkaOracle {
             return "{\"ok\":true}";
         } catch (InvocationTargetException e) {
             return "{\"error\":" + quote(e.getCause().getMessage()) + "}";
+        }
+    }
+
+    /**
+     * One broker setting's value as {@code KafkaConfig}'s {@code ConfigDef} parses it when the broker starts: the
+     * key's type ({@code ConfigDef.parseType}), then its validator. {@code {"error"}} with the message where it
+     * refuses the value, {@code {"ok"}} else; {@code {"unknown"}} for a key the broker does not define.
+     */
+    private static String brokerValue(String name, String value) throws Exception {
+        ConfigDef def = (ConfigDef) Class.forName("kafka.server.KafkaConfig").getMethod("configDef").invoke(null);
+        ConfigDef.ConfigKey key = def.configKeys().get(name);
+        if (key == null) return "{\"unknown\":true}";
+        try {
+            Object parsed = ConfigDef.parseType(name, value, key.type);
+            if (key.validator != null) key.validator.ensureValid(name, parsed);
+            return "{\"ok\":true}";
+        } catch (org.apache.kafka.common.config.ConfigException e) {
+            return "{\"error\":" + quote(e.getMessage()) + "}";
         }
     }
 
