@@ -24,6 +24,22 @@ class DecompressionException(CorruptRecordException):
     """A batch payload its codec cannot decode (Kafka: a ``KafkaException`` from the codec's stream)."""
 
 
+class BufferBoundsException(SegdexError):
+    """A field Kafka reads past the end of a damaged batch or message: the exception ``java.nio.ByteBuffer`` throws
+    there (``kafka_class``: ``IndexOutOfBoundsException``, which has no message, or ``IllegalArgumentException``),
+    which no reader of Kafka's catches. ``str()`` is the message as Kafka's logs show it (``null`` for none);
+    ``java_message`` is None where Java has none."""
+
+    def __init__(self, kafka_class: str, java_message: str | None = None) -> None:
+        super().__init__("null" if java_message is None else java_message)
+        self.kafka_class = kafka_class
+        self.java_message = java_message
+
+
+INDEX_OUT_OF_BOUNDS = "java.lang.IndexOutOfBoundsException"
+ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
+
+
 class KafkaReadException(SegdexError):
     """A batch's bytes a file read could not load whole (``FileChannelRecordBatch.loadBatchWithSize``: the file
     ends first), which Kafka wraps in a ``KafkaException``."""

@@ -12,7 +12,8 @@ outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1
 4.4's cleaner rewrites as v2 batches; keyless records among them; in half of them one compressed wrapper's inner
 messages are flawed before the start, ``malform_wrapper``, which Kafka's load or round may refuse); one case in
 five has a damaged batch below the recovery point of a clean start, which the cleaner meets as it is (a CRC, magic
-byte, size field or compression id damaged, or the segment cut in it; the rest split as before). The damaged cases
+byte, size field or compression id damaged, a size field inside the batch and below its fields, or the segment cut
+in it; the rest split as before). The damaged cases
 and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
 ``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
 
@@ -38,7 +39,7 @@ import time
 from pathlib import Path
 
 from segdex.indexcore.log.cleaner import THREADS_ENV, default_threads
-from tests.support.cleaner_cases import WITH_CODEC, CleanerVerdict, judge_cleaning
+from tests.support.cleaner_cases import DRAWN_DAMAGES, CleanerVerdict, judge_cleaning
 from tests.support.kafka_harness import KAFKA_VERSIONS, KafkaInstall, KafkaOracle
 from tests.support.preview_cases import judge_preview
 from tests.support.segment_cases import Draw, generate, judge
@@ -113,7 +114,7 @@ def cleaner_run(cases: int, seed: int, show: int, codecs: tuple[int, ...]) -> in
                 magic = (2, 2, 2, i // 5 % 2, (2, 2, 1)[i // 5 % 3])[k]
                 wrapper = k == 3 and i // 10 % 2 == 1  # half the v0/v1 cases: a wrapper's inner messages flawed
                 v = judge_cleaning(random.Random(case_seed), oracle, Path(tmp) / "case", codecs, wide, tight, magic,
-                                   damage, buffers=k in (1, 3, 4), damages=WITH_CODEC, wrapper=wrapper)
+                                   damage, buffers=k in (1, 3, 4), damages=DRAWN_DAMAGES, wrapper=wrapper)
                 by_class[v.kind] += 1
                 total.add(v)
                 if v.mismatches:

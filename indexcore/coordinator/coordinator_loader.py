@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segdex.indexcore.config.log_config import LogConfig
-from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, RecoveryFailedException
+from segdex.indexcore.errors import (
+    BufferBoundsException,
+    CorruptRecordException,
+    InvalidRecordException,
+    RecoveryFailedException,
+)
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, index_paths
 from segdex.indexcore.log.log_loader import ACTION_FAIL, ACTION_TRUNCATE, SegmentOnDisk, preview_start
 from segdex.indexcore.log.log_segments import PartitionRecovery, segment_logs
@@ -168,7 +173,7 @@ class PartitionReplay:
                         self.on_record(batch.producer_id, record)
                 summary.next_offset = batch.next_offset
                 end = batch.position + batch.size_in_bytes
-        except (CorruptRecordException, InvalidRecordException, RecoveryFailedException) as e:
+        except (CorruptRecordException, InvalidRecordException, RecoveryFailedException, BufferBoundsException) as e:
             _stop(summary, self.logs, i, end, len(buf), f"{e} (position {end})")
             return
         if end < len(buf):  # a batch cut short: recovery truncates here and deletes the later segments

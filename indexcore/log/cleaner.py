@@ -51,6 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import (
+    INDEX_OUT_OF_BOUNDS,
+    BufferBoundsException,
     CorruptRecordException,
     DecompressionException,
     IndexFullException,
@@ -78,8 +80,13 @@ from segdex.indexcore.record.batch_header import (
 from segdex.indexcore.record.compression import KNOWN_CODECS, for_id
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.memory_records_builder import empty_header, rebuild_batch
-from segdex.indexcore.record.record_batch import RECORD_OVERHEAD_V0, RecordBatch, read_batch_header
-from segdex.indexcore.record.records import control_record, records, streaming_iterator
+from segdex.indexcore.record.record_batch import (
+    RECORD_BATCH_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    RecordBatch,
+    read_batch_header,
+)
+from segdex.indexcore.record.records import FILTER, KEYS, control_record, records, streaming_iterator
 
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
@@ -607,6 +614,9 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
 
 
 CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
+# where fields of a v2 batch's header end (RECORD_BATCH_V2): lastOffsetDelta (offset 23, 4 bytes), producerId (43, 8)
+LAST_OFFSET_END = 27
+PRODUCER_ID_END = 51
 ILLEGAL_STATE = "java.lang.IllegalStateException"
 ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 
@@ -661,18 +671,23 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
     transaction's batch is passed over, any other's keys go into ``m`` (False: the map was full first, at a key
     from ``start`` on)."""
     try:
+        _short_header(batch)
         _note(events, buf, batch)
         if batch.is_control:
             tm.on_control_batch_read(batch, _control_type(buf, batch))
-        elif not tm.on_batch_read(batch):
-            for record in streaming_iterator(buf, batch):
+        elif tm.on_batch_read(batch):  # aborted: its records are counted, not read
+            _count_or_null(batch)
+        else:
+            for record in streaming_iterator(buf, batch, KEYS):  # the map asks for keys only
                 if record.key is not None and record.offset >= start:
                     if m.size >= max_desired:
                         return False
+                    if record.key_error is not None:  # asked for now, as the map takes it
+                        raise record.key_error
                     m.put(record.key, record.offset)
     except UnknownCompressionTypeException as e:
         _unknown_compression(seg, batch, e)
-    except (InvalidRecordException, CorruptRecordException) as e:
+    except (InvalidRecordException, CorruptRecordException, BufferBoundsException) as e:
         _refused_wrapper(seg, batch, e)
     return True
 
@@ -684,17 +699,52 @@ def _unknown_compression(seg: CleanerSegment, batch: RecordBatch, e: UnknownComp
     _damaged(seg, batch.position, f"{ILLEGAL_ARGUMENT}: {e}")
 
 
+def _has_value(record) -> bool:
+    """``Record.hasValue``: a v0/v1 message read by ``records.FILTER`` is asked for its value's length here."""
+    if record.value_size_error is not None:
+        raise record.value_size_error
+    return record.value is not None
+
+
+def _ask_values(kept: list) -> None:
+    """A rebuild asks each kept record for its value: a v0/v1 message's value past its end throws there
+    (``Record.value_error``, read by ``records.FILTER``)."""
+    for r in kept:
+        if r.value_error is not None:
+            raise r.value_error
+
+
+def _count_or_null(batch: RecordBatch) -> None:
+    """``countOrNull``: a v2 batch's record count, past the end of one shorter than its header."""
+    if batch.magic >= 2 and batch.size_in_bytes < RECORD_BATCH_OVERHEAD:
+        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
+
+
+def _short_header(batch: RecordBatch) -> None:
+    """A v2 batch shorter than its 61-byte header, met by ``buildOffsetMapForSegment``: the first field it asks for
+    past the batch's end throws ``IndexOutOfBoundsException``: the last offset (``CleanedTransactionMetadata``'s
+    first question), a control or transactional batch's producer id, a control batch's record count. Otherwise its
+    records are opened (``streaming_iterator``: ``IllegalArgumentException``), or, aborted, counted
+    (``_count_or_null``)."""
+    if batch.magic < 2 or batch.size_in_bytes >= RECORD_BATCH_OVERHEAD:
+        return
+    if batch.size_in_bytes < LAST_OFFSET_END or batch.is_control or (
+            batch.is_transactional and batch.size_in_bytes < PRODUCER_ID_END):
+        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
+
+
 def _refused_wrapper(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
-    """A compressed message set of the formats before 0.11 whose inner messages Kafka's reader refuses
-    (``records.legacy_records``), met where the round reads its records: Kafka's round throws there. Any other
-    error of a record read (a v2 batch's, a payload its codec cannot decode) is raised as it is."""
-    if batch.magic >= 2 or isinstance(e, DecompressionException):
+    """A batch whose records Kafka's reader refuses, met where the round reads them: a message set of the formats
+    before 0.11 (``records.legacy_records``: its inner messages, a key or value past its end), a v2 batch shorter
+    than its header. Kafka's round throws there. Any other error of a record read (a v2 batch's records, a payload
+    its codec cannot decode) is raised as it is."""
+    if (batch.magic >= 2 and not isinstance(e, BufferBoundsException)) or isinstance(e, DecompressionException):
         raise e
     kafka = f"{e.kafka_class or CORRUPT_RECORD}: {e}"
     path = os.path.abspath(seg.log_path)
     raise LogCleaningException(
-        f"Kafka's cleaner fails this round ({kafka}): the message set at byte {batch.position} of {path}, whose "
-        f"inner messages Kafka's reader refuses; a broker marks the partition uncleanable and leaves it dirty",
+        f"Kafka's cleaner fails this round ({kafka}): the batch at byte {batch.position} of {path}, whose records "
+        f"Kafka's reader refuses; a broker marks the partition uncleanable and leaves it dirty",
         kafka_exception=kafka, path=path, position=batch.position)
 
 
@@ -750,7 +800,7 @@ def _read_whole(seg: CleanerSegment, buffers: IoBuffers, reads: SegmentReads | N
                 try:
                     for _ in records(buf, batch):
                         pass
-                except (InvalidRecordException, CorruptRecordException) as e:
+                except (InvalidRecordException, CorruptRecordException, BufferBoundsException) as e:
                     unreadable = not isinstance(e, DecompressionException)
     return unreadable
 
@@ -1212,10 +1262,13 @@ class Cleaner:
                     break
                 position = batch.position + batch.size_in_bytes
                 try:
+                    if batch.magic >= 2 and batch.size_in_bytes < PRODUCER_ID_END:
+                        # checkBatchRetention asks for the producer id first, past a batch shorter than its header
+                        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
                 except (LogCleaningException, UnknownCompressionTypeException, InvalidRecordException,
-                        CorruptRecordException) as e:
+                        CorruptRecordException, BufferBoundsException) as e:
                     # thrown while its read is filtered: the reads before are appended
                     _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
                     if isinstance(e, UnknownCompressionTypeException):
@@ -1238,8 +1291,9 @@ class Cleaner:
         retention, discard_records, contains_marker_for_empty_txn = _check_batch_retention(
             buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
         try:
-            recs = list(streaming_iterator(buf, batch))
-        except (UnknownCompressionTypeException, InvalidRecordException, CorruptRecordException):
+            recs = list(streaming_iterator(buf, batch, FILTER))
+        except (UnknownCompressionTypeException, InvalidRecordException, CorruptRecordException,
+                BufferBoundsException):
             if retention != DELETE:  # filterTo's filterBatch reads the records of every batch it does not delete
                 raise
             recs = []  # a deleted batch's records are never read
@@ -1256,7 +1310,7 @@ class Cleaner:
             if self._should_retain(batch, r, discard_records, horizon_now, retain_legacy_deletes, now_ms,
                                    m):
                 kept.append(r)
-                has_tombstone = has_tombstone or r.value is None
+                has_tombstone = has_tombstone or not _has_value(r)
             else:
                 write_original = False
                 stats.tombstones_removed += r.value is None and not batch.is_control
@@ -1273,6 +1327,7 @@ class Cleaner:
                 # batch of its kept records' offsets (buildRetainedRecordsInto)
                 first, last = ((batch.base_offset, batch.last_offset) if batch.magic >= 2
                                else (kept[0].offset, max(r.offset for r in kept)))
+                _ask_values(kept)
                 out.append(rebuild_batch(first, last, batch.attributes,
                                          batch.partition_leader_epoch, batch.producer_id,
                                          batch.producer_epoch, batch.base_sequence, kept, log_append,
@@ -1305,6 +1360,8 @@ class Cleaner:
             return True
         if record.offset > m.latest_offset:
             return True
+        if record.key_error is not None:  # hasKey, key: asked for here
+            raise record.key_error
         if record.key is None:
             return False
         latest = record.offset >= m.get(record.key)
@@ -1312,7 +1369,8 @@ class Cleaner:
             retain_deletes = horizon is None or now_ms < horizon
         else:
             retain_deletes = retain_legacy_deletes
-        return latest and (record.value is not None or retain_deletes)
+        has_value = _has_value(record)  # asked whether the key is the latest or not
+        return latest and (has_value or retain_deletes)
 
 
 class _CleanedLog:

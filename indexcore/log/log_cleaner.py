@@ -31,6 +31,7 @@ from types import SimpleNamespace
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
+    BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
     KafkaReadException,
@@ -281,7 +282,7 @@ def _served_as_is(path: str, base: int, config: LogConfig,
             return None
         next_offset, error = base, (f"org.apache.kafka.common.errors.CorruptRecordException: "
                                     f"{str(e).rstrip('.')} in file {os.path.abspath(path)}.")
-    except (InvalidRecordException, KafkaReadException, UnknownCompressionTypeException) as e:
+    except (InvalidRecordException, KafkaReadException, UnknownCompressionTypeException, BufferBoundsException) as e:
         if last:
             return None
         next_offset, error = base, f"{e.kafka_class}: {e}"

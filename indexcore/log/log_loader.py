@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
+    BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
     KafkaReadException,
@@ -356,7 +357,7 @@ class LogLoader:
             try:
                 return LogSegment(last.log_path, last.base_offset).read_next_offset()
             except (CorruptRecordException, InvalidRecordException, KafkaReadException,
-                    UnknownCompressionTypeException) as e:
+                    UnknownCompressionTypeException, BufferBoundsException) as e:
                 raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}") from None
             except OSError as e:
                 raise LoadFailed(f"{os.path.basename(last.log_path)}: {e}", io_error=True) from None

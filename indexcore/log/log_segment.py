@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segdex.indexcore.errors import (
+    BufferBoundsException,
     CorruptRecordException,
     IndexOffsetOverflowException,
     InvalidRecordException,
@@ -376,7 +377,8 @@ class LogSegment:
             held = whole if size is None else whole[:size]
             try:
                 return search_for_offset_from_position(held, offset, index.lookup(offset)[1])
-            except (CorruptRecordException, InvalidRecordException, UnknownCompressionTypeException) as e:
+            except (CorruptRecordException, InvalidRecordException, UnknownCompressionTypeException,
+                    BufferBoundsException) as e:
                 raise OffsetReadException(e, offset, self.log_path) from None
             finally:
                 held.release()

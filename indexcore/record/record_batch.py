@@ -151,7 +151,7 @@ def read_batch_header(buf, position: int) -> RecordBatch:
                            base_offset + last_offset_delta, attributes, max_ts, producer_id, producer_epoch,
                            base_sequence, leader_epoch, records_count)
     offset, message_size = LOG_ENTRY_HEADER.unpack_from(buf, position)
-    if magic == 1 and message_size >= RECORD_OVERHEAD_V1:
+    if magic != 0:  # LegacyRecord.timestamp: any magic but 0 (a size field of 14 or more holds it)
         _, _, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(buf, position)
     else:
         _, _, crc, _, attributes = MESSAGE_V0.unpack_from(buf, position)

@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import (
+    ILLEGAL_ARGUMENT,
+    INDEX_OUT_OF_BOUNDS,
+    BufferBoundsException,
     CorruptRecordException,
     DecompressionException,
     InvalidRecordException,
@@ -29,6 +32,8 @@ from segdex.indexcore.record.record_batch import (
 )
 
 INT32 = struct.Struct(">i")
+# the readers of a v0/v1 message, by the order they ask for its fields (LegacyRecord.read)
+WHOLE, KEYS, FILTER = "whole", "keys", "filter"
 # Control record key: version int16, type int16; value: version int16, coordinatorEpoch int32.
 CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER_VALUE = struct.Struct(">hi")
@@ -44,6 +49,12 @@ class Record:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
     crc: int | None = None  # legacy messages only: the message's own CRC-32 (of its bytes from magic on)
     valid: bool | None = None  # legacy messages only: that CRC matches (``LegacyRecord.isValid``)
+    # a legacy message read for a reader that has not asked for its fields yet (``KEYS``, ``FILTER``), a field past
+    # its end: what asking throws, for the key (``hasKey``, ``key``), whether it has a value (``hasValue``: the
+    # value's length) and the value (``key`` or ``value`` is then b"": the message has one)
+    key_error: BufferBoundsException | None = None
+    value_size_error: BufferBoundsException | None = None
+    value_error: BufferBoundsException | None = None
 
 
 def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -75,6 +86,8 @@ def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
 
 def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
     """Decode the records of a magic 2 batch (decompressing its payload first)."""
+    if batch.size_in_bytes < RECORD_BATCH_OVERHEAD:  # iterator() asks count(), past the batch's end
+        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
     start = batch.position
     header = RECORD_BATCH_V2.unpack_from(buf, start)
     base_offset, base_timestamp, max_timestamp = header[0], header[7], header[8]
@@ -119,17 +132,22 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
         yield Record(base_offset + offset_delta, timestamp, key, value, headers)
 
 
-def _legacy_bytes(data, p: int, end: int) -> tuple[bytes | None, int]:
-    """A legacy message's key or value: int32 length (-1: null), then the bytes; both within the message."""
-    if p + 4 > end:
-        raise CorruptRecordException("Legacy message too short for its key/value length fields")
-    (length,) = INT32.unpack_from(data, p)
-    p += 4
-    if length < 0:
-        return None, p
-    if p + length > end:
-        raise CorruptRecordException(f"Legacy message key/value of {length} bytes runs past the message")
-    return bytes(data[p:p + length]), p + length
+def _legacy_size(data, at: int, end: int) -> int:
+    """A legacy message's key or value length (``ByteBuffer.getInt``): ``IndexOutOfBoundsException`` past the
+    message's end."""
+    if at + 4 > end:
+        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
+    return INT32.unpack_from(data, at)[0]
+
+
+def _legacy_bytes(data, at: int, size: int, end: int) -> bytes | None:
+    """The key or value of length ``size`` whose length field is at ``at`` (``Utils.sizeDelimited``: -1 is null);
+    bytes past the message's end are the slice's ``IllegalArgumentException`` (``newLimit > capacity``)."""
+    if size < 0:
+        return None
+    if at + 4 + size > end:
+        raise BufferBoundsException(ILLEGAL_ARGUMENT, f"newLimit > capacity: ({size} > {end - at - 4})")
+    return bytes(data[at + 4:at + 4 + size])
 
 
 @dataclass(slots=True)
@@ -149,35 +167,82 @@ class LegacyRecord:
     value: bytes | None
     crc: int
     valid: bool
+    key_error: BufferBoundsException | None = None  # as ``Record.key_error``
+    value_size_error: BufferBoundsException | None = None  # as ``Record.value_size_error``
+    value_error: BufferBoundsException | None = None  # as ``Record.value_error``
 
     @classmethod
-    def read(cls, data, pos: int, end: int) -> LegacyRecord:
-        """The message of ``data[pos:end]``."""
+    def read(cls, data, pos: int, end: int, reader: str = WHOLE) -> LegacyRecord:
+        """The message of ``data[pos:end]``. ``LegacyRecord`` reads a field where it is asked for, so a field past
+        the message's end throws where the ``reader`` asks for it:
+
+        - ``WHOLE`` (a deep iteration, kafka-dump-log): the key's length, the value's, the key, the value;
+        - ``KEYS`` (the cleaner's offset map): the key's length, then the key only where the map takes it (its
+          error kept in ``key_error``); the value not read (None);
+        - ``FILTER`` (the cleaner's ``filterBatch``): nothing until asked (``_filter_fields``): the key where the
+          offset map has it, whether it has a value where it is kept, the value where the batch is rebuilt."""
         magic = data[pos + LEGACY_CRC_FROM]  # the byte the CRC's span starts at
         if magic >= 0x80:
             magic -= 0x100
         if magic == 0:
             offset, _size, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
             timestamp, p = NO_TIMESTAMP, pos + MESSAGE_V0.size
-        else:
-            if pos + MESSAGE_V1.size > end:
-                raise CorruptRecordException("Legacy message too short for its key/value length fields")
+        else:  # a size field of at least RECORD_OVERHEAD_V0 holds the timestamp; the key's length may lie past it
             offset, _size, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
             p = pos + MESSAGE_V1.size
-        key, p = _legacy_bytes(data, p, end)
-        value, p = _legacy_bytes(data, p, end)
+        key = value = key_error = value_size_error = value_error = None
+        if reader == FILTER:
+            key, value, key_error, value_size_error, value_error = _filter_fields(data, p, end)
+        else:
+            key_size = _legacy_size(data, p, end)
+            value_at = p + 4 + max(key_size, 0)
+            if reader == WHOLE:
+                value_size = _legacy_size(data, value_at, end)
+                key = _legacy_bytes(data, p, key_size, end)
+                value = _legacy_bytes(data, value_at, value_size, end)
+            else:  # KEYS
+                try:
+                    key = _legacy_bytes(data, p, key_size, end)
+                except BufferBoundsException as e:
+                    key, key_error = b"", e
         valid = zlib.crc32(memoryview(data)[pos + LEGACY_CRC_FROM:end]) & 0xFFFFFFFF == crc
-        return cls(offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid)
+        return cls(offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid, key_error, value_size_error,
+                   value_error)
 
 
-def _outer_message(buf, batch: RecordBatch) -> LegacyRecord:
+def _filter_fields(data, p: int, end: int) -> tuple:
+    """A v0/v1 message's key and value as ``filterBatch`` will ask for them, each field's error kept for when it is
+    asked: (key, value, key_error, value_size_error, value_error). A key length past the end fails both questions
+    (the value's length lies after the key)."""
+    try:
+        key_size = _legacy_size(data, p, end)
+    except BufferBoundsException as e:
+        return b"", b"", e, e, None
+    value_at = p + 4 + max(key_size, 0)
+    key = key_error = value_error = None
+    try:
+        key = _legacy_bytes(data, p, key_size, end)
+    except BufferBoundsException as e:
+        key, key_error = b"", e
+    try:
+        value_size = _legacy_size(data, value_at, end)
+    except BufferBoundsException as e:
+        return key, b"", key_error, e, None
+    try:
+        value = _legacy_bytes(data, value_at, value_size, end)
+    except BufferBoundsException as e:
+        value, value_error = b"", e
+    return key, value, key_error, None, value_error
+
+
+def _outer_message(buf, batch: RecordBatch, reader: str = WHOLE) -> LegacyRecord:
     """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size was checked. A copy:
     an error raised while reading it must not hold a view of the mapped file (which could not close then)."""
     data = bytes(buf[batch.position:batch.position + batch.size_in_bytes])
     (size,) = INT32.unpack_from(data, LOG_OVERHEAD - 4)
     if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size != len(data):
         raise CorruptRecordException("Truncated legacy message")
-    return LegacyRecord.read(data, 0, len(data))
+    return LegacyRecord.read(data, 0, len(data), reader)
 
 
 def _inner_spans(data) -> list[tuple[int, int, int]]:
@@ -199,7 +264,7 @@ def _inner_spans(data) -> list[tuple[int, int, int]]:
     return spans
 
 
-def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
+def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:
     """Messages of a legacy batch (``AbstractLegacyRecordBatch.iterator``): the message itself, or the inner
     messages of a compressed wrapper (``DeepRecordsIterator``).
 
@@ -208,11 +273,13 @@ def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
     message's relative offset, unless it is 0 (librdkafka wrote 0: the inner offsets are then absolute). Inner
     messages are read as ``_inner_spans`` says; magic 1 wrappers turn relative offsets into absolute ones. An inner
     message of magic 1 takes the wrapper's timestamp when the wrapper says LogAppendTime; one of magic 0 has none;
-    any other keeps its own. A compressed inner message throws when the iteration reaches it."""
+    any other keeps its own. A compressed inner message throws when the iteration reaches it. ``reader``: whose
+    order of questions (``LegacyRecord.read``)."""
     codec = batch.compression_type
     if codec == 0:
-        outer = _outer_message(buf, batch)
-        yield Record(outer.offset, outer.timestamp, outer.key, outer.value, crc=outer.crc, valid=outer.valid)
+        outer = _outer_message(buf, batch, reader)
+        yield Record(outer.offset, outer.timestamp, outer.key, outer.value, crc=outer.crc, valid=outer.valid,
+                     key_error=outer.key_error, value_size_error=outer.value_size_error, value_error=outer.value_error)
         return
     if batch.magic not in (0, 1):  # the header's fields first; the key and value are read after these checks
         raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
@@ -236,27 +303,33 @@ def legacy_records(buf, batch: RecordBatch) -> Iterator[Record]:
         base = outer.offset - last
     log_append_time = outer.magic == 1 and bool(outer.attributes & TIMESTAMP_TYPE_MASK)
     for offset, start, end in spans:
-        inner = LegacyRecord.read(data, start, end)
+        inner = LegacyRecord.read(data, start, end, reader)
         if inner.attributes & 0x07:
             raise InvalidRecordException("Inner messages must not be compressed")
         timestamp = outer.timestamp if log_append_time and inner.magic == 1 else inner.timestamp
-        yield Record(base + offset, timestamp, inner.key, inner.value, crc=inner.crc, valid=inner.valid)
+        yield Record(base + offset, timestamp, inner.key, inner.value, crc=inner.crc, valid=inner.valid,
+                     key_error=inner.key_error, value_size_error=inner.value_size_error, value_error=inner.value_error)
 
 
-def records(buf, batch: RecordBatch) -> Iterator[Record]:
-    """Deep iteration over any batch."""
+def records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:
+    """Deep iteration over any batch. ``reader``: the order a v0/v1 message's fields are asked for
+    (``LegacyRecord.read``); a v2 record is read whole either way (``DefaultRecord.readFrom``)."""
     if batch.magic >= 2:
         return v2_records(buf, batch)
-    return legacy_records(buf, batch)
+    return legacy_records(buf, batch, reader)
 
 
-def streaming_iterator(buf, batch: RecordBatch) -> Iterator[Record]:
+def streaming_iterator(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:
     """``RecordBatch.streamingIterator``: the batch's records, as a reader that goes through them all (the log
     cleaner's) opens them. Asking whether the batch is compressed asks ``CompressionType.forId`` first, so a codec
     id Kafka does not know throws ``UnknownCompressionTypeException`` before any record is read, even from a batch
-    that declares none."""
+    that declares none. Either iterator then positions its buffer at the records (``RECORDS_OFFSET``), which throws
+    for a v2 batch shorter than its header. ``reader``: as ``records``."""
     for_id(batch.compression_type)
-    return records(buf, batch)
+    if batch.magic >= 2 and batch.size_in_bytes < RECORD_BATCH_OVERHEAD:
+        raise BufferBoundsException(ILLEGAL_ARGUMENT,
+                                    f"newPosition > limit: ({RECORD_BATCH_OVERHEAD} > {batch.size_in_bytes})")
+    return records(buf, batch, reader)
 
 
 def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:

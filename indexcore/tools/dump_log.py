@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from segdex.indexcore.errors import CorruptRecordException, InvalidRecordException, SegdexError
+from segdex.indexcore.errors import (
+    BufferBoundsException,
+    CorruptRecordException,
+    InvalidRecordException,
+    KafkaReadException,
+    SegdexError,
+)
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.index.offset_index import parse_offset_index
 from segdex.indexcore.index.offset_index import sanity_check as offset_sanity_check
@@ -25,7 +31,13 @@ from segdex.indexcore.metadata.snapshots import snapshot_id
 from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.batch_header import DELETE_HORIZON_FLAG_MASK
 from segdex.indexcore.record.file_records import batches, open_log
-from segdex.indexcore.record.record_batch import RECORD_BATCH_V2, RecordBatch, compute_checksum, last_sequence
+from segdex.indexcore.record.record_batch import (
+    RECORD_BATCH_OVERHEAD,
+    RECORD_BATCH_V2,
+    RecordBatch,
+    compute_checksum,
+    last_sequence,
+)
 from segdex.indexcore.record.records import CONTROL_KEY, END_TXN_MARKER_VALUE, Record, control_record, records
 from segdex.indexcore.tools.index_verifier import check_offset_entries, check_time_entries
 
@@ -129,19 +141,29 @@ def dump_log(path: str, deep: bool = False, parser=None, max_bytes: int | None =
         try:
             for batch in batches(buf, 0, limit):
                 end = batch.position + batch.size_in_bytes
+                if batch.magic >= 2 and batch.position + RECORD_BATCH_OVERHEAD > len(buf) and max_bytes is None:
+                    # its header runs past the file: FileChannelRecordBatch.loadBatchHeader cannot load it
+                    raise KafkaReadException(f"Failed to load record batch at position {batch.position} from "
+                                             f"FileRecords(size={len(buf)}, file={path}, start=0, end={len(buf)})")
                 view = batch_view(buf, batch)
                 yield {"type": "batch", **view, "_extras": batch_extras(buf, batch)}
                 if deep:
                     for r in records(buf, batch):
                         yield {"type": "record", **record_view(batch, r, parser)}
-        except (CorruptRecordException, InvalidRecordException) as e:
-            name = "InvalidRecordException" if isinstance(e, InvalidRecordException) else "CorruptRecordException"
-            yield {"type": "error", "iterationStopped": f"{name}: {e}"}
+        except (CorruptRecordException, InvalidRecordException, KafkaReadException, BufferBoundsException) as e:
+            yield {"type": "error", "iterationStopped": _thrown(e)}
             return
         if end < limit and max_bytes is None:  # Kafka's iterator stops here quietly; its recovery truncates
             yield {"type": "partialBatch", "position": end, "trailingBytes": len(buf) - end,
                    "note": f"{len(buf) - end} trailing bytes at position {end} do not hold a whole batch: Kafka's "
                            f"recovery truncates them"}
+
+
+def _thrown(e: SegdexError) -> str:
+    """What stopped Kafka's tool, as ``Throwable.toString`` prints it: the class's simple name, then the message
+    where it has one."""
+    name = (e.kafka_class or "org.apache.kafka.common.errors.CorruptRecordException").rsplit(".", 1)[1]
+    return name if isinstance(e, BufferBoundsException) and e.java_message is None else f"{name}: {e}"
 
 
 def kafka_batch_line(row: dict) -> str:

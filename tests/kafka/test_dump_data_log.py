@@ -11,6 +11,7 @@ Kafka's own ``kafka-dump-log`` (``DumpLogSegments`` of the jars the set-up fetch
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -27,7 +28,7 @@ from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, 
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
-from tests.support.malformed_records import legacy_wrapper_cases, v2_header_cases
+from tests.support.malformed_records import legacy_wrapper_cases, short_cases, v2_header_cases
 
 REPO = REPO_ROOT
 
@@ -65,18 +66,19 @@ def test_deep_iteration_of_malformed_records_matches_kafka(tmp_path, kafka_fixtu
     (tests/support/malformed_records.py): segdex's deep iteration prints Kafka 4.4's lines, and where Kafka's tool
     throws, segdex stops there with Kafka's exception and message."""
     files = []
-    for name, data in {**legacy_wrapper_cases(), **v2_header_cases()}.items():
+    for name, data in {**legacy_wrapper_cases(), **v2_header_cases(), **short_cases()}.items():
         (tmp_path / name).mkdir()
         log = tmp_path / name / "00000000000000000000.log"
         log.write_bytes(data)
         files.append(str(log))
     kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
     ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
-    assert assert_same(kafka, ours) == 12 and status == 1
+    assert assert_same(kafka, ours) == 17 and status == 1
     for name, (_, thrown) in kafka.items():
-        if thrown:
-            kafka_class, message = thrown.split(": ", 1)
-            assert ours[name][-1] == f'iterationStopped: "{kafka_class.rsplit(".", 1)[1]}: {message}"', name
+        if thrown:  # Throwable.toString: the class, then ": " and the message where it has one
+            kafka_class, colon, message = thrown.partition(": ")
+            said = f"{kafka_class.rsplit('.', 1)[1]}{colon}{message}"
+            assert ours[name][-1] == f"iterationStopped: {json.dumps(said) if ' ' in said else said}", name
     deep = {Path(name).parent.name: [line for line in lines if line.startswith("| ")] for name, lines in ours.items()}
     assert [line.split()[2] for line in deep["m1_zero_wrapper_offset"]] == ["0", "1", "2"]  # librdkafka's 0
     assert [line.split()[2] for line in deep["m1_last_message_cut"]] == ["1", "2"]  # the cut message is not read

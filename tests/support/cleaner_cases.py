@@ -182,7 +182,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
 
 
 DAMAGES = ("crc", "magic", "size", "cut")
-WITH_CODEC = (*DAMAGES, "codec")  # the differential's damaged cases
+DRAWN_DAMAGES = (*DAMAGES, "codec", "short")  # the differentials' damaged cases
 
 
 def _started_and_damaged(rng: random.Random, oracle: KafkaOracle, ours: Path, theirs: Path, now: int,
@@ -205,8 +205,9 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
     """One batch of a segment before the active one, not the segment's first, damaged alike in each of ``parts``
     (copies of one partition), in one of the ``kinds`` (default ``DAMAGES``): a CRC byte flipped, the magic byte
     set outside 0..2, the size field below 14 or past the segment's end, the segment cut inside the batch, or
-    (``codec``, drawn only when asked for) the attributes' compression id set to one Kafka does not know. Returns
-    the damage's kind ("none": no segment has a second batch)."""
+    (drawn only when asked for) the attributes' compression id set to one Kafka does not know (``codec``), or the
+    size field set to 14-48, inside the batch, below a v2 header's 61 bytes (``short``). Returns the damage's kind
+    ("none": no segment has a second batch)."""
     logs = sorted(parts[0].glob("*.log"))[:-1]
     found = [(log, b) for log in logs for b in list(batches(log.read_bytes()))[1:]]
     if not found:
@@ -222,6 +223,8 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
     elif kind == "codec":  # the attributes' compression bits set to an id Kafka does not know (5..7)
         at = p + (22 if batch.magic >= 2 else 17)
         data[at] = (data[at] & ~0x07) | rng.choice([5, 6, 7])
+    elif kind == "short":  # a size field within the batch, below its own header or fields
+        data[p + 8:p + 12] = struct.pack(">i", rng.choice([14, 20, 33, 48]))
     elif kind == "size":
         left = len(data) - p - 12
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([0, 5, 13, -1, left + rng.randint(1, 100), 2_000_000]))

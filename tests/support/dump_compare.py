@@ -56,9 +56,10 @@ def _kafka_dump(install: KafkaInstall, files: list[str], *options: str) -> dict[
         assert done >= 1, proc.stderr.decode()[-2000:]
         crashed = pending[done - 1]
         lines, _ = out[crashed]
-        thrown = re.search(r'Exception in thread "main" (\S+: .*)', proc.stderr.decode())
+        thrown = re.search(r'Exception in thread "main" ([\w.$]+)(: .*)?', proc.stderr.decode())
         # drop a half-printed line; say what the tool threw
-        out[crashed] = (lines if text.endswith("\n") else lines[:-1], thrown.group(1) if thrown else "died")
+        out[crashed] = (lines if text.endswith("\n") else lines[:-1],
+                        thrown.group(1) + (thrown.group(2) or "") if thrown else "died")
         pending = pending[done:]
     return out
 

@@ -12,6 +12,7 @@ tests/kafka/test_dump_data_log.py."""
 from __future__ import annotations
 
 import struct
+import zlib
 
 from segdex.indexcore.record import crc32c
 from segdex.indexcore.record.compression import compress
@@ -79,3 +80,23 @@ def v2_header_cases() -> dict[str, bytes]:
         struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
         cases[name] = bytes(batch)
     return cases
+
+
+def _message(offset: int, rest: bytes) -> bytes:
+    """A legacy message whose bytes after its CRC are ``rest`` (magic first), its CRC right."""
+    return struct.pack(">qiI", offset, len(rest) + 4, zlib.crc32(rest) & 0xFFFFFFFF) + rest
+
+
+def short_cases() -> dict[str, bytes]:
+    """Name -> a segment whose last batch holds less than its fields: a v2 batch shorter than its 61-byte header
+    (at the file's end, or before another batch), a v1 message whose key's length runs past its end, another
+    whose key does (the value's length, asked for first, lies past the end), a v0 message whose value does."""
+    from segdex.indexcore.tools.segment_writer import build_batch
+
+    good, after = build_batch(0, [(1000, b"k", b"v")]), build_batch(2, [(1000, b"k", b"v")])
+    short = struct.pack(">qiib", 1, 20, 0, 2) + bytes(15)  # a size field of 20: 32 bytes
+    return {"v2_short_at_the_end": good + short,
+            "v2_short_before_a_batch": good + short + after,
+            "v1_key_length_past_the_end": _message(0, struct.pack(">bbq", 1, 0, 1000)),  # size 14
+            "v1_key_past_the_end": _message(0, struct.pack(">bbqi", 1, 0, 1000, 100) + b"abcde"),
+            "v0_value_past_the_end": _message(0, struct.pack(">bbi", 0, 0, -1) + struct.pack(">i", 9) + b"ab")}

@@ -1,7 +1,8 @@
 """verify's startup preview (``log_loader.preview_start``: ``LogLoader``'s dry run) judged against Kafka's own
 load: one generated compacted partition (``compacted_partition``, transactions among its producers), started and
 stopped cleanly by Kafka (its indexes and producer snapshots written), then one batch damaged below the log end
-(``damage_batch``: a CRC, magic byte, size field or compression id, or the segment cut in it). The next start is a
+(``damage_batch``: a CRC, magic byte, size field or compression id, a size field below the batch's fields, or
+the segment cut in it). The next start is a
 clean one (the clean-shutdown marker, the recovery point at the log end: no segment re-read) or an unclean one
 below a drawn recovery point (the segments from its floor recovered). segdex's preview of that start against
 Kafka 4.4's ``LogLoader`` on the same files: whether the start fails, else the log end offset it serves.
@@ -20,7 +21,7 @@ from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log.layout import index_paths
 from segdex.indexcore.log.log_loader import ACTION_FAIL, SegmentOnDisk, preview_start
 from segdex.indexcore.log.log_segments import PartitionRecovery
-from tests.support.cleaner_cases import CODECS, WITH_CODEC, damage_batch, draw_case
+from tests.support.cleaner_cases import CODECS, DRAWN_DAMAGES, damage_batch, draw_case
 from tests.support.kafka_harness import KafkaOracle
 
 
@@ -46,7 +47,7 @@ def on_disk(part: Path) -> list[SegmentOnDisk]:
 
 
 def judge_preview(rng: random.Random, oracle: KafkaOracle, work: Path,
-                  damages: tuple[str, ...] = WITH_CODEC) -> PreviewVerdict:
+                  damages: tuple[str, ...] = DRAWN_DAMAGES) -> PreviewVerdict:
     """Draw a case from ``rng`` under ``work`` (emptied first), preview its next start, ask Kafka's load."""
     ours, theirs, config, now, _ = draw_case(rng, work, CODECS, wide=False, magic=2)
     kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,

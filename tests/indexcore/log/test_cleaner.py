@@ -345,6 +345,12 @@ def test_damaged_batches_a_clean_start_serves_get_what_kafkas_cleaner_makes_of_t
     _against_kafka(kafka44, "damaged", tmp_path)
 
 
+def test_a_size_field_below_a_batchs_fields_fails_the_round_as_kafkas(kafka44, tmp_path: Path):
+    """A batch whose size field lies inside it, below its own fields (``SHORT_CASES``), against Kafka 4.4's own
+    start and rounds. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "short", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -372,6 +378,32 @@ PINNED_DAMAGE = [(88211264752, 1, None),
 CODEC_CASES = [(70423211270, 2, True, True), (70423211297, 2, False, True), (31337094014, 0, True, True),
                (31337094017, 1, False, True), (70423211293, 2, False, False), (70423211284, 0, True, False),
                (55121165404, 2, True, False)]
+
+
+# (case seed, magic, buffers drawn, what Kafka's round throws: None where both rounds clean): a size field inside
+# the batch, below its fields (``damage_batch``'s ``short``). Kafka's readers ask for a field past the batch's end
+# and ByteBuffer throws: a v2 batch's records positioned at byte 61 (...411, ...370), its producer id or an aborted
+# batch's record count (...379, ...447); a v1 message's value length asked by filterBatch (...374), its key asked
+# by the offset map or by shouldRetainRecord (...380, ...419), a value past the end after a cleaned round (...407)
+SHORT_CASES = [
+    (47123141411, 2, False, "java.lang.IllegalArgumentException: newPosition > limit: (61 > 32)"),
+    (47123141370, 2, True, "java.lang.IllegalArgumentException: newPosition > limit: (61 > 60)"),
+    (47123141379, 2, False, "java.lang.IndexOutOfBoundsException: null"),
+    (47123141447, 2, False, "java.lang.IndexOutOfBoundsException: null"),
+    (47123141374, 1, True, "java.lang.IndexOutOfBoundsException: null"),
+    (47123141380, 1, True, "java.lang.IllegalArgumentException: newLimit > capacity: (213 > 26)"),
+    (47123141419, 1, False, "java.lang.IllegalArgumentException: newLimit > capacity: (5 > 2)"),
+    (47123141407, 1, False, "java.lang.IllegalArgumentException: newLimit > capacity: (7 > 2)"),
+    (47123141369, 2, False, None), (47123141434, 1, True, None)]
+
+
+def _short(oracle, tmp_path: Path) -> None:
+    """The ``SHORT_CASES``: the round throws what Kafka's throws, at the same batch, or both clean."""
+    for seed, magic, buffers, throws in SHORT_CASES:
+        v = judge_cleaning(random.Random(seed), oracle, tmp_path / "case", magic=magic, damage=True, buffers=buffers,
+                           damages=("short",))
+        assert not v.mismatches and " short/" in v.kind, (seed, v.kind, v.mismatches)
+        assert v.kafka_threw == throws and (throws is not None or v.rounds >= 1), (seed, v.kafka_threw, v.rounds)
 
 
 def _damaged(oracle, tmp_path: Path) -> None:
@@ -438,7 +470,7 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
-          "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers}
+          "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:

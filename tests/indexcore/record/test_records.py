@@ -22,7 +22,14 @@ import pytest
 
 from segdex.indexcore.errors import CorruptRecordException, RecoveryFailedException, UnknownCompressionTypeException
 from segdex.indexcore.record.file_records import batches
-from segdex.indexcore.record.records import Record, control_record, end_txn_marker, records, streaming_iterator
+from segdex.indexcore.record.records import (
+    KEYS,
+    Record,
+    control_record,
+    end_txn_marker,
+    records,
+    streaming_iterator,
+)
 
 GZIP = 1
 SNAPPY = 2
@@ -94,11 +101,22 @@ def test_magic_0_wrapper_inner_offsets_are_absolute():
 GOOD = msg(0, body(0, b"k", b"v"))
 
 
-@pytest.mark.parametrize(("inner", "words"), [
+@pytest.mark.parametrize("inner", [
     # magic 1, size 14: the header (with its timestamp) fits, the key length field does not
-    (msg(0, body(1, None, None)[:-8]), "Legacy message too short for its key/value length fields"),
-    # a key length of 100 in a message holding 5 bytes after it
-    (msg(0, struct.pack(">bbi", 0, 0, 100) + b"abcde"), "Legacy message key/value of 100 bytes runs past the message"),
+    msg(0, body(1, None, None)[:-8]),
+    # a key length of 100 in a message holding 5 bytes after it: the value's length, asked for first, lies past
+    # its end (a reader of keys only gets the key's slice's IllegalArgumentException: test_a_key_past_...)
+    msg(0, struct.pack(">bbi", 0, 0, 100) + b"abcde")])
+def test_a_field_past_an_inner_messages_end_is_bytebuffers_error(inner):
+    """``ByteBuffer.getInt`` past the end: ``IndexOutOfBoundsException``, which has no message."""
+    from segdex.indexcore.errors import BufferBoundsException
+
+    with pytest.raises(BufferBoundsException) as e:
+        deep(wrapper(0, 0, inner))
+    assert (e.value.kafka_class, e.value.java_message) == ("java.lang.IndexOutOfBoundsException", None)
+
+
+@pytest.mark.parametrize(("inner", "words"), [
     # a whole offset+size header (12 bytes) left after the last message, size 0 (DataLogInputStream.nextBatch)
     (GOOD + struct.pack(">qi", 1, 0), "Record size is less than the minimum record overhead (14)"),
     # a size of 13 (below the 14-byte minimum) followed by more messages
@@ -263,7 +281,28 @@ def test_an_unreadable_legacy_message_of_a_mapped_file_raises_its_own_error(tmp_
 
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(msg(0, body(1, b"k", b"v")) + msg(1, struct.pack(">bbqi", 1, 0, -1, 100) + b"abcde"))
-    with pytest.raises(CorruptRecordException, match="^Legacy message key/value of 100 bytes runs past"):
+    from segdex.indexcore.errors import BufferBoundsException
+
+    with pytest.raises(BufferBoundsException, match="^null$"):  # IndexOutOfBoundsException: the value's length
         with open_log(log) as buf:
             for batch in batches(buf):
                 list(records(buf, batch))
+
+
+def test_a_key_past_the_message_end_is_the_slices_error_for_a_reader_of_keys():
+    """The cleaner's offset map asks for keys only (``KEYS``), and for a key only when the map takes it: a key
+    length of 100 with 5 bytes left is then ``Utils.sizeDelimited``'s ``IllegalArgumentException``, kept in
+    ``key_error`` until asked for. A reader of whole records asks for the value's length first, past the end
+    (``IndexOutOfBoundsException``, no message)."""
+    from segdex.indexcore.errors import BufferBoundsException
+
+    data = msg(0, struct.pack(">bbqi", 1, 0, 1000, 100) + b"abcde")
+    batch = next(batches(data))
+    (record,) = records(data, batch, KEYS)
+    assert record.key == b"" and record.value is None
+    e = record.key_error
+    assert (e.kafka_class, str(e)) == ("java.lang.IllegalArgumentException", "newLimit > capacity: (100 > 5)")
+    with pytest.raises(BufferBoundsException) as e:
+        list(records(data, batch))
+    assert (e.value.kafka_class, e.value.java_message, str(e.value)) == ("java.lang.IndexOutOfBoundsException", None,
+                                                                          "null")
