@@ -160,3 +160,55 @@ def test_stray_replicas_of_a_log_dir(tmp_path: Path):
     assert stray_replicas([str(log_dir)]) == {}
     write_metadata_log(log_dir / "__cluster_metadata-0", [topic("other", 3)])  # no metadata.version: no KRaft log's
     assert stray_replicas([str(log_dir)]) == {}
+
+
+def test_every_field_of_a_broker_registration_and_its_changes(tmp_path: Path):
+    """``BrokerRegistration`` as a KRaft broker's image holds it: a ``RegisterBrokerRecord`` (every field kept; an
+    older version without ``inControlledShutdown`` or ``logDirs`` reads as not in shutdown, no log dir), then
+    ``BrokerRegistrationChangeRecord``s (``BrokerRegistrationFencingChange``: 1 fences, -1 unfences, 0 leaves it;
+    ``BrokerRegistrationInControlledShutdownChange``: 1 sets it, 0 leaves it; ``logDirs`` replaced when it names
+    any), and a change for a broker the image does not hold (ignored)."""
+    part = tmp_path / PART
+    endpoints = [{"name": "PLAINTEXT", "host": "h1", "port": 9092, "securityProtocol": 0},
+                 {"name": "CONTROLLER", "host": "h1", "port": 9093, "securityProtocol": 0}]
+    write_metadata_log(part, [
+        [record("RegisterBrokerRecord", 4, brokerId=1, incarnationId=uuid(11), brokerEpoch=21, endPoints=endpoints,
+                features=[], rack="r1", fenced=True, inControlledShutdown=False, logDirs=[uuid(31), uuid(32)]),
+         record("RegisterBrokerRecord", 0, brokerId=2, incarnationId=uuid(12), brokerEpoch=22,
+                endPoints=endpoints[:1], features=[], rack=None),
+         record("RegisterBrokerRecord", 4, brokerId=3, incarnationId=uuid(13), brokerEpoch=23,
+                endPoints=endpoints[:1], features=[], rack=None, fenced=False, logDirs=[uuid(33)])],
+        [record("BrokerRegistrationChangeRecord", 2, brokerId=1, brokerEpoch=21, fenced=-1, inControlledShutdown=1,
+                logDirs=[uuid(34)]),
+         record("BrokerRegistrationChangeRecord", 2, brokerId=3, brokerEpoch=23, fenced=1, inControlledShutdown=0,
+                logDirs=[]),
+         record("BrokerRegistrationChangeRecord", 2, brokerId=9, brokerEpoch=29, fenced=1)],
+    ])
+    brokers = load_metadata_image(str(part)).brokers
+    assert sorted(brokers) == [1, 2, 3]
+    one, two, three = brokers[1], brokers[2], brokers[3]
+    assert (one.broker_id, one.incarnation_id, one.epoch, one.endpoints, one.rack) == (
+        1, uuid_string(uuid(11)), 21, [("PLAINTEXT", "h1", 9092), ("CONTROLLER", "h1", 9093)], "r1")
+    assert (one.fenced, one.in_controlled_shutdown, one.log_dirs) == (False, True, [uuid_string(uuid(34))])
+    assert (two.incarnation_id, two.epoch, two.rack, two.fenced, two.in_controlled_shutdown, two.log_dirs) == (
+        uuid_string(uuid(12)), 22, None, True, False, [])
+    assert (three.fenced, three.in_controlled_shutdown, three.log_dirs) == (True, False, [uuid_string(uuid(33))])
+
+
+def test_a_partition_change_merges_what_it_carries(tmp_path: Path):
+    """``PartitionRegistration.merge``: replicas, ISR and directories where the record carries them; a new leader
+    epoch only where it names a leader (``NO_LEADER_CHANGE``, -2, names none); a new partition epoch always; a
+    change for a partition or topic the image does not hold is ignored."""
+    part = tmp_path / PART
+    change = {"partitionId": 0, "topicId": uuid(1)}
+    write_metadata_log(part, [
+        topic("orders", 1),
+        [record("PartitionChangeRecord", 1, **change, isr=[1], replicas=[1, 2, 3], directories=[uuid(5)] * 3)],
+        [record("PartitionChangeRecord", 0, **change, leader=-2)],
+        [record("PartitionChangeRecord", 0, **change, leader=3), record("PartitionChangeRecord", 0, **change, leader=3)],
+        [record("PartitionChangeRecord", 0, partitionId=7, topicId=uuid(1), leader=1),
+         record("PartitionChangeRecord", 0, partitionId=0, topicId=uuid(2), leader=1)],
+    ])
+    p = load_metadata_image(str(part)).topic("orders").partitions[0]
+    assert (p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch) == ([1, 2, 3], [1], 3, 2, 4)
+    assert p.directories == [uuid_string(uuid(5))] * 3

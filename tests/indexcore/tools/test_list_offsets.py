@@ -185,3 +185,32 @@ def test_log_start_offsets_of_a_log_dir(tmp_path):
     assert log_start_offsets(tmp_path) == {}
     (tmp_path / "log-start-offset-checkpoint").write_text("0\n2\nclicks 7 4\norders 0 1000\n")
     assert log_start_offsets(tmp_path) == {("clicks", 7): 4, ("orders", 0): 1000}
+
+
+def test_count_records_equals_a_count_of_every_record(tmp_path: Path):
+    """``RecoveredPartition.count_records(start, end)`` (a consumer's read_uncommitted count of data records in a
+    range: whole batches counted from their headers, cut ones record by record) equals a count of every record of
+    every batch, for every range over three segments: batches of one and of three records, a compressed one, an
+    aborted-or-committed transaction's marker (a control batch, never counted) and a batch whose offsets have a gap
+    (compacted: its count is not its offset span), a zero-filled tail after the last batch (not read)."""
+    from segdex.indexcore.record.file_records import batches
+    from segdex.indexcore.record.records import Record, records
+    from segdex.indexcore.tools.list_offsets import recovered_partition
+
+    t = 1_700_000_000_000
+    three = [(t, b"a", b"1"), (t + 1, b"b", b"2"), (t + 2, b"c", b"3")]
+    segs = [[build_batch(0, three), build_batch(3, [(t, b"d", b"4")])],
+            [build_batch(4, three, compression=1), build_batch(7, [Record(7, t, b"e", b"5"), Record(9, t, b"f", b"6")]),
+             build_batch(10, [], producer_id=5, producer_epoch=0, control=("COMMIT", 0), control_timestamp=t)],
+            [build_batch(11, three), bytes(20)]]  # a zero-filled tail: recovery's valid bytes end before it
+    part = partition(tmp_path, "t-0", segs)
+    recovered = recovered_partition(str(part), LogConfig(), None)
+    every = []
+    for log in sorted(part.glob("*.log")):
+        data = log.read_bytes()
+        every += [r.offset for b in batches(data, 0, len(data) - 20 if log.name.startswith("0000000000000000001")
+                                                 else len(data)) if not b.is_control for r in records(data, b)]
+    assert every == [0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 12, 13]
+    for start in range(0, 15):
+        for end in range(start, 16):
+            assert recovered.count_records(start, end) == sum(start <= o < end for o in every), (start, end)
