@@ -205,7 +205,7 @@ def test_a_partition_change_merges_what_it_carries(tmp_path: Path):
         topic("orders", 1),
         [record("PartitionChangeRecord", 1, **change, isr=[1], replicas=[1, 2, 3], directories=[uuid(5)] * 3)],
         [record("PartitionChangeRecord", 0, **change, leader=-2)],
-        [record("PartitionChangeRecord", 0, **change, leader=3), record("PartitionChangeRecord", 0, **change, leader=3)],
+        [record("PartitionChangeRecord", 0, **change, leader=3)] * 2,
         [record("PartitionChangeRecord", 0, partitionId=7, topicId=uuid(1), leader=1),
          record("PartitionChangeRecord", 0, partitionId=0, topicId=uuid(2), leader=1)],
     ])
