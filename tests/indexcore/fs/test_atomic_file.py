@@ -150,3 +150,23 @@ def test_temporary_name_form(tmp_path: Path):
     name = os.path.basename(temporary_path(str(tmp_path)))
     assert re.fullmatch(rf"\.segdex-{os.getpid()}-[0-9a-f]{{12}}\.tmp", name), name
     assert os.path.dirname(temporary_path(str(tmp_path))) == str(tmp_path)
+
+
+def test_a_streamed_temporary_takes_the_mode_of_the_file_it_replaces(tmp_path: Path):
+    """``open_temporary`` (a file streamed in, then renamed by the caller): the mode of the file it will replace,
+    else, for a new file, the template's; a temporary already gone is discarded without an error."""
+    from segdex.indexcore.fs.atomic_file import _discard, open_temporary
+
+    target, template = tmp_path / "00000000000000000000.index", tmp_path / "00000000000000000000.log"
+    target.write_bytes(b"old")
+    template.write_bytes(b"")
+    os.chmod(target, 0o640)
+    os.chmod(template, 0o600)
+    for path, mode in ((target, 0o640), (tmp_path / "00000000000000000000.timeindex", 0o600)):
+        tmp, f = open_temporary(str(path), str(template))
+        with f:
+            f.write(b"new")
+        assert stat.S_IMODE(os.stat(tmp).st_mode) == mode and Path(tmp).read_bytes() == b"new", path
+        os.unlink(tmp)
+        _discard(tmp)  # gone already: nothing to do
+    assert target.read_bytes() == b"old"
