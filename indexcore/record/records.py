@@ -160,7 +160,7 @@ class LegacyRecord:
     read in the v1 layout). The CRC-32 covers the bytes from the magic byte on (``isValid``)."""
 
     offset: int
-    magic: int
+    magic: int  # the byte as unsigned (only 0 and 1 are told apart)
     attributes: int
     timestamp: int  # NO_TIMESTAMP for magic 0
     key: bytes | None
@@ -181,9 +181,7 @@ class LegacyRecord:
           error kept in ``key_error``); the value not read (None);
         - ``FILTER`` (the cleaner's ``filterBatch``): nothing until asked (``_filter_fields``): the key where the
           offset map has it, whether it has a value where it is kept, the value where the batch is rebuilt."""
-        magic = data[pos + LEGACY_CRC_FROM]  # the byte the CRC's span starts at
-        if magic >= 0x80:
-            magic -= 0x100
+        magic = data[pos + LEGACY_CRC_FROM]  # the byte the CRC's span starts at (only 0 and 1 are told apart)
         if magic == 0:
             offset, _size, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
             timestamp, p = NO_TIMESTAMP, pos + MESSAGE_V0.size
@@ -236,12 +234,10 @@ def _filter_fields(data, p: int, end: int) -> tuple:
 
 
 def _outer_message(buf, batch: RecordBatch, reader: str = WHOLE) -> LegacyRecord:
-    """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size was checked. A copy:
+    """A legacy batch's own message (``outerRecord``): its bytes are the batch's, whose size field ``batches``
+    checked (at least ``RECORD_OVERHEAD_V0``, within the buffer). A copy:
     an error raised while reading it must not hold a view of the mapped file (which could not close then)."""
     data = bytes(buf[batch.position:batch.position + batch.size_in_bytes])
-    (size,) = INT32.unpack_from(data, LOG_OVERHEAD - 4)
-    if size < RECORD_OVERHEAD_V0 or LOG_OVERHEAD + size != len(data):
-        raise CorruptRecordException("Truncated legacy message")
     return LegacyRecord.read(data, 0, len(data), reader)
 
 

@@ -306,3 +306,29 @@ def test_a_key_past_the_message_end_is_the_slices_error_for_a_reader_of_keys():
         list(records(data, batch))
     assert (e.value.kafka_class, e.value.java_message, str(e.value)) == ("java.lang.IndexOutOfBoundsException", None,
                                                                           "null")
+
+
+def test_filter_reads_each_field_where_filter_batch_asks_for_it():
+    """``FILTER`` (the cleaner's ``filterBatch``): no field past a message's end throws when the message is read;
+    each waits in the record for its question. A value's bytes past the end (``value_error``: asked by the
+    rebuild), its length past the end (``value_size_error``: asked by ``hasValue``), the key's length past it
+    (both: the value's length lies after the key); a keyless message's too, never asked (``shouldRetainRecord``
+    drops it first). The same through a compressed wrapper's inner messages."""
+    from segdex.indexcore.record.records import FILTER
+
+    value_past = struct.pack(">bbi", 0, 0, 1) + b"k" + struct.pack(">i", 9) + b"ab"
+    value_size_past = struct.pack(">bbi", 0, 0, 4) + b"keys"
+    key_size_past = struct.pack(">bbq", 1, 0, 5)
+    keyless = struct.pack(">bbi", 0, 0, -1) + struct.pack(">i", 9) + b"ab"
+    for data in (b"".join(msg(o, rest) for o, rest in enumerate((value_past, value_size_past, key_size_past,
+                                                                 keyless))),
+                 wrapper(3, 0, b"".join(msg(o, rest) for o, rest in enumerate((value_past, value_size_past,
+                                                                                key_size_past, keyless))))):
+        got = [r for b in batches(data) for r in records(data, b, FILTER)]
+        errors = [(r.key_error, r.value_size_error, r.value_error) for r in got]
+        assert [tuple(e and (e.kafka_class.rsplit(".", 1)[1], str(e)) for e in triple) for triple in errors] == [
+            (None, None, ("IllegalArgumentException", "newLimit > capacity: (9 > 2)")),
+            (None, ("IndexOutOfBoundsException", "null"), None),
+            (("IndexOutOfBoundsException", "null"), ("IndexOutOfBoundsException", "null"), None),
+            (None, None, ("IllegalArgumentException", "newLimit > capacity: (9 > 2)"))]
+        assert [(r.key, r.value) for r in got] == [(b"k", b""), (b"keys", b""), (b"", b""), (None, b"")]
