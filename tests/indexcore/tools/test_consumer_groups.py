@@ -79,3 +79,21 @@ def test_share_groups_are_not_consumer_groups_but_are_recorded(tmp_path: Path):
     assert [(g.type, g.state, g.epoch, g.coordinator_partition) for g in everything if g.group == "sg"] == [
         ("share", "Empty", 2, 1)]
 
+
+
+def test_descriptions_field_by_field(tmp_path: Path):
+    """Every field of what ``describe_groups`` answers: a classic group's members as its ``GroupMetadataValue``
+    holds them (``tests.support.group_log_dirs``: client id ``client-<member>``, host ``/127.0.0.1``, no instance
+    id; the assignment as (topic, partition), sorted, topic ids named); a group no coordinator holds, ``Dead`` and
+    empty, and, where a ``__consumer_offsets`` partition is in no log dir given, partial with why."""
+    from segdex.indexcore.tools.consumer_groups import GroupDescription, MemberDescription
+
+    view, groups = _describe(tmp_path, ["app", "nope"])
+    app, nope = groups
+    assert app.members == (MemberDescription("m-a", None, "client-m-a", "/127.0.0.1", (("orders", 0), ("orders", 1))),
+                           MemberDescription("m-b", None, "client-m-b", "/127.0.0.1", ()))
+    assert nope == GroupDescription("nope", "unknown", "", DEAD, "", -1, None, -1, (), ())
+    (missing,) = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, ["nope"], missing=[7])
+    assert missing == GroupDescription(
+        "nope", "unknown", "", DEAD, "", -1, None, -1, (), (), True, None, None,
+        "not in the coordinator partitions loaded, but __consumer_offsets-7 in none of the log dirs given: not known")

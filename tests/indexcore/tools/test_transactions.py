@@ -44,3 +44,23 @@ def test_find_hanging_over_the_log_dirs_finds_a_transaction_no_coordinator_holds
         ("data", 42, 0)]
     assert find_hanging_transactions(view, now, topic="other") == []
     assert find_hanging_transactions(view, now, max_transaction_timeout_ms=30 * MIN) == []
+
+
+def test_describe_rows_field_by_field(tmp_path: Path):
+    """``describe`` rows as ``kafka-transactions describe`` prints them (``TransactionDescription``): coordinator,
+    id, producer id and epoch, state, timeout, the start time and the duration since (``None`` before a start), the
+    partitions as ``topic-partition`` joined by commas; ``list`` rows: id, coordinator, producer id, state."""
+    from tests.support.coordinator_versions import T, transaction_records
+
+    write_partition(tmp_path, "__transaction_state", 0, [
+        build_batch(i, [(ts, key, value)]) for i, (ts, key, value) in enumerate(transaction_records())])
+    (tmp_path / "meta.properties").write_text("node.id=7\n")
+    listed = {t.metadata.transactional_id: t for t in list_transactions(ClusterView([str(tmp_path)]), now_ms=0)}
+    now = T + 90_000
+    assert listed["tx-v0"].describe_row(now) == ["7", "tx-v0", "10", "1", "Ongoing", "60000", str(T), "90000",
+                                                 "t-0,t-1"]
+    assert listed["tx-v1-ongoing"].describe_row(now) == ["7", "tx-v1-ongoing", "30", "1", "Ongoing", "60000", str(T),
+                                                         "90000", "u-2"]
+    assert [t.list_row() for t in listed.values()] == [["tx-v0", "7", "10", "Ongoing"],
+                                                       ["tx-v1", "7", "20", "CompleteCommit"],
+                                                       ["tx-v1-ongoing", "7", "30", "Ongoing"]]
