@@ -140,3 +140,22 @@ def test_a_tagged_field_whose_default_is_null_is_printed_when_empty():
                              '"brokerEpoch":11}}')
     assert empty.json() == ('{"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":3,"data":{"brokerId":1,'
                             '"brokerEpoch":11,"cordonedLogDirs":[]}}')
+
+
+def test_control_record_text_is_the_label_and_the_message_as_json():
+    """``control_record_text``: ``DumpLogSegments``' line for a raft control record, its label then the message
+    read at the version its first field names, as JSON (a real broker's, compared with Kafka's tool, in
+    tests/kafka/test_broker.py); None for a type it does not decode, a null value or one shorter than its
+    version."""
+    from segdex.indexcore.metadata.records import control_record_text
+    from tests.support.metadata_log import write_struct
+
+    _label, leader = CONTROL_RECORDS[2]
+    value = write_struct(leader.struct, {"version": 0, "leaderId": 3, "voters": [{"voterId": 3}],
+                                         "grantingVoters": [{"voterId": 3}]})
+    assert control_record_text(2, value) == (
+        'LeaderChange: {"version":0,"leaderId":3,"voters":[{"voterId":3}],"grantingVoters":[{"voterId":3}]}')
+    _label, header = CONTROL_RECORDS[3]
+    value = write_struct(header.struct, {"version": 0, "lastContainedLogTimestamp": 1_700_000_000_000})
+    assert control_record_text(3, value) == 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":1700000000000}'
+    assert [control_record_text(t, v) for t, v in ((1, value), (3, None), (3, b"\x00"))] == [None, None, None]
