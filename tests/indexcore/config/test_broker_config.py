@@ -48,6 +48,10 @@ def test_bad_values_and_files_are_config_errors(tmp_path):
         read_broker_config(props(tmp_path, "log.index.interval.bytes=3000000000\n"))
     with pytest.raises(ConfigException, match="log.retention.hours"):
         read_broker_config(props(tmp_path, "log.retention.hours=two days\n"))
+    with pytest.raises(ConfigException) as e:  # a setting of no topic config: checked under its own name
+        read_broker_config(props(tmp_path, "num.partitions=three\n"))
+    assert str(e.value) == (f"{tmp_path / 'server.properties'}: Invalid value three for configuration num.partitions: "
+                            f"Not a number of type INT")
     with pytest.raises(ConfigException, match="no such file"):
         read_broker_config(tmp_path / "missing.properties")
     with pytest.raises(ConfigException, match="a directory"):

@@ -1,14 +1,19 @@
 """Every topic config's values judged by segdex beside Kafka's own ``LogConfig.validate`` (Kafka 4.4's and 3.9's, in
 their JVM): the same values taken, the same refused, in the same words (segdex adds a did-you-mean to an unknown
 name). Where 3.9 and 4.4 differ segdex keeps 4.4's rule (``segment.bytes`` at least 1 MiB, no empty item in a
-``cleanup.policy`` list)."""
+``cleanup.policy`` list). Kafka's answers are kept in tests/kafka/golden/topic_values.json
+(``SEGDEX_RECORD_GOLDEN=1`` records them); segdex's are compared with them in the test process."""
 
 from __future__ import annotations
+
+import json
+import os
 
 import pytest
 
 from segdex.indexcore.config.kafka_configs import TOPIC_CONFIGS
 from segdex.indexcore.config.log_config import ConfigException, parse_value
+from tests.support.fixtures import GOLDEN
 
 VALUES = ["", "0", "1", "-1", "-2", "-3", "2", "9", "10", "17", "22", "23", "-131072", "-131073", "0.5", "1.5",
           "-0.1", "2147483647", "2147483648", "-2147483649", "9223372036854775807", "9223372036854775808", "abc",
@@ -29,16 +34,49 @@ def _segdex(name: str, value: str) -> str | None:
     return None
 
 
+ANSWERS = GOLDEN / "topic_values.json"  # Kafka's answers by version: configs grouped, their refusals by value
+
+
+def _names(version: str) -> list[str]:
+    return sorted(n for n, d in TOPIC_CONFIGS.items() if version[:3] in d.versions) + ["segment.mss"]
+
+
+def _grouped(answers: dict[str, dict[str, str | None]]) -> list[dict]:
+    """The answers as kept: configs answered alike grouped, each group's refusals by value, the config's name in
+    a message written ``{name}``."""
+    groups: dict[str, list[str]] = {}
+    for name, by_value in answers.items():
+        refused = {v: m.replace(name, "{name}") for v, m in by_value.items() if m is not None}
+        groups.setdefault(json.dumps(refused, sort_keys=True), []).append(name)
+    return [{"names": sorted(names), "refused": json.loads(refused)} for refused, names in sorted(groups.items())]
+
+
+def _kept(version: str) -> dict[str, dict[str, str | None]]:
+    """Kafka's answers as kept for ``version``, by config and value (None: taken)."""
+    return {name: {v: group["refused"][v].replace("{name}", name) if v in group["refused"] else None
+                   for v in VALUES}
+            for group in json.loads(ANSWERS.read_text())[version] for name in group["names"]}
+
+
 @pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
-def test_every_topic_config_judged_as_kafka_judges_it(version: str, kafka44, kafka39):
+def test_kafkas_answers_are_the_recorded_ones(version: str, kafka44, kafka39):
+    """Kafka's ``LogConfig.validate`` over every (config, value): its answers are the ones kept
+    (``SEGDEX_RECORD_GOLDEN=1`` records them)."""
     kafka = kafka44 if version == "4.4.0" else kafka39
-    names = sorted(n for n, d in TOPIC_CONFIGS.items() if version[:3] in d.versions) + ["segment.mss"]
-    wrong = []
-    for name in names:
-        for value in VALUES:
-            if version == "3.9.2" and (name, value) in DIFFERS_IN_39:
-                continue
-            theirs, ours = kafka.validate(name, value), _segdex(name, value)
-            if theirs != ours:
-                wrong.append((name, value, theirs, ours))
+    answers = {name: {value: kafka.validate(name, value) for value in VALUES} for name in _names(version)}
+    if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
+        kept = json.loads(ANSWERS.read_text()) if ANSWERS.exists() else {}
+        kept[version] = _grouped(answers)
+        ANSWERS.write_text("{\n" + ",\n".join(
+            f"{json.dumps(k)}: [\n" + ",\n".join(json.dumps(g, sort_keys=True) for g in kept[k]) + "\n]"
+            for k in sorted(kept)) + "\n}\n")
+    assert answers == _kept(version)
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
+def test_every_topic_config_judged_as_kafka_judges_it(version: str):
+    """segdex's answers equal Kafka's kept ones, in the test process."""
+    wrong = [(name, value, theirs, _segdex(name, value)) for name, by_value in _kept(version).items()
+             for value, theirs in by_value.items()
+             if not (version == "3.9.2" and (name, value) in DIFFERS_IN_39) and _segdex(name, value) != theirs]
     assert wrong == []
