@@ -14,6 +14,7 @@ import pytest
 from segdex.indexcore.config.broker_config import check_broker_value
 from segdex.indexcore.config.kafka_configs import BROKER_CONFIGS
 from segdex.indexcore.config.log_config import ConfigException
+from tests.support.config_answers import Answers, answered, grouped, groups_text
 from tests.support.fixtures import GOLDEN
 
 ANSWERS = GOLDEN / "broker_values.json"
@@ -37,27 +38,16 @@ def _segdex(name: str, value: str) -> str | None:
     return None
 
 
-def _grouped(answers: dict[str, dict[str, str | None]]) -> list[dict]:
-    """The answers as kept: settings answered alike grouped, each group's refusals by value, the setting's name in
-    a message written ``{name}``."""
-    groups: dict[str, list[str]] = {}
-    for name, by_value in answers.items():
-        refused = {v: m.replace(name, "{name}") for v, m in by_value.items() if m is not None}
-        groups.setdefault(json.dumps(refused, sort_keys=True), []).append(name)
-    return [{"names": sorted(names), "refused": json.loads(refused)} for refused, names in sorted(groups.items())]
-
-
-def _kept() -> dict[str, dict[str, str | None]]:
+def _kept() -> Answers:
     """Kafka's answers as kept, by setting and value (None: taken)."""
-    return {name: {v: group["refused"][v].replace("{name}", name) if v in group["refused"] else None for v in VALUES}
-            for group in json.loads(ANSWERS.read_text()) for name in group["names"]}
+    return answered(json.loads(ANSWERS.read_text()), VALUES)
 
 
 def test_kafkas_answers_are_the_recorded_ones(kafka44):
     """Kafka 4.4's ``KafkaConfig`` over every (setting, value): its answers are the ones kept (recorded when asked)."""
     answers = {name: {value: kafka44.broker_value(name, value) for value in VALUES} for name in _names()}
     if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
-        ANSWERS.write_text("[\n" + ",\n".join(json.dumps(g, sort_keys=True) for g in _grouped(answers)) + "\n]\n")
+        ANSWERS.write_text(groups_text(grouped(answers)) + "\n")
     assert answers == _kept()
 
 

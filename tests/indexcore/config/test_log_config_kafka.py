@@ -13,6 +13,7 @@ import pytest
 
 from segdex.indexcore.config.kafka_configs import TOPIC_CONFIGS
 from segdex.indexcore.config.log_config import ConfigException, parse_value
+from tests.support.config_answers import Answers, answered, grouped, groups_text
 from tests.support.fixtures import GOLDEN
 
 VALUES = ["", "0", "1", "-1", "-2", "-3", "2", "9", "10", "17", "22", "23", "-131072", "-131073", "0.5", "1.5",
@@ -41,21 +42,9 @@ def _names(version: str) -> list[str]:
     return sorted(n for n, d in TOPIC_CONFIGS.items() if version[:3] in d.versions) + ["segment.mss"]
 
 
-def _grouped(answers: dict[str, dict[str, str | None]]) -> list[dict]:
-    """The answers as kept: configs answered alike grouped, each group's refusals by value, the config's name in
-    a message written ``{name}``."""
-    groups: dict[str, list[str]] = {}
-    for name, by_value in answers.items():
-        refused = {v: m.replace(name, "{name}") for v, m in by_value.items() if m is not None}
-        groups.setdefault(json.dumps(refused, sort_keys=True), []).append(name)
-    return [{"names": sorted(names), "refused": json.loads(refused)} for refused, names in sorted(groups.items())]
-
-
-def _kept(version: str) -> dict[str, dict[str, str | None]]:
+def _kept(version: str) -> Answers:
     """Kafka's answers as kept for ``version``, by config and value (None: taken)."""
-    return {name: {v: group["refused"][v].replace("{name}", name) if v in group["refused"] else None
-                   for v in VALUES}
-            for group in json.loads(ANSWERS.read_text())[version] for name in group["names"]}
+    return answered(json.loads(ANSWERS.read_text())[version], VALUES)
 
 
 @pytest.mark.parametrize("version", ["4.4.0", "3.9.2"])
@@ -66,10 +55,9 @@ def test_kafkas_answers_are_the_recorded_ones(version: str, kafka44, kafka39):
     answers = {name: {value: kafka.validate(name, value) for value in VALUES} for name in _names(version)}
     if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
         kept = json.loads(ANSWERS.read_text()) if ANSWERS.exists() else {}
-        kept[version] = _grouped(answers)
-        ANSWERS.write_text("{\n" + ",\n".join(
-            f"{json.dumps(k)}: [\n" + ",\n".join(json.dumps(g, sort_keys=True) for g in kept[k]) + "\n]"
-            for k in sorted(kept)) + "\n}\n")
+        kept[version] = grouped(answers)
+        ANSWERS.write_text("{\n" + ",\n".join(f"{json.dumps(k)}: {groups_text(kept[k])}" for k in sorted(kept))
+                           + "\n}\n")
     assert answers == _kept(version)
 
 
