@@ -2,6 +2,11 @@
 
 import os
 
+# the Java exceptions Kafka throws that these errors name (``kafka_class``)
+CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
+ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
+INDEX_OUT_OF_BOUNDS = "java.lang.IndexOutOfBoundsException"
+
 
 class SegdexError(Exception):
     """Base class for every error indexcore raises on bad input.
@@ -36,10 +41,6 @@ class BufferBoundsException(SegdexError):
         self.java_message = java_message
 
 
-INDEX_OUT_OF_BOUNDS = "java.lang.IndexOutOfBoundsException"
-ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
-
-
 class KafkaReadException(SegdexError):
     """A batch's bytes a file read could not load whole (``FileChannelRecordBatch.loadBatchWithSize``: the file
     ends first), which Kafka wraps in a ``KafkaException``."""
@@ -52,7 +53,7 @@ class UnknownCompressionTypeException(SegdexError):
     met by a read of its records, or by a read of its base offset where the batch is read as a message of the
     formats before 0.11 (its magic byte below 2, as a signed byte)."""
 
-    kafka_class = "java.lang.IllegalArgumentException"
+    kafka_class = ILLEGAL_ARGUMENT
 
 
 class OffsetOutOfRangeException(SegdexError):
@@ -67,7 +68,7 @@ class OffsetReadException(SegdexError):
     before any)."""
 
     def __init__(self, cause: SegdexError, offset: int, log_path: str | None) -> None:
-        kafka_class = cause.kafka_class or "org.apache.kafka.common.errors.CorruptRecordException"
+        kafka_class = cause.kafka_class or CORRUPT_RECORD
         where = ("" if log_path is None else f" in file {os.path.abspath(log_path)}." if cause.position is None else
                  f" (a damaged batch at byte {cause.position} of {os.path.abspath(log_path)}, met by the read from "
                  f"offset {offset})")
@@ -93,7 +94,7 @@ class IndexFullException(SegdexError):
     """An append to an index whose maximum entry count was reached (Kafka's ``OffsetIndex.append`` and
     ``TimeIndex.maybeAppend`` throw an ``IllegalArgumentException`` with this message)."""
 
-    kafka_class = "java.lang.IllegalArgumentException"
+    kafka_class = ILLEGAL_ARGUMENT
 
 
 class CorruptIndexException(SegdexError):

@@ -51,6 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from segdex.indexcore.errors import (
+    CORRUPT_RECORD,
+    ILLEGAL_ARGUMENT,
     INDEX_OUT_OF_BOUNDS,
     BufferBoundsException,
     CorruptRecordException,
@@ -86,7 +88,7 @@ from segdex.indexcore.record.record_batch import (
     RecordBatch,
     read_batch_header,
 )
-from segdex.indexcore.record.records import FILTER, KEYS, control_record, records, streaming_iterator
+from segdex.indexcore.record.records import FILTER, KEYS, control_record, count_or_null, records, streaming_iterator
 
 INT32_MAX = 2**31 - 1
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
@@ -460,7 +462,7 @@ def _offset_overflow(e: LogSegmentOffsetOverflowException, seg: CleanerSegment,
     if seg.next_offset > seg.base_offset and not 0 <= seg.next_offset - 1 - seg.base_offset <= INT32_MAX:
         return LogCleaningException(f"Kafka's cleaner would split segment {seg.base_offset} (its offsets overflow "
                                     f"it) and clean it in a later round; segdex does not split segments")
-    kafka = ("java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow, and "
+    kafka = (f"{ILLEGAL_ARGUMENT}: Split operation is only permitted for segments with overflow, and "
              f"the problem path is {os.path.abspath(seg.log_path)}")
     return LogCleaningException(
         f"Kafka's cleaner fails this round ({kafka}): offset {e.offset}, the last kept of a message set of segment "
@@ -613,12 +615,10 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
             raise LogSegmentOffsetOverflowException(largest[chunk])
 
 
-CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 # where fields of a v2 batch's header end (RECORD_BATCH_V2): lastOffsetDelta (offset 23, 4 bytes), producerId (43, 8)
 LAST_OFFSET_END = 27
 PRODUCER_ID_END = 51
 ILLEGAL_STATE = "java.lang.IllegalStateException"
-ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"
 
 
 def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
@@ -676,7 +676,7 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
         if batch.is_control:
             tm.on_control_batch_read(batch, _control_type(buf, batch))
         elif tm.on_batch_read(batch):  # aborted: its records are counted, not read
-            _count_or_null(batch)
+            count_or_null(batch)
         else:
             for record in streaming_iterator(buf, batch, KEYS):  # the map asks for keys only
                 if record.key is not None and record.offset >= start:
@@ -688,7 +688,7 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
     except UnknownCompressionTypeException as e:
         _unknown_compression(seg, batch, e)
     except (InvalidRecordException, CorruptRecordException, BufferBoundsException) as e:
-        _refused_wrapper(seg, batch, e)
+        _refused_records(seg, batch, e)
     return True
 
 
@@ -714,18 +714,12 @@ def _ask_values(kept: list) -> None:
             raise r.value_error
 
 
-def _count_or_null(batch: RecordBatch) -> None:
-    """``countOrNull``: a v2 batch's record count, past the end of one shorter than its header."""
-    if batch.magic >= 2 and batch.size_in_bytes < RECORD_BATCH_OVERHEAD:
-        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
-
-
 def _short_header(batch: RecordBatch) -> None:
     """A v2 batch shorter than its 61-byte header, met by ``buildOffsetMapForSegment``: the first field it asks for
     past the batch's end throws ``IndexOutOfBoundsException``: the last offset (``CleanedTransactionMetadata``'s
     first question), a control or transactional batch's producer id, a control batch's record count. Otherwise its
     records are opened (``streaming_iterator``: ``IllegalArgumentException``), or, aborted, counted
-    (``_count_or_null``)."""
+    (``records.count_or_null``)."""
     if batch.magic < 2 or batch.size_in_bytes >= RECORD_BATCH_OVERHEAD:
         return
     if batch.size_in_bytes < LAST_OFFSET_END or batch.is_control or (
@@ -733,7 +727,7 @@ def _short_header(batch: RecordBatch) -> None:
         raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
 
 
-def _refused_wrapper(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
+def _refused_records(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
     """A batch whose records Kafka's reader refuses, met where the round reads them: a message set of the formats
     before 0.11 (``records.legacy_records``: its inner messages, a key or value past its end), a v2 batch shorter
     than its header. Kafka's round throws there. Any other error of a record read (a v2 batch's records, a payload
@@ -830,7 +824,10 @@ def _check_batch_retention(buf, batch: RecordBatch, horizon: int | None, tm: Cle
                            now_ms: int) -> tuple[str, bool, bool]:
     """``cleanInto``'s ``checkBatchRetention``: (BatchRetention, whether every record goes, whether it is a marker
     whose transaction's data is gone). The last batch of an active producer, and the batch ending at the high
-    watermark (Kafka 4.4; 3.9 has neither that nor 4.0's batch ending the round), stay even when emptied."""
+    watermark (Kafka 4.4; 3.9 has neither that nor 4.0's batch ending the round), stay even when emptied. Its
+    first question is the producer id, past the end of a v2 batch shorter than its header."""
+    if batch.magic >= 2 and batch.size_in_bytes < PRODUCER_ID_END:
+        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
     if batch.is_control:
         can_discard = tm.on_control_batch_read(batch, _control_type(buf, batch))
         discard_records = can_discard and horizon is not None and horizon <= now_ms
@@ -1262,9 +1259,6 @@ class Cleaner:
                     break
                 position = batch.position + batch.size_in_bytes
                 try:
-                    if batch.magic >= 2 and batch.size_in_bytes < PRODUCER_ID_END:
-                        # checkBatchRetention asks for the producer id first, past a batch shorter than its header
-                        raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
                 except (LogCleaningException, UnknownCompressionTypeException, InvalidRecordException,
@@ -1274,7 +1268,7 @@ class Cleaner:
                     if isinstance(e, UnknownCompressionTypeException):
                         _unknown_compression(seg, batch, e)
                     if not isinstance(e, LogCleaningException):
-                        _refused_wrapper(seg, batch, e)
+                        _refused_records(seg, batch, e)
                     raise
             _overflow_first(buf, out, self.buffers, capacity)
             if out.index_full is not None:

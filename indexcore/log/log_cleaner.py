@@ -31,6 +31,7 @@ from types import SimpleNamespace
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
+    CORRUPT_RECORD,
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
@@ -222,7 +223,7 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
             fact = dataclasses.replace(fact, largest_timestamp=largest)
             aborted = parse_transaction_index(_read(index_paths(path)[TXN_INDEX_FILE_SUFFIX]))
         segs.append(CleanerSegment(path, base, r.size_bytes, mtime_ms, offset_index, time_entries, aborted,
-                                   r.next_offset, as_is=bad_magic, legacy=any(m < 2 for m in r.magics)))
+                                   r.next_offset, as_is=bad_magic, legacy=r.legacy))
         facts.append(fact)
         if bad_magic:
             as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
@@ -280,8 +281,7 @@ def _served_as_is(path: str, base: int, config: LogConfig,
     except CorruptRecordException as e:
         if last:  # the log end offset: the load itself throws
             return None
-        next_offset, error = base, (f"org.apache.kafka.common.errors.CorruptRecordException: "
-                                    f"{str(e).rstrip('.')} in file {os.path.abspath(path)}.")
+        next_offset, error = base, f"{CORRUPT_RECORD}: {str(e).rstrip('.')} in file {os.path.abspath(path)}."
     except (InvalidRecordException, KafkaReadException, UnknownCompressionTypeException, BufferBoundsException) as e:
         if last:
             return None

@@ -492,7 +492,7 @@ class LogLoader:
         passes for its base offset; ``LoadFailed`` where that throws. A batch of the formats before 0.11 opens a
         compressed wrapper there (``records.legacy_records``), which a recovery never does, so a segment holding
         one is searched even when recovered or whole; another whole segment passes."""
-        if (seg.result.intact or recovered) and not any(m < 2 for m in seg.result.magics):
+        if (seg.result.intact or recovered) and not seg.result.legacy:
             return
         log_segment = LogSegment(seg.log_path, seg.base_offset)
         index = seg.result.offset_index if recovered else None

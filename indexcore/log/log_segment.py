@@ -25,7 +25,6 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     IndexOffsetOverflowException,
     InvalidRecordException,
-    KafkaReadException,
     OffsetReadException,
     SegdexError,
     UnknownCompressionTypeException,
@@ -62,9 +61,8 @@ from segdex.indexcore.log.scan.state import (
     S_RUN_PRODUCER_EPOCH,
     S_RUN_PRODUCER_ID,
 )
-from segdex.indexcore.record.batch_header import RECORD_BATCH_OVERHEAD
 from segdex.indexcore.record.compression import for_id
-from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.file_records import batches, load_batch_header, open_log
 from segdex.indexcore.record.record_batch import (
     NO_TIMESTAMP,
     CompressionType,
@@ -114,6 +112,11 @@ class RecoveryResult:
     def next_offset(self) -> int:
         """The segment's log end offset: last valid offset + 1, or the base offset when empty."""
         return self.last_offset + 1 if self.last_offset >= 0 else self.base_offset
+
+    @property
+    def legacy(self) -> bool:
+        """It holds messages of the formats before 0.11, whose compressed wrappers a recovery never opens."""
+        return any(m < 2 for m in self.magics)
 
     @property
     def intact(self) -> bool:
@@ -415,11 +418,7 @@ class LogSegment:
             if last is None:
                 return self.base_offset
             # nextOffset: a v2 batch's last offset is in its header, loaded from the read's slice
-            if last.magic >= 2 and last.position + RECORD_BATCH_OVERHEAD > len(buf):
-                raise KafkaReadException(
-                    f"Failed to load record batch at position {last.position} from FileRecords(size="
-                    f"{len(buf) - found.position}, file={os.path.abspath(self.log_path)}, start={found.position}, "
-                    f"end={len(buf)})")
+            load_batch_header(buf, last, os.path.abspath(self.log_path), found.position)
             return last.next_offset
 
     def first_batch_timestamp(self) -> int:

@@ -13,12 +13,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from segdex.indexcore.errors import CorruptRecordException
+from segdex.indexcore.errors import CorruptRecordException, KafkaReadException
 from segdex.indexcore.fs.file_access import open_regular
 from segdex.indexcore.record.record_batch import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_ENTRY_HEADER,
     LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
     RECORD_OVERHEAD_V0,
     RecordBatch,
     read_batch_header,
@@ -39,6 +40,14 @@ def batches(buf, start: int = 0, end: int | None = None) -> Iterator[RecordBatch
         batch = read_batch_header(buf, position)
         yield batch
         position += batch.size_in_bytes
+
+
+def load_batch_header(buf, batch: RecordBatch, path: str, start: int = 0) -> None:
+    """``FileChannelRecordBatch.loadBatchHeader`` of ``batch`` in ``FileRecords`` of ``path`` from ``start`` to
+    the end of ``buf``: a v2 header the file ends inside of cannot be loaded (``KafkaException``)."""
+    if batch.magic >= 2 and batch.position + RECORD_BATCH_OVERHEAD > len(buf):
+        raise KafkaReadException(f"Failed to load record batch at position {batch.position} from FileRecords(size="
+                                 f"{len(buf) - start}, file={path}, start={start}, end={len(buf)})")
 
 
 @contextmanager

@@ -84,10 +84,20 @@ def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos:pos + length]), pos + length
 
 
-def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
-    """Decode the records of a magic 2 batch (decompressing its payload first)."""
-    if batch.size_in_bytes < RECORD_BATCH_OVERHEAD:  # iterator() asks count(), past the batch's end
+def count_or_null(batch: RecordBatch) -> int | None:
+    """``RecordBatch.countOrNull``: a v2 batch's record count (None for the older formats, counted by reading
+    them); past the end of a v2 batch shorter than its header, ``IndexOutOfBoundsException``."""
+    if batch.magic < 2:
+        return None
+    if batch.size_in_bytes < RECORD_BATCH_OVERHEAD:
         raise BufferBoundsException(INDEX_OUT_OF_BOUNDS)
+    return batch.records_count
+
+
+def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
+    """Decode the records of a magic 2 batch (decompressing its payload first; ``iterator`` asks
+    ``count_or_null`` first)."""
+    count_or_null(batch)
     start = batch.position
     header = RECORD_BATCH_V2.unpack_from(buf, start)
     base_offset, base_timestamp, max_timestamp = header[0], header[7], header[8]
@@ -179,8 +189,8 @@ class LegacyRecord:
         - ``WHOLE`` (a deep iteration, kafka-dump-log): the key's length, the value's, the key, the value;
         - ``KEYS`` (the cleaner's offset map): the key's length, then the key only where the map takes it (its
           error kept in ``key_error``); the value not read (None);
-        - ``FILTER`` (the cleaner's ``filterBatch``): nothing until asked (``_filter_fields``): the key where the
-          offset map has it, whether it has a value where it is kept, the value where the batch is rebuilt."""
+        - ``FILTER`` (the cleaner's ``filterBatch``): nothing until asked: the key where the offset map has it,
+          whether it has a value where it is kept, the value where the batch is rebuilt."""
         magic = data[pos + LEGACY_CRC_FROM]  # the byte the CRC's span starts at (only 0 and 1 are told apart)
         if magic == 0:
             offset, _size, crc, _, attributes = MESSAGE_V0.unpack_from(data, pos)
@@ -188,36 +198,37 @@ class LegacyRecord:
         else:  # a size field of at least RECORD_OVERHEAD_V0 holds the timestamp; the key's length may lie past it
             offset, _size, crc, _, attributes, timestamp = MESSAGE_V1.unpack_from(data, pos)
             p = pos + MESSAGE_V1.size
-        key = value = key_error = value_size_error = value_error = None
-        if reader == FILTER:
-            key, value, key_error, value_size_error, value_error = _filter_fields(data, p, end)
-        else:
-            key_size = _legacy_size(data, p, end)
-            value_at = p + 4 + max(key_size, 0)
-            if reader == WHOLE:
-                value_size = _legacy_size(data, value_at, end)
-                key = _legacy_bytes(data, p, key_size, end)
-                value = _legacy_bytes(data, value_at, value_size, end)
-            else:  # KEYS
-                try:
-                    key = _legacy_bytes(data, p, key_size, end)
-                except BufferBoundsException as e:
-                    key, key_error = b"", e
+        key, value, key_size_error, value_size_error, key_error, value_error = _fields(data, p, end)
+        if reader == WHOLE:  # asked in this order, each at once
+            for error in (key_size_error, value_size_error, key_error, value_error):
+                if error is not None:
+                    raise error
+        elif reader == KEYS:  # the key's length at once, the key when the map takes it, never the value
+            if key_size_error is not None:
+                raise key_size_error
+            value = value_size_error = value_error = None
+        else:  # FILTER: nothing at once; the key's length is the first thing both the key and the value ask for
+            key_error = key_size_error or key_error
         valid = zlib.crc32(memoryview(data)[pos + LEGACY_CRC_FROM:end]) & 0xFFFFFFFF == crc
         return cls(offset, magic, attributes & 0xFF, timestamp, key, value, crc, valid, key_error, value_size_error,
                    value_error)
 
+    def record(self, offset: int, timestamp: int) -> Record:
+        """The message as a ``Record`` at ``offset`` and ``timestamp`` (an inner message's absolute ones)."""
+        return Record(offset, timestamp, self.key, self.value, crc=self.crc, valid=self.valid, key_error=self.key_error,
+                      value_size_error=self.value_size_error, value_error=self.value_error)
 
-def _filter_fields(data, p: int, end: int) -> tuple:
-    """A v0/v1 message's key and value as ``filterBatch`` will ask for them, each field's error kept for when it is
-    asked: (key, value, key_error, value_size_error, value_error). A key length past the end fails both questions
-    (the value's length lies after the key)."""
+
+def _fields(data, p: int, end: int) -> tuple:
+    """A v0/v1 message's key and value from its key's length field at ``p``, each question's error kept rather than
+    raised: (key, value, key_size_error, value_size_error, key_error, value_error). A field that cannot be read is
+    b"" (the message has one); a key length past the end fails the value's length too (it lies after the key)."""
     try:
         key_size = _legacy_size(data, p, end)
     except BufferBoundsException as e:
-        return b"", b"", e, e, None
+        return b"", b"", e, e, None, None
     value_at = p + 4 + max(key_size, 0)
-    key = key_error = value_error = None
+    key = value = key_error = value_error = None
     try:
         key = _legacy_bytes(data, p, key_size, end)
     except BufferBoundsException as e:
@@ -225,12 +236,12 @@ def _filter_fields(data, p: int, end: int) -> tuple:
     try:
         value_size = _legacy_size(data, value_at, end)
     except BufferBoundsException as e:
-        return key, b"", key_error, e, None
+        return key, b"", None, e, key_error, None
     try:
         value = _legacy_bytes(data, value_at, value_size, end)
     except BufferBoundsException as e:
         value, value_error = b"", e
-    return key, value, key_error, None, value_error
+    return key, value, None, None, key_error, value_error
 
 
 def _outer_message(buf, batch: RecordBatch, reader: str = WHOLE) -> LegacyRecord:
@@ -274,8 +285,7 @@ def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Rec
     codec = batch.compression_type
     if codec == 0:
         outer = _outer_message(buf, batch, reader)
-        yield Record(outer.offset, outer.timestamp, outer.key, outer.value, crc=outer.crc, valid=outer.valid,
-                     key_error=outer.key_error, value_size_error=outer.value_size_error, value_error=outer.value_error)
+        yield outer.record(outer.offset, outer.timestamp)
         return
     if batch.magic not in (0, 1):  # the header's fields first; the key and value are read after these checks
         raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
@@ -302,9 +312,7 @@ def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Rec
         inner = LegacyRecord.read(data, start, end, reader)
         if inner.attributes & 0x07:
             raise InvalidRecordException("Inner messages must not be compressed")
-        timestamp = outer.timestamp if log_append_time and inner.magic == 1 else inner.timestamp
-        yield Record(base + offset, timestamp, inner.key, inner.value, crc=inner.crc, valid=inner.valid,
-                     key_error=inner.key_error, value_size_error=inner.value_size_error, value_error=inner.value_error)
+        yield inner.record(base + offset, outer.timestamp if log_append_time and inner.magic == 1 else inner.timestamp)
 
 
 def records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 
 from segdex.indexcore.errors import (
+    CORRUPT_RECORD,
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
@@ -30,9 +31,8 @@ from segdex.indexcore.metadata.records import control_record_text
 from segdex.indexcore.metadata.snapshots import snapshot_id
 from segdex.indexcore.protocol.message_format import MessageFormatException
 from segdex.indexcore.record.batch_header import DELETE_HORIZON_FLAG_MASK
-from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.file_records import batches, load_batch_header, open_log
 from segdex.indexcore.record.record_batch import (
-    RECORD_BATCH_OVERHEAD,
     RECORD_BATCH_V2,
     RecordBatch,
     compute_checksum,
@@ -141,10 +141,8 @@ def dump_log(path: str, deep: bool = False, parser=None, max_bytes: int | None =
         try:
             for batch in batches(buf, 0, limit):
                 end = batch.position + batch.size_in_bytes
-                if batch.magic >= 2 and batch.position + RECORD_BATCH_OVERHEAD > len(buf) and max_bytes is None:
-                    # its header runs past the file: FileChannelRecordBatch.loadBatchHeader cannot load it
-                    raise KafkaReadException(f"Failed to load record batch at position {batch.position} from "
-                                             f"FileRecords(size={len(buf)}, file={path}, start=0, end={len(buf)})")
+                if max_bytes is None:  # printing its fields loads its header
+                    load_batch_header(buf, batch, path)
                 view = batch_view(buf, batch)
                 yield {"type": "batch", **view, "_extras": batch_extras(buf, batch)}
                 if deep:
@@ -162,7 +160,7 @@ def dump_log(path: str, deep: bool = False, parser=None, max_bytes: int | None =
 def _thrown(e: SegdexError) -> str:
     """What stopped Kafka's tool, as ``Throwable.toString`` prints it: the class's simple name, then the message
     where it has one."""
-    name = (e.kafka_class or "org.apache.kafka.common.errors.CorruptRecordException").rsplit(".", 1)[1]
+    name = (e.kafka_class or CORRUPT_RECORD).rsplit(".", 1)[1]
     return name if isinstance(e, BufferBoundsException) and e.java_message is None else f"{name}: {e}"
 
 
