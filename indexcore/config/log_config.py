@@ -136,13 +136,19 @@ _JAVA_HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*\.?[0-9a-fA-F]*)[pP]([+-]?[0-9
 
 
 def java_double(text: str) -> float:
-    """``Double.valueOf`` of a trimmed text; ValueError where Java throws ``NumberFormatException``."""
+    """``Double.valueOf`` of a trimmed text; ValueError where Java throws ``NumberFormatException``.
+
+    Both round to the nearest double; a hexadecimal value past ``Double.MAX_VALUE`` is an infinity in Java
+    (Python's ``fromhex`` raises ``OverflowError``), and one with no digit (``0x.p1``) is refused by both."""
     if _JAVA_DECIMAL.fullmatch(text):
-        return float(text.rstrip("fFdD").replace("Infinity", "inf"))
+        return float(text.rstrip("fFdD"))
     hexa = _JAVA_HEX.fullmatch(text)
-    if hexa and hexa.group(2).strip("."):
+    if not hexa:
+        raise ValueError(text)
+    try:
         return float.fromhex(f"{hexa.group(1)}0x{hexa.group(2)}p{hexa.group(3)}")
-    raise ValueError(text)
+    except OverflowError:
+        return float(f"{hexa.group(1)}inf")
 
 
 def java_integer(text: str, bits: int) -> int:

@@ -21,7 +21,8 @@ VALUES = ["", "0", "1", "-1", "-2", "-3", "2", "9", "10", "17", "22", "23", "-13
           "true", "FALSE", "yes", "1048576", "1048575", "14", "compact", "compact,delete", "delete,", "compact,,delete",
           "forever", "zstd", "GZIP", "producer", "CreateTime", "logappendtime", "*", "0:1,1:2", "0:1,x", "3.0-IV1",
           "1e-5", "-1e8", "0.10.2", "0.10", "3.0-IV9", "4.0", "4.0-IV1", "2.8", "1_000", " abc ", " 7 ", "+5", "\u0663",
-          "\u00a07", "1.5d", "Infinity", "NaN", "inf", "0x1p-2", "1E-5", " compact "]
+          "\u00a07", "1.5d", "Infinity", "NaN", "inf", "0x1p-2", "1E-5", " compact ",
+          "1.5F", "2D", "-Infinity", "0x.p1", "0x1p99999"]
 # where Kafka 3.9 and 4.4 differ, segdex answers as 4.4
 DIFFERS_IN_39 = {("segment.bytes", v) for v in VALUES if v.strip().lstrip("+-").isdigit() and int(v) < 1048576} | {
     ("cleanup.policy", v) for v in ("delete,", "compact,,delete")}
