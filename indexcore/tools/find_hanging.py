@@ -38,8 +38,11 @@ class OpenTransaction:
     last_timestamp: int
 
     def duration_minutes(self, now_ms: int) -> int:
-        """``Duration(min)``: whole minutes since the producer's last timestamp."""
-        return (now_ms - self.last_timestamp) // 60_000
+        """``Duration(min)``: whole minutes since the producer's last timestamp, rounded toward zero as
+        ``TimeUnit.MILLISECONDS.toMinutes`` rounds (a timestamp after the tool's clock gives minus the minutes
+        before it)."""
+        elapsed = now_ms - self.last_timestamp
+        return elapsed // 60_000 if elapsed >= 0 else -(-elapsed // 60_000)
 
 
 def open_transactions(topic: str, partition: int, producers: ProducerStateManager) -> list[OpenTransaction]:

@@ -67,7 +67,7 @@ class CoordinatedTransaction:
         started = m.start_timestamp_ms if m.start_timestamp_ms >= 0 else None
         return [str(self.coordinator if self.coordinator is not None else -1), m.transactional_id,
                 str(m.producer_id), str(m.producer_epoch), m.state, str(m.transaction_timeout_ms),
-                "None" if started is None else str(started), "None" if started is None else str(now_ms - started),
+                str(started), str(None if started is None else now_ms - started),  # Kafka: "None" without a start
                 ",".join(f"{t}-{p}" for t, p in m.partitions)]
 
 

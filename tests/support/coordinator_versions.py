@@ -84,18 +84,19 @@ def transaction_key(transactional_id: str) -> bytes:
 
 
 def transaction_value(version: int, producer_id: int, state: int, partitions: dict[str, list[int]],
-                      epoch: int = 1) -> bytes:
+                      epoch: int = 1, start: int = T) -> bytes:
     """TransactionLogValue: v0 non-flexible; v1 flexible with previousProducerId (tag 0), nextProducerId (1),
-    clientTransactionVersion (2) and nextProducerEpoch (3) as tagged fields."""
+    clientTransactionVersion (2) and nextProducerEpoch (3) as tagged fields. ``start``: the
+    transactionStartTimestampMs (-1: no transaction started, as Kafka writes an ``Empty`` id)."""
     if version == 0:
         parts = i32(len(partitions)) + b"".join(s16(t) + i32(len(ps)) + b"".join(i32(p) for p in ps)
                                                 for t, ps in partitions.items())
-        return (i16(0) + i64(producer_id) + i16(epoch) + i32(60_000) + i8(state) + parts + i64(T + 5) + i64(T))
+        return (i16(0) + i64(producer_id) + i16(epoch) + i32(60_000) + i8(state) + parts + i64(T + 5) + i64(start))
     parts = uv(len(partitions) + 1) + b"".join(cstr(t) + uv(len(ps) + 1) + b"".join(i32(p) for p in ps) + uv(0)
                                                for t, ps in partitions.items())
     tags = uv(4) + uv(0) + uv(8) + i64(producer_id - 1) + uv(1) + uv(8) + i64(producer_id + 1) \
         + uv(2) + uv(2) + i16(2) + uv(3) + uv(2) + i16(epoch + 1)
-    return (i16(1) + i64(producer_id) + i16(epoch) + i32(60_000) + i8(state) + parts + i64(T + 5) + i64(T)
+    return (i16(1) + i64(producer_id) + i16(epoch) + i32(60_000) + i8(state) + parts + i64(T + 5) + i64(start)
             + tags)
 
 

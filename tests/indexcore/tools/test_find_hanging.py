@@ -69,3 +69,12 @@ def test_an_open_transaction_on_another_partition_of_the_same_producer_hangs_alo
     t1 = OpenTransaction("data", 1, 7, 1, 3, 12, NOW - 60 * MIN)
     coordinator = {"x": _coordinator("x", 7, "PrepareCommit", (("data", 1),))}
     assert find_hanging([t0, t1], coordinator, NOW) == [t0]
+
+
+def test_the_duration_is_in_whole_minutes():
+    """``Duration(min)`` counts whole minutes, as ``TimeUnit.MILLISECONDS.toMinutes`` does: 90 seconds are 1, and
+    a last timestamp 90 seconds after the tool's clock (a negative ``--max-transaction-timeout`` lists it) is -1,
+    rounded toward zero (Kafka 4.4's ``toMinutes(-90000)``)."""
+    assert OpenTransaction("data", 0, 7, 1, 3, 10, NOW - 90_000).duration_minutes(NOW) == 1
+    assert OpenTransaction("data", 0, 7, 1, 3, 10, NOW + 90_000).duration_minutes(NOW) == -1
+    assert OpenTransaction("data", 0, 7, 1, 3, 10, NOW + 120_000).duration_minutes(NOW) == -2
