@@ -224,8 +224,8 @@ def format_offsets(groups: list[GroupDescription]) -> tuple[str, str]:
         if g.partial:  # above the group's rows, where no one reads its offsets without it
             out.append(f"\n{g.partial_line()}\n")
         if g.state == DEAD:
-            if not g.partial:
-                err.append(f"\nError: Consumer group '{g.group}' does not exist.\n")
+            if not g.partial:  # printError: on stdout
+                out.append(f"\nError: Consumer group '{g.group}' does not exist.\n")
             continue
         if g.state == "Empty":
             err.append(f"\nConsumer group '{g.group}' has no active members.\n")

@@ -6,17 +6,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segdex.indexcore.tools.cluster_view import ClusterView
+import pytest
+
+from segdex.indexcore.coordinator.coordinator_loader import ANSWERS
+from segdex.indexcore.coordinator.coordinator_loader import UNKNOWN as AFTER_START_UNKNOWN
+from segdex.indexcore.coordinator.group_coordinator_shard import load_group_coordinator
+from segdex.indexcore.protocol.message_format import uuid_string
+from segdex.indexcore.tools.cluster_view import CONSUMER_OFFSETS, ClusterView, CoordinatorPartition
 from segdex.indexcore.tools.consumer_groups import (
     AHEAD_OF_END,
+    ALL_GROUP_TYPES,
     BEFORE_START,
     DEAD,
     OK,
+    GroupDescription,
+    MemberDescription,
+    PartitionAssignmentState,
     describe_groups,
     format_offsets,
     restore_check,
 )
-from tests.support.group_log_dirs import restored_log_dir
+from segdex.indexcore.tools.segment_writer import build_batch, write_partition
+from tests.support.coordinator_versions import T as TV
+from tests.support.coordinator_versions import offset_commit_key, offset_commit_value
+from tests.support.group_log_dirs import (
+    cg_epoch,
+    cg_key,
+    consumer_assignment,
+    consumer_subscription,
+    group_value,
+    restored_log_dir,
+)
+from tests.support.kafka_bytes import b32, cstr, i8, i16, i32, i64, s16, uv
 
 
 def _describe(tmp_path: Path, group_ids=None):
@@ -46,7 +67,7 @@ def test_describe_prints_kafkas_rows_members_first_then_unassigned(tmp_path: Pat
 def test_a_group_asked_for_that_no_coordinator_holds_does_not_exist(tmp_path: Path):
     _view, groups = _describe(tmp_path, ["nope"])
     assert [(g.group, g.state, g.offsets) for g in groups] == [("nope", DEAD, ())]
-    assert format_offsets(groups) == ("", "\nError: Consumer group 'nope' does not exist.\n")
+    assert format_offsets(groups) == ("\nError: Consumer group 'nope' does not exist.\n", "")  # printError: stdout
 
 
 def test_restore_check_counts_records_a_reset_rereads_or_skips(tmp_path: Path):
@@ -97,3 +118,210 @@ def test_descriptions_field_by_field(tmp_path: Path):
     assert missing == GroupDescription(
         "nope", "unknown", "", DEAD, "", -1, None, -1, (), (), True, None, None,
         "not in the coordinator partitions loaded, but __consumer_offsets-7 in none of the log dirs given: not known")
+
+
+# The cases restored_log_dir lacks: a consumer-protocol group, static members, partitions without a commit,
+# commits of -1, 1 and -2, several groups with their messages, a share group's members, a partial load.
+
+ORDERS_ID = bytes(range(16))  # the topic id orders-0..2's partition.metadata names
+UNNAMED_ID = bytes(range(100, 116))  # a topic id no partition.metadata names
+# Kafka's printOffsetFormat when no value is wider than its column (every width 15, PARTITION 10)
+ROW = "\n%-15s %-15s %-10s %-15s %-15s %-15s %-15s %-15s %s"
+HEADER = ROW % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+                "CLIENT-ID")
+
+
+def _classic_value(members: list[tuple[str, str | None, str, str, dict[str, list[int]]]]) -> bytes:
+    """GroupMetadataValue v3 (the first version with ``groupInstanceId``): protocol type ``consumer``, generation
+    7, protocol ``range``; ``members``: (member id, group instance id, client id, host, assignment)."""
+    out = (i16(3) + s16("consumer") + i32(7) + s16("range") + s16(members[0][0]) + i64(TV) + i32(len(members)))
+    for member_id, instance_id, client_id, host, assignment in members:
+        out += (s16(member_id) + s16(instance_id) + s16(client_id) + s16(host) + i32(30_000) + i32(10_000)
+                + b32(consumer_subscription(sorted(assignment))) + b32(consumer_assignment(assignment)))
+    return out
+
+
+def _member_value(instance_id: str | None, client_id: str, host: str) -> bytes:
+    """ConsumerGroupMemberMetadataValue v0 (flexible): instance id, rack (null), client id and host, subscribed
+    topics, regex (null), rebalance timeout, server assignor, no tagged fields."""
+    return (i16(0) + cstr(instance_id) + cstr(None) + cstr(client_id) + cstr(host) + uv(2) + cstr("orders")
+            + cstr(None) + i32(300_000) + cstr("uniform") + uv(0))
+
+
+def _current_assignment(epoch: int, partitions: dict[bytes, list[int]]) -> bytes:
+    """ConsumerGroupCurrentMemberAssignmentValue v0: member epoch, previous epoch, state STABLE (0), the assigned
+    partitions by topic id (compact arrays), none pending revocation."""
+    topics = uv(len(partitions) + 1) + b"".join(tid + uv(len(ps) + 1) + b"".join(i32(p) for p in ps) + uv(0)
+                                                for tid, ps in partitions.items())
+    return i16(0) + i32(epoch) + i32(epoch - 1) + i8(0) + topics + uv(1) + uv(0)
+
+
+def _data_partition(log_dir: Path, topic: str, partition: int, records: int, topic_id: bytes | None) -> None:
+    """A data partition of ``records`` records (log end offset ``records``), with its ``partition.metadata``."""
+    write_partition(log_dir, topic, partition, [build_batch(0, [(TV + i, b"k", b"v") for i in range(records)])])
+    if topic_id is not None:
+        (log_dir / f"{topic}-{partition}" / "partition.metadata").write_text(
+            f"version: 0\ntopic_id: {uuid_string(topic_id)}\n")
+
+
+@pytest.fixture(scope="module")
+def groups_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``__consumer_offsets-0`` (node 3) holding:
+
+    - ``a-empty``: a classic consumer group without members or commits (``Empty``, no row);
+    - ``b-848``: a consumer-protocol group whose group epoch (5) is ahead of its target assignment's (4):
+      ``Assigning``, which ``--describe`` warns is rebalancing. Member ``m1`` (static: instance ``i-1``) holds
+      orders-0 and orders-2 by topic id, ``m2`` orders-1. Commits: orders-0 at 1 (v3: leader epoch 7, metadata
+      ``meta-0``), orders-1 at -1, items-0 at -2 (no member holds items); orders-2 has none;
+    - ``c-static``: a classic group whose member ``s1`` is static (instance ``static-1``) and holds orders-0,
+      committed at 5 by an OffsetCommitValue v1 (the version with an expire timestamp); ``s2`` holds nothing;
+    - ``sg``: a share group with one member (a group ``kafka-consumer-groups`` does not describe).
+
+    orders-0..2 hold 10 records each (named by ``ORDERS_ID``), items-0 4 records."""
+    log_dir = tmp_path_factory.mktemp("groups") / "logs"
+    write_partition(log_dir, CONSUMER_OFFSETS, 0, [
+        build_batch(0, [(TV, i16(2) + s16("a-empty"), group_value([], generation=4))]),
+        build_batch(1, [
+            (TV, cg_key(3, "b-848"), cg_epoch(3, 5)),
+            (TV, cg_key(6, "b-848"), cg_epoch(6, 4)),
+            (TV, cg_key(5, "b-848", "m1"), _member_value("i-1", "c1", "/10.0.0.1")),
+            (TV, cg_key(8, "b-848", "m1"), _current_assignment(4, {ORDERS_ID: [0, 2]})),
+            (TV, cg_key(5, "b-848", "m2"), _member_value(None, "c2", "/10.0.0.2")),
+            (TV, cg_key(8, "b-848", "m2"), _current_assignment(4, {ORDERS_ID: [1]})),
+        ]),
+        build_batch(7, [(TV, i16(2) + s16("c-static"), _classic_value([
+            ("s1", "static-1", "cs1", "/10.0.0.3", {"orders": [0]}), ("s2", None, "cs2", "/10.0.0.4", {})]))]),
+        build_batch(8, [
+            (TV, offset_commit_key("b-848", "orders", 0), offset_commit_value(3, 1, "meta-0", leader_epoch=7)),
+            (TV, offset_commit_key("b-848", "orders", 1), offset_commit_value(3, -1)),
+            (TV, offset_commit_key("b-848", "items", 0), offset_commit_value(3, -2)),
+            (TV, offset_commit_key("c-static", "orders", 0), offset_commit_value(1, 5, "static")),
+        ]),
+        build_batch(12, [(TV, i16(11) + s16("sg"), i16(0) + i32(2)),
+                         (TV, i16(10) + s16("sg") + s16("sm"), i16(0))]),
+    ])
+    for p in range(3):
+        _data_partition(log_dir, "orders", p, 10, ORDERS_ID)
+    _data_partition(log_dir, "items", 0, 4, None)
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=3\ncluster.id=c\n")
+    return log_dir
+
+
+def _groups(log_dir: Path, group_ids: list[str] | None = None, **kwargs) -> dict[str, GroupDescription]:
+    view = ClusterView([str(log_dir)])
+    described = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, group_ids, **kwargs)
+    return {g.group: g for g in described}
+
+
+def test_consumer_protocol_members_carry_their_instance_id_and_named_assignment(groups_dir: Path):
+    """A consumer-protocol (KIP-848) group's members as ``ConsumerGroupDescribe`` gives them
+    (``ConsumerGroupMember.asConsumerGroupDescribeMember``): member id, instance id, client id, host, and the
+    assigned partitions by topic name (the topic id named by the partition dirs' ``partition.metadata``)."""
+    g = _groups(groups_dir)["b-848"]
+    assert (g.type, g.state, g.epoch, g.assignment_strategy, g.coordinator, g.coordinator_partition) == (
+        "consumer", "Assigning", 5, "uniform", 3, 0)
+    assert g.members == (MemberDescription("m1", "i-1", "c1", "/10.0.0.1", (("orders", 0), ("orders", 2))),
+                         MemberDescription("m2", None, "c2", "/10.0.0.2", (("orders", 1),)))
+
+
+def test_a_static_classic_member_keeps_its_group_instance_id(groups_dir: Path):
+    """A classic member's ``groupInstanceId`` (GroupMetadataValue v3+, static membership) is the member's
+    ``groupInstanceId`` in ``describeConsumerGroups``."""
+    g = _groups(groups_dir)["c-static"]
+    assert g.members == (MemberDescription("s1", "static-1", "cs1", "/10.0.0.3", (("orders", 0),)),
+                         MemberDescription("s2", None, "cs2", "/10.0.0.4", ()))
+
+
+def test_rows_carry_each_commits_fields_and_kafkas_lag(groups_dir: Path):
+    """Each row as ``collectGroupsOffsets`` builds it, with the commit's fields beside it: a partition a member
+    holds without a commit has no offset and no lag (``getLag`` of an empty offset); a commit of -1 has no lag
+    (``getLag`` filters -1 only), one of 1 or -2 has ``end - offset``; the commit's leader epoch (-1 below v3),
+    metadata, timestamps (the expire timestamp of v1 only) and record offset, None where there is no commit."""
+    groups = _groups(groups_dir)
+    no_commit = (None, None, None, None, None)
+    assert groups["b-848"].offsets == (
+        PartitionAssignmentState("b-848", "orders", 0, 1, 10, 9, "m1", "/10.0.0.1", "c1", 0, 7, "meta-0", TV, -1, 8),
+        PartitionAssignmentState("b-848", "orders", 2, None, 10, None, "m1", "/10.0.0.1", "c1", 0, *no_commit),
+        PartitionAssignmentState("b-848", "orders", 1, -1, 10, None, "m2", "/10.0.0.2", "c2", 0, 3, "m", TV, -1, 9),
+        PartitionAssignmentState("b-848", "items", 0, -2, 4, 6, "-", "-", "-", 0, 3, "m", TV, -1, 10))
+    assert groups["c-static"].offsets == (
+        PartitionAssignmentState("c-static", "orders", 0, 5, 10, 5, "s1", "/10.0.0.3", "cs1", 0, -1, "static", TV,
+                                 TV + 60_000, 11),)
+
+
+def test_several_groups_print_each_groups_message_and_rows(groups_dir: Path):
+    """``printOffsets`` over every group: an ``Empty`` group without rows prints its message only and the groups
+    after it still print; an ``Assigning`` group warns it is rebalancing (``shouldPrintMemberState``) and prints
+    its rows; each message on stderr in group order. A column without a value prints ``-``
+    (``MISSING_COLUMN_VALUE``), never ``None``."""
+    out, err = format_offsets(list(_groups(groups_dir).values()))
+    assert out == (
+        HEADER
+        + ROW % ("b-848", "orders", 0, 1, 10, 9, "m1", "/10.0.0.1", "c1")
+        + ROW % ("b-848", "orders", 2, "-", 10, "-", "m1", "/10.0.0.1", "c1")
+        + ROW % ("b-848", "orders", 1, -1, 10, "-", "m2", "/10.0.0.2", "c2")
+        + ROW % ("b-848", "items", 0, -2, 4, 6, "-", "-", "-") + "\n"
+        + HEADER
+        + ROW % ("c-static", "orders", 0, 5, 10, 5, "s1", "/10.0.0.3", "cs1") + "\n")
+    assert err == ("\nConsumer group 'a-empty' has no active members.\n"
+                   "\nWarning: Consumer group 'b-848' is rebalancing.\n")
+
+
+def test_a_group_that_does_not_exist_does_not_stop_the_groups_after_it(groups_dir: Path):
+    """A group asked for that does not exist prints Kafka's error, then the next group asked for prints its
+    rows (``printOffsets`` goes on through every group), both on stdout (Kafka 4.4's ``printError`` writes to
+    ``System.out``)."""
+    out, err = format_offsets(list(_groups(groups_dir, ["a-nope", "c-static"]).values()))
+    table = HEADER + ROW % ("c-static", "orders", 0, 5, 10, 5, "s1", "/10.0.0.3", "cs1") + "\n"
+    assert out == "\nError: Consumer group 'a-nope' does not exist.\n" + table and err == ""
+
+
+def test_share_group_members_are_described_by_their_ids_only(groups_dir: Path):
+    """A share group (recorded from its keys only, ``RecordedGroup``) described with every group type: its
+    members by id, without instance id, client id, host or assignment; ``kafka-consumer-groups``'s types leave
+    it out."""
+    assert "sg" not in _groups(groups_dir)
+    sg = _groups(groups_dir, types=ALL_GROUP_TYPES)["sg"]
+    assert (sg.type, sg.state, sg.epoch, sg.offsets) == ("share", "Stable", 2, ())
+    assert sg.members == (MemberDescription("sm", None, "", "", ()),)
+
+
+def test_a_member_holding_a_topic_id_no_log_dir_names_still_describes_its_named_partitions(tmp_path: Path):
+    """A consumer-protocol member assigned partitions of a topic id no ``partition.metadata`` names (a deleted
+    topic, or one on a log dir not given) beside a named one: the group still describes, its named partitions
+    under their name. (What is shown for the unnamed id is not asserted: Kafka's
+    ``ConsumerGroupMember.topicPartitionsFromMap`` drops a topic id the metadata image does not hold.)"""
+    log_dir = tmp_path / "logs"
+    write_partition(log_dir, CONSUMER_OFFSETS, 0, [build_batch(0, [
+        (TV, cg_key(3, "g"), cg_epoch(3, 2)), (TV, cg_key(6, "g"), cg_epoch(6, 2)),
+        (TV, cg_key(5, "g", "m"), _member_value(None, "c", "/h")),
+        (TV, cg_key(8, "g", "m"), _current_assignment(2, {UNNAMED_ID: [0], ORDERS_ID: [0]})),
+    ])])
+    _data_partition(log_dir, "orders", 0, 10, ORDERS_ID)
+    (member,) = _groups(log_dir)["g"].members
+    assert [tp for tp in member.assignment if tp[0] == "orders"] == [("orders", 0)]
+
+
+def test_a_partial_load_without_an_after_start_answer_marks_its_groups(tmp_path: Path):
+    """A coordinator partition whose load stopped inside its second batch (the segment cut short), loaded
+    without asking what Kafka loads after the broker's start (``after_start`` None): its group is partial, with
+    the offset the load reached, no ``kafka_after_start`` and the reason saying no prediction; the mark prints
+    above its rows. A group asked for and found nowhere then has two reasons, joined by ``; ``."""
+    log_dir = tmp_path / "logs"
+    (segment,) = write_partition(log_dir, CONSUMER_OFFSETS, 0, [
+        build_batch(0, [(TV, offset_commit_key("g", "orders", 0), offset_commit_value(3, 4))]),
+        build_batch(1, [(TV, offset_commit_key("g", "orders", 0), offset_commit_value(3, 6))])])
+    segment.write_bytes(segment.read_bytes()[:-5])
+    _data_partition(log_dir, "orders", 0, 10, None)
+    load = load_group_coordinator(log_dir / f"{CONSUMER_OFFSETS}-0")
+    assert (load.partial, load.next_offset, load.after_start) == (True, 1, None)
+    view = ClusterView([str(log_dir)])
+    coordinator = CoordinatorPartition(CONSUMER_OFFSETS, 0, str(log_dir), None, load)
+    g, nope = describe_groups([coordinator], view.topic_names, view.log_offsets, ["g", "nope"], missing=[5])
+    reason = f"{CONSUMER_OFFSETS}-0 loaded up to offset 1 only: the rows may be stale; {ANSWERS[AFTER_START_UNKNOWN]}"
+    assert (g.partial, g.loaded_to_offset, g.kafka_after_start, g.partial_reason) == (True, 1, None, reason)
+    assert [(r.topic, r.partition, r.offset, r.lag) for r in g.offsets] == [("orders", 0, 4, 6)]
+    assert nope.partial_reason == (f"not in the coordinator partitions loaded, but {CONSUMER_OFFSETS}-0 loaded up "
+                                   f"to offset 1 only; {CONSUMER_OFFSETS}-5 in none of the log dirs given: not known")
+    out, _err = format_offsets([g])
+    assert out.startswith(f"\nPARTIAL: group g: {reason}\n" + HEADER)
