@@ -32,7 +32,7 @@ from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
 from segdex.indexcore.coordinator.group_coordinator_shard import GroupCoordinatorLoad, load_group_coordinator
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionsLoad, load_transactions
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.log.checkpoints import CorruptCheckpointException, read_offset_checkpoint
+from segdex.indexcore.log.checkpoints import read_offset_checkpoint
 from segdex.indexcore.log.layout import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT
 from segdex.indexcore.log.log_dir import PartitionDir, list_log_dir, read_node_id
 from segdex.indexcore.tools.list_offsets import RecoveredPartition, log_start_offsets, recovered_partition
@@ -108,7 +108,7 @@ class ClusterView:
             self.node_ids[log_dir] = read_node_id(log_dir)
             try:
                 self.log_starts[log_dir] = log_start_offsets(log_dir)
-            except (OSError, CorruptCheckpointException) as e:
+            except (OSError, SegdexError) as e:  # Kafka's LogManager: any exception, the checkpoint reset
                 self.problems.append(f"{log_dir}: log-start-offset-checkpoint unreadable ({e}); using first "
                                      f"segments")
                 self.log_starts[log_dir] = {}
@@ -154,7 +154,7 @@ class ClusterView:
         path = os.path.join(replica.log_dir, RECOVERY_POINT_CHECKPOINT)
         try:
             points = read_offset_checkpoint(path) if os.path.exists(path) else {}
-        except (OSError, CorruptCheckpointException):
+        except (OSError, SegdexError):  # not a regular file, not Kafka's format: reset, as LogManager does
             points = {}
         return points.get((replica.topic, replica.partition))
 

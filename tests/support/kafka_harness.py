@@ -389,6 +389,13 @@ class KafkaOracle:
             raise KeyError(name)
         return answer.get("error")
 
+    def checkpoint(self, kind: str, path: Path) -> list | str:
+        """A checkpoint file read as the broker reads it (``kind`` epoch: ``LeaderEpochCheckpointFile``, else
+        ``OffsetCheckpointFile``): its entries ([epoch, offset] or [topic, partition, offset], the latter sorted),
+        or the exception the read throws (its class and message)."""
+        answer = self._ask(f"checkpoint\t{kind}\t{path}", f"read of checkpoint {path}")
+        return answer.get("exception") or answer["entries"]
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

@@ -31,7 +31,7 @@ def test_checkpoints_round_trip_and_corruption(tmp_path):
     write_leader_epoch_checkpoint(e, [(0, 0), (3, 120)])
     assert e.read_text() == "0\n2\n0 0\n3 120\n"
     assert read_leader_epoch_checkpoint(e) == [(0, 0), (3, 120)]
-    for bad in ("1\n0\n", "0\n2\norders 0 42\n", "0\n1\norders 0\n", "0\n1\norders x 1\n", "0\n"):
+    for bad in ("1\n0\n", "0\n2\norders 0 42\n", "0\n1\norders 0\n", "0\n1\norders x 1\n", " 0\n0\n"):
         p.write_text(bad)
         with pytest.raises(CorruptCheckpointException):
             read_offset_checkpoint(p)
@@ -40,6 +40,8 @@ def test_checkpoints_round_trip_and_corruption(tmp_path):
     p.write_text("")
     assert read_offset_checkpoint(p) == {}
     e.write_text("")
+    assert read_leader_epoch_checkpoint(e) == []
+    e.write_text("0\n")  # a version line and no count line: no entry either
     assert read_leader_epoch_checkpoint(e) == []
 
 
@@ -106,12 +108,12 @@ def test_a_checkpoint_without_a_final_newline_keeps_its_last_entry(tmp_path: Pat
 
 
 @pytest.mark.parametrize("text, why", [
-    ("0\n", "expected a version line and a count line"),
+    (" 0\n", "malformed number ' 0'"),
     ("1\n0\n", "unrecognized version '1'"),
-    ("0\nx\n", "malformed entry count 'x'"),
+    ("0\nx\n", "malformed number 'x'"),
     ("0\n2\n1 0\n", "expected 2 entries but found 1"),
     ("0\n1\n1 2 3\n", "malformed line '1 2 3'"),
-    ("0\n1\na 0\n", "malformed epoch entry"),
+    ("0\n1\na 0\n", "malformed number 'a'"),
 ])
 def test_leader_epoch_checkpoints_segdex_refuses(tmp_path: Path, text: str, why: str):
     path = tmp_path / "leader-epoch-checkpoint"
@@ -123,7 +125,7 @@ def test_leader_epoch_checkpoints_segdex_refuses(tmp_path: Path, text: str, why:
 
 @pytest.mark.parametrize("text, why", [
     ("0\n1\nt 0\n", "malformed line 't 0'"),
-    ("0\n1\nt x 5\n", "malformed line t x 5"),
+    ("0\n1\nt x 5\n", "malformed number 'x'"),
     ("0\n3\nt 0 1\n", "expected 3 entries but found 1"),
 ])
 def test_offset_checkpoints_segdex_refuses(tmp_path: Path, text: str, why: str):

@@ -70,6 +70,21 @@ def test_an_unreadable_log_start_checkpoint_is_a_problem_and_log_starts_fall_bac
     assert view.log_offsets("orders", 2) == (10, 20)
 
 
+@pytest.mark.parametrize("unreadable", ["a directory", "not UTF-8"])
+def test_a_log_start_checkpoint_that_cannot_be_read_at_all_is_a_problem_not_a_crash(tmp_path: Path, unreadable: str):
+    """A ``log-start-offset-checkpoint`` that is a directory, or whose bytes are not UTF-8: Kafka's read throws
+    (``IOException``) and ``LogManager.loadLogs`` resets the log starts; the view says so and goes on."""
+    log_dir = restored_log_dir(tmp_path)
+    if unreadable == "a directory":
+        (log_dir / "log-start-offset-checkpoint").unlink(missing_ok=True)
+        (log_dir / "log-start-offset-checkpoint").mkdir()
+    else:
+        (log_dir / "log-start-offset-checkpoint").write_bytes(b"0\n1\norders 0 \xff\n")
+    view = ClusterView([str(log_dir)])
+    assert [p.split(" (")[0] for p in view.problems] == [f"{log_dir}: log-start-offset-checkpoint unreadable"]
+    assert view.log_offsets("orders", 0) == (0, 10)
+
+
 def test_a_partitions_log_start_is_its_checkpoint_entry_past_its_first_segment(tmp_path: Path):
     """``orders-0``'s first segment starts at 0 but its ``log-start-offset-checkpoint`` entry is 4 (records
     deleted below it): the recovered log starts at 4 (``LogLoader.load``: the greater of the two), and only the

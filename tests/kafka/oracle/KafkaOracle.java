@@ -6,6 +6,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -92,6 +93,8 @@ public final class KafkaOracle {
                     answer = validate(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("broker")) {
                     answer = brokerValue(f[1], f.length > 2 ? f[2] : "");
+                } else if (f[0].equals("checkpoint")) {
+                    answer = checkpoint(f[1], new File(f[2]));
                 } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
@@ -138,6 +141,36 @@ public final class KafkaOracle {
         } catch (org.apache.kafka.common.config.ConfigException e) {
             return "{\"error\":" + quote(e.getMessage()) + "}";
         }
+    }
+
+    /** A checkpoint file as the broker reads it: {"entries": [[epoch, offset], ...] or [[topic, partition, offset],
+     *  ...]} (offset checkpoints sorted), or {"exception": ...} where the read throws. Kafka 4.x's classes (read
+     *  through reflection: the oracle compiles against 3.9 too, whose OffsetCheckpointFile is Scala's). */
+    @SuppressWarnings("unchecked")
+    private static String checkpoint(String kind, File file) throws Exception {
+        List<String> entries = new ArrayList<>();
+        try {
+            if (kind.equals("epoch")) {
+                for (Object e : new LeaderEpochCheckpointFile(file, new LogDirFailureChannel(1)).read())
+                    entries.add("[" + e.getClass().getMethod("epoch").invoke(e) + ","
+                        + e.getClass().getMethod("startOffset").invoke(e) + "]");
+            } else {
+                Class<?> c = Class.forName("org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile");
+                Object f = c.getConstructor(File.class, LogDirFailureChannel.class)
+                    .newInstance(file, new LogDirFailureChannel(1));
+                for (Map.Entry<TopicPartition, Long> e
+                        : ((Map<TopicPartition, Long>) c.getMethod("read").invoke(f)).entrySet())
+                    entries.add("[" + quote(e.getKey().topic()) + "," + e.getKey().partition() + "," + e.getValue() + "]");
+                Collections.sort(entries);
+            }
+        } catch (java.lang.reflect.InvocationTargetException t) {
+            return "{\"exception\":" + quote(describe(t.getCause())) + "}";
+        } catch (ClassNotFoundException | NoSuchMethodException t) {
+            throw t;
+        } catch (Throwable t) {
+            return "{\"exception\":" + quote(describe(t)) + "}";
+        }
+        return "{\"entries\":[" + String.join(",", entries) + "]}";
     }
 
     private static String recoverDir(File dir, int indexInterval, int segmentIndexBytes) throws Exception {
