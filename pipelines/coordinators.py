@@ -260,7 +260,7 @@ def _transaction_rows(tables: CoordinatorTables, loads: list[CoordinatorPartitio
             tables.transactions.append(TransactionRow(
                 transactional_id=tid, log_dir=c.log_dir, coordinator=c.node_id, coordinator_partition=c.partition,
                 producer_id=m.producer_id, producer_epoch=m.producer_epoch, state=m.state,
-                partitions=",".join(f"{t}-{p}" for t, p in m.partitions),
+                partitions=",".join(f"{t}-{p}" for t, p in sorted(m.partitions)),
                 transaction_timeout_ms=m.transaction_timeout_ms, start_timestamp_ms=m.start_timestamp_ms,
                 last_update_timestamp_ms=m.last_update_timestamp_ms, run_id=ctx.run_id, recorded_at=ctx.scanned_at,
                 **mark))

@@ -41,7 +41,7 @@ class TransactionMetadata:
     next_producer_epoch: int
     transaction_timeout_ms: int
     state: str  # Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead, ...
-    partitions: tuple[tuple[str, int], ...]  # (topic, partition) of the transaction, sorted
+    partitions: tuple[tuple[str, int], ...]  # (topic, partition) of the transaction, in the record's order
     last_update_timestamp_ms: int
     start_timestamp_ms: int  # -1 when no transaction has started
     client_transaction_version: int
@@ -66,7 +66,7 @@ def transaction_record(record_offset: int, record_type: int, key: bytes,
     status = v["transactionStatus"]
     if status not in TRANSACTION_STATES:
         raise MessageFormatException(f"Unknown transaction state id {status}")
-    partitions = tuple(sorted((t["topic"], p) for t in v["transactionPartitions"] or [] for p in t["partitionIds"]))
+    partitions = tuple((t["topic"], p) for t in v["transactionPartitions"] or [] for p in t["partitionIds"])
     return transactional_id, TransactionMetadata(
         transactional_id, record_offset, v["producerId"], v.get("previousProducerId", NO_PRODUCER_ID),
         v.get("nextProducerId", NO_PRODUCER_ID), v["producerEpoch"], v.get("nextProducerEpoch", NO_PRODUCER_EPOCH),

@@ -1,9 +1,15 @@
-"""The iteration order of a ``java.util.HashMap<Long, V>``, which fixes the entry order of Kafka files written
-by iterating one (``ProducerStateManager.writeSnapshot`` iterates its ``producers`` map)."""
+"""The iteration order of a ``java.util.HashMap`` (or ``HashSet``), which fixes the order of what Kafka writes or
+prints by iterating one: the entries of a producer snapshot (``ProducerStateManager.writeSnapshot`` iterates its
+``HashMap<Long, ...>``), a transaction's partitions as ``kafka-transactions describe`` prints them
+(``HashSet<TopicPartition>``). Java 17's ``HashMap``, the JVM Kafka runs on here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import struct
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 _DEFAULT_INITIAL_CAPACITY = 16
 _LOAD_FACTOR = 0.75
@@ -19,18 +25,49 @@ def java_long_hash(value: int) -> int:
     return h ^ (h >> 16)
 
 
-def hash_map_order(keys_in_put_order: Iterable[int]) -> list[int]:
-    """The order a ``java.util.HashMap<Long, V>`` that received these keys (first puts only, no removals, as
-    in a ``ProducerStateManager`` between loads) iterates them: by bucket ``hash & (capacity - 1)``, and within
-    a bucket by put order. The capacity starts at 16 and doubles when the size passes 0.75 of it, or when a
+def _spread(h: int) -> int:
+    """``HashMap.hash``: a 32-bit ``hashCode`` (unsigned) spread as ``h ^ (h >>> 16)``."""
+    h &= 0xFFFF_FFFF
+    return h ^ (h >> 16)
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over its UTF-16 code units, as an unsigned 32-bit
+    number."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFF_FFFF
+    return h
+
+
+def topic_partition_hash(topic_partition: tuple[str, int]) -> int:
+    """``HashMap.hash(new TopicPartition(topic, partition))``: ``TopicPartition.hashCode`` is
+    ``31 * (31 + partition) + topic.hashCode()``, spread."""
+    topic, partition = topic_partition
+    return _spread(31 * (31 + partition) + java_string_hash(topic))
+
+
+def copied_capacity(size: int) -> int:
+    """The table size of ``new HashSet<>(collection)`` of ``size`` elements: ``new HashMap<>(Math.max((int)
+    (size / .75f) + 1, 16))``, its capacity the next power of two (``tableSizeFor``)."""
+    wanted = max(int(struct.unpack("f", struct.pack("f", size / 0.75))[0]) + 1, _DEFAULT_INITIAL_CAPACITY)
+    return 1 << (wanted - 1).bit_length()
+
+
+def hash_map_order(keys_in_put_order: Iterable[K], hasher: Callable[[K], int] = java_long_hash,
+                   capacity: int = _DEFAULT_INITIAL_CAPACITY) -> list[K]:
+    """The order a ``java.util.HashMap`` (``HashSet``) that received these keys (first puts only, no removals,
+    as in a ``ProducerStateManager`` between loads) iterates them, ``hasher`` giving ``HashMap.hash`` of a key
+    (default: a ``Long``'s): by bucket ``hash & (capacity - 1)``, and within a bucket by put order. The capacity
+    starts at ``capacity`` (16; a copy's: ``copied_capacity``) and doubles when the size passes 0.75 of it, or when a
     bucket gets its 9th key while the capacity is below 64 (``treeifyBin``). Resizes keep the relative order of
     a bucket's keys, so put order decides within a bucket at any capacity. A bucket of more than 8 keys at
     capacity 64 or more becomes a red-black tree whose iteration order is not modelled (put order is kept):
     it needs that many producer ids hashing alike in one partition.
     """
     keys = list(keys_in_put_order)
-    capacity = _DEFAULT_INITIAL_CAPACITY
-    hashes = [java_long_hash(k) for k in keys]
+    hashes = [hasher(k) for k in keys]
     buckets: dict[int, int] = {}
     for size, h in enumerate(hashes, start=1):
         b = h & (capacity - 1)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from segdex.indexcore.coordinator.transaction_state_manager import TransactionMetadata
+from segdex.indexcore.log.java_hash_map import copied_capacity, hash_map_order, topic_partition_hash
 from segdex.indexcore.tools.cluster_view import ClusterView
 from segdex.indexcore.tools.find_hanging import (
     DEAD,
@@ -68,7 +69,21 @@ class CoordinatedTransaction:
         return [str(self.coordinator if self.coordinator is not None else -1), m.transactional_id,
                 str(m.producer_id), str(m.producer_epoch), m.state, str(m.transaction_timeout_ms),
                 str(started), str(None if started is None else now_ms - started),  # Kafka: "None" without a start
-                ",".join(f"{t}-{p}" for t, p in m.partitions)]
+                ",".join(f"{t}-{p}" for t, p in described_partitions(m.partitions))]
+
+
+def described_partitions(in_record_order: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
+    """A transaction's partitions in the order ``kafka-transactions describe`` prints them, which three
+    ``HashSet<TopicPartition>`` make: ``TransactionLog.readTxnRecordValue`` adds the record's partitions to a new
+    set, ``TransactionMetadata`` copies it (``new HashSet<>(set)``), ``handleDescribeTransactions`` groups that
+    copy's order by topic into the response, and ``DescribeTransactionsHandler`` adds the response's partitions to
+    a new set, which the tool joins in its order."""
+    read = hash_map_order(in_record_order, topic_partition_hash)
+    copied = hash_map_order(read, topic_partition_hash, copied_capacity(len(read)))
+    by_topic: dict[str, list[tuple[str, int]]] = {}
+    for tp in copied:
+        by_topic.setdefault(tp[0], []).append(tp)
+    return hash_map_order([tp for tps in by_topic.values() for tp in tps], topic_partition_hash)
 
 
 def coordinated_transactions(view: ClusterView) -> dict[str, CoordinatedTransaction]:

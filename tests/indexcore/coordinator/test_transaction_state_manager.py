@@ -53,7 +53,8 @@ def test_the_last_record_wins_and_a_tombstone_removes(tmp_path: Path):
     load = load_transactions(part)
     assert load.next_offset == 5 and sorted(load.transactions) == ["a", "c"]
     a = load.transactions["a"]
-    assert (a.state, a.partitions, a.producer_id, a.producer_epoch) == ("Ongoing", (("s", 1), ("t", 0), ("t", 2)),
+    # the partitions in the record's order, as readTxnRecordValue reads them
+    assert (a.state, a.partitions, a.producer_id, a.producer_epoch) == ("Ongoing", (("t", 2), ("t", 0), ("s", 1)),
                                                                          10, 3)
     assert (a.previous_producer_id, a.next_producer_id, a.client_transaction_version) == (-1, -1, 0)  # v0
     assert (a.start_timestamp_ms, a.last_update_timestamp_ms, a.transaction_timeout_ms) == (T, T + 5, 60_000)

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from segdex.indexcore.tools.segment_writer import build_batch, write_partition
 from segdex.indexcore.tools.transactions import (
     LIST_HEADERS,
     coordinated_transactions,
+    described_partitions,
     find_hanging_row,
     find_hanging_transactions,
     list_transactions,
@@ -22,6 +25,7 @@ from segdex.indexcore.tools.transactions import (
 )
 from tests.support.coordinator_versions import T, transaction_key, transaction_value
 from tests.support.fixtures import GOLDEN
+from tests.support.kafka_harness import KafkaInstall
 
 MIN = 60_000
 EMPTY, ONGOING, DEAD = 0, 1, 6  # TransactionState ids (TransactionLogValue.transactionStatus)
@@ -86,7 +90,7 @@ def test_describe_rows_field_by_field(tmp_path: Path):
     listed = {t.metadata.transactional_id: t for t in list_transactions(ClusterView([str(tmp_path)]), now_ms=0)}
     now = T + 90_000
     assert listed["tx-v0"].describe_row(now) == ["7", "tx-v0", "10", "1", "Ongoing", "60000", str(T), "90000",
-                                                 "t-0,t-1"]
+                                                 "t-1,t-0"]
     assert listed["tx-v1-ongoing"].describe_row(now) == ["7", "tx-v1-ongoing", "30", "1", "Ongoing", "60000", str(T),
                                                          "90000", "u-2"]
     assert [t.list_row() for t in listed.values()] == [["tx-v0", "7", "10", "Ongoing"],
@@ -188,3 +192,59 @@ def test_find_hanging_rows_print_every_column_and_whole_minutes(tmp_path: Path):
                     is_transactional=True)])
     (hanging,) = find_hanging_transactions(ClusterView([str(tmp_path)]), now)
     assert find_hanging_row(hanging, now) == ["data", "3", "42", "5", "9", "2", str(last), "20"]
+
+
+DESCRIBE_ORDER_JAVA = """
+import java.io.*;
+import java.util.*;
+import org.apache.kafka.common.TopicPartition;
+
+public class DescribeOrder {
+  public static void main(String[] args) throws IOException {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
+    PrintStream out = new PrintStream(System.out, true, "UTF-8");
+    for (String line; (line = in.readLine()) != null; ) {
+      HashSet<TopicPartition> read = new HashSet<>();  // TransactionLog.readTxnRecordValue
+      for (String tp : line.split(" ")) {
+        int at = tp.lastIndexOf(':');
+        read.add(new TopicPartition(tp.substring(0, at), Integer.parseInt(tp.substring(at + 1))));
+      }
+      HashSet<TopicPartition> copied = new HashSet<>(read);  // TransactionMetadata's constructor
+      LinkedHashMap<String, List<Integer>> byTopic = new LinkedHashMap<>();  // handleDescribeTransactions
+      for (TopicPartition tp : copied) byTopic.computeIfAbsent(tp.topic(), t -> new ArrayList<>()).add(tp.partition());
+      HashSet<TopicPartition> described = new HashSet<>();  // DescribeTransactionsHandler.collectTopicPartitions
+      for (Map.Entry<String, List<Integer>> e : byTopic.entrySet())
+        for (int p : e.getValue()) described.add(new TopicPartition(e.getKey(), p));
+      StringJoiner j = new StringJoiner(",");
+      for (TopicPartition tp : described) j.add(tp.toString());
+      out.println(j);
+    }
+  }
+}
+"""
+
+
+def test_describe_prints_a_transactions_partitions_in_kafkas_hash_set_order(tmp_path: Path):
+    """``TopicPartitions`` as ``kafka-transactions describe`` orders them (``described_partitions``): Java 17's
+    own ``HashSet`` and Kafka 4.4's ``TopicPartition`` through the sets the coordinator's load, its describe and
+    the admin client fill, over 120 drawn transactions (1 to 70 partitions: past the resizes at 13, 25 and 49,
+    topic names with non-ASCII characters and partitions colliding in a bucket)."""
+    rng = random.Random(20261128)
+    topics = ["t", "orders", "événements", "a" * 40, "x-\u4e2d", "__consumer_offsets", "T1", "t0"]
+    cases = [[(t, 0)] for t in topics] + [[("t", 0), ("t", 1)]]
+    while len(cases) < 120:
+        chosen = rng.sample(topics, rng.randint(1, 4))
+        drawn = list(dict.fromkeys((rng.choice(chosen), rng.choice([rng.randrange(8), rng.randrange(300)]))
+                                   for _ in range(rng.randint(1, 70))))
+        cases.append(drawn)
+    (tmp_path / "DescribeOrder.java").write_text(DESCRIBE_ORDER_JAVA)
+    classpath = f"{KafkaInstall('4.4.0').home / 'libs' / '*'}{os.pathsep}{tmp_path}"
+    subprocess.run(["javac", "-encoding", "UTF-8", "-cp", classpath, "-d", str(tmp_path),
+                    str(tmp_path / "DescribeOrder.java")], check=True, timeout=120)
+    proc = subprocess.run(["java", "-cp", classpath, "DescribeOrder"], check=True, timeout=120, capture_output=True,
+                          input="".join(" ".join(f"{t}:{p}" for t, p in c) + "\n" for c in cases).encode())
+    java = proc.stdout.decode().split("\n")[:len(cases)]
+    ours = [",".join(f"{t}-{p}" for t, p in described_partitions(tuple(c))) for c in cases]
+    assert ours == java
+    assert java[-1] != ",".join(f"{t}-{p}" for t, p in sorted(cases[-1]))  # Kafka's order is not sorted
+    assert java[len(topics)] == "t-1,t-0"
