@@ -86,9 +86,9 @@ class CoordinatorLoad:
         self.problem: str | None = None
         self.replay: PartitionReplay | None = None
         if task.topic == CONSUMER_OFFSETS:
-            self.replay = group_coordinator_replay(logs)
+            self.replay = group_coordinator_replay(logs, task.log_start_offset)
         elif task.topic == TRANSACTION_STATE:
-            self.replay = transactions_replay(logs)
+            self.replay = transactions_replay(logs, task.log_start_offset)
 
     def feed(self, log_path: str, buf: Any) -> None:
         if self.replay is not None:

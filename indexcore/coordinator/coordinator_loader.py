@@ -124,11 +124,15 @@ class PartitionReplay:
     order, from bytes another reader mapped already: the scan hands each segment it recovers (``feed``), so the
     partition is read once for both. A segment nobody handed over is read here (``read_here`` counts them), before
     the next one handed over and at ``finish``. ``logs``: the partition's segments as ``segment_logs`` lists
-    them."""
+    them. ``log_start_offset`` (the partition's ``log-start-offset-checkpoint`` entry; None: none): where
+    ``CoordinatorLoaderImpl.load`` begins its reads (``log.logStartOffset``): the records and markers of batches
+    that end below it are not replayed (the batch holding it is, whole). Those batches are still checked: a
+    damaged one ends the load here, the view then partial, as a broker's recovery would meet it."""
 
     def __init__(self, logs: list[tuple[int, str]], on_record: OnRecord, on_marker: OnMarker | None = None,
-                 summary: LoadSummary | None = None) -> None:
+                 summary: LoadSummary | None = None, log_start_offset: int | None = None) -> None:
         self.logs, self.on_record, self.on_marker = logs, on_record, on_marker
+        self.log_start_offset = log_start_offset or 0
         self.summary = summary if summary is not None else LoadSummary()
         self.next = 0  # the index in ``logs`` of the next segment to replay
         self.fed = 0  # segments replayed from bytes handed over
@@ -158,13 +162,16 @@ class PartitionReplay:
             self._replay(i, buf)
 
     def _replay(self, i: int, buf) -> None:
-        """One segment's batches, up to its first invalid batch (which ends the load)."""
+        """One segment's batches, up to its first invalid batch (which ends the load), those from the log start
+        replayed."""
         self.next = i + 1
         summary, end = self.summary, 0  # the end of the last batch replayed
         try:
             for batch in batches(buf):
                 ensure_valid(buf, batch)
-                if batch.is_control:
+                if batch.next_offset <= self.log_start_offset:  # before the load's first read
+                    pass
+                elif batch.is_control:
                     marker = end_txn_marker(buf, batch)
                     if marker is not None and self.on_marker is not None:
                         self.on_marker(batch.producer_id, marker[0] == "COMMIT")

@@ -126,9 +126,11 @@ def _decode(record_offset: int, record_type: int, key: bytes, value: bytes | Non
             None if value is None else read_record_value(value_schema, value))
 
 
-def group_coordinator_replay(logs: list[tuple[int, str]]) -> coordinator_loader.PartitionReplay:
-    """The group coordinator's load of a ``__consumer_offsets`` partition whose segments are ``logs``, to be fed
-    segment by segment (``PartitionReplay``); its ``summary`` is the ``GroupCoordinatorLoad``."""
+def group_coordinator_replay(logs: list[tuple[int, str]],
+                             log_start_offset: int | None = None) -> coordinator_loader.PartitionReplay:
+    """The group coordinator's load of a ``__consumer_offsets`` partition whose segments are ``logs``, from
+    ``log_start_offset``, to be fed segment by segment (``PartitionReplay``); its ``summary`` is the
+    ``GroupCoordinatorLoad``."""
     out = GroupCoordinatorLoad()
 
     def apply(record_offset: int, producer_id: int, decoded: tuple[int, Any, Any]) -> None:
@@ -138,11 +140,14 @@ def group_coordinator_replay(logs: list[tuple[int, str]]) -> coordinator_loader.
             out.undecodable.append(f"offset {record_offset}: {e}")
 
     on_record = coordinator_loader.record_serde(REPLAYED_TYPES, _decode, apply, out)
-    return coordinator_loader.PartitionReplay(logs, on_record, out.shard.replay_end_transaction_marker, out)
+    return coordinator_loader.PartitionReplay(logs, on_record, out.shard.replay_end_transaction_marker, out,
+                                              log_start_offset)
 
 
-def load_group_coordinator(partition_dir: str | os.PathLike) -> GroupCoordinatorLoad:
-    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it."""
-    replay = group_coordinator_replay(segment_logs(partition_dir)[0])
+def load_group_coordinator(partition_dir: str | os.PathLike,
+                           log_start_offset: int | None = None) -> GroupCoordinatorLoad:
+    """Replay a ``__consumer_offsets`` partition directory as the group coordinator loads it, from
+    ``log_start_offset`` (its ``log-start-offset-checkpoint`` entry; None: none)."""
+    replay = group_coordinator_replay(segment_logs(partition_dir)[0], log_start_offset)
     replay.finish()
     return replay.summary

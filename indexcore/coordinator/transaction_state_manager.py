@@ -74,7 +74,8 @@ def transaction_record(record_offset: int, record_type: int, key: bytes,
         v["transactionStartTimestampMs"], v.get("clientTransactionVersion", 0))
 
 
-def transactions_replay(logs: list[tuple[int, str]]) -> coordinator_loader.PartitionReplay:
+def transactions_replay(logs: list[tuple[int, str]],
+                        log_start_offset: int | None = None) -> coordinator_loader.PartitionReplay:
     """The transaction coordinator's load of a ``__transaction_state`` partition whose segments are ``logs``, to be
     fed segment by segment (``PartitionReplay``); its ``summary`` is the ``TransactionsLoad``: the last record of a
     transactional id wins, a tombstone removes it (key types other than 0 are skipped)."""
@@ -89,12 +90,12 @@ def transactions_replay(logs: list[tuple[int, str]]) -> coordinator_loader.Parti
 
     on_record = coordinator_loader.record_serde((TRANSACTION_LOG_TYPE,), transaction_record, apply, out,
                                                 key_name="transaction log key")
-    return coordinator_loader.PartitionReplay(logs, on_record, summary=out)
+    return coordinator_loader.PartitionReplay(logs, on_record, summary=out, log_start_offset=log_start_offset)
 
 
-def load_transactions(partition_dir: str | os.PathLike) -> TransactionsLoad:
+def load_transactions(partition_dir: str | os.PathLike, log_start_offset: int | None = None) -> TransactionsLoad:
     """Replay a ``__transaction_state`` partition directory as the transaction coordinator loads it
-    (``transactions_replay``)."""
-    replay = transactions_replay(segment_logs(partition_dir)[0])
+    (``transactions_replay``), from ``log_start_offset`` (its ``log-start-offset-checkpoint`` entry)."""
+    replay = transactions_replay(segment_logs(partition_dir)[0], log_start_offset)
     replay.finish()
     return replay.summary

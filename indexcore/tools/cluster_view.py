@@ -164,7 +164,7 @@ class ClusterView:
             if t != topic:
                 continue
             candidates = [(loaded.next_offset, self._rank(p), (p, loaded)) for p in replicas
-                          for loaded in (load(p.path),)]
+                          for loaded in (load(p.path, self.log_starts[p.log_dir].get((t, partition))),)]
             replica, loaded = most_complete_replica(candidates)
             if loaded.partial:
                 clean = os.path.exists(os.path.join(replica.log_dir, CLEAN_SHUTDOWN_FILE))

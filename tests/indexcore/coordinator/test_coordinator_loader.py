@@ -132,3 +132,38 @@ def test_a_replay_fed_segment_by_segment_reads_only_what_it_was_not_handed(tmp_p
     stopped.feed(logs[0][1], batch[0][:-1])  # cut inside its batch: the load stops there
     stopped.feed(logs[1][1], batch[1])
     assert stopped.finish().partial and stopped.summary.next_offset == 0 and (stopped.fed, stopped.read_here) == (1, 0)
+
+
+def _replayed(part: Path, log_start_offset: int | None) -> tuple[list[int], int | None, str | None]:
+    """The offsets of the records a load from ``log_start_offset`` replays, its next offset and where it stopped."""
+    seen: list[int] = []
+    replay = PartitionReplay(segment_logs(part)[0], lambda pid, r: seen.append(r.offset),
+                             log_start_offset=log_start_offset)
+    summary = replay.finish()
+    return seen, summary.next_offset, summary.stopped
+
+
+def test_the_load_begins_at_the_log_start_as_kafkas_coordinator_loader_does(tmp_path: Path):
+    """``CoordinatorLoaderImpl.load`` reads from ``log.logStartOffset``: the batches ending below it are not
+    replayed, the batch holding it is, whole (its records below the start too). No log start: everything. A
+    damaged batch below the start still ends the load (the view partial), as a broker's recovery meets it."""
+    batches = [build_batch(0, [(T, b"k0", b"v0")]), build_batch(1, [(T, b"k1", b"v1"), (T, b"k2", b"v2")]),
+               build_batch(3, [(T, b"k3", b"v3")]),
+               build_batch(4, [(T, b"k4", b"v4")], producer_id=9, producer_epoch=0, base_sequence=0,
+                           is_transactional=True),
+               build_batch(5, [], producer_id=9, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T)]
+    rolled = write_partition(tmp_path / "rolled", "__consumer_offsets", 0, batches, segment_bytes=1)
+    assert [int(p.name[:20]) for p in rolled] == [0, 1, 3, 4, 5]  # a segment a batch
+    one = write_partition(tmp_path / "one", "__consumer_offsets", 0, batches)
+    for part in (rolled[0].parent, one[0].parent):
+        assert _replayed(part, None) == ([0, 1, 2, 3, 4], 6, None)
+        assert _replayed(part, 0) == ([0, 1, 2, 3, 4], 6, None)
+        assert _replayed(part, 1) == ([1, 2, 3, 4], 6, None)
+        assert _replayed(part, 2) == ([1, 2, 3, 4], 6, None)  # the batch holding 2 begins at 1
+        assert _replayed(part, 3) == ([3, 4], 6, None)
+        assert _replayed(part, 9) == ([], 6, None)  # past the end: nothing replayed
+    data = bytearray(one[0].read_bytes())
+    data[17] ^= 0xFF  # the first batch's CRC
+    one[0].write_bytes(bytes(data))
+    seen, next_offset, stopped = _replayed(one[0].parent, 3)
+    assert (seen, next_offset) == ([], 0) and stopped is not None
