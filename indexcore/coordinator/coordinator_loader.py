@@ -216,6 +216,12 @@ def after_broker_start(partition_dir: str | os.PathLike, summary: LoadSummary, c
                           f"a broker's start truncates it at offset {preview.log_end_offset} ({preview.lost_bytes} "
                           f"bytes deleted) and its coordinator loads these same records: this is Kafka's answer "
                           f"after its start")
+    if (log_start_offset or 0) > (summary.next_offset or 0) and preview.log_end_offset == log_start_offset:
+        return AfterStart(DIFFERS, preview.log_end_offset,
+                          f"a broker's start truncates it below its log start {log_start_offset}, deletes every "
+                          f"segment and starts an empty log at offset {log_start_offset} "
+                          f"(deleteSegmentsIfLogStartGreaterThanLogEnd); its coordinator loads nothing: not Kafka's "
+                          f"answer")
     if summary.stopped_segment in preview.recovered:  # recovered when opened (LogLoader.recovered_when_opened)
         return AfterStart(DIFFERS, preview.log_end_offset,
                           f"a broker's start recovers segment {summary.stopped_segment} as it opens it (its offset "

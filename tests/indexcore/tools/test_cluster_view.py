@@ -188,7 +188,7 @@ def partial_offsets_partition(log_dir: Path) -> None:
     # another partition's entry only: recovery from offset 0
     ({RECOVERY_POINTS: "0\n1\n__consumer_offsets 1 4\n"}, SAME, 2, "truncates it at offset 2"),
     # truncated at 2, below the log start 3: LogLoader deletes every segment and starts an empty one at 3
-    ({LOG_STARTS: "0\n1\n__consumer_offsets 0 3\n"}, DIFFERS, 3, ""),
+    ({LOG_STARTS: "0\n1\n__consumer_offsets 0 3\n"}, DIFFERS, 3, "deletes every segment and starts an empty log"),
 ], ids=["unclean", "clean-marker", "recovery-point", "other-partitions-recovery-point", "log-start-past-the-cut"])
 def test_a_partial_coordinator_partition_says_what_kafka_loads_after_the_next_start(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], answer: str, log_end: int,
