@@ -16,7 +16,7 @@ import pytest
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.log import cleaner
-from segdex.indexcore.log.log_cleaner import LogCleaningException, clean_partition, plan_cleaning
+from segdex.indexcore.log.log_cleaner import LogCleaningException, clean_partition, load_for_cleaning, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.cleaner_cases import judge_cleaning
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
@@ -576,6 +576,20 @@ def test_a_clean_starts_damaged_segments_are_served_as_they_are_and_said(tmp_pat
         assert failed.error == FAILS.format(kafka=kafka, path=part / segment_name(0)), how
     _, active = plan(4, "size")
     assert active.error.startswith("not loaded: 00000000000000000004.log: corrupt_log_tail: ")
+    # a magic byte above 2 passes the load (a v2 CRC does not cover it): served as it is, said, and failing only a
+    # round that reads it; one the high watermark stops before it cleans
+    part, unread = plan(2, "magic", high_watermark=2)
+    assert (unread.error, unread.why) == (None, SERVED.format(path=part / segment_name(2), why="a magic byte above 2",
+                                                              what="not read by this round"))
+
+
+def test_the_load_starts_the_log_at_its_log_start_offset_checkpoint(tmp_path: Path):
+    """``LogLoader.load``: the log starts at the greater of the ``log-start-offset-checkpoint`` entry and the first
+    segment's base offset."""
+    part = _damaged_partition(tmp_path / "c-0", -1, "none")
+    config, now = LogConfig(cleanup_policy="compact"), T0 + HOUR_MS
+    assert load_for_cleaning(str(part), config, now, log_start_offset_checkpoint=3).log_start_offset == 3
+    assert load_for_cleaning(str(part), config, now).log_start_offset == 0
 
 
 def test_a_compression_id_kafka_does_not_know_fails_the_round_that_reads_its_records(tmp_path: Path):
@@ -667,12 +681,13 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
     [7]); segdex meets the damage before the first group is written, in the group's second segment (5, its next
     offset read) or its first (3, its batches read), so the partition is left as it was. So too for a batch whose
     compression id Kafka does not know (5), whose records Kafka's round reads in the group of segment 3: that is
-    found only by cleaning up to it, into nothing, before the first write."""
+    found only by cleaning up to it, into nothing, before the first write. So too for a magic byte 7 in segment 3,
+    which the load passes (a v2 CRC does not cover it) and marks served as it is."""
     import struct
 
     from segdex.indexcore.tools.segment_writer import build_batch
 
-    for damaged, how in ((5, "size"), (3, "size"), (3, "codec")):
+    for damaged, how in ((5, "size"), (3, "size"), (3, "codec"), (3, "magic")):
         part = tmp_path / f"{how}{damaged}" / "c-0"
         part.mkdir(parents=True)
         for base, n in ((0, 3), (3, 2), (5, 2), (7, 2), (9, 1)):
@@ -680,6 +695,8 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
                                       for o in range(base, base + n)))
             if base == damaged and how == "size":
                 struct.pack_into(">i", data, 70 + 8, 5)
+            elif base == damaged and how == "magic":  # passes the load: a v2 CRC does not cover it
+                data[70 + 16] = 7
             elif base == damaged:
                 data[70 + 22] |= 5
             (part / segment_name(base)).write_bytes(bytes(data))
@@ -696,6 +713,8 @@ def test_an_applied_round_meets_a_served_segments_damage_before_writing_a_group(
             (3, "size"): ("org.apache.kafka.common.errors.CorruptRecordException: Record size 5 is less than the "
                           "minimum record overhead (14)", f"a damaged batch at byte 70 of {log}"),
             (3, "codec"): ("java.lang.IllegalArgumentException: Unknown compression type id: 5",
+                           f"a damaged batch at byte 70 of {log}"),
+            (3, "magic"): ("org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7",
                            f"a damaged batch at byte 70 of {log}")}[damaged, how]
         assert plan.error == (f"Kafka's cleaner fails this round ({kafka}): {where}, served as it is (a clean start "
                               "does not re-read it); a broker marks the partition uncleanable and leaves it dirty; "
