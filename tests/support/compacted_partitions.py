@@ -85,3 +85,18 @@ def outgrown_partition(part: Path, t0: int) -> None:
         batches = [build_batch(o, [Record(o, t0 + o, f"key-{o}".encode(), b"v" * 10)])
                    for o in range(base, base + count)]
         (part / segment_name(base)).write_bytes(b"".join(batches))
+
+
+def lat_message_set(part: Path, t0: int = 1_700_000_000_000) -> tuple[Path, int]:
+    """A v1 partition whose first segment holds a gzip message set with LogAppendTime (keys a and b, appended at
+    ``t0 + 5000``) and a later plain message for a, and a second segment: a round rebuilds the message set without
+    a. Returns the partition and the append time."""
+    from segdex.indexcore.tools.segment_writer import build_legacy
+
+    part.mkdir(parents=True)
+    appended = t0 + 5_000
+    (part / segment_name(0)).write_bytes(
+        build_legacy(0, [(t0, b"a", b"1"), (t0 + 1, b"b", b"1")], compression=1, log_append_time=appended)
+        + build_legacy(2, [(t0 + 2, b"a", b"2")]))
+    (part / segment_name(3)).write_bytes(build_legacy(3, [(t0 + 3, b"c", b"1")]))
+    return part, appended

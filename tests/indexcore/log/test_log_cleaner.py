@@ -19,7 +19,7 @@ from segdex.indexcore.log import cleaner
 from segdex.indexcore.log.log_cleaner import LogCleaningException, clean_partition, load_for_cleaning, plan_cleaning
 from segdex.indexcore.tools.segment_writer import segment_name
 from tests.support.cleaner_cases import judge_cleaning
-from tests.support.compacted_partitions import HOUR_MS, compacted_partition
+from tests.support.compacted_partitions import HOUR_MS, compacted_partition, lat_message_set
 
 T0 = 1_700_000_000_000
 LIVE = (".log", ".index", ".timeindex", ".txnindex")
@@ -69,6 +69,22 @@ def test_applied_rounds_equal_kafkas_and_kafka_loads_them(kafka44, tmp_path: Pat
         assert "exception" not in loaded and loaded["logEndOffset"] == answer["logEndOffset"], (i, loaded)
         applied += 1
     assert applied > 15
+
+
+def test_a_rebuilt_log_append_time_message_set_equals_kafkas(kafka44, tmp_path: Path):
+    """A v1 gzip message set with LogAppendTime rebuilt by a round (``lat_message_set``): the cleaned segment is
+    byte for byte the one Kafka 4.4's round writes (a v2 batch with LogAppendTime, the wrapper's append time its max
+    timestamp)."""
+    ours, _ = lat_message_set(tmp_path / "ours" / "c-0", T0)
+    theirs = tmp_path / "theirs" / "c-0"
+    shutil.copytree(ours, theirs)
+    config, cleaner_config, now = LogConfig(cleanup_policy="compact"), CleanerConfig(), T0 + HOUR_MS
+    plan = clean_partition(str(ours), config, cleaner_config, now, force=True)
+    answer = kafka44.cleanable(theirs, now, 0, -1, None, cleaner_config.offset_map_memory,
+                               config={"cleanup.policy": "compact"})
+    assert plan.applied and answer["endOffset"] == plan.end_offset == 3
+    mine, kafkas = _live(ours), _live(theirs)
+    assert mine[segment_name(0)] == kafkas[segment_name(0)]
 
 
 def test_a_partition_kafka_would_not_clean_is_left_alone(tmp_path: Path):
