@@ -42,8 +42,9 @@ class BufferBoundsException(SegdexError):
 
 
 class KafkaReadException(SegdexError):
-    """A batch's bytes a file read could not load whole (``FileChannelRecordBatch.loadBatchWithSize``: the file
-    ends first), which Kafka wraps in a ``KafkaException``."""
+    """Kafka's ``KafkaException`` met reading a batch: its bytes a file read could not load whole
+    (``FileChannelRecordBatch.loadBatchWithSize``: the file ends first), or its compressed records' stream failing
+    (``DefaultRecordBatch.StreamRecordIterator``)."""
 
     kafka_class = "org.apache.kafka.common.KafkaException"
 

@@ -59,6 +59,7 @@ from segdex.indexcore.errors import (
     DecompressionException,
     IndexFullException,
     InvalidRecordException,
+    KafkaReadException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -687,7 +688,7 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
                     m.put(record.key, record.offset)
     except UnknownCompressionTypeException as e:
         _unknown_compression(seg, batch, e)
-    except (InvalidRecordException, CorruptRecordException, BufferBoundsException) as e:
+    except (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
         _refused_records(seg, batch, e)
     return True
 
@@ -730,9 +731,9 @@ def _short_header(batch: RecordBatch) -> None:
 def _refused_records(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
     """A batch whose records Kafka's reader refuses, met where the round reads them: a message set of the formats
     before 0.11 (``records.legacy_records``: its inner messages, a key or value past its end), a v2 batch shorter
-    than its header. Kafka's round throws there. Any other error of a record read (a v2 batch's records, a payload
-    its codec cannot decode) is raised as it is."""
-    if (batch.magic >= 2 and not isinstance(e, BufferBoundsException)) or isinstance(e, DecompressionException):
+    than its header or whose records do not fit it (``default_record``). Kafka's round throws there. A payload its
+    codec cannot decode is raised as it is."""
+    if isinstance(e, DecompressionException):
         raise e
     kafka = f"{e.kafka_class or CORRUPT_RECORD}: {e}"
     path = os.path.abspath(seg.log_path)
@@ -794,7 +795,7 @@ def _read_whole(seg: CleanerSegment, buffers: IoBuffers, reads: SegmentReads | N
                 try:
                     for _ in records(buf, batch):
                         pass
-                except (InvalidRecordException, CorruptRecordException, BufferBoundsException) as e:
+                except (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
                     unreadable = not isinstance(e, DecompressionException)
     return unreadable
 
@@ -1262,7 +1263,7 @@ class Cleaner:
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
                 except (LogCleaningException, UnknownCompressionTypeException, InvalidRecordException,
-                        CorruptRecordException, BufferBoundsException) as e:
+                        CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
                     # thrown while its read is filtered: the reads before are appended
                     _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
                     if isinstance(e, UnknownCompressionTypeException):
@@ -1287,7 +1288,7 @@ class Cleaner:
         try:
             recs = list(streaming_iterator(buf, batch, FILTER))
         except (UnknownCompressionTypeException, InvalidRecordException, CorruptRecordException,
-                BufferBoundsException):
+                BufferBoundsException, KafkaReadException):
             if retention != DELETE:  # filterTo's filterBatch reads the records of every batch it does not delete
                 raise
             recs = []  # a deleted batch's records are never read

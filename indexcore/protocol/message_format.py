@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.utils.byte_utils import IllegalArgument, read_unsigned_varint
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -118,15 +119,15 @@ class _Reader:
         return layout.unpack(self.take(layout.size))[0]
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise MessageFormatException("unsigned varint longer than 5 bytes")
+        """``readUnsignedVarint`` (``ByteUtils``: a Java ``int``)."""
+        try:
+            return read_unsigned_varint(self._signed_byte)
+        except IllegalArgument as e:
+            raise MessageFormatException(str(e)) from None
+
+    def _signed_byte(self) -> int:
+        b = self.take(1)[0]
+        return b - 256 if b > 127 else b
 
     def length(self, non_flexible: struct.Struct) -> int:
         """A string/bytes length or array count: -1 for null."""
@@ -283,7 +284,7 @@ def read_message(message: Message, data: bytes, version: int, whole: bool = Fals
 
 
 def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """``ByteUtils.readUnsignedVarint`` at ``pos``: (value, the position after it)."""
+    """An unsigned varint at ``pos`` (``_Reader.uvarint``): (value, the position after it)."""
     r = _Reader(bytes(data), pos)
     return r.uvarint(), r.pos
 

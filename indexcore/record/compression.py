@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import struct
+import zlib
+from dataclasses import dataclass
 
 import cramjam
 import lz4.frame
@@ -85,6 +87,53 @@ def decompress(codec: int, data: bytes) -> bytes:
     except Exception as e:  # cramjam raises its own DecompressionError and ValueError
         raise DecompressionException(f"Cannot decompress {compression_name(codec)} payload: {e}") from e
     raise DecompressionException(f"Unknown compression codec id {codec}")
+
+
+@dataclass(frozen=True)
+class RecordStream:
+    """A compressed batch's payload as Kafka's decompressing stream (``Compression.wrapForInput``) gives it to a
+    reader: ``data``, the bytes it delivers; ``opening``, the exception opening it throws (``KafkaException``'s
+    text: its cause's ``toString``; None: it opens); ``failed``, whether a read past ``data`` throws an
+    ``IOException`` (the compressed bytes end early or are corrupt) instead of giving -1 (the stream's end)."""
+
+    data: bytes
+    opening: str | None = None
+    failed: bool = False
+
+
+_GZIP_HEADER = 10  # magic (2), method, flags, mtime (4), extra flags, OS
+
+
+def record_stream(codec: int, data: bytes) -> RecordStream:
+    """The payload as Kafka's reader streams it. Gzip (``GZIPInputStream`` under ``ChunkedBytesStream``) delivers
+    every byte its inflater makes before the compressed bytes fail it: a header that is not gzip's fails the
+    opening (``ZipException``, or ``EOFException`` where it is cut), and a stream cut short, corrupt, or whose
+    trailer does not match fails the read past the bytes made so far. Another codec's payload is decompressed
+    whole: where it cannot be, every read fails (the bytes it would make first are not worked out)."""
+    if codec != CompressionType.GZIP:
+        try:
+            return RecordStream(decompress(codec, data))
+        except DecompressionException:
+            return RecordStream(b"", failed=True)
+    # GZIPInputStream.readHeader: the magic, then the method; a header cut short is an EOFException
+    if len(data) >= 2 and data[:2] != b"\x1f\x8b":
+        return RecordStream(b"", "java.util.zip.ZipException: Not in GZIP format")
+    if len(data) >= 3 and data[2] != 8:
+        return RecordStream(b"", "java.util.zip.ZipException: Unsupported compression method")
+    if len(data) < _GZIP_HEADER:
+        return RecordStream(b"", "java.io.EOFException")
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data)
+        return RecordStream(out, failed=not inflater.eof)
+    except zlib.error:  # the bytes made before the failing one: fed one at a time
+        inflater, made = zlib.decompressobj(16 + zlib.MAX_WBITS), []
+        try:
+            for i in range(len(data)):
+                made.append(inflater.decompress(data[i:i + 1]))
+        except zlib.error:
+            pass
+        return RecordStream(b"".join(made), failed=True)
 
 
 # LZ4 frame descriptor (FLG byte after the 4-byte magic): bit 5 says blocks are independent. Kafka's

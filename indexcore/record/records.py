@@ -14,9 +14,11 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
     InvalidRecordException,
+    KafkaReadException,
     RecoveryFailedException,
 )
-from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress
+from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress, record_stream
+from segdex.indexcore.record.default_record import stream_records, uncompressed_records
 from segdex.indexcore.record.record_batch import (
     LEGACY_CRC_FROM,
     LOG_ENTRY_HEADER,
@@ -57,33 +59,6 @@ class Record:
     value_error: BufferBoundsException | None = None
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zig-zag varint/varlong as in the Kafka protocol guide."""
-    shift = 0
-    raw = 0
-    while True:
-        if pos >= len(buf):
-            raise CorruptRecordException("Truncated varint in record")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordException("Varint too long in record")
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def _bytes_field(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
-    if length < 0:
-        return None, pos
-    if pos + length > len(buf):
-        raise CorruptRecordException("Record field runs past the end of the batch")
-    return bytes(buf[pos:pos + length]), pos + length
-
-
 def count_or_null(batch: RecordBatch) -> int | None:
     """``RecordBatch.countOrNull``: a v2 batch's record count (None for the older formats, counted by reading
     them); past the end of a v2 batch shorter than its header, ``IndexOutOfBoundsException``."""
@@ -95,51 +70,25 @@ def count_or_null(batch: RecordBatch) -> int | None:
 
 
 def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
-    """Decode the records of a magic 2 batch (decompressing its payload first; ``iterator`` asks
-    ``count_or_null`` first)."""
+    """The records of a magic 2 batch as ``DefaultRecordBatch``'s iterators read them (``default_record``): an
+    uncompressed batch's from its own buffer, a compressed one's from its decompressed payload; ``iterator`` asks
+    ``count_or_null`` first, then for the record count (negative: refused)."""
     count_or_null(batch)
     start = batch.position
     header = RECORD_BATCH_V2.unpack_from(buf, start)
-    base_offset, base_timestamp, max_timestamp = header[0], header[7], header[8]
-    count = header[12]
-    payload = decompress(batch.compression_type, bytes(buf[start + RECORD_BATCH_OVERHEAD:
-                                                          start + batch.size_in_bytes]))
-    log_append_time = bool(batch.attributes & TIMESTAMP_TYPE_MASK)
+    base_offset, base_timestamp, max_timestamp, count = header[0], header[7], header[8], header[12]
+    log_append_time = max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     if count < 0:
         raise InvalidRecordException(f"Found invalid record count {count} in magic v{batch.magic} batch")
-    pos = 0
-    for i in range(count):
-        length, pos = _read_varint(payload, pos)
-        end = pos + length
-        if length < 0 or end > len(payload):
-            raise CorruptRecordException("Record length runs past the end of the batch")
-        pos += 1  # attributes: unused
-        ts_delta, pos = _read_varint(payload, pos)
-        offset_delta, pos = _read_varint(payload, pos)
-        key, pos = _bytes_field(payload, pos)
-        value, pos = _bytes_field(payload, pos)
-        n_headers, pos = _read_varint(payload, pos)
-        if n_headers < 0:  # DefaultRecord.readFrom's checks, its words
-            raise InvalidRecordException(f"Found invalid number of record headers {n_headers}")
-        if n_headers > len(payload) - pos:
-            raise InvalidRecordException(f"Found invalid number of record headers. {n_headers} is larger than the "
-                                         f"remaining size of the buffer")
-        headers = []
-        for _h in range(n_headers):
-            key_size = _read_varint(payload, pos)[0]
-            if key_size < 0:
-                raise InvalidRecordException(f"Invalid negative header key size {key_size}")
-            hkey, pos = _bytes_field(payload, pos)
-            hval, pos = _bytes_field(payload, pos)
-            headers.append((hkey.decode("utf-8", "replace"), hval))
-        if pos != end:
-            raise CorruptRecordException("Record size does not match its fields")
-        timestamp = max_timestamp if log_append_time else base_timestamp + ts_delta
-        # As Kafka's RecordIterator: the declared count is checked against the bytes when the last record
-        # is read (so not at all for a batch declaring 0 records, nor by a reader of the first record only).
-        if i == count - 1 and pos != len(payload):
-            raise CorruptRecordException(f"Batch has {len(payload) - pos} bytes after its {count} records")
-        yield Record(base_offset + offset_delta, timestamp, key, value, headers)
+    if batch.compression_type:
+        stream = record_stream(batch.compression_type, bytes(buf[start + RECORD_BATCH_OVERHEAD:
+                                                                start + batch.size_in_bytes]))
+        read = stream_records(stream, count, base_offset, base_timestamp, log_append_time)
+    else:
+        read = uncompressed_records(buf, start + RECORD_BATCH_OVERHEAD, start + batch.size_in_bytes, count,
+                                    base_offset, base_timestamp, log_append_time)
+    for offset, timestamp, key, value, headers in read:
+        yield Record(offset, timestamp, key, value, [(k.decode("utf-8", "replace"), v) for k, v in headers])
 
 
 def _legacy_size(data, at: int, end: int) -> int:
@@ -316,10 +265,12 @@ def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Rec
 
 
 def records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:
-    """Deep iteration over any batch. ``reader``: the order a v0/v1 message's fields are asked for
-    (``LegacyRecord.read``); a v2 record is read whole either way (``DefaultRecord.readFrom``)."""
+    """Deep iteration over any batch (``RecordBatch.iterator``). ``reader``: the order a v0/v1 message's fields
+    are asked for (``LegacyRecord.read``); a v2 record is read whole either way (``DefaultRecord.readFrom``). A
+    compressed v2 batch's records are all read before the first is given (``DefaultRecordBatch.iterator``: what
+    the stream throws, it throws before any record)."""
     if batch.magic >= 2:
-        return v2_records(buf, batch)
+        return iter(list(v2_records(buf, batch))) if batch.compression_type else v2_records(buf, batch)
     return legacy_records(buf, batch, reader)
 
 
@@ -333,7 +284,7 @@ def streaming_iterator(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator
     if batch.magic >= 2 and batch.size_in_bytes < RECORD_BATCH_OVERHEAD:
         raise BufferBoundsException(ILLEGAL_ARGUMENT,
                                     f"newPosition > limit: ({RECORD_BATCH_OVERHEAD} > {batch.size_in_bytes})")
-    return records(buf, batch, reader)
+    return v2_records(buf, batch) if batch.magic >= 2 else legacy_records(buf, batch, reader)
 
 
 def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
@@ -355,7 +306,7 @@ def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
                                       f"KafkaException)")
     try:
         first = next(iter(v2_records(buf, batch)), None)
-    except DecompressionException as e:
+    except (DecompressionException, KafkaReadException) as e:
         raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {e} (Kafka: "
                                       f"KafkaException)") from e
     for record in [first] if first is not None else []:

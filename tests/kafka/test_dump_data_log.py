@@ -28,7 +28,7 @@ from tests.support.dump_compare import RECORDED, assert_same, kafka_dump, logs, 
 from tests.support.fixtures import FIXTURES, REPO_ROOT
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 from tests.support.kafka_workload import create_topics, producer
-from tests.support.malformed_records import legacy_wrapper_cases, short_cases, v2_header_cases
+from tests.support.malformed_records import legacy_wrapper_cases, short_cases, v2_header_cases, v2_record_cases
 
 REPO = REPO_ROOT
 
@@ -83,6 +83,25 @@ def test_deep_iteration_of_malformed_records_matches_kafka(tmp_path, kafka_fixtu
     assert [line.split()[2] for line in deep["m1_zero_wrapper_offset"]] == ["0", "1", "2"]  # librdkafka's 0
     assert [line.split()[2] for line in deep["m1_last_message_cut"]] == ["1", "2"]  # the cut message is not read
     assert len(deep["m0_partial_header_after"]) == 3
+
+
+def test_deep_iteration_of_v2_records_that_do_not_fit_matches_kafka(tmp_path):
+    """v2 batches whose records do not fit their batch or gzip stream (``v2_record_cases``): segdex's deep iteration
+    prints Kafka 4.4's lines up to where Kafka's tool throws, then Kafka's exception and message."""
+    files = []
+    for name, data in v2_record_cases().items():
+        (tmp_path / name).mkdir()
+        log = tmp_path / name / "00000000000000000000.log"
+        log.write_bytes(data)
+        files.append(str(log))
+    kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
+    ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
+    assert assert_same(kafka, ours) == len(files) and status == 1
+    for name, (lines, thrown) in kafka.items():
+        assert ours[name][:-1] == lines, name  # no record Kafka's tool did not print (a gzip batch's: none)
+        kafka_class, colon, message = thrown.partition(": ")
+        said = f"{kafka_class.rsplit('.', 1)[1]}{colon}{message}"
+        assert ours[name][-1] == f"iterationStopped: {json.dumps(said) if ' ' in said else said}", name
 
 
 def test_bad_max_bytes_and_two_decoders(tmp_path):

@@ -182,7 +182,7 @@ def judge_cleaning(rng: random.Random, oracle: KafkaOracle, work: Path, codecs: 
 
 
 DAMAGES = ("crc", "magic", "size", "cut")
-DRAWN_DAMAGES = (*DAMAGES, "codec", "short")  # the differentials' damaged cases
+DRAWN_DAMAGES = (*DAMAGES, "codec", "short", "inner")  # the differentials' damaged cases
 
 
 def _started_and_damaged(rng: random.Random, oracle: KafkaOracle, ours: Path, theirs: Path, now: int,
@@ -205,9 +205,10 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
     """One batch of a segment before the active one, not the segment's first, damaged alike in each of ``parts``
     (copies of one partition), in one of the ``kinds`` (default ``DAMAGES``): a CRC byte flipped, the magic byte
     set outside 0..2, the size field below 14 or past the segment's end, the segment cut inside the batch, or
-    (drawn only when asked for) the attributes' compression id set to one Kafka does not know (``codec``), or the
-    size field set to 14-48, inside the batch, below a v2 header's 61 bytes (``short``). Returns the damage's kind
-    ("none": no segment has a second batch)."""
+    (drawn only when asked for) the attributes' compression id set to one Kafka does not know (``codec``), the
+    size field set to 14-48, inside the batch, below a v2 header's 61 bytes (``short``), or past the v2 header but
+    short of its records (``inner``: an uncompressed or gzip batch; another's size is set past the segment's end).
+    Returns the damage's kind ("none": no segment has a second batch)."""
     logs = sorted(parts[0].glob("*.log"))[:-1]
     found = [(log, b) for log in logs for b in list(batches(log.read_bytes()))[1:]]
     if not found:
@@ -225,6 +226,12 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
         data[at] = (data[at] & ~0x07) | rng.choice([5, 6, 7])
     elif kind == "short":  # a size field within the batch, below its own header or fields
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([14, 20, 33, 48]))
+    elif kind == "inner" and batch.magic >= 2 and batch.compression_type in (0, 1) and size > 62:
+        # past the v2 header, short of the batch's records (uncompressed or gzip: the codecs whose cut streams
+        # segdex reads as Kafka's reader does)
+        data[p + 8:p + 12] = struct.pack(">i", rng.randint(62, size - 1) - LOG_OVERHEAD)
+    elif kind == "inner":  # no v2 batch of those codecs drawn: its size past the segment's end instead
+        data[p + 8:p + 12] = struct.pack(">i", len(data) - p + rng.randint(1, 100))
     elif kind == "size":
         left = len(data) - p - 12
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([0, 5, 13, -1, left + rng.randint(1, 100), 2_000_000]))
@@ -596,3 +603,63 @@ def keep_recording(name: str, recording: RecordingOracle, path: Path = RECORDED)
         path.write_text(json.dumps(kept, sort_keys=True, separators=(",", ":")).replace('{"answer"', '\n{"answer"')
                         + "\n")
     assert kept.get(name) == recording.recorded
+
+
+def judge_given(oracle: KafkaOracle, work: Path, segments: dict[int, bytes], config: LogConfig, now: int,
+                dedupe: int, io_buffers: tuple[int, int], checkpoint: int | None,
+                damage: dict[int, tuple[int, bytes]] | None = None) -> CleanerVerdict:
+    """One round of a partition given whole (``segments``: base offset -> ``.log`` bytes), judged as a damaged
+    case of ``judge_cleaning``: Kafka's clean start and stop writes its indexes and snapshots, then ``damage``
+    (base offset -> (position, bytes written there)) is written into both copies; both load as after a clean
+    shutdown with the recovery point at the log end, and one round from ``checkpoint`` (high watermark: the log
+    end) with these buffers is compared: the view, what it throws, or every file it cleans."""
+    shutil.rmtree(work, ignore_errors=True)
+    ours, theirs = work / "ours" / "c-0", work / "theirs" / "c-0"
+    theirs.mkdir(parents=True)
+    for n, (base, data) in enumerate(sorted(segments.items())):
+        (theirs / segment_name(base)).write_bytes(data)
+        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+    kafka_config = {"cleanup.policy": "compact", "index.interval.bytes": config.index_interval_bytes,
+                    "internal.segment.bytes": config.segment_bytes, "delete.retention.ms": config.delete_retention_ms,
+                    "min.compaction.lag.ms": config.min_compaction_lag_ms,
+                    "segment.index.bytes": config.segment_index_bytes, "max.message.bytes": config.max_message_bytes}
+    verdict = CleanerVerdict(kind="given")
+    started = oracle.load(theirs, now, config=kafka_config)
+    if "exception" in started:
+        verdict.mismatches.append(f"Kafka's start failed: {started['exception']}")
+        return verdict
+    shutil.copytree(theirs, ours)
+    for base, (position, data) in (damage or {}).items():
+        for part in (ours, theirs):
+            log = part / segment_name(base)
+            kept = log.stat()
+            with open(log, "r+b") as f:
+                f.seek(position)
+                f.write(data)
+            os.utime(log, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    leo = started["logEndOffset"]
+    loaded = load_for_cleaning(str(ours), config, now, clean_shutdown=True, recovery_point=leo)
+    start, segs = loaded.log_start_offset, loaded.segments
+    view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), checkpoint,
+                         now, config)
+    answer = oracle.cleanable(theirs, now, start, leo, checkpoint, dedupe if view.log.cleanable_bytes else 0,
+                              config=kafka_config, recovery_point=leo, clean=True, io_buffers=io_buffers)
+    differ = _view_differs(view, last_stable_offset(loaded.first_unstable_offset, leo), leo, answer)
+    if differ or not view.log.cleanable_bytes:
+        verdict.mismatches += [differ] if differ else []
+        return verdict
+    cleaner = Cleaner(SkimpyOffsetMap(dedupe), io_buffer_size=io_buffers[0], max_io_buffer_size=io_buffers[1])
+    round_, failed = _round(functools.partial(cleaner.clean, segs, view.log, start, leo, loaded.active_producers(),
+                                              config, now, SwapWriter(str(ours), None, None)),
+                            answer, verdict, ours, theirs)
+    if failed:
+        verdict.mismatches.append(failed)
+    elif round_ is not None:
+        if round_.end_offset != answer["endOffset"]:
+            verdict.mismatches.append(f"end offset {round_.end_offset} != Kafka's {answer['endOffset']}")
+        else:
+            compared = oracle.compare(round_, ours) if isinstance(oracle, RecordedOracle) else _compare(
+                round_, theirs, ours)
+            verdict.mismatches += compared
+            verdict.rounds += 1
+    return verdict

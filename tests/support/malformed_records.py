@@ -11,6 +11,7 @@ tests/kafka/test_dump_data_log.py."""
 
 from __future__ import annotations
 
+import gzip
 import struct
 import zlib
 
@@ -100,3 +101,39 @@ def short_cases() -> dict[str, bytes]:
             "v1_key_length_past_the_end": _message(0, struct.pack(">bbq", 1, 0, 1000)),  # size 14
             "v1_key_past_the_end": _message(0, struct.pack(">bbqi", 1, 0, 1000, 100) + b"abcde"),
             "v0_value_past_the_end": _message(0, struct.pack(">bbi", 0, 0, -1) + struct.pack(">i", 9) + b"ab")}
+
+
+def _v2_batch(records: bytes, count: int, attributes: int = 0) -> bytes:
+    """A v2 batch at offset 0 of ``count`` records whose encoded bytes (compressed where ``attributes`` says) are
+    ``records``, its CRC right."""
+    head = struct.pack(">qiibIhiqqqhii", 0, 49 + len(records), 0, 2, 0, attributes, count - 1, 1000, 1000, -1, -1,
+                       -1, count)
+    batch = bytearray(head + records)
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+def v2_record_cases() -> dict[str, bytes]:
+    """Name -> a one-batch segment whose records do not fit their batch or stream as ``DefaultRecord.readFrom``
+    reads them, its CRC right: uncompressed, a record's length past the batch, a negative one, one longer than
+    its fields, bytes after the last record, a record length varint cut by the batch's end or too long, a key
+    past the batch; gzip, its stream cut inside the records or after them (its trailer gone), a header that is
+    not gzip's, and bytes after the last record in the stream."""
+    good = _v2_record(varint(0))
+    rec = _v2_record(varint(0))
+    body = rec[1:]  # the record's fields, its length varint dropped
+    stream = gzip.compress(good + good, mtime=0)
+    cases = {
+        "v2_record_length_past_the_batch": _v2_batch(good + varint(len(body) + 30) + body, 2),
+        "v2_negative_record_length": _v2_batch(good + varint(-1) + body, 2),
+        "v2_record_longer_than_its_fields": _v2_batch(good + varint(len(body) + 2) + body + b"\0\0", 2),
+        "v2_bytes_after_the_last_record": _v2_batch(good + good + b"\x01\x02", 2),
+        "v2_record_length_cut": _v2_batch(good + b"\x80", 2),
+        "v2_record_length_too_long": _v2_batch(good + b"\xff\xff\xff\xff\x8f", 2),
+        "v2_key_past_the_batch": _v2_batch(good + varint(5) + b"\0" + varint(0) + varint(0) + varint(40) + b"k", 2),
+        "gzip_cut_inside_the_records": _v2_batch(stream[:len(stream) // 2], 2, GZIP),
+        "gzip_trailer_cut": _v2_batch(stream[:-8], 2, GZIP),
+        "gzip_not_gzip": _v2_batch(b"\x00\x01" + stream[2:], 2, GZIP),
+        "gzip_bytes_after_the_last_record": _v2_batch(gzip.compress(good + good + b"\x05", mtime=0), 2, GZIP),
+    }
+    return cases

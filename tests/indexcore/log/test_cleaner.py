@@ -351,6 +351,12 @@ def test_a_size_field_below_a_batchs_fields_fails_the_round_as_kafkas(kafka44, t
     _against_kafka(kafka44, "short", tmp_path)
 
 
+def test_a_size_field_short_of_a_batchs_records_fails_the_round_as_kafkas(kafka44, tmp_path: Path):
+    """A v2 batch whose size field lies past its header but short of its records (``INNER_CASES``), against Kafka
+    4.4's own start and rounds. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "inner", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -404,6 +410,30 @@ def _short(oracle, tmp_path: Path) -> None:
                            damages=("short",))
         assert not v.mismatches and " short/" in v.kind, (seed, v.kind, v.mismatches)
         assert v.kafka_threw == throws and (throws is not None or v.rounds >= 1), (seed, v.kafka_threw, v.rounds)
+
+
+# (case seed, magic, buffers drawn, what Kafka's round throws: None where both rounds clean): a v2 batch's size field
+# past its header but short of its records (``damage_batch``'s ``inner``), the batch served as it is. Kafka's readers
+# of its records (``DefaultRecord.readFrom``) throw: a record's length past the batch's end (...020); a gzip stream
+# cut short, met reading a record (...021) or looking past the last one (...044); the rest of the batch read as the
+# next batch (...124, ...006); or the batch is not read (...000)
+INNER_CASES = [
+    (57310000020, 2, False, "org.apache.kafka.common.InvalidRecordException: Invalid record size: expected "),
+    (57310000021, 2, True, "org.apache.kafka.common.KafkaException: Failed to decompress record stream"),
+    (57310000044, 2, False, "org.apache.kafka.common.KafkaException: Error checking for remaining bytes after "
+                            "reading batch"),
+    (57310000124, 2, False, "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record"),
+    (57310000006, 2, False, "java.lang.IllegalStateException: Batch size "),
+    (57310000000, 2, False, None)]
+
+
+def _inner(oracle, tmp_path: Path) -> None:
+    """The ``INNER_CASES``: the round throws what Kafka's throws, at the same batch, or both clean."""
+    for seed, magic, buffers, throws in INNER_CASES:
+        v = judge_cleaning(random.Random(seed), oracle, tmp_path / "case", magic=magic, damage=True, buffers=buffers,
+                           damages=("inner",))
+        assert not v.mismatches and " inner/" in v.kind, (seed, v.kind, v.mismatches)
+        assert (v.kafka_threw or "").startswith(throws) if throws else v.kafka_threw is None, (seed, v.kafka_threw)
 
 
 def _damaged(oracle, tmp_path: Path) -> None:
@@ -470,7 +500,8 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
-          "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short}
+          "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
+          "inner": _inner}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:

@@ -58,19 +58,24 @@ def error_of(message: Message, data: bytes, version: int = 0) -> str:
 @pytest.mark.parametrize(("data", "value"), [
     (b"\x00", 0), (b"\x7f", 127), (b"\x80\x01", 128), (b"\xc9\x01", 201), (b"\xff\xff\x03", 65535),
     (b"\x80\x80\x01", 1 << 14), (b"\x81\x82\x83\x04", 1 | (2 << 7) | (3 << 14) | (4 << 21)),
-    (b"\x80\x80\x80\x80\x01", 1 << 28), (b"\xff\xff\xff\xff\x0f", 0xFFFFFFFF),
+    (b"\x80\x80\x80\x80\x01", 1 << 28), (b"\xff\xff\xff\xff\x07", 0x7FFFFFFF), (b"\xff\xff\xff\xff\x0f", -1),
 ])
 def test_unsigned_varint_decodes_seven_bits_a_byte_low_group_first(data: bytes, value: int):
-    """``ByteUtils.readUnsignedVarint``: groups of 7 bits, least significant first, up to 5 bytes."""
+    """``ByteUtils.readUnsignedVarint``: groups of 7 bits, least significant first, up to 5 bytes, into a Java
+    ``int`` (32 bits set read -1)."""
     r = _Reader(data)
     assert (r.uvarint(), r.pos) == (value, len(data))
 
 
 def test_unsigned_varint_of_six_bytes_is_refused():
-    """A 5th byte with its continuation bit set makes the varint too long (Kafka refuses it too)."""
+    """A 5th byte with its continuation bit set makes the varint too long, in Kafka's words (the value read so far
+    in hexadecimal)."""
     with pytest.raises(MessageFormatException) as info:
         _Reader(b"\x80\x80\x80\x80\x80\x01").uvarint()
-    assert str(info.value) == "unsigned varint longer than 5 bytes"
+    assert str(info.value) == "Varint is too long, the most significant bit in the 5th byte is set, converted value: 0"
+    with pytest.raises(MessageFormatException) as info:
+        _Reader(b"\xff\xff\xff\xff\xff").uvarint()
+    assert str(info.value).endswith("converted value: ffffffff")
 
 
 def test_compact_string_with_a_two_byte_length():

@@ -24,12 +24,14 @@ import crc32c
 import pytest
 
 from segdex.indexcore.errors import (
+    BufferBoundsException,
     CorruptRecordException,
     DecompressionException,
     InvalidRecordException,
 )
 from segdex.indexcore.log.log_segment import recover
 from segdex.indexcore.record.compression import decompress
+from segdex.indexcore.record.default_record import PREMATURE_EOF
 from segdex.indexcore.record.record_batch import RecordBatch, ensure_valid, increment_sequence
 from segdex.indexcore.record.records import Record, v2_records
 from tests.support.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER  # 61 bytes: RECORD_BATCH_OVERHEAD
@@ -160,22 +162,36 @@ def test_ten_byte_varlong_timestamp_delta_is_read():
 
 
 def test_eleven_byte_varint_is_too_long():
-    """A varlong whose 10th byte still has its continuation bit set is refused (segdex's own text)."""
+    """A varlong whose 10th byte still has its continuation bit set: ``ByteUtils``' ``IllegalArgumentException``,
+    which ``DefaultRecord.readFrom`` turns into "Found invalid record structure"."""
     data = v2_batch(framed(record_body(b"k", b"v", ts_raw=b"\x80" * 10 + b"\x00")), 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Varint too long in record"
+    assert error_text(InvalidRecordException, read_all, data) == "Found invalid record structure"
 
 
 def test_truncated_varint():
-    """A record length varint cut by the end of the batch (segdex's own text)."""
+    """A record length varint cut by the end of the batch: ``uncompressedIterator``'s
+    ``BufferUnderflowException``."""
     data = v2_batch(b"\x80", 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Truncated varint in record"
+    assert error_text(InvalidRecordException, read_all, data) == PREMATURE_EOF
+
+
+def test_a_five_byte_record_length_with_its_high_bit_set_escapes_the_iterator():
+    """The record length's ``IllegalArgumentException`` is not the iterator's to catch: Kafka throws it as it
+    is, with the value read so far in hexadecimal."""
+    data = v2_batch(b"\xff\xff\xff\xff\x8f", 1)
+    with pytest.raises(BufferBoundsException) as info:
+        read_all(data)
+    assert (info.value.kafka_class, str(info.value)) == (
+        "java.lang.IllegalArgumentException", "Varint is too long, the most significant bit in the 5th byte is set, "
+        "converted value: ffffffff")
 
 
 def test_key_longer_than_the_batch():
-    """A key length that runs past the payload, inside a record whose own length fits (segdex's own text)."""
+    """A key length that runs past the batch, inside a record whose own length fits: the slice's
+    ``IllegalArgumentException``, "Found invalid record structure"."""
     body = b"\x00" + zz(0) + zz(0) + zz(50) + b"abc"
     data = v2_batch(framed(body), 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Record field runs past the end of the batch"
+    assert error_text(InvalidRecordException, read_all, data) == "Found invalid record structure"
 
 
 def test_negative_record_count():
@@ -184,25 +200,31 @@ def test_negative_record_count():
     assert error_text(InvalidRecordException, read_all, data) == "Found invalid record count -1 in magic v2 batch"
 
 
-@pytest.mark.parametrize("length", [-1, 40])
-def test_record_length_outside_the_payload(length: int):
-    """A negative record length, or one past the batch end (segdex's own text)."""
+def test_record_length_outside_the_payload():
+    """A record length past the batch's end, or a negative one (read as the fields end, then refused)."""
     body = record_body(b"k", b"v")
-    data = v2_batch(zz(length) + body, 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Record length runs past the end of the batch"
+    assert error_text(InvalidRecordException, read_all, v2_batch(zz(40) + body, 1)) == (
+        f"Invalid record size: expected 40 bytes in record payload, but instead the buffer has only {len(body)} "
+        f"remaining bytes.")
+    assert error_text(InvalidRecordException, read_all, v2_batch(zz(-1) + body, 1)) == (
+        f"Invalid record size: expected to read -1 bytes in record payload, but instead read {len(body)}")
 
 
 def test_zero_record_length():
     """A record of length 0 cannot hold its attributes byte and fields: its size does not match them."""
-    data = v2_batch(zz(0) + record_body(None, None), 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Record size does not match its fields"
+    body = record_body(None, None)
+    data = v2_batch(zz(0) + body, 1)
+    assert error_text(InvalidRecordException, read_all, data) == (
+        f"Invalid record size: expected to read 0 bytes in record payload, but instead read {len(body)}")
 
 
 def test_record_longer_than_its_fields():
-    """A record whose length counts two bytes more than its fields (segdex's own text)."""
+    """A record whose length counts two bytes more than its fields."""
     body = record_body(b"k", b"v") + b"\x00\x00"
     data = v2_batch(framed(body), 1)
-    assert error_text(CorruptRecordException, read_all, data) == "Record size does not match its fields"
+    assert error_text(InvalidRecordException, read_all, data) == (
+        f"Invalid record size: expected to read {len(body)} bytes in record payload, but instead read "
+        f"{len(body) - 2}")
 
 
 def test_bytes_after_the_last_declared_record():
@@ -210,9 +232,9 @@ def test_bytes_after_the_last_declared_record():
     payload = framed(record_body(b"a", b"1")) + b"\x01\x02\x03"
     data = v2_batch(payload, 1)
     it = v2_records(data, v2_view(data))
-    with pytest.raises(CorruptRecordException) as info:
+    with pytest.raises(InvalidRecordException) as info:
         next(it)
-    assert str(info.value) == "Batch has 3 bytes after its 1 records"
+    assert str(info.value) == "Incorrect declared batch size, records still remaining in file"
 
 
 def test_malformed_utf8_header_key_is_replaced():

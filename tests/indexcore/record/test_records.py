@@ -190,7 +190,7 @@ def test_control_batch_whose_payload_cannot_be_decompressed():
     [batch] = list(batches(data))
     with pytest.raises(RecoveryFailedException) as e:
         end_txn_marker(data, batch)
-    assert str(e.value) == "control batch at offset 5: Truncated xerial snappy block (Kafka: KafkaException)"
+    assert str(e.value) == "control batch at offset 5: Failed to decompress record stream (Kafka: KafkaException)"
 
 
 @pytest.mark.parametrize("codec", [5, 6, 7])

@@ -1,0 +1,189 @@
+"""Kafka's ``DefaultRecord``: a v2 record, read as ``DefaultRecord.readFrom`` reads it, through the two iterators of
+``DefaultRecordBatch`` (``uncompressedIterator`` over the batch's own buffer; ``StreamRecordIterator`` over the
+decompressed stream of a compressed batch).
+
+A record (every varint zig-zag and a Java ``int``, the timestamp delta a varlong, a Java ``long``)::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+    | keyLength varint | key | valueLength varint | value
+    | headerCount varint | (headerKeyLength varint | headerKey | headerValueLength varint | headerValue) * headerCount
+
+A length below 0 is null (a header key's is refused). Invariants, each checked where Kafka checks it, with its words:
+
+- the record's ``length`` bytes are there (the batch's buffer, or the stream, holds them);
+- its fields end exactly ``length`` bytes after the length field; a field read past the buffer's end (the batch's
+  for an uncompressed batch: a field may run past its record's own length until then) is "Found invalid record
+  structure";
+- after the batch's last record (its declared count) no byte is left, in the batch or in the stream.
+
+Varints are read as ``ByteUtils`` reads them (``utils.byte_utils``); a stream read past its end gives -1, which
+reads as a byte with its high bit set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from segdex.indexcore.errors import ILLEGAL_ARGUMENT, BufferBoundsException, InvalidRecordException, KafkaReadException
+from segdex.indexcore.record.compression import RecordStream
+from segdex.indexcore.utils.byte_utils import IllegalArgument, int64, read_varint, read_varlong
+
+Fields = tuple[int, int, bytes | None, bytes | None, list[tuple[bytes, bytes | None]]]  # offset, timestamp, key,
+# value, headers (key bytes, value)
+
+PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
+STILL_REMAINING = "Incorrect declared batch size, records still remaining in file"
+
+
+class _Underflow(Exception):
+    """``BufferUnderflowException``: a read past the buffer's limit."""
+
+
+class _Buffer:
+    """A ``ByteBuffer``'s relative reads of ``data`` from ``pos`` up to ``limit``."""
+
+    __slots__ = ("data", "pos", "limit")
+
+    def __init__(self, data, pos: int, limit: int) -> None:
+        self.data, self.pos, self.limit = data, pos, limit
+
+    def get(self) -> int:
+        """``get()``: a signed byte; past the limit, ``BufferUnderflowException``."""
+        if self.pos >= self.limit:
+            raise _Underflow
+        b = self.data[self.pos]
+        self.pos += 1
+        return b - 256 if b > 127 else b
+
+    def read_bytes(self, length: int) -> bytes | None:
+        """``Utils.readBytes``: null below 0; a slice whose limit is past the buffer's end is the slice's
+        ``IllegalArgumentException``."""
+        if length < 0:
+            return None
+        if length > self.limit - self.pos:
+            raise IllegalArgument(f"newLimit > capacity: ({length} > {self.limit - self.pos})")
+        out = bytes(self.data[self.pos:self.pos + length])
+        self.pos += length
+        return out
+
+
+class _StreamFailed(Exception):
+    """The decompressing stream's ``IOException``."""
+
+
+class _Stream:
+    """A decompressing ``InputStream`` delivering ``data``: ``read()`` gives -1 past it, or throws (``failed``:
+    the compressed bytes end early or are corrupt)."""
+
+    __slots__ = ("data", "pos", "failed")
+
+    def __init__(self, data, failed: bool) -> None:
+        self.data, self.pos, self.failed = data, 0, failed
+
+    def get(self) -> int:
+        """``(byte) in.read()``: a signed byte; -1 at the end."""
+        if self.pos >= len(self.data):
+            if self.failed:
+                raise _StreamFailed
+            return -1
+        b = self.data[self.pos]
+        self.pos += 1
+        return b - 256 if b > 127 else b
+
+    def read_fully(self, size: int) -> bytes:
+        """``Utils.readFully`` into a buffer of ``size``: up to ``size`` bytes, fewer at the stream's end."""
+        body = self.data[self.pos:self.pos + size]
+        self.pos += len(body)
+        if len(body) < size and self.failed:
+            raise _StreamFailed
+        return body
+
+
+def read_from(buffer: _Buffer, size: int, base_offset: int, base_timestamp: int,
+              log_append_time: int | None) -> Fields:
+    """``DefaultRecord.readFrom(ByteBuffer, sizeOfBodyInBytes, ...)``: the record whose length field (``size``) was
+    just read."""
+    remaining = buffer.limit - buffer.pos
+    if remaining < size:
+        raise InvalidRecordException(f"Invalid record size: expected {size} bytes in record payload, but instead the "
+                                     f"buffer has only {remaining} remaining bytes.")
+    try:
+        start = buffer.pos
+        buffer.get()  # attributes: unused
+        timestamp = int64(base_timestamp + read_varlong(buffer.get))
+        if log_append_time is not None:
+            timestamp = log_append_time
+        offset = int64(base_offset + read_varint(buffer.get))
+        key = buffer.read_bytes(read_varint(buffer.get))
+        value = buffer.read_bytes(read_varint(buffer.get))
+        count = read_varint(buffer.get)
+        if count < 0:
+            raise InvalidRecordException(f"Found invalid number of record headers {count}")
+        if count > buffer.limit - buffer.pos:
+            raise InvalidRecordException(f"Found invalid number of record headers. {count} is larger than the "
+                                         f"remaining size of the buffer")
+        headers = []
+        for _ in range(count):  # readHeaders
+            key_size = read_varint(buffer.get)
+            if key_size < 0:
+                raise InvalidRecordException(f"Invalid negative header key size {key_size}")
+            header_key = buffer.read_bytes(key_size)
+            headers.append((header_key, buffer.read_bytes(read_varint(buffer.get))))
+        if buffer.pos - start != size:
+            raise InvalidRecordException(f"Invalid record size: expected to read {size} bytes in record payload, but "
+                                         f"instead read {buffer.pos - start}")
+    except (_Underflow, IllegalArgument):
+        raise InvalidRecordException("Found invalid record structure") from None
+    return offset, timestamp, key, value, headers
+
+
+def uncompressed_records(data, start: int, limit: int, count: int, base_offset: int, base_timestamp: int,
+                         log_append_time: int | None) -> Iterator[Fields]:
+    """``uncompressedIterator``: ``count`` records from ``start`` in the batch's buffer, which ends at ``limit``
+    (its size field's end); a length field past it is a premature end."""
+    buffer = _Buffer(data, start, limit)
+    for i in range(count):
+        try:
+            size = read_varint(buffer.get)
+        except _Underflow:
+            raise InvalidRecordException(PREMATURE_EOF) from None
+        except IllegalArgument as e:  # not caught by the iterator: Kafka's reader throws it as it is
+            raise BufferBoundsException(ILLEGAL_ARGUMENT, str(e)) from None
+        fields = read_from(buffer, size, base_offset, base_timestamp, log_append_time)
+        if i == count - 1 and buffer.pos < limit:
+            raise InvalidRecordException(STILL_REMAINING)
+        yield fields
+
+
+def stream_records(stream: RecordStream, count: int, base_offset: int, base_timestamp: int,
+                   log_append_time: int | None) -> Iterator[Fields]:
+    """``StreamRecordIterator`` with ``DefaultRecord.readFrom(InputStream, ...)``: ``count`` records of a
+    compressed batch's decompressing ``stream``. Each record's length field is read from the stream, its bytes
+    into a buffer of that length (``Utils.readFully``), then read from that buffer alone. The stream's own
+    failure is Kafka's ``KafkaException`` where the reader meets it: opening it, reading a record, or looking for
+    a byte past the last record."""
+    if stream.opening is not None:
+        raise KafkaReadException(stream.opening)
+    source = _Stream(stream.data, stream.failed)
+    for i in range(count):
+        try:
+            size = read_varint(source.get)
+            if size < 0:  # ByteBuffer.allocate
+                raise IllegalArgument(f"capacity < 0: ({size} < 0)")
+            body = source.read_fully(size)
+        except IllegalArgument:
+            raise InvalidRecordException(PREMATURE_EOF) from None
+        except _StreamFailed:
+            raise KafkaReadException("Failed to decompress record stream") from None
+        if len(body) != size:
+            raise InvalidRecordException(f"Invalid record size: expected {size} bytes in record payload, but the "
+                                         f"record payload reached EOF.")
+        fields = read_from(_Buffer(body, 0, size), size, base_offset, base_timestamp, log_append_time)
+        if i == count - 1:  # ensureNoneRemaining: one more byte read
+            if source.pos < len(source.data):
+                raise InvalidRecordException(STILL_REMAINING)
+            try:
+                source.get()
+            except _StreamFailed:
+                raise KafkaReadException("Error checking for remaining bytes after reading batch") from None
+        yield fields
