@@ -11,6 +11,7 @@ import functools
 import os
 import random
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,17 @@ from tests.support.cleaner_cases import (
     CleanerVerdict,
     RecordingOracle,
     judge_cleaning,
+    judge_given,
     keep_recording,
     recorded,
 )
-from tests.support.compacted_partitions import OUTGROWN_CONFIGS, OUTGROWN_ERROR, lat_message_set, outgrown_partition
+from tests.support.compacted_partitions import (
+    HOUR_MS,
+    OUTGROWN_CONFIGS,
+    OUTGROWN_ERROR,
+    lat_message_set,
+    outgrown_partition,
+)
 
 
 def test_two_rounds_equal_kafkas_for_generated_partitions(kafka44, tmp_path: Path):
@@ -357,6 +365,12 @@ def test_a_size_field_short_of_a_batchs_records_fails_the_round_as_kafkas(kafka4
     _against_kafka(kafka44, "inner", tmp_path)
 
 
+def test_a_damaged_batch_meets_the_buffer_as_the_builds_reads_grew_it(kafka44, tmp_path: Path):
+    """A damaged batch past a large one, the build's reads begun after it (``_grown``), against Kafka 4.4's own
+    start and round. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "grown", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -436,6 +450,29 @@ def _inner(oracle, tmp_path: Path) -> None:
         assert (v.kafka_threw or "").startswith(throws) if throws else v.kafka_threw is None, (seed, v.kafka_threw)
 
 
+def _grown(oracle, tmp_path: Path) -> None:
+    """A batch of 3,000 bytes before the first dirty offset (2), then a damaged batch in the same segment whose size
+    field runs past the segment's end (2,000, 900 or 5,000 bytes), the read buffer starting at 64 bytes and the
+    topic's ``max.message.bytes`` 600. The offset map's build reads from the first dirty offset's index entry, so
+    its buffer has not grown for the large batch: it meets the damage at 1,024 bytes, and what Kafka's round
+    throws depends on it (a batch larger than the buffer: corrupt; smaller: not processed)."""
+    def batch(offset: int, key: bytes, size: int = 1) -> bytes:
+        return build_batch(offset, [(T0 + offset, key, b"v" * size)])
+
+    first = [batch(0, b"a"), batch(1, b"big", 3000), batch(2, b"a"), batch(3, b"c"), batch(4, b"d")]
+    damaged_at = sum(map(len, first[:4]))
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1, max_message_bytes=600)
+    for size, throws in ((2000, "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt, "
+                                "batch size 2000 > 70 bytes left in segment"),
+                         (900, "java.lang.IllegalStateException: Batch size 900 < buffer size 1024, but not "
+                               "processed"),
+                         (5000, "org.apache.kafka.common.errors.CorruptRecordException: Log segment may be corrupt")):
+        v = judge_given(oracle, tmp_path / "case", {0: b"".join(first), 5: batch(5, b"a") + batch(6, b"e")}, config,
+                        T0 + 10 * HOUR_MS, 24 * 10_000, (64, 2_500_000), 2,
+                        damage={0: (damaged_at + 8, struct.pack(">i", size - 12))})
+        assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (size, v.mismatches, v.kafka_threw)
+
+
 def _damaged(oracle, tmp_path: Path) -> None:
     """Damaged cases: 24 drawn (a bad size field, a bad magic byte or a batch cut short fails Kafka's round and
     segdex's with the same exception, segdex's copy left as it was; a wrong CRC is read through by both to the same
@@ -501,7 +538,7 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
           "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
-          "inner": _inner}
+          "inner": _inner, "grown": _grown}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
