@@ -47,7 +47,7 @@ from segdex.indexcore.record.compression import KNOWN_CODECS, compress, decompre
 from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.record.record_batch import LOG_OVERHEAD
 from segdex.indexcore.record.records import LegacyRecord, records
-from segdex.indexcore.tools.segment_writer import legacy_message, segment_name
+from segdex.indexcore.tools.segment_writer import build_batch, legacy_message, segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.fixtures import GOLDEN
 from tests.support.kafka_harness import KafkaOracle
@@ -663,3 +663,36 @@ def judge_given(oracle: KafkaOracle, work: Path, segments: dict[int, bytes], con
             verdict.mismatches += compared
             verdict.rounds += 1
     return verdict
+
+
+def judge_drawn(seed: int, oracle: KafkaOracle, work: Path) -> CleanerVerdict:
+    """``judge_given`` on a partition drawn for the cleaner's read buffer: two to four segments of v2 batches (one
+    to five records of 1 to 3,000 bytes, some gzip, snappy, lz4 or zstd), one batch's size field set past its end or
+    inside it, a small offset map (3 to 12 keys, or 10,000), the read buffer starting at 64, 1,000 or 4,096 bytes,
+    ``max.message.bytes`` 600, 5,000 or 1,048,588, and no checkpoint or one inside the log."""
+    rng = random.Random(seed)
+    segs, off = {}, 0
+    for _ in range(rng.randint(2, 4)):
+        base, data = off, []
+        for _ in range(rng.randint(2, 7)):
+            n = rng.choice([1, 1, 2, 3, 5])
+            size = rng.choice([1, 1, 50, 300, 700, 1500, 3000])
+            data.append(build_batch(off, [(T0 + off + i, f"k{rng.randrange(6)}".encode(), b"v" * size)
+                                          for i in range(n)], compression=rng.choice([0, 0, 1, 1, 2, 3, 4])))
+            off += n
+        segs[base] = data
+    bases = sorted(segs)
+    damaged = rng.choice(bases[:-1])
+    at = rng.randrange(1, len(segs[damaged])) if len(segs[damaged]) > 1 else 0
+    rng.choice(["size", "size", "cut"])  # drawn for the cases' order; a cut is not judged here
+    size = rng.choice([200, 900, 2000, 3100, 5000, 2_000_000])
+    if rng.random() < 0.6:
+        size = rng.randint(62, max(62, len(segs[damaged][at]) - 1))
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=rng.choice([1, 100, 4096]),
+                       max_message_bytes=rng.choice([600, 5000, 1_048_588]), segment_bytes=rng.choice([1 << 20, 5000]))
+    io_buffers = (rng.choice([64, 1000, 4096]), rng.choice([600, 2_500_000, 1_048_588]))
+    dedupe = 24 * rng.choice([3, 4, 5, 12, 10_000])
+    checkpoint = rng.choice([None, None, rng.randrange(off)])
+    position = sum(map(len, segs[damaged][:at]))
+    return judge_given(oracle, work, {b: b"".join(d) for b, d in segs.items()}, config, T0 + 10 * HOUR_MS, dedupe,
+                       io_buffers, checkpoint, damage={damaged: (position + 8, struct.pack(">i", size - 12))})

@@ -27,6 +27,7 @@ from tests.support.cleaner_cases import (
     CleanerVerdict,
     RecordingOracle,
     judge_cleaning,
+    judge_drawn,
     judge_given,
     keep_recording,
     recorded,
@@ -371,6 +372,11 @@ def test_a_damaged_batch_meets_the_buffer_as_the_builds_reads_grew_it(kafka44, t
     _against_kafka(kafka44, "grown", tmp_path)
 
 
+def test_the_first_read_after_a_fill_meets_the_buffer_the_build_grew(kafka44, tmp_path: Path):
+    """``DRAWN_CASES`` against Kafka 4.4's own start and round. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "drawn", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -473,6 +479,19 @@ def _grown(oracle, tmp_path: Path) -> None:
         assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (size, v.mismatches, v.kafka_threw)
 
 
+# (seed of ``judge_drawn``, what Kafka's round throws): the offset map fills in the round's first segment, whose
+# first read then starts with the buffer as the build left it, grown (4,000 bytes, not 1,000): the damaged batch
+# at 3,325 is "not processed", not corrupt (...128)
+DRAWN_CASES = [(128, "java.lang.IllegalStateException: Batch size 3100 < buffer size 4000, but not processed")]
+
+
+def _drawn(oracle, tmp_path: Path) -> None:
+    """The ``DRAWN_CASES``: the round throws what Kafka's throws."""
+    for seed, throws in DRAWN_CASES:
+        v = judge_drawn(seed, oracle, tmp_path / "case")
+        assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (seed, v.mismatches, v.kafka_threw)
+
+
 def _damaged(oracle, tmp_path: Path) -> None:
     """Damaged cases: 24 drawn (a bad size field, a bad magic byte or a batch cut short fails Kafka's round and
     segdex's with the same exception, segdex's copy left as it was; a wrong CRC is read through by both to the same
@@ -538,7 +557,7 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
           "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
-          "inner": _inner, "grown": _grown}
+          "inner": _inner, "grown": _grown, "drawn": _drawn}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
