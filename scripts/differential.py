@@ -12,8 +12,8 @@ outgrow a merged segment's index and throw), a quarter are logs of the v0 and v1
 4.4's cleaner rewrites as v2 batches; keyless records among them; in half of them one compressed wrapper's inner
 messages are flawed before the start, ``malform_wrapper``, which Kafka's load or round may refuse); one case in
 five has a damaged batch below the recovery point of a clean start, which the cleaner meets as it is (a CRC, magic
-byte, size field or compression id damaged, a size field inside the batch and below its fields, or the segment cut
-in it; the rest split as before). The damaged cases
+byte, size field or compression id damaged, a size field inside the batch and below its fields, one past a v2
+header but short of its records, or the segment cut in it; the rest split as before). The damaged cases
 and the wide ones that are not at a merge's edge also draw the cleaner's read buffer (its start, the topic's
 ``max.message.bytes``, the broker's ``message.max.bytes``), which decides what a damaged batch throws.
 
