@@ -90,3 +90,17 @@ def test_both_transaction_log_value_versions_load(tmp_path: Path):
             v1.partitions, v1.client_transaction_version) == (20, 19, 21, 2, "CompleteCommit", (), 2)
     assert (ongoing.partitions, ongoing.start_timestamp_ms, ongoing.last_update_timestamp_ms) == (
         (("u", 2),), TV, TV + 5)
+
+
+def test_the_load_begins_at_the_log_start(tmp_path: Path):
+    """``CoordinatorLoaderImpl`` reads from the log start: a transactional id whose only record lies below it is
+    not loaded; one whose later record lies above it is, with that record."""
+    part = _write(tmp_path, [
+        build_batch(0, [(T, txn_key("gone"), txn_value(10, ONGOING, {"t": [0]}))]),
+        build_batch(1, [(T, txn_key("kept"), txn_value(11, ONGOING, {"t": [1]}))]),
+        build_batch(2, [(T, txn_key("kept"), txn_value(11, COMPLETE_COMMIT, {}))]),
+    ])
+    assert sorted(load_transactions(part).transactions) == ["gone", "kept"]
+    load = load_transactions(part, log_start_offset=2)
+    assert sorted(load.transactions) == ["kept"] and load.transactions["kept"].state == "CompleteCommit"
+    assert load.next_offset == 3

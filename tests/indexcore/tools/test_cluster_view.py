@@ -189,7 +189,10 @@ def partial_offsets_partition(log_dir: Path) -> None:
     ({RECOVERY_POINTS: "0\n1\n__consumer_offsets 1 4\n"}, SAME, 2, "truncates it at offset 2"),
     # truncated at 2, below the log start 3: LogLoader deletes every segment and starts an empty one at 3
     ({LOG_STARTS: "0\n1\n__consumer_offsets 0 3\n"}, DIFFERS, 3, "deletes every segment and starts an empty log"),
-], ids=["unclean", "clean-marker", "recovery-point", "other-partitions-recovery-point", "log-start-past-the-cut"])
+    # truncated at 2, the log start 2: the log ends where it starts, nothing deleted below it
+    ({LOG_STARTS: "0\n1\n__consumer_offsets 0 2\n"}, SAME, 2, "truncates it at offset 2"),
+], ids=["unclean", "clean-marker", "recovery-point", "other-partitions-recovery-point", "log-start-past-the-cut",
+        "log-start-at-the-cut"])
 def test_a_partial_coordinator_partition_says_what_kafka_loads_after_the_next_start(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], answer: str, log_end: int,
         why: str):
@@ -208,7 +211,7 @@ def test_a_partial_coordinator_partition_says_what_kafka_loads_after_the_next_st
     load = coordinator.load
     assert (load.partial, load.next_offset, load.stopped_segment) == (True, 2, 0)
     committed = [(c.record_offset, c.committed_offset) for c in load.shard.offsets.offsets.values()]
-    # offset 1's commit is the last one read; below a log start of 3 none is replayed (CoordinatorLoaderImpl
+    # offset 1's commit is the last one read; below a log start of 2 or 3 none is replayed (CoordinatorLoaderImpl
     # reads from log.logStartOffset)
     assert committed == ([] if LOG_STARTS in files else [(1, 101)])
     assert load.after_start is not None
