@@ -155,21 +155,28 @@ def uncompressed_records(data, start: int, limit: int, count: int, base_offset: 
         yield fields
 
 
+MAX_RECORD_BODY = 2**31 - 1 - 8  # a reader's default ceiling (Kafka 4.4: max.decompressed.message.bytes' default)
+
+
 def stream_records(stream: RecordStream, count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None) -> Iterator[Fields]:
+                   log_append_time: int | None, max_record_size: int = MAX_RECORD_BODY) -> Iterator[Fields]:
     """``StreamRecordIterator`` with ``DefaultRecord.readFrom(InputStream, ...)``: ``count`` records of a
     compressed batch's decompressing ``stream``. Each record's length field is read from the stream, its bytes
     into a buffer of that length (``Utils.readFully``), then read from that buffer alone. The stream's own
     failure is Kafka's ``KafkaException`` where the reader meets it: opening it, reading a record, or looking for
-    a byte past the last record."""
+    a byte past the last record. A record length below 0, or above ``max_record_size``, is refused before its
+    bytes are read (Kafka 4.4's ``readFrom``)."""
     if stream.opening is not None:
         raise KafkaReadException(stream.opening)
     source = _Stream(stream.data, stream.failed)
     for i in range(count):
         try:
             size = read_varint(source.get)
-            if size < 0:  # ByteBuffer.allocate
-                raise IllegalArgument(f"capacity < 0: ({size} < 0)")
+            if size < 0:
+                raise InvalidRecordException(f"Invalid record size: {size} is negative.")
+            if size > max_record_size:
+                raise InvalidRecordException(f"Invalid record size: {size} exceeds the configured maximum record size "
+                                             f"of {max_record_size}.")
             body = source.read_fully(size)
         except IllegalArgument:
             raise InvalidRecordException(PREMATURE_EOF) from None

@@ -118,7 +118,8 @@ def v2_record_cases() -> dict[str, bytes]:
     reads them, its CRC right: uncompressed, a record's length past the batch, a negative one, one longer than
     its fields, bytes after the last record, a record length varint cut by the batch's end or too long, a key
     past the batch; gzip, its stream cut inside the records or after them (its trailer gone), a header that is
-    not gzip's, and bytes after the last record in the stream."""
+    not gzip's, bytes after the last record in the stream, a record of length 0, a negative one, one past the
+    stream's end, and fewer records than the batch counts."""
     good = _v2_record(varint(0))
     rec = _v2_record(varint(0))
     body = rec[1:]  # the record's fields, its length varint dropped
@@ -135,5 +136,11 @@ def v2_record_cases() -> dict[str, bytes]:
         "gzip_trailer_cut": _v2_batch(stream[:-8], 2, GZIP),
         "gzip_not_gzip": _v2_batch(b"\x00\x01" + stream[2:], 2, GZIP),
         "gzip_bytes_after_the_last_record": _v2_batch(gzip.compress(good + good + b"\x05", mtime=0), 2, GZIP),
+        "gzip_record_of_length_zero": _v2_batch(gzip.compress(good + varint(0), mtime=0), 2, GZIP),
+        "gzip_fewer_records_than_counted": _v2_batch(gzip.compress(good, mtime=0), 2, GZIP),
+        "gzip_negative_record_length": _v2_batch(gzip.compress(good + varint(-1), mtime=0), 2, GZIP),
+        "gzip_record_length_past_the_ceiling": _v2_batch(gzip.compress(good + varint(2**31 - 1), mtime=0), 2, GZIP),
+        "gzip_record_past_the_stream": _v2_batch(gzip.compress(good + varint(len(body) + 5) + body, mtime=0), 2,
+                                                 GZIP),
     }
     return cases

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import struct
+import zlib
 
 import cramjam
 import pytest
@@ -11,7 +13,7 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
 )
-from segdex.indexcore.record.compression import _xerial_snappy, decompress
+from segdex.indexcore.record.compression import RecordStream, _xerial_snappy, decompress, record_stream
 
 XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 
@@ -95,3 +97,61 @@ def test_xerial_framing_falls_back_to_cramjam_where_the_kernel_is_not_built(monk
     out = compression.xerial_snappy(data)
     assert out[:16] == XERIAL_HEADER and decompress(2, out) == data
     assert out == compression.xerial_snappy(data, lambda b: bytes(cramjam.snappy.compress_raw(b)))
+
+
+# --- record_stream: a compressed payload as Kafka's decompressing stream delivers it ------------------------------
+
+_RECORDS = bytes(range(256)) * 40  # 10,240 bytes that gzip does not shrink to nothing
+
+
+def test_a_whole_gzip_stream_delivers_every_byte_and_ends():
+    stream = record_stream(1, gzip.compress(_RECORDS, mtime=0))
+    assert stream == RecordStream(_RECORDS, None, False)
+
+
+def test_a_gzip_stream_cut_short_delivers_what_its_inflater_made_then_fails():
+    """Cut inside the deflate data, or only its 8-byte trailer gone: the bytes made so far, then a failing read."""
+    whole = gzip.compress(_RECORDS, mtime=0)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    made = inflater.decompress(whole[:len(whole) // 2])
+    cut = record_stream(1, whole[:len(whole) // 2])
+    assert (cut.data, cut.opening, cut.failed) == (made, None, True) and 0 < len(made) < len(_RECORDS)
+    assert record_stream(1, whole[:-8]) == RecordStream(_RECORDS, None, True)
+
+
+def test_a_corrupt_gzip_stream_delivers_the_bytes_made_before_the_corrupt_one():
+    """A byte of the deflate data changed so that the inflater refuses it: the bytes it made before, fed one byte at a
+    time as Java's inflater would have made them, then a failing read; a wrong trailer (its CRC) fails after every
+    byte is made."""
+    whole = bytearray(gzip.compress(_RECORDS, mtime=0))
+    whole[-8] ^= 0xFF  # the trailer's CRC-32
+    assert record_stream(1, bytes(whole)) == RecordStream(_RECORDS, None, True)
+    plain = _RECORDS * 8  # stored (level 0): two blocks
+    stored = bytearray(gzip.compress(plain, compresslevel=0, mtime=0))
+    first = int.from_bytes(stored[11:13], "little")  # the first block's LEN, after its header byte
+    stored[10 + 5 + first + 3] ^= 0xFF  # the second block's NLEN no longer LEN's complement
+    assert record_stream(1, bytes(stored)) == RecordStream(plain[:first], None, True) and 0 < first < len(plain)
+
+
+@pytest.mark.parametrize(("data", "opening"), [
+    (b"\x1f", "java.io.EOFException"),  # the magic cut
+    (b"\x1e\x8b", "java.util.zip.ZipException: Not in GZIP format"),
+    (b"\x1f\x8b", "java.io.EOFException"),  # the method cut
+    (b"\x1f\x8b\x07", "java.util.zip.ZipException: Unsupported compression method"),
+    (b"\x1f\x8b\x08", "java.io.EOFException"),
+    (b"\x1f\x8b\x08\x00" + bytes(5), "java.io.EOFException"),  # 9 bytes: the header's last byte cut
+])
+def test_a_gzip_header_kafka_refuses_fails_the_opening(data: bytes, opening: str):
+    """``GZIPInputStream.readHeader`` in the stream's constructor: the magic, then the method; a header cut short is
+    an ``EOFException``. Nothing is delivered."""
+    assert record_stream(1, data) == RecordStream(b"", opening, False)
+
+
+def test_a_ten_byte_gzip_header_opens():
+    """A whole header and no deflate data: the stream opens, and its first read fails."""
+    assert record_stream(1, gzip.compress(b"", mtime=0)[:10]) == RecordStream(b"", None, True)
+
+
+def test_another_codecs_payload_is_decompressed_whole_or_fails_every_read():
+    assert record_stream(4, cramjam.zstd.compress(b"abc").read()) == RecordStream(b"abc", None, False)
+    assert record_stream(4, b"not zstd") == RecordStream(b"", None, True)

@@ -17,6 +17,7 @@ UTF-8 becomes U+FFFD). Where Kafka's text has no counterpart the whole text pinn
 
 from __future__ import annotations
 
+import gzip
 import struct
 import zlib
 
@@ -303,3 +304,44 @@ def test_sequences_wrap_from_int_max_to_zero(sequence: int, increment: int):
     total = sequence + increment
     expected = total if total <= INT32_MAX else total - (INT32_MAX + 1)
     assert increment_sequence(sequence, increment) == expected
+
+
+# --- a compressed batch's records: StreamRecordIterator over the decompressed stream ----------------------------
+
+
+def _gzip_batch(payload: bytes, count: int, **kw) -> bytes:
+    return v2_batch(gzip.compress(payload, mtime=0), count, attributes=kw.pop("attributes", 0) | 1, **kw)
+
+
+def test_a_stream_record_of_length_zero_is_an_invalid_structure():
+    """``ByteBuffer.allocate(0)`` is no failure: the record's empty buffer has no attributes byte to read."""
+    data = _gzip_batch(zz(0), 1)
+    assert error_text(InvalidRecordException, read_all, data) == "Found invalid record structure"
+
+
+def test_a_stream_that_ends_before_a_records_length_is_a_premature_end():
+    """Past the stream's end ``read()`` gives -1, a byte with its high bit set: five of them make a varint Kafka
+    refuses, which the stream iterator reads as a premature end. A negative length is refused in Kafka 4.4's
+    words, and so is one past the reader's ceiling (Integer.MAX_VALUE - 8)."""
+    one = framed(record_body(b"k", b"v"))
+    assert error_text(InvalidRecordException, read_all, _gzip_batch(one, 2)) == PREMATURE_EOF
+    assert error_text(InvalidRecordException, read_all, _gzip_batch(one + zz(-1), 2)) == (
+        "Invalid record size: -1 is negative.")
+    assert error_text(InvalidRecordException, read_all, _gzip_batch(one + zz(2**31 - 1), 2)) == (
+        "Invalid record size: 2147483647 exceeds the configured maximum record size of 2147483639.")
+
+
+def test_a_stream_that_ends_inside_a_record_says_so():
+    body = record_body(b"k", b"v")
+    data = _gzip_batch(zz(len(body) + 5) + body, 1)
+    assert error_text(InvalidRecordException, read_all, data) == (
+        f"Invalid record size: expected {len(body) + 5} bytes in record payload, but the record payload reached EOF.")
+
+
+def test_a_stream_records_length_with_a_byte_0x7f_and_its_log_append_time():
+    """A record of 8,150 bytes: its length's varint ends with the byte 0x7F (a positive byte, the varint's last);
+    with LogAppendTime every record takes the batch's max timestamp."""
+    body = record_body(b"k", b"v" * 8140)
+    assert zz(len(body))[-1] == 0x7F
+    data = _gzip_batch(framed(body), 1, attributes=0x08, max_ts=5555)
+    assert [(r.key, len(r.value), r.timestamp) for r in read_all(data)] == [(b"k", 8140, 5555)]
