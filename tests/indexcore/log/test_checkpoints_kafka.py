@@ -41,6 +41,7 @@ OFFSETS = {
     "leading blank": b"0\n1\n t 0 5\n", "partition past int": b"0\n1\nt 2147483648 5\n", "negative": b"0\n1\nt -1 -5\n",
     "two fields": b"0\n1\nt 0\n", "letters": b"0\n1\nt x 5\n", "no-break space": "0\n1\nt 0\u00a05\n".encode(),
     "unicode topic": "0\n1\nt\u00e9 0 5\n".encode(), "same partition twice": b"0\n2\nt 0 5\nt 0 6\n",
+    "offset past long": b"0\n1\nt 0 9223372036854775808\n", "offset at long's end": b"0\n1\nt 0 9223372036854775807\n",
 }
 CASES = {"epoch": {**SHARED, **EPOCH}, "offsets": {**SHARED, **OFFSETS}}
 
