@@ -65,20 +65,11 @@ def test_deep_iteration_of_malformed_records_matches_kafka(tmp_path, kafka_fixtu
     """Compressed v0/v1 wrappers whose inner messages are malformed, and v2 records whose headers are
     (tests/support/malformed_records.py): segdex's deep iteration prints Kafka 4.4's lines, and where Kafka's tool
     throws, segdex stops there with Kafka's exception and message."""
-    files = []
-    for name, data in {**legacy_wrapper_cases(), **v2_header_cases(), **short_cases()}.items():
-        (tmp_path / name).mkdir()
-        log = tmp_path / name / "00000000000000000000.log"
-        log.write_bytes(data)
-        files.append(str(log))
-    kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
-    ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
+    kafka, ours, status = _deep_dumps(tmp_path, {**legacy_wrapper_cases(), **v2_header_cases(), **short_cases()})
     assert assert_same(kafka, ours) == 17 and status == 1
     for name, (_, thrown) in kafka.items():
-        if thrown:  # Throwable.toString: the class, then ": " and the message where it has one
-            kafka_class, colon, message = thrown.partition(": ")
-            said = f"{kafka_class.rsplit('.', 1)[1]}{colon}{message}"
-            assert ours[name][-1] == f"iterationStopped: {json.dumps(said) if ' ' in said else said}", name
+        if thrown:
+            assert ours[name][-1] == _stopped_as(thrown), name
     deep = {Path(name).parent.name: [line for line in lines if line.startswith("| ")] for name, lines in ours.items()}
     assert [line.split()[2] for line in deep["m1_zero_wrapper_offset"]] == ["0", "1", "2"]  # librdkafka's 0
     assert [line.split()[2] for line in deep["m1_last_message_cut"]] == ["1", "2"]  # the cut message is not read
@@ -88,20 +79,34 @@ def test_deep_iteration_of_malformed_records_matches_kafka(tmp_path, kafka_fixtu
 def test_deep_iteration_of_v2_records_that_do_not_fit_matches_kafka(tmp_path):
     """v2 batches whose records do not fit their batch or gzip stream (``v2_record_cases``): segdex's deep iteration
     prints Kafka 4.4's lines up to where Kafka's tool throws, then Kafka's exception and message."""
+    cases = v2_record_cases()
+    kafka, ours, status = _deep_dumps(tmp_path, cases)
+    assert assert_same(kafka, ours) == len(cases) and status == 1
+    for name, (lines, thrown) in kafka.items():
+        assert ours[name][:-1] == lines, name  # no record Kafka's tool did not print (a gzip batch's: none)
+        assert ours[name][-1] == _stopped_as(thrown), name
+
+
+def _deep_dumps(tmp_path, cases: dict[str, bytes]) -> tuple[dict, dict, int]:
+    """Each case a one-segment partition under ``tmp_path``, dumped with ``--deep-iteration --print-data-log`` by
+    Kafka 4.4's tool and by segdex: (Kafka's lines and exception by file, segdex's lines by file, segdex's status)."""
     files = []
-    for name, data in v2_record_cases().items():
+    for name, data in cases.items():
         (tmp_path / name).mkdir()
         log = tmp_path / name / "00000000000000000000.log"
         log.write_bytes(data)
         files.append(str(log))
     kafka = kafka_dump(KafkaInstall("4.4.0").check(), files, "--deep-iteration", "--print-data-log")
     ours, status = segdex_dump(files, "--deep-iteration", "--print-data-log")
-    assert assert_same(kafka, ours) == len(files) and status == 1
-    for name, (lines, thrown) in kafka.items():
-        assert ours[name][:-1] == lines, name  # no record Kafka's tool did not print (a gzip batch's: none)
-        kafka_class, colon, message = thrown.partition(": ")
-        said = f"{kafka_class.rsplit('.', 1)[1]}{colon}{message}"
-        assert ours[name][-1] == f"iterationStopped: {json.dumps(said) if ' ' in said else said}", name
+    return kafka, ours, status
+
+
+def _stopped_as(thrown: str) -> str:
+    """segdex's last line where Kafka's tool threw ``thrown`` (``Throwable.toString``: the class, then ": " and
+    the message where it has one)."""
+    kafka_class, colon, message = thrown.partition(": ")
+    said = f"{kafka_class.rsplit('.', 1)[1]}{colon}{message}"
+    return f"iterationStopped: {json.dumps(said) if ' ' in said else said}"
 
 
 def test_bad_max_bytes_and_two_decoders(tmp_path):
