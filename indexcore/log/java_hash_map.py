@@ -17,18 +17,17 @@ _TREEIFY_THRESHOLD = 8
 _MIN_TREEIFY_CAPACITY = 64
 
 
-def java_long_hash(value: int) -> int:
-    """``HashMap.hash(Long.valueOf(value))``: ``Long.hashCode`` (high word xor low word), then spread
-    (``h ^ (h >>> 16)``), as an unsigned 32-bit number."""
-    v = value & 0xFFFF_FFFF_FFFF_FFFF
-    h = (v ^ (v >> 32)) & 0xFFFF_FFFF
-    return h ^ (h >> 16)
-
-
 def _spread(h: int) -> int:
     """``HashMap.hash``: a 32-bit ``hashCode`` (unsigned) spread as ``h ^ (h >>> 16)``."""
     h &= 0xFFFF_FFFF
     return h ^ (h >> 16)
+
+
+def java_long_hash(value: int) -> int:
+    """``HashMap.hash(Long.valueOf(value))``: ``Long.hashCode`` (high word xor low word), spread, as an unsigned
+    32-bit number."""
+    v = value & 0xFFFF_FFFF_FFFF_FFFF
+    return _spread(v ^ (v >> 32))
 
 
 def java_string_hash(text: str) -> int:

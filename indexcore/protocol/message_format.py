@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segdex.indexcore.errors import SegdexError
-from segdex.indexcore.utils.byte_utils import IllegalArgument, read_unsigned_varint
+from segdex.indexcore.utils.byte_utils import IllegalArgument, int8, read_unsigned_varint
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -126,8 +126,7 @@ class _Reader:
             raise MessageFormatException(str(e)) from None
 
     def _signed_byte(self) -> int:
-        b = self.take(1)[0]
-        return b - 256 if b > 127 else b
+        return int8(self.take(1)[0])
 
     def length(self, non_flexible: struct.Struct) -> int:
         """A string/bytes length or array count: -1 for null."""

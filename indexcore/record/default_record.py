@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from segdex.indexcore.errors import ILLEGAL_ARGUMENT, BufferBoundsException, InvalidRecordException, KafkaReadException
 from segdex.indexcore.record.compression import RecordStream
-from segdex.indexcore.utils.byte_utils import IllegalArgument, int64, read_varint, read_varlong
+from segdex.indexcore.utils.byte_utils import IllegalArgument, int8, int64, read_varint, read_varlong
 
 Fields = tuple[int, int, bytes | None, bytes | None, list[tuple[bytes, bytes | None]]]  # offset, timestamp, key,
 # value, headers (key bytes, value)
@@ -51,9 +51,8 @@ class _Buffer:
         """``get()``: a signed byte; past the limit, ``BufferUnderflowException``."""
         if self.pos >= self.limit:
             raise _Underflow
-        b = self.data[self.pos]
         self.pos += 1
-        return b - 256 if b > 127 else b
+        return int8(self.data[self.pos - 1])
 
     def read_bytes(self, length: int) -> bytes | None:
         """``Utils.readBytes``: null below 0; a slice whose limit is past the buffer's end is the slice's
@@ -86,9 +85,8 @@ class _Stream:
             if self.failed:
                 raise _StreamFailed
             return -1
-        b = self.data[self.pos]
         self.pos += 1
-        return b - 256 if b > 127 else b
+        return int8(self.data[self.pos - 1])
 
     def read_fully(self, size: int) -> bytes:
         """``Utils.readFully`` into a buffer of ``size``: up to ``size`` bytes, fewer at the stream's end."""

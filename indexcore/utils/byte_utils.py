@@ -14,6 +14,12 @@ class IllegalArgument(Exception):
     """Java's ``IllegalArgumentException`` (its message), which the callers turn into their own."""
 
 
+def int8(u: int) -> int:
+    """The Java ``byte`` of these low 8 bits (``ByteBuffer.get``, ``(byte) in.read()``)."""
+    u &= 0xFF
+    return u - 256 if u > 127 else u
+
+
 def int32(u: int) -> int:
     """The Java ``int`` of these low 32 bits."""
     u &= _MASK32
