@@ -616,6 +616,8 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
             raise LogSegmentOffsetOverflowException(largest[chunk])
 
 
+# what a record read throws where Kafka's reader refuses a batch's records (``_refused_records``)
+REFUSED_RECORDS = (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException)
 # where fields of a v2 batch's header end (RECORD_BATCH_V2): lastOffsetDelta (offset 23, 4 bytes), producerId (43, 8)
 LAST_OFFSET_END = 27
 PRODUCER_ID_END = 51
@@ -688,7 +690,7 @@ def _map_batch(m: SkimpyOffsetMap, buf, batch: RecordBatch, seg: CleanerSegment,
                     m.put(record.key, record.offset)
     except UnknownCompressionTypeException as e:
         _unknown_compression(seg, batch, e)
-    except (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
+    except REFUSED_RECORDS as e:
         _refused_records(seg, batch, e)
     return True
 
@@ -795,7 +797,7 @@ def _read_whole(seg: CleanerSegment, buffers: IoBuffers, reads: SegmentReads | N
                 try:
                     for _ in records(buf, batch):
                         pass
-                except (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
+                except REFUSED_RECORDS as e:
                     unreadable = not isinstance(e, DecompressionException)
     return unreadable
 
@@ -1262,8 +1264,7 @@ class Cleaner:
                 try:
                     self._clean_batch(buf, batch, out, retain_legacy_deletes, delete_retention_ms, tm,
                                       active_producers, high_watermark, now_ms, stats)
-                except (LogCleaningException, UnknownCompressionTypeException, InvalidRecordException,
-                        CorruptRecordException, BufferBoundsException, KafkaReadException) as e:
+                except (LogCleaningException, UnknownCompressionTypeException, *REFUSED_RECORDS) as e:
                     # thrown while its read is filtered: the reads before are appended
                     _overflow_first(buf, out, self.buffers, capacity, filtered_at=batch.position)
                     if isinstance(e, UnknownCompressionTypeException):
@@ -1287,8 +1288,7 @@ class Cleaner:
             buf, batch, horizon_now, tm, active_producers, high_watermark, now_ms)
         try:
             recs = list(streaming_iterator(buf, batch, FILTER))
-        except (UnknownCompressionTypeException, InvalidRecordException, CorruptRecordException,
-                BufferBoundsException, KafkaReadException):
+        except (UnknownCompressionTypeException, *REFUSED_RECORDS):
             if retention != DELETE:  # filterTo's filterBatch reads the records of every batch it does not delete
                 raise
             recs = []  # a deleted batch's records are never read
