@@ -49,6 +49,21 @@ class KafkaReadException(SegdexError):
     kafka_class = "org.apache.kafka.common.KafkaException"
 
 
+class JavaException(SegdexError):
+    """A Java exception as a decompressing stream (``InputStream``) throws it: ``kafka_class`` its class, ``str()``
+    its message (``null`` for none), ``to_string()`` what Java's ``toString`` gives (the text a ``KafkaException``
+    wrapping it carries). ``io``: an ``IOException`` (or a subclass), which Kafka's record readers wrap; any other
+    (a ``RuntimeException``, an ``Error``) passes through them as it is."""
+
+    def __init__(self, kafka_class: str, java_message: str | None = None, io: bool = True) -> None:
+        super().__init__("null" if java_message is None else java_message)
+        self.kafka_class, self.java_message, self.io = kafka_class, java_message, io
+
+    def to_string(self) -> str:
+        """``Throwable.toString``: the class, then ": " and the message where there is one."""
+        return self.kafka_class if self.java_message is None else f"{self.kafka_class}: {self.java_message}"
+
+
 class UnknownCompressionTypeException(SegdexError):
     """A batch whose attributes name no compression type Kafka knows (ids 5 to 7: ``CompressionType.forId``),
     met by a read of its records, or by a read of its base offset where the batch is read as a message of the

@@ -30,6 +30,8 @@ from segdex.indexcore.errors import (
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
+    JavaException,
+    KafkaReadException,
     RecoveryFailedException,
 )
 from segdex.indexcore.log.layout import INDEX_FILE_SUFFIX, index_paths
@@ -180,7 +182,8 @@ class PartitionReplay:
                         self.on_record(batch.producer_id, record)
                 summary.next_offset = batch.next_offset
                 end = batch.position + batch.size_in_bytes
-        except (CorruptRecordException, InvalidRecordException, RecoveryFailedException, BufferBoundsException) as e:
+        except (CorruptRecordException, InvalidRecordException, RecoveryFailedException, BufferBoundsException,
+                KafkaReadException, JavaException) as e:
             _stop(summary, self.logs, i, end, len(buf), f"{e} (position {end})")
             return
         if end < len(buf):  # a batch cut short: recovery truncates here and deletes the later segments

@@ -59,6 +59,7 @@ from segdex.indexcore.errors import (
     DecompressionException,
     IndexFullException,
     InvalidRecordException,
+    JavaException,
     KafkaReadException,
     SegdexError,
     UnknownCompressionTypeException,
@@ -617,7 +618,8 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
 
 
 # what a record read throws where Kafka's reader refuses a batch's records (``_refused_records``)
-REFUSED_RECORDS = (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException)
+REFUSED_RECORDS = (InvalidRecordException, CorruptRecordException, BufferBoundsException, KafkaReadException,
+                   JavaException)
 # where fields of a v2 batch's header end (RECORD_BATCH_V2): lastOffsetDelta (offset 23, 4 bytes), producerId (43, 8)
 LAST_OFFSET_END = 27
 PRODUCER_ID_END = 51

@@ -1,18 +1,30 @@
-"""Decompression of batch payloads with cramjam, including Kafka's xerial snappy framing; compression as the
-sample-data writer needs it (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
+"""Batch payloads' codecs. ``wrap_for_input`` opens a payload as Kafka's record readers read it (``Compression.
+wrapForInput``: each codec's own decompressing stream under a ``ChunkedBytesStream``, so that a damaged payload
+delivers what Kafka's delivers, then fails where Kafka's fails); ``decompress`` decodes a payload whole with cramjam
+(Kafka's xerial snappy framing included), for the readers that need every byte or none; ``compress`` writes what
+the sample-data writer needs (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
 
 from __future__ import annotations
 
 import importlib
 import struct
-import zlib
-from dataclasses import dataclass
 
 import cramjam
 import lz4.frame
 
-from segdex.indexcore.errors import CorruptRecordException, DecompressionException, UnknownCompressionTypeException
+from segdex.indexcore.errors import (
+    CorruptRecordException,
+    DecompressionException,
+    JavaException,
+    KafkaReadException,
+    UnknownCompressionTypeException,
+)
+from segdex.indexcore.record.gzip_input_stream import GZIPInputStream
+from segdex.indexcore.record.lz4_block_input_stream import Lz4BlockInputStream
 from segdex.indexcore.record.record_batch import CompressionType, compression_name
+from segdex.indexcore.record.snappy_input_stream import SnappyInputStream
+from segdex.indexcore.record.zstd_input_stream import ZstdInputStreamNoFinalizer
+from segdex.indexcore.utils.chunked_bytes_stream import ChunkedBytesStream
 
 # Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -89,51 +101,32 @@ def decompress(codec: int, data: bytes) -> bytes:
     raise DecompressionException(f"Unknown compression codec id {codec}")
 
 
-@dataclass(frozen=True)
-class RecordStream:
-    """A compressed batch's payload as Kafka's decompressing stream (``Compression.wrapForInput``) gives it to a
-    reader: ``data``, the bytes it delivers; ``opening``, the exception opening it throws (``KafkaException``'s
-    text: its cause's ``toString``; None: it opens); ``failed``, whether a read past ``data`` throws an
-    ``IOException`` (the compressed bytes end early or are corrupt) instead of giving -1 (the stream's end)."""
-
-    data: bytes
-    opening: str | None = None
-    failed: bool = False
+# Compression.decompressionOutputSize: the ChunkedBytesStream buffer each codec's stream is read through
+DECOMPRESSION_OUTPUT_SIZE = {CompressionType.GZIP: 16 * 1024, CompressionType.SNAPPY: 2 * 1024,
+                             CompressionType.LZ4: 2 * 1024, CompressionType.ZSTD: 16 * 1024}
 
 
-_GZIP_HEADER = 10  # magic (2), method, flags, mtime (4), extra flags, OS
-
-
-def record_stream(codec: int, data: bytes) -> RecordStream:
-    """The payload as Kafka's reader streams it. Gzip (``GZIPInputStream`` under ``ChunkedBytesStream``) delivers
-    every byte its inflater makes before the compressed bytes fail it: a header that is not gzip's fails the
-    opening (``ZipException``, or ``EOFException`` where it is cut), and a stream cut short, corrupt, or whose
-    trailer does not match fails the read past the bytes made so far. Another codec's payload is decompressed
-    whole: where it cannot be, every read fails (the bytes it would make first are not worked out)."""
-    if codec != CompressionType.GZIP:
-        try:
-            return RecordStream(decompress(codec, data))
-        except DecompressionException:
-            return RecordStream(b"", failed=True)
-    # GZIPInputStream.readHeader: the magic, then the method; a header cut short is an EOFException
-    if len(data) >= 2 and data[:2] != b"\x1f\x8b":
-        return RecordStream(b"", "java.util.zip.ZipException: Not in GZIP format")
-    if len(data) >= 3 and data[2] != 8:
-        return RecordStream(b"", "java.util.zip.ZipException: Unsupported compression method")
-    if len(data) < _GZIP_HEADER:
-        return RecordStream(b"", "java.io.EOFException")
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+def wrap_for_input(codec: int, data: bytes, magic: int = 2) -> ChunkedBytesStream:
+    """``Compression.wrapForInput``: a compressed payload as Kafka's readers read it, the codec's own decompressing
+    stream (``GZIPInputStream``, xerial's ``SnappyInputStream``, Kafka's ``Lz4BlockInputStream``, zstd-jni's
+    ``ZstdInputStreamNoFinalizer``) under a ``ChunkedBytesStream``. Opening the codec's stream reads its header
+    (snappy without one: the whole payload); what that throws is a ``KafkaException`` whose text is the cause's
+    ``toString`` (``KafkaReadException``). The stream's reads raise ``JavaException``: an ``IOException``, which the
+    record readers wrap, or another throwable, which they pass on."""
     try:
-        out = inflater.decompress(data)
-        return RecordStream(out, failed=not inflater.eof)
-    except zlib.error:  # the bytes made before the failing one: fed one at a time
-        inflater, made = zlib.decompressobj(16 + zlib.MAX_WBITS), []
-        try:
-            for i in range(len(data)):
-                made.append(inflater.decompress(data[i:i + 1]))
-        except zlib.error:
-            pass
-        return RecordStream(b"".join(made), failed=True)
+        if codec == CompressionType.GZIP:
+            source = GZIPInputStream(data)
+        elif codec == CompressionType.SNAPPY:
+            source = SnappyInputStream(data)
+        elif codec == CompressionType.LZ4:
+            source = Lz4BlockInputStream(data, ignore_flag_descriptor_checksum=magic == 0)
+        elif codec == CompressionType.ZSTD:
+            source = ZstdInputStreamNoFinalizer(data)
+        else:
+            raise ValueError(f"No decompressing stream for codec id {codec}")
+    except JavaException as e:
+        raise KafkaReadException(e.to_string()) from None
+    return ChunkedBytesStream(source, DECOMPRESSION_OUTPUT_SIZE[codec])
 
 
 # LZ4 frame descriptor (FLG byte after the 4-byte magic): bit 5 says blocks are independent. Kafka's

@@ -24,9 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from segdex.indexcore.errors import ILLEGAL_ARGUMENT, BufferBoundsException, InvalidRecordException, KafkaReadException
-from segdex.indexcore.record.compression import RecordStream
+from segdex.indexcore.errors import (
+    ILLEGAL_ARGUMENT,
+    BufferBoundsException,
+    InvalidRecordException,
+    JavaException,
+    KafkaReadException,
+)
 from segdex.indexcore.utils.byte_utils import IllegalArgument, int8, int64, read_varint, read_varlong
+from segdex.indexcore.utils.chunked_bytes_stream import ChunkedBytesStream, read_fully
 
 Fields = tuple[int, int, bytes | None, bytes | None, list[tuple[bytes, bytes | None]]]  # offset, timestamp, key,
 # value, headers (key bytes, value)
@@ -66,35 +72,22 @@ class _Buffer:
         return out
 
 
-class _StreamFailed(Exception):
-    """The decompressing stream's ``IOException``."""
-
-
 class _Stream:
-    """A decompressing ``InputStream`` delivering ``data``: ``read()`` gives -1 past it, or throws (``failed``:
-    the compressed bytes end early or are corrupt)."""
+    """A batch's decompressing stream (``ChunkedBytesStream``) as the record reader asks it: ``get`` is
+    ``(byte) in.read()``, a signed byte (-1 at the end); ``read_fully`` is ``Utils.readFully``. Their failures are the
+    stream's ``JavaException``."""
 
-    __slots__ = ("data", "pos", "failed")
+    __slots__ = ("stream",)
 
-    def __init__(self, data, failed: bool) -> None:
-        self.data, self.pos, self.failed = data, 0, failed
+    def __init__(self, stream: ChunkedBytesStream) -> None:
+        self.stream = stream
 
     def get(self) -> int:
-        """``(byte) in.read()``: a signed byte; -1 at the end."""
-        if self.pos >= len(self.data):
-            if self.failed:
-                raise _StreamFailed
-            return -1
-        self.pos += 1
-        return int8(self.data[self.pos - 1])
+        b = self.stream.read()
+        return -1 if b < 0 else int8(b)
 
     def read_fully(self, size: int) -> bytes:
-        """``Utils.readFully`` into a buffer of ``size``: up to ``size`` bytes, fewer at the stream's end."""
-        body = self.data[self.pos:self.pos + size]
-        self.pos += len(body)
-        if len(body) < size and self.failed:
-            raise _StreamFailed
-        return body
+        return read_fully(self.stream, size)
 
 
 def read_from(buffer: _Buffer, size: int, base_offset: int, base_timestamp: int,
@@ -156,17 +149,15 @@ def uncompressed_records(data, start: int, limit: int, count: int, base_offset: 
 MAX_RECORD_BODY = 2**31 - 1 - 8  # a reader's default ceiling (Kafka 4.4: max.decompressed.message.bytes' default)
 
 
-def stream_records(stream: RecordStream, count: int, base_offset: int, base_timestamp: int,
+def stream_records(stream: ChunkedBytesStream, count: int, base_offset: int, base_timestamp: int,
                    log_append_time: int | None, max_record_size: int = MAX_RECORD_BODY) -> Iterator[Fields]:
     """``StreamRecordIterator`` with ``DefaultRecord.readFrom(InputStream, ...)``: ``count`` records of a
-    compressed batch's decompressing ``stream``. Each record's length field is read from the stream, its bytes
-    into a buffer of that length (``Utils.readFully``), then read from that buffer alone. The stream's own
-    failure is Kafka's ``KafkaException`` where the reader meets it: opening it, reading a record, or looking for
-    a byte past the last record. A record length below 0, or above ``max_record_size``, is refused before its
-    bytes are read (Kafka 4.4's ``readFrom``)."""
-    if stream.opening is not None:
-        raise KafkaReadException(stream.opening)
-    source = _Stream(stream.data, stream.failed)
+    compressed batch's decompressing ``stream`` (``compression.wrap_for_input``). Each record's length field is read
+    from the stream, its bytes into a buffer of that length (``Utils.readFully``), then read from that buffer alone.
+    The stream's ``IOException`` is Kafka's ``KafkaException`` where the reader meets it: reading a record, or
+    looking for a byte past the last record; any other throwable of the stream passes as it is. A record length
+    below 0, or above ``max_record_size``, is refused before its bytes are read (Kafka 4.4's ``readFrom``)."""
+    source = _Stream(stream)
     for i in range(count):
         try:
             size = read_varint(source.get)
@@ -178,17 +169,21 @@ def stream_records(stream: RecordStream, count: int, base_offset: int, base_time
             body = source.read_fully(size)
         except IllegalArgument:
             raise InvalidRecordException(PREMATURE_EOF) from None
-        except _StreamFailed:
+        except JavaException as e:
+            if not e.io:
+                raise
             raise KafkaReadException("Failed to decompress record stream") from None
         if len(body) != size:
             raise InvalidRecordException(f"Invalid record size: expected {size} bytes in record payload, but the "
                                          f"record payload reached EOF.")
         fields = read_from(_Buffer(body, 0, size), size, base_offset, base_timestamp, log_append_time)
         if i == count - 1:  # ensureNoneRemaining: one more byte read
-            if source.pos < len(source.data):
-                raise InvalidRecordException(STILL_REMAINING)
             try:
-                source.get()
-            except _StreamFailed:
+                more = stream.read()
+            except JavaException as e:
+                if not e.io:
+                    raise
                 raise KafkaReadException("Error checking for remaining bytes after reading batch") from None
+            if more != -1:
+                raise InvalidRecordException(STILL_REMAINING)
         yield fields

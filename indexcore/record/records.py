@@ -14,10 +14,11 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
     InvalidRecordException,
+    JavaException,
     KafkaReadException,
     RecoveryFailedException,
 )
-from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress, record_stream
+from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress, wrap_for_input
 from segdex.indexcore.record.default_record import stream_records, uncompressed_records
 from segdex.indexcore.record.record_batch import (
     LEGACY_CRC_FROM,
@@ -81,8 +82,8 @@ def v2_records(buf, batch: RecordBatch) -> Iterator[Record]:
     if count < 0:
         raise InvalidRecordException(f"Found invalid record count {count} in magic v{batch.magic} batch")
     if batch.compression_type:
-        stream = record_stream(batch.compression_type, bytes(buf[start + RECORD_BATCH_OVERHEAD:
-                                                                start + batch.size_in_bytes]))
+        stream = wrap_for_input(batch.compression_type, bytes(buf[start + RECORD_BATCH_OVERHEAD:
+                                                                  start + batch.size_in_bytes]), batch.magic)
         read = stream_records(stream, count, base_offset, base_timestamp, log_append_time)
     else:
         read = uncompressed_records(buf, start + RECORD_BATCH_OVERHEAD, start + batch.size_in_bytes, count,
@@ -306,7 +307,7 @@ def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
                                       f"KafkaException)")
     try:
         first = next(iter(v2_records(buf, batch)), None)
-    except (DecompressionException, KafkaReadException) as e:
+    except (DecompressionException, KafkaReadException, JavaException) as e:
         raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {e} (Kafka: "
                                       f"KafkaException)") from e
     for record in [first] if first is not None else []:

@@ -10,6 +10,7 @@ from segdex.indexcore.errors import (
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
+    JavaException,
     KafkaReadException,
     SegdexError,
 )
@@ -148,7 +149,8 @@ def dump_log(path: str, deep: bool = False, parser=None, max_bytes: int | None =
                 if deep:
                     for r in records(buf, batch):
                         yield {"type": "record", **record_view(batch, r, parser)}
-        except (CorruptRecordException, InvalidRecordException, KafkaReadException, BufferBoundsException) as e:
+        except (CorruptRecordException, InvalidRecordException, KafkaReadException, BufferBoundsException,
+                JavaException) as e:
             yield {"type": "error", "iterationStopped": _thrown(e)}
             return
         if end < limit and max_bytes is None:  # Kafka's iterator stops here quietly; its recovery truncates
@@ -161,7 +163,8 @@ def _thrown(e: SegdexError) -> str:
     """What stopped Kafka's tool, as ``Throwable.toString`` prints it: the class's simple name, then the message
     where it has one."""
     name = (e.kafka_class or CORRUPT_RECORD).rsplit(".", 1)[1]
-    return name if isinstance(e, BufferBoundsException) and e.java_message is None else f"{name}: {e}"
+    silent = isinstance(e, (BufferBoundsException, JavaException)) and e.java_message is None
+    return name if silent else f"{name}: {e}"
 
 
 def kafka_batch_line(row: dict) -> str:

@@ -396,6 +396,16 @@ class KafkaOracle:
         answer = self._ask(f"checkpoint\t{kind}\t{path}", f"read of checkpoint {path}")
         return answer.get("exception") or answer["entries"]
 
+    def stream(self, codec: int, magic: int, path: Path, ops: str) -> dict:
+        """The compressed payload in ``path`` read through Kafka's decompressing stream (``wrapForInput``), with
+        ``ops`` (comma separated: ``r`` one ``read()``, ``fN`` one ``Utils.readFully`` of N bytes): {"opening": the
+        exception opening throws} or {"counts": each op's bytes (-1: the end), "data": the bytes delivered, "end": the
+        exception an op threw, its cause after " | ", or None}."""
+        answer = self._ask(f"stream\t{codec}\t{magic}\t{path}\t{ops}", f"stream of {path}")
+        if "data" in answer:
+            answer["data"] = base64.b64decode(answer["data"])
+        return answer
+
     def bench(self, log_dir: Path, base_offset: int = 0, runs: int = 5, index_interval_bytes: int = 4096,
               segment_index_bytes: int = 10 * 1024 * 1024) -> list[float]:
         """Seconds of each of ``runs`` ``LogSegment.recover`` calls on one segment, in this warm JVM."""

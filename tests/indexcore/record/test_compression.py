@@ -12,8 +12,10 @@ import pytest
 from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
+    JavaException,
+    KafkaReadException,
 )
-from segdex.indexcore.record.compression import RecordStream, _xerial_snappy, decompress, record_stream
+from segdex.indexcore.record.compression import _xerial_snappy, decompress, wrap_for_input
 
 XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 
@@ -99,38 +101,44 @@ def test_xerial_framing_falls_back_to_cramjam_where_the_kernel_is_not_built(monk
     assert out == compression.xerial_snappy(data, lambda b: bytes(cramjam.snappy.compress_raw(b)))
 
 
-# --- record_stream: a compressed payload as Kafka's decompressing stream delivers it ------------------------------
+# --- wrap_for_input: a compressed payload as Kafka's decompressing stream delivers it -------------------------------
+# (every codec's stream against Kafka's own: test_decompressing_streams.py)
 
 _RECORDS = bytes(range(256)) * 40  # 10,240 bytes that gzip does not shrink to nothing
 
 
+def _drain(codec: int, data: bytes) -> tuple[bytes, JavaException | None]:
+    """Every byte the stream delivers, read a byte at a time, and the failure that ended it (None: its end)."""
+    stream, out = wrap_for_input(codec, data), bytearray()
+    try:
+        while (b := stream.read()) >= 0:
+            out.append(b)
+    except JavaException as e:
+        return bytes(out), e
+    return bytes(out), None
+
+
 def test_a_whole_gzip_stream_delivers_every_byte_and_ends():
-    stream = record_stream(1, gzip.compress(_RECORDS, mtime=0))
-    assert stream == RecordStream(_RECORDS, None, False)
+    assert _drain(1, gzip.compress(_RECORDS, mtime=0)) == (_RECORDS, None)
 
 
 def test_a_gzip_stream_cut_short_delivers_what_its_inflater_made_then_fails():
-    """Cut inside the deflate data, or only its 8-byte trailer gone: the bytes made so far, then a failing read."""
+    """Cut inside the deflate data: the bytes made so far, then "Unexpected end of ZLIB input stream"; only the
+    trailer cut: every byte, then the trailer's read meets the end."""
     whole = gzip.compress(_RECORDS, mtime=0)
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    made = inflater.decompress(whole[:len(whole) // 2])
-    cut = record_stream(1, whole[:len(whole) // 2])
-    assert (cut.data, cut.opening, cut.failed) == (made, None, True) and 0 < len(made) < len(_RECORDS)
-    assert record_stream(1, whole[:-8]) == RecordStream(_RECORDS, None, True)
+    made = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(whole[:len(whole) // 2])
+    data, failure = _drain(1, whole[:len(whole) // 2])
+    assert data == made and 0 < len(made) < len(_RECORDS)
+    assert failure.to_string() == "java.io.EOFException: Unexpected end of ZLIB input stream" and failure.io
+    data, failure = _drain(1, whole[:-3])
+    assert data == _RECORDS and failure.to_string() == "java.io.EOFException"
 
 
-def test_a_corrupt_gzip_stream_delivers_the_bytes_made_before_the_corrupt_one():
-    """A byte of the deflate data changed so that the inflater refuses it: the bytes it made before, fed one byte at a
-    time as Java's inflater would have made them, then a failing read; a wrong trailer (its CRC) fails after every
-    byte is made."""
+def test_a_gzip_trailer_that_does_not_match_fails_after_every_byte():
     whole = bytearray(gzip.compress(_RECORDS, mtime=0))
     whole[-8] ^= 0xFF  # the trailer's CRC-32
-    assert record_stream(1, bytes(whole)) == RecordStream(_RECORDS, None, True)
-    plain = _RECORDS * 8  # stored (level 0): two blocks
-    stored = bytearray(gzip.compress(plain, compresslevel=0, mtime=0))
-    first = int.from_bytes(stored[11:13], "little")  # the first block's LEN, after its header byte
-    stored[10 + 5 + first + 3] ^= 0xFF  # the second block's NLEN no longer LEN's complement
-    assert record_stream(1, bytes(stored)) == RecordStream(plain[:first], None, True) and 0 < first < len(plain)
+    data, failure = _drain(1, bytes(whole))
+    assert data == _RECORDS and failure.to_string() == "java.util.zip.ZipException: Corrupt GZIP trailer"
 
 
 @pytest.mark.parametrize(("data", "opening"), [
@@ -143,15 +151,18 @@ def test_a_corrupt_gzip_stream_delivers_the_bytes_made_before_the_corrupt_one():
 ])
 def test_a_gzip_header_kafka_refuses_fails_the_opening(data: bytes, opening: str):
     """``GZIPInputStream.readHeader`` in the stream's constructor: the magic, then the method; a header cut short is
-    an ``EOFException``. Nothing is delivered."""
-    assert record_stream(1, data) == RecordStream(b"", opening, False)
+    an ``EOFException``. ``wrapForInput`` wraps it in a ``KafkaException`` whose text is its ``toString``."""
+    with pytest.raises(KafkaReadException) as e:
+        wrap_for_input(1, data)
+    assert str(e.value) == opening
 
 
-def test_a_ten_byte_gzip_header_opens():
-    """A whole header and no deflate data: the stream opens, and its first read fails."""
-    assert record_stream(1, gzip.compress(b"", mtime=0)[:10]) == RecordStream(b"", None, True)
+def test_a_ten_byte_gzip_header_opens_and_its_first_read_fails():
+    assert _drain(1, gzip.compress(b"", mtime=0)[:10])[1].to_string() == (
+        "java.io.EOFException: Unexpected end of ZLIB input stream")
 
 
-def test_another_codecs_payload_is_decompressed_whole_or_fails_every_read():
-    assert record_stream(4, cramjam.zstd.compress(b"abc").read()) == RecordStream(b"abc", None, False)
-    assert record_stream(4, b"not zstd") == RecordStream(b"", None, True)
+def test_a_zstd_stream_ends_after_its_frame_and_refuses_what_is_not_one():
+    assert _drain(4, cramjam.zstd.compress(b"abc").read()) == (b"abc", None)
+    data, failure = _drain(4, b"not zstd")
+    assert data == b"" and failure.to_string() == "com.github.luben.zstd.ZstdIOException: Unknown frame descriptor"

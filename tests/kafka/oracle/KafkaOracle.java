@@ -63,6 +63,9 @@ import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
  * <p>{@code validate\t<topic config name>\t<value>} is {@code LogConfig.validate} of that one config (a topic's
  * create or alter): {@code {"ok":true}} or {@code {"error":"<Kafka's message>"}}.
  *
+ * <p>{@code stream\t<codec id>\t<magic>\t<payload file>\t<ops>} reads a compressed payload through Kafka's
+ * decompressing stream: see {@code stream}.
+ *
  * <p>{@code LogSegment.recover} takes {@code Optional<LeaderEpochFileCache>} in 3.9 and the cache itself in
  * 4.x: the call goes through reflection so that one source serves both families.
  */
@@ -95,6 +98,8 @@ public final class KafkaOracle {
                     answer = brokerValue(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("checkpoint")) {
                     answer = checkpoint(f[1], new File(f[2]));
+                } else if (f[0].equals("stream")) {
+                    answer = stream(Integer.parseInt(f[1]), Byte.parseByte(f[2]), new File(f[3]), f.length > 4 ? f[4] : "");
                 } else if (f[0].equals("bench")) {
                     answer = bench(new File(f[1]), Long.parseLong(f[2]), Integer.parseInt(f[3]),
                         Integer.parseInt(f[4]), Integer.parseInt(f[5]));
@@ -171,6 +176,67 @@ public final class KafkaOracle {
             return "{\"exception\":" + quote(describe(t)) + "}";
         }
         return "{\"entries\":[" + String.join(",", entries) + "]}";
+    }
+
+    /** A compressed payload read through Kafka's decompressing stream, as {@code DefaultRecordBatch}'s iterators
+     *  open and read it: {@code Compression.of(type).build().wrapForInput(payload, magic, BufferSupplier.create())},
+     *  then the {@code ops} in order (comma separated): {@code r} is one {@code read()}, {@code fN} one
+     *  {@code Utils.readFully} into a buffer of N bytes. The answer: {"opening": ...} where opening throws, else
+     *  {"counts": [bytes each op delivered, -1 for read() at the end], "data": base64 of every byte delivered,
+     *  "end": the exception an op threw (class: message; its cause's too for a KafkaException) or null}. */
+    private static String stream(int codec, byte magic, File file, String ops) throws Exception {
+        java.nio.ByteBuffer payload = java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(file.toPath()));
+        java.io.InputStream in;
+        try {
+            // BufferSupplier is in common.utils.internals in 4.4, common.utils in 3.9
+            Class<?> supplier;
+            try {
+                supplier = Class.forName("org.apache.kafka.common.utils.internals.BufferSupplier");
+            } catch (ClassNotFoundException e) {
+                supplier = Class.forName("org.apache.kafka.common.utils.BufferSupplier");
+            }
+            Class<?> type;  // CompressionType: in common.record.internal in 4.4, common.record in 3.9
+            try {
+                type = Class.forName("org.apache.kafka.common.record.internal.CompressionType");
+            } catch (ClassNotFoundException e) {
+                type = Class.forName("org.apache.kafka.common.record.CompressionType");
+            }
+            Object builder = org.apache.kafka.common.compress.Compression.class.getMethod("of", type)
+                .invoke(null, type.getMethod("forId", int.class).invoke(null, codec));
+            Method build = builder.getClass().getMethod("build");
+            build.setAccessible(true);
+            Object compression = build.invoke(builder);
+            Method wrap = compression.getClass().getMethod("wrapForInput", java.nio.ByteBuffer.class, byte.class,
+                supplier);
+            wrap.setAccessible(true);
+            in = (java.io.InputStream) wrap.invoke(compression, payload, magic, supplier.getMethod("create").invoke(null));
+        } catch (InvocationTargetException t) {
+            return "{\"opening\":" + quote(describe(t.getCause())) + "}";
+        } catch (Throwable t) {
+            return "{\"opening\":" + quote(describe(t)) + "}";
+        }
+        java.io.ByteArrayOutputStream data = new java.io.ByteArrayOutputStream();
+        List<String> counts = new ArrayList<>();
+        String end = "null";
+        try {
+            for (String op : ops.split(",")) {
+                if (op.isEmpty()) continue;
+                if (op.equals("r")) {
+                    int b = in.read();
+                    counts.add(Integer.toString(b < 0 ? -1 : 1));
+                    if (b >= 0) data.write(b);
+                } else {
+                    java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(Integer.parseInt(op.substring(1)));
+                    int n = org.apache.kafka.common.utils.Utils.readFully(in, buf);
+                    counts.add(Integer.toString(n));
+                    data.write(buf.array(), 0, n);
+                }
+            }
+        } catch (Throwable t) {
+            end = quote(describe(t) + (t.getCause() != null ? " | " + describe(t.getCause()) : ""));
+        }
+        return "{\"counts\":[" + String.join(",", counts) + "],\"data\":\""
+            + java.util.Base64.getEncoder().encodeToString(data.toByteArray()) + "\",\"end\":" + end + "}";
     }
 
     private static String recoverDir(File dir, int indexInterval, int segmentIndexBytes) throws Exception {
