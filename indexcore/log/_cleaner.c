@@ -469,10 +469,12 @@ static int header_keys_valid(const uint8_t *buf, Py_ssize_t end, const rec_t *re
 }
 
 /* filter(buf, position, now_ms, high_watermark, delete_retention_ms) -> (status, position, size, records_read,
- * records_kept, tombstones_removed, tombstones_kept, bytes_read, rebuilt): cleanInto over plain batches from position
+ * records_kept, tombstones_removed, tombstones_kept, bytes_read, rebuilt, max_offset): cleanInto over plain batches
+ * from position
  * (the batch ending at the high watermark is Python's: it stays even when emptied). COPY: the batch at position
  * (size bytes) is kept whole; REBUILT: it is kept as the bytes rebuilt (with a CRC function given, else SPECIAL). The
- * counts are those of the batches dropped here and of the COPY or REBUILT batch. */
+ * counts are those of the batches dropped here and of the COPY or REBUILT batch; max_offset is the kept batch's
+ * largest kept record's offset (filterTo's maxOffset: the last offset of one kept whole). */
 static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
@@ -487,6 +489,7 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     uint8_t *rebuilt = NULL;
     size_t rebuilt_size = 0;
     int status = END, nomem = 0;
+    long long max_offset = -1;
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         Py_ssize_t end;
@@ -503,13 +506,14 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
         int64_t horizon_now = has_horizon ? be64(b + BASE_TIMESTAMP_OFFSET) : NO_TIMESTAMP;
         int retain_deletes = !has_horizon || now_ms < horizon_now;
         int32_t kept = 0, kept_tombstones = 0, removed_tombstones = 0;
+        int64_t max_kept = -1;
         for (int32_t i = 0; i < count; i++) {
             rec_t *r = &recs[i];
             int64_t offset = base + r->offset_delta;
             if (offset > m->latest_offset) r->kept = 1;
             else if (r->key == NULL) r->kept = 0;
             else r->kept = offset >= map_get(m, r->key, (size_t)r->key_len) && (!r->value_null || retain_deletes);
-            if (r->kept) { kept++; kept_tombstones += r->value_null; }
+            if (r->kept) { kept++; kept_tombstones += r->value_null; if (offset > max_kept) max_kept = offset; }
             else removed_tombstones += r->value_null;
         }
         if (kept == 0) { /* DELETE_EMPTY with nothing kept: the batch goes */
@@ -537,6 +541,7 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
         tomb_removed += removed_tombstones;
         bytes_read += LOG_OVERHEAD + size;
         size_out = LOG_OVERHEAD + size;
+        max_offset = status == REBUILT ? max_kept : last;
         plain_batches++;
         break;
     }
@@ -553,8 +558,8 @@ static PyObject *OffsetMap_filter(OffsetMap *m, PyObject *args) {
     } else {
         Py_INCREF(bytes);
     }
-    return Py_BuildValue("(innLLLLLN)", status, pos, size_out, read, kept_total, tomb_removed, tomb_kept, bytes_read,
-                         bytes);
+    return Py_BuildValue("(innLLLLLNL)", status, pos, size_out, read, kept_total, tomb_removed, tomb_kept, bytes_read,
+                         bytes, max_offset);
 }
 
 static PyObject *OffsetMap_get_size(OffsetMap *m, void *closure) { return PyLong_FromSsize_t(m->size); }

@@ -1245,13 +1245,14 @@ class Cleaner:
             position = 0
             while not _full_read_done(out, buf, self.buffers, capacity, position):
                 if m.native is not None:  # plain batches in the kernel: dropped there, or one to copy or for Python
-                    status, position, size, *counts, rebuilt = m.native.filter(buf, position, now_ms,
-                                                                               high_watermark, delete_retention_ms)
+                    status, position, size, *counts, rebuilt, max_offset = m.native.filter(
+                        buf, position, now_ms, high_watermark, delete_retention_ms)
                     stats.add_counts(*counts)
                     if status == _END and position >= len(buf):
                         break
                     if status in (_COPY, _REBUILT):
-                        out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]), position)
+                        out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]), position,
+                                   max_offset)
                         stats.batches_rebuilt += status == _REBUILT
                         position += size
                         continue
