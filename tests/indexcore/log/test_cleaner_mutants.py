@@ -796,3 +796,38 @@ def test_a_control_batch_declaring_no_record_is_not_asked_its_compression_type()
     damaged[22] |= 7
     with pytest.raises(UnknownCompressionTypeException, match="^Unknown compression type id: 7$"):
         cleaner._control_type(bytes(damaged), next(batches(bytes(damaged))))
+
+
+# --- cleaner.without_bytes: what a round keeps of a group written out --------------------------------------------
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_group_written_out_keeps_its_modification_time(tmp_path, applied: bool):
+    """A round whose groups are written out as they are cleaned (``SwapWriter``: applied), or that keeps no files
+    (``keep_files=False``), keeps of each group (``CleaningRound.segments``) its names, size and time but not its
+    bytes: the time is the group's last segment's ``.log`` modification time (``cleanSegments``'
+    ``setLastModified``), the one the swapped-in ``.log`` carries on disk."""
+    from segdex.indexcore.config.log_config import LogConfig
+    from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
+    from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
+    from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+    from segdex.indexcore.tools.segment_writer import segment_name
+
+    part = tmp_path / "c-0"
+    part.mkdir()
+    mtimes = {0: T - 7_000, 2: T - 5_000, 4: T - 3_000, 6: T - 1_000}
+    for base, mtime in mtimes.items():
+        (part / segment_name(base)).write_bytes(build_batch(base, [(T + base, b"a", b"v")])
+                                                + build_batch(base + 1, [(T + base + 1, b"k%d" % base, b"v")]))
+        os.utime(part / segment_name(base), ns=(mtime * 1_000_000,) * 2)
+    config = LogConfig(cleanup_policy="compact", segment_bytes=300)  # groups [0, 2], [4] (140 bytes a segment)
+    loaded = load_for_cleaning(str(part), config, T + 10_000)
+    view = cleaning_view(loaded.facts, 0, 8, last_stable_offset(None, 8), None, T + 10_000, config)
+    clean = cleaner.Cleaner(SkimpyOffsetMap(2400), keep_files=False, threads=1)
+    round_ = clean.clean(loaded.segments, view.log, 0, 8, {}, config, T + 10_000,
+                         SwapWriter(str(part), None, None) if applied else None)
+    assert [(c.base_offset, c.replaces, c.log, c.mtime_ms) for c in round_.segments] == [
+        (0, [0, 2], b"", mtimes[2]), (4, [4], b"", mtimes[4])]
+    if applied:
+        assert [os.stat(part / segment_name(c.base_offset)).st_mtime_ns // 1_000_000 for c in round_.segments] == [
+            mtimes[2], mtimes[4]]
