@@ -129,22 +129,6 @@ def wrap_for_input(codec: int, data: bytes, magic: int = 2) -> ChunkedBytesStrea
     return ChunkedBytesStream(source, DECOMPRESSION_OUTPUT_SIZE[codec])
 
 
-# LZ4 frame descriptor (FLG byte after the 4-byte magic): bit 5 says blocks are independent. Kafka's
-# KafkaLZ4BlockInputStream refuses frames without it ("Dependent block stream is unsupported").
-LZ4_FLG_OFFSET = 4
-LZ4_BLOCK_INDEPENDENCE = 0x20
-
-
-def kafka_can_decompress(codec: int, data: bytes) -> str | None:
-    """Why Kafka's own decompressing reader would refuse a payload segdex's codecs accept, or None.
-
-    Only LZ4 differs: Kafka reads only frames of independent blocks (as its producers write them)."""
-    if codec == CompressionType.LZ4 and len(data) > LZ4_FLG_OFFSET and not (
-            data[LZ4_FLG_OFFSET] & LZ4_BLOCK_INDEPENDENCE):
-        return "Dependent block stream is unsupported"
-    return None
-
-
 def compress(codec: int, data: bytes) -> bytes:
     """Compress a payload as Kafka's producers do (xerial framing for snappy, LZ4 frames)."""
     if codec == CompressionType.NONE:

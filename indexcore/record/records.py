@@ -12,13 +12,12 @@ from segdex.indexcore.errors import (
     INDEX_OUT_OF_BOUNDS,
     BufferBoundsException,
     CorruptRecordException,
-    DecompressionException,
     InvalidRecordException,
     JavaException,
     KafkaReadException,
     RecoveryFailedException,
 )
-from segdex.indexcore.record.compression import decompress, for_id, kafka_can_decompress, wrap_for_input
+from segdex.indexcore.record.compression import decompress, for_id, wrap_for_input
 from segdex.indexcore.record.default_record import stream_records, uncompressed_records
 from segdex.indexcore.record.record_batch import (
     LEGACY_CRC_FROM,
@@ -298,18 +297,11 @@ def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
     ``IllegalArgumentException`` or ``NullPointerException``, which escape recovery) for a missing key or value
     or a control type other than ABORT and COMMIT.
     """
-    refusal = None
-    if batch.compression_type:
-        start = batch.position + RECORD_BATCH_OVERHEAD
-        refusal = kafka_can_decompress(batch.compression_type, bytes(buf[start:start + 8]))
-    if refusal is not None:
-        raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {refusal} (Kafka: "
-                                      f"KafkaException)")
-    try:
-        first = next(iter(v2_records(buf, batch)), None)
-    except (DecompressionException, KafkaReadException, JavaException) as e:
+    try:  # batch.iterator(): a compressed batch's records all read first
+        first = next(records(buf, batch), None)
+    except (KafkaReadException, JavaException) as e:
         raise RecoveryFailedException(f"control batch at offset {batch.base_offset}: {e} (Kafka: "
-                                      f"KafkaException)") from e
+                                      f"{e.kafka_class.rsplit('.', 1)[1]})") from e
     for record in [first] if first is not None else []:
         key, value = record.key, record.value
         if key is None:

@@ -144,9 +144,8 @@ def test_what_is_not_a_regular_file_is_named_by_kind(tmp_path: Path):
 
 def test_small_pieces_in_full(tmp_path: Path):
     """The odds and ends a row or a line is made of: a Reason's text and notes, a ListOffsets answer's row, a log
-    dir's log start offsets, a segment file's base offset, the LZ4 frames Kafka cannot read."""
+    dir's log start offsets, a segment file's base offset."""
     from segdex.indexcore.log.layout import base_offset_of
-    from segdex.indexcore.record.compression import CompressionType, kafka_can_decompress
     from segdex.indexcore.status import Reason
     from segdex.indexcore.tools.list_offsets import OffsetAnswer, log_start_offsets
 
@@ -161,12 +160,6 @@ def test_small_pieces_in_full(tmp_path: Path):
     (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 3 17\n")
     assert log_start_offsets(tmp_path) == {("t", 3): 17}
     assert base_offset_of(tmp_path / "t-0" / "00000000000000001234.timeindex") == 1234
-    lz4 = bytes.fromhex("04224d18") + bytes([0x60, 0x40, 0x82])  # FLG 0x60: independent blocks
-    assert kafka_can_decompress(CompressionType.LZ4, lz4) is None
-    dependent = lz4[:4] + bytes([0x40]) + lz4[5:]
-    assert kafka_can_decompress(CompressionType.LZ4, dependent) == "Dependent block stream is unsupported"
-    assert kafka_can_decompress(CompressionType.GZIP, dependent) is None
-    assert kafka_can_decompress(CompressionType.LZ4, lz4[:4]) is None  # too short to tell: the reader decides
 
 
 def test_leftover_files_a_load_acts_on(tmp_path: Path):

@@ -179,7 +179,8 @@ def test_lz4_control_batch_of_dependent_blocks_after_another_batch():
     control = list(batches(data))[1]
     with pytest.raises(RecoveryFailedException) as e:
         end_txn_marker(data, control)
-    assert str(e.value) == "control batch at offset 5: Dependent block stream is unsupported (Kafka: KafkaException)"
+    assert str(e.value) == ("control batch at offset 5: java.lang.RuntimeException: Dependent block stream is "
+                            "unsupported (Kafka: KafkaException)")
 
 
 def test_control_batch_whose_payload_cannot_be_decompressed():

@@ -53,14 +53,16 @@ def test_malformed_markers_raise_what_kafka_raises(key, value, error, words):
 
 
 def test_a_control_batch_kafka_cannot_decompress():
-    """LZ4 frames of dependent blocks: segdex's codec reads them, Kafka's reader refuses (KafkaException)."""
+    """LZ4 frames of dependent blocks: Kafka's reader refuses them when it opens the stream (``FLG.fromByte``), a
+    ``KafkaException`` its recovery does not catch."""
     data = bytearray(control_batch(struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 9), compression=3))
     flg = RECORD_BATCH_OVERHEAD + 4
     data[flg] &= ~0x20  # block independence off
     struct.pack_into(">I", data, CRC_OFFSET, crc32c.crc32c(bytes(data[ATTRIBUTES_OFFSET:])))
     with pytest.raises(RecoveryFailedException) as e:
         marker(bytes(data))
-    assert str(e.value) == "control batch at offset 5: Dependent block stream is unsupported (Kafka: KafkaException)"
+    assert str(e.value) == ("control batch at offset 5: java.lang.RuntimeException: Dependent block stream is "
+                            "unsupported (Kafka: KafkaException)")
 
 
 def test_control_record_for_display_is_lenient():
