@@ -377,6 +377,14 @@ def test_the_first_read_after_a_fill_meets_the_buffer_the_build_grew(kafka44, tm
     _against_kafka(kafka44, "drawn", tmp_path)
 
 
+def test_each_read_is_appended_whole_or_not_at_all_as_kafkas(kafka44, tmp_path: Path):
+    """``READ_CASES`` against Kafka 4.4's own start and round: where ``cleanInto``'s reads of a segment begin and
+    end (the buffer as the offset map's build grew it, for the round's first segment) decides which kept batches
+    one append checks against the cleaned segment, and what the round meets after the batch whose index entry finds
+    the index full. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "reads", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -492,6 +500,107 @@ def _drawn(oracle, tmp_path: Path) -> None:
         assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (seed, v.mismatches, v.kafka_threw)
 
 
+# --- cleanInto's reads: which batches each read filters and appends at once ---------------------------------------
+def _one(offset: int, key: bytes, size: int = 1, magic: int = 2, ts: int = T0) -> bytes:
+    """One record of key ``key`` and a value of ``size`` bytes, as a v2 batch or a v0/v1 message."""
+    return build_batch(offset, [(ts, key, b"v" * size)], magic=magic)
+
+
+def _unknown_codec(batch: bytes) -> bytes:
+    """A v2 batch whose attributes name compression type 5, which Kafka does not know (no reader checks its CRC)."""
+    attributes = struct.unpack_from(">h", batch, 21)[0]
+    return batch[:21] + struct.pack(">h", (attributes & ~7) | 5) + batch[23:]
+
+
+def _based_at(batch: bytes, offset: int) -> bytes:
+    """A v2 batch whose base offset field reads ``offset`` (outside its CRC)."""
+    return struct.pack(">q", offset) + batch[8:]
+
+
+def _below_base(failing: int) -> tuple:
+    """Segment 100's ten batches (offsets 100-109, 71 bytes each) read 200 bytes at a time, two batches a read;
+    the checkpoint at 110 (the offset map's build reads segment 110 only). ``failing`` 3: the 2nd read holds a batch
+    rewritten to offset 50, below the cleaned segment's base, then one of an unknown codec; ``failing`` 4: the 2nd
+    read holds two batches rewritten below the base (offsets 40, 50), the 3rd starts with one of an unknown codec."""
+    seg = [_one(100 + i, b"k%d" % i, ts=T0 + 100 + i) for i in range(10)]
+    below = [_based_at(seg[2], 50)] if failing == 3 else [_based_at(seg[2], 40), _based_at(seg[3], 50)]
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=4096)
+    segments = {100: b"".join(seg), 110: _one(110, b"z", ts=T0 + 110) + _one(111, b"y", ts=T0 + 111),
+                112: _one(112, b"x", ts=T0 + 112) + _one(113, b"w", ts=T0 + 113)}
+    return (segments, config, T0 + 10 * HOUR_MS, 24 * 100, (200, 2_500_000), 110,
+            {100: (sum(map(len, seg[:2])), b"".join(below) + _unknown_codec(seg[failing]))})
+
+
+def _grown_then(damage: str) -> tuple:
+    """Segment 100: a batch rewritten to offset 50 (below the cleaned segment's base), then one of 3,000 bytes,
+    then small ones; the read buffer starts at 128 bytes and the offset map (5 slots) fills at offset 105 after the
+    build's reads grew it to 4,096 bytes for the large batch; the 8th batch's size field gives 2,000 bytes, past
+    the segment's end (``damage`` "size"), or it names an unknown codec ("codec")."""
+    seg = [_one(100, b"k0", ts=T0 + 100), _one(101, b"k1", ts=T0 + 101), _one(102, b"kB", 3000, ts=T0 + 102)]
+    seg += [_one(100 + i, b"k%d" % i, ts=T0 + 100 + i) for i in range(3, 9)]
+    eighth = seg[7][:8] + struct.pack(">i", 2000 - 12) if damage == "size" else _unknown_codec(seg[7])
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=4096)
+    return ({100: b"".join(seg), 109: _one(109, b"z", ts=T0 + 109) + _one(110, b"y", ts=T0 + 110)}, config,
+            T0 + 10 * HOUR_MS, 24 * 5, (128, 2_500_000), None,
+            {100: (0, _based_at(seg[0], 50) + b"".join(seg[1:7]) + eighth)})
+
+
+def _full_index(grown: bool) -> tuple:
+    """Index entries every 40 bytes in a segment whose v1 messages (38 bytes) become v2 batches (72 bytes) when
+    cleaned, so that the cleaned segment's offset index (``segment.index.bytes`` the source's entries) fills before
+    its end, a v2 batch of an unknown codec later. ``grown``: v1 messages of 3,000 bytes at offset 3 then 1 byte,
+    v2 batches from offset 7, the read buffer starting at 128 bytes and the offset map (7 slots) filling at offset
+    6, after the build's reads grew it to 4,096 bytes; the index fills at offset 11 (byte 3,553), in the round's
+    first read, which ends at the codec batch (byte 3,697, 433 bytes), its batches rewritten in 3,937 bytes (within
+    the write buffer: ``filterTo`` returns early where they outgrow it). Else: a v1 message of 3,000 bytes and five
+    of 1, then a v2 batch of 974 bytes at byte 3,227, which begins the second read of 4,096 bytes, and at which the
+    index fills, then the codec batch; the checkpoint at segment 9 (the build reads it only)."""
+    if grown:
+        msgs = [_one(i, b"k%02d" % i, 3000 if i == 3 else 1, magic=1) for i in range(7)]
+        msgs += [_one(i, b"k%02d" % i) for i in range(7, 13)] + [_one(13, b"k13", 360), _one(14, b"k14")]
+        failing, entries, buffers, dedupe, checkpoint = 13, 10, (128, 2_500_000), 24 * 7, None
+    else:
+        msgs = [_one(0, b"k00", 3000, magic=1)] + [_one(i, b"k%02d" % i, magic=1) for i in range(1, 6)]
+        msgs += [_one(6, b"k06", 901), _one(7, b"k07"), _one(8, b"k08")]
+        failing, entries, buffers, dedupe, checkpoint = 7, 5, (4096, 2_500_000), 24 * 100, 9
+    n = len(msgs)
+    segments = {0: b"".join(msgs), n: _one(n, b"z") + _one(n + 1, b"y")}
+    if not grown:
+        segments[n + 2] = _one(n + 2, b"x") + _one(n + 3, b"w")
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=40, segment_index_bytes=8 * entries)
+    return (segments, config, T0 + 10 * HOUR_MS, dedupe, buffers, checkpoint,
+            {0: (sum(map(len, msgs[:failing])), _unknown_codec(msgs[failing]))})
+
+
+UNKNOWN_CODEC = "java.lang.IllegalArgumentException: Unknown compression type id: 5"
+SPLIT = "java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow"
+
+# (case, what Kafka's round throws): cleanInto filters a read, then appends its kept batches at once, its largest
+# offset checked against the cleaned segment (``_chunk_overflow``), its index entries appended (``_full_read_done``)
+READ_CASES = [
+    # a read that throws while it is filtered is never appended: the batch below the base in it, the first of the
+    # read (``position < start``), is not checked, though a later read exists
+    (_below_base(3), UNKNOWN_CODEC),
+    # the read before the failing one, whose first batch begins it, is appended and overflows
+    (_below_base(4), SPLIT),
+    # the round's first read holds 4,096 bytes, as the build grew the buffer (restored, 128 bytes, it would hold the
+    # batch below the base alone, which would overflow): the damaged batch then throws, or the codec batch
+    (_grown_then("size"), "java.lang.IllegalStateException: Batch size 2000 < buffer size 2097152, but not processed"),
+    (_grown_then("codec"), UNKNOWN_CODEC),
+    # the read in which the index fills ends before the codec batch (one begun at the large batch, byte 114, as a
+    # buffer restored to 128 bytes begins one, would hold it); the read that begins at the batch whose entry fills
+    # the index holds the codec batch, which throws first
+    (_full_index(grown=True), "java.lang.IllegalArgumentException: Attempt to append to a full index (size = 10)."),
+    (_full_index(grown=False), UNKNOWN_CODEC)]
+
+
+def _reads(oracle, tmp_path: Path) -> None:
+    """The ``READ_CASES``: the round throws what Kafka's throws."""
+    for i, (case, throws) in enumerate(READ_CASES):
+        v = judge_given(oracle, tmp_path / "case", *case)
+        assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (i, v.mismatches, v.kafka_threw)
+
+
 def _damaged(oracle, tmp_path: Path) -> None:
     """Damaged cases: 24 drawn (a bad size field, a bad magic byte or a batch cut short fails Kafka's round and
     segdex's with the same exception, segdex's copy left as it was; a wrong CRC is read through by both to the same
@@ -557,7 +666,7 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
           "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
-          "inner": _inner, "grown": _grown, "drawn": _drawn}
+          "inner": _inner, "grown": _grown, "drawn": _drawn, "reads": _reads}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
