@@ -207,7 +207,8 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
     set outside 0..2, the size field below 14 or past the segment's end, the segment cut inside the batch, or
     (drawn only when asked for) the attributes' compression id set to one Kafka does not know (``codec``), the
     size field set to 14-48, inside the batch, below a v2 header's 61 bytes (``short``), or past the v2 header but
-    short of its records (``inner``: an uncompressed or gzip batch; another's size is set past the segment's end).
+    short of its records (``inner``: a v2 batch, its compressed payload then cut short; another's size is set past
+    the segment's end).
     Returns the damage's kind ("none": no segment has a second batch)."""
     logs = sorted(parts[0].glob("*.log"))[:-1]
     found = [(log, b) for log in logs for b in list(batches(log.read_bytes()))[1:]]
@@ -226,11 +227,9 @@ def damage_batch(rng: random.Random, *parts: Path, kinds: tuple[str, ...] = ()) 
         data[at] = (data[at] & ~0x07) | rng.choice([5, 6, 7])
     elif kind == "short":  # a size field within the batch, below its own header or fields
         data[p + 8:p + 12] = struct.pack(">i", rng.choice([14, 20, 33, 48]))
-    elif kind == "inner" and batch.magic >= 2 and batch.compression_type in (0, 1) and size > 62:
-        # past the v2 header, short of the batch's records (uncompressed or gzip: the codecs whose cut streams
-        # segdex reads as Kafka's reader does)
+    elif kind == "inner" and batch.magic >= 2 and size > 62:  # past the v2 header, short of the batch's records
         data[p + 8:p + 12] = struct.pack(">i", rng.randint(62, size - 1) - LOG_OVERHEAD)
-    elif kind == "inner":  # no v2 batch of those codecs drawn: its size past the segment's end instead
+    elif kind == "inner":  # no v2 batch drawn: its size past the segment's end instead
         data[p + 8:p + 12] = struct.pack(">i", len(data) - p + rng.randint(1, 100))
     elif kind == "size":
         left = len(data) - p - 12

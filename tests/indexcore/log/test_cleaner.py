@@ -442,16 +442,20 @@ def _short(oracle, tmp_path: Path) -> None:
 
 # (case seed, magic, buffers drawn, what Kafka's round throws: None where both rounds clean): a v2 batch's size field
 # past its header but short of its records (``damage_batch``'s ``inner``), the batch served as it is. Kafka's readers
-# of its records (``DefaultRecord.readFrom``) throw: a record's length past the batch's end (...020); a gzip stream
-# cut short, met reading a record (...021) or looking past the last one (...044); the rest of the batch read as the
-# next batch (...124, ...006); or the batch is not read (...000)
+# of its records (``DefaultRecord.readFrom``) throw: a record's length past the batch's end (...020); a compressed
+# stream cut short, met reading a record (...021: gzip; ...006: another codec's) or looking past the last one
+# (...044); a snappy payload cut inside its header, read as one raw block when the stream opens (...028), whose
+# length varint is cut (...185); the rest of the batch read as the next batch (...124); or the batch is not read
+# (...000)
 INNER_CASES = [
     (57310000020, 2, False, "org.apache.kafka.common.InvalidRecordException: Invalid record size: expected "),
     (57310000021, 2, True, "org.apache.kafka.common.KafkaException: Failed to decompress record stream"),
+    (57310000006, 2, False, "org.apache.kafka.common.KafkaException: Failed to decompress record stream"),
     (57310000044, 2, False, "org.apache.kafka.common.KafkaException: Error checking for remaining bytes after "
                             "reading batch"),
+    (91170000028, 2, False, "org.apache.kafka.common.KafkaException: java.io.IOException: FAILED_TO_UNCOMPRESS(5)"),
+    (91170000185, 2, True, "org.apache.kafka.common.KafkaException: java.io.IOException: PARSING_ERROR(2)"),
     (57310000124, 2, False, "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record"),
-    (57310000006, 2, False, "java.lang.IllegalStateException: Batch size "),
     (57310000000, 2, False, None)]
 
 
