@@ -17,7 +17,7 @@ from segdex.indexcore.errors import (
     KafkaReadException,
     RecoveryFailedException,
 )
-from segdex.indexcore.record.compression import decompress, for_id, wrap_for_input
+from segdex.indexcore.record.compression import for_id, wrap_for_input
 from segdex.indexcore.record.default_record import stream_records, uncompressed_records
 from segdex.indexcore.record.record_batch import (
     LEGACY_CRC_FROM,
@@ -32,6 +32,7 @@ from segdex.indexcore.record.record_batch import (
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
 )
+from segdex.indexcore.utils.chunked_bytes_stream import ChunkedBytesStream, read_fully
 
 INT32 = struct.Struct(">i")
 # the readers of a v0/v1 message, by the order they ask for its fields (LegacyRecord.read)
@@ -201,23 +202,30 @@ def _outer_message(buf, batch: RecordBatch, reader: str = WHOLE) -> LegacyRecord
     return LegacyRecord.read(data, 0, len(data), reader)
 
 
-def _inner_spans(data) -> list[tuple[int, int, int]]:
-    """``DataLogInputStream.nextBatch`` over a wrapper's decompressed value, to its end: (offset, start, end) of
-    each inner message. A size field below ``RECORD_OVERHEAD_V0`` throws; a header or a message the bytes left
-    cannot hold ends the stream quietly (``readFully`` comes up short: ``nextBatch`` returns null)."""
-    spans = []
-    pos = 0
-    while len(data) - pos >= LOG_OVERHEAD:
-        offset, size = LOG_ENTRY_HEADER.unpack_from(data, pos)
-        if size < RECORD_OVERHEAD_V0:
-            raise CorruptRecordException(
-                f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
-        end = pos + LOG_OVERHEAD + size
-        if end > len(data):
-            break
-        spans.append((offset, pos, end))
-        pos = end
-    return spans
+def _inner_spans(stream: ChunkedBytesStream) -> tuple[bytes, list[tuple[int, int, int]]]:
+    """``DataLogInputStream.nextBatch`` over a wrapper's decompressing stream, to its end: the inner messages' bytes
+    (each with its log header) and (offset, start, end) of each in them. A size field below ``RECORD_OVERHEAD_V0``
+    throws; a header or a message the stream cannot fill ends it quietly (``readFully`` comes up short:
+    ``nextBatch`` returns null); the stream's ``IOException`` is a ``KafkaException`` whose text is its
+    ``toString`` (``DeepRecordsIterator``), any other of its throwables passes as it is."""
+    parts, spans, pos = [], [], 0
+    try:
+        while len(header := read_fully(stream, LOG_OVERHEAD)) == LOG_OVERHEAD:
+            offset, size = LOG_ENTRY_HEADER.unpack(header)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordException(
+                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
+            body = read_fully(stream, size)
+            if len(body) < size:
+                break
+            parts += [header, body]
+            spans.append((offset, pos, pos + LOG_OVERHEAD + size))
+            pos += LOG_OVERHEAD + size
+    except JavaException as e:
+        if not e.io:
+            raise
+        raise KafkaReadException(e.to_string()) from None
+    return b"".join(parts), spans
 
 
 def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Record]:
@@ -244,8 +252,7 @@ def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Rec
     outer = _outer_message(buf, batch)
     if outer.value is None:
         raise InvalidRecordException(f"Found invalid compressed record set with null value (magic = {outer.magic})")
-    data = decompress(codec, outer.value)
-    spans = _inner_spans(data)
+    data, spans = _inner_spans(wrap_for_input(codec, outer.value, outer.magic))
     if not spans:
         raise InvalidRecordException("Found invalid compressed record set with no inner records")
     base = 0

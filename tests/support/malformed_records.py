@@ -58,6 +58,16 @@ def legacy_wrapper_cases() -> dict[str, bytes]:
         cases[f"m{m}_inner_magic_2"] = _wrap(2, one + _with_magic(legacy_message(1, b"kk", b"vv", timestamp=77), 2), m)
         cases[f"m{m}_log_append_time"] = _wrap(2, _inner(0, 1) + _inner(1, 2)[len(_inner(1, 1)):], m,
                                                attributes=GZIP | 0x08)
+        # a value its codec's stream cannot read whole (the message's CRC right): cut, or a byte changed
+        many = _inner(m, 40)
+        for codec, name in ((1, "gzip"), (2, "snappy"), (3, "lz4")):
+            value = compress(codec, many)
+            cases[f"m{m}_{name}_value_cut"] = legacy_message(39, None, value[:len(value) * 2 // 3], magic=m,
+                                                             attributes=codec, timestamp=2000)
+        flipped = bytearray(compress(GZIP, many))
+        flipped[len(flipped) // 2] ^= 0x10
+        cases[f"m{m}_gzip_value_corrupt"] = legacy_message(39, None, bytes(flipped), magic=m, attributes=GZIP,
+                                                           timestamp=2000)
     return cases
 
 
