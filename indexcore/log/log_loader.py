@@ -210,6 +210,9 @@ class LogLoader:
             self.size: dict[int, int] = {}
             self.readable: dict[int, str | None] = {}
             self.out = StartupPreview(ACTION_NONE)
+            self.rejudged: set[int] = set()  # segments whose recovery from the load's state differs from the scan's
+            # the last replay _producer_state_at can take up: (its plan, up to, the state, where it stopped)
+            self.replayed: tuple[tuple[int | None, int], int, ProducerStateManager, int | None] | None = None
             return
         self.recovery = PartitionRecovery(self.config, precomputed)
         path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
@@ -283,16 +286,26 @@ class LogLoader:
 
     def _recovered_from_the_loads_state(self, i: int) -> SegmentOnDisk:
         """Segment ``i`` as the load's recovery finds it. The scan recovered it with the producer state of every
-        batch before it, read from the log start; the load recovers it from the state it rebuilds (the snapshot
-        it loads, then the replay: ``_producer_state_at``), which differs where an earlier segment the
-        load serves as it is holds damage the scan stopped at (a transaction's marker beyond it). A producer-state
-        failure of the scan (``InvalidTxnStateException``) is judged again from that state; the segment then
-        takes the new result in the load's lists (the caller's ``SegmentOnDisk`` is left as it is)."""
+        batch before it, read from the log start; the load recovers it from the state it rebuilds
+        (``LogLoader.recoverSegment``: ``rebuildProducerState``, then ``segment.recover`` into that state: the
+        snapshot it loads, then the replay, ``_producer_state_at``). The two differ where the snapshot does not
+        hold what the scan's replay found (a transaction the scan never saw open: its batch beyond damage the scan
+        stopped at) or where an earlier segment the load serves as it is holds damage the scan stopped at. The
+        segment then takes the new result in the load's lists (the caller's ``SegmentOnDisk`` is left as it is).
+
+        The state bears on the recovery only through ``InvalidTxnStateException`` (a plain batch of a producer
+        whose transaction is open), so the segment is recovered again only where the scan failed so, or where the
+        load's state holds a transaction open that the scan's may not have: the load's state at the segment has
+        one, and its replay is not the scan's (``_replays_as_scanned``)."""
         seg = self.segments[i]
-        if not (seg.result.error or "").startswith("InvalidTxnStateException") or not self.producer_state:
+        if not self.producer_state:
             return seg
-        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso)
-        if state is None:
+        failed = (seg.result.error or "").startswith("InvalidTxnStateException")
+        plan = self._replay_plan(seg.base_offset, self.checkpoint_lso)
+        if plan is None or (not failed and self._replays_as_scanned(seg.base_offset, plan)):
+            return seg
+        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso, plan)
+        if state is None or (not failed and not state.has_ongoing_txns):
             return seg
         recovery = PartitionRecovery(self.config)
         recovery.producer_state = state
@@ -302,7 +315,37 @@ class LogLoader:
         seg = dataclasses.replace(seg, result=again)
         self.segments[i] = seg
         self.remaining = [seg if s.base_offset == seg.base_offset else s for s in self.remaining]
+        self.rejudged.add(seg.base_offset)
         return seg
+
+    def _replays_as_scanned(self, upto: int, plan: tuple[int | None, int]) -> bool:
+        """Whether the load's state at ``upto`` (a segment it recovers) holds no transaction open that the scan's
+        state there did not: the replay starts from no open transaction (an empty state, or a snapshot without
+        one), and every segment it reads below ``upto`` is read as the scan read it (no failure, its valid part
+        only: whole, or cut there by the load; not judged again; no batch at or past ``upto``). Each transaction
+        the replay opens, the scan then opened too, or found open already, and each it closes, the scan closed."""
+        start, replay_from = plan
+        if start is not None:
+            initial = load_from_snapshot(self.partition_dir, start, self.now_ms or None,
+                                         self.config.producer_id_expiration_ms)
+            if initial is None or initial.has_ongoing_txns:
+                return False
+        for i, s in enumerate(self.remaining):
+            if s.base_offset >= upto:
+                break
+            if self._below_the_replay(i, replay_from):
+                continue
+            r = s.result
+            if (r.error is not None or self.size[s.base_offset] != r.valid_bytes or s.base_offset in self.rejudged
+                    or r.last_offset >= upto):
+                return False
+        return True
+
+    def _below_the_replay(self, i: int, replay_from: int) -> bool:
+        """Whether the replay from ``replay_from`` skips segment ``i`` of those the load keeps, wholly below it."""
+        s = self.remaining[i]
+        return (i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from) or (
+            s.result.intact and s.result.next_offset <= replay_from)
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
         """``recoverSegment`` (real run): producer state rebuilt up to the segment with the checkpointed log start
@@ -405,7 +448,8 @@ class LogLoader:
 
     def maybe_increment_first_unstable_offset(self, leo: int) -> None:
         """``UnifiedLog.maybeIncrementFirstUnstableOffset`` as the log's constructor calls it after the load (dry
-        run): the producer state's first unstable offset read from the log as the load leaves it
+        run): the producer state's first unstable offset (``firstUnstableOffset``: open transactions and those the
+        load's last replay completed) read from the log as the load leaves it
         (``convert_to_offset_metadata_or_throw``); ``LoadFailed`` where that read throws. Only a segment served as
         it is with a damaged batch can make it throw, so the producer state is rebuilt only then
         (``_producer_state_at``)."""
@@ -414,7 +458,17 @@ class LogLoader:
             return
         log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
         state = self._producer_state_at(leo, log_start)
-        first = state.first_unstable_offset(log_start) if state is not None else None
+        if state is None:
+            return
+        # The log's own manager loads the latest snapshot left (one a recovery took, at the end of the last segment
+        # it recovered, among them) and replays from there: the transactions it completes there stay in its
+        # unreplicatedTxns, as no high watermark passed them yet (UnifiedLog's constructor starts it at the log
+        # start offset and does not move it), and count; those completed before that snapshot, in a replay from an
+        # earlier one here, are not its.
+        final = snapshot_to_load(self.snapshots, log_start, leo)
+        if final is not None:
+            state.remove_unreplicated_transactions(final)
+        first = state.first_unstable_offset(log_start)
         if first is None:
             return
         recovered = set(self.out.recovered)
@@ -427,44 +481,86 @@ class LogLoader:
             raise LoadFailed(f"the read of the log from its first unstable offset {first} (UnifiedLog's "
                              f"constructor): {e}") from None
 
-    def _producer_state_at(self, leo: int, log_start: int) -> ProducerStateManager | None:
-        """The producer state the load has at offset ``leo`` (dry run; the log end offset, or a segment it
-        recovers): the snapshot file the load starts from (the latest above the log start offset, at or below the
-        first segment it recovers, else, of those ``remove_stray_snapshots`` leaves, at or below ``leo``), then
-        the batches of the segments from there to ``leo``, as the load keeps them. None where it cannot be told
-        (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens then)."""
+    def _replay_plan(self, leo: int, log_start: int) -> tuple[int | None, int] | None:
+        """Where the load's state at ``leo`` starts (``_producer_state_at``): the snapshot file it loads (None: an
+        empty state) and the offset its replay reads from; None where there is no state (a clean start without a
+        snapshot skips the rebuild: no open transaction)."""
         recovered = [b for b in self.out.recovered if any(s.base_offset == b for s in self.remaining)]
         on_disk = {snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)}
         # a segment's recovery loads from every snapshot file; the last rebuild only from those left after
         # removeStraySnapshots (all on disk when nothing was recovered)
         loadable = on_disk if recovered else {o for o in self.snapshots if o in on_disk}
         if self.clean_shutdown and not recovered and not loadable:
-            return None  # a clean start without a snapshot skips the rebuild: no open transaction
-        start = snapshot_to_load(loadable, log_start, min(recovered) if recovered else leo)
-        state = (ProducerStateManager() if start is None else
-                 load_from_snapshot(self.partition_dir, start, self.now_ms or None,
-                                    self.config.producer_id_expiration_ms))
-        if state is None:
             return None
-        replay_from = log_start if start is None else start
-        for i, s in enumerate(self.remaining):
-            if (i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from) or (
-                    s.result.intact and s.result.next_offset <= replay_from):
-                continue  # wholly below the replay
+        start = snapshot_to_load(loadable, log_start, min(recovered) if recovered else leo)
+        return start, (log_start if start is None else start)
+
+    def _producer_state_at(self, leo: int, log_start: int,
+                           plan: tuple[int | None, int] | None = None) -> ProducerStateManager | None:
+        """The producer state the load has at offset ``leo`` (dry run; the log end offset, or a segment it
+        recovers): the snapshot file the load starts from (the latest above the log start offset, at or below the
+        first segment it recovers, else, of those ``remove_stray_snapshots`` leaves, at or below ``leo``), then
+        the batches of the segments from there to ``leo``, as the load keeps them (``_replay_plan``), the
+        transactions completed kept (``track_completed``). None where it cannot be told (an unreadable snapshot,
+        a batch the replay throws on: the load's own checks say what happens then).
+
+        The load asks for it at each segment it recovers, in offset order: a replay that stopped short of every
+        batch from some segment on (``_replayed``) is taken up there by the next ask from the same start."""
+        plan = plan if plan is not None else self._replay_plan(leo, log_start)
+        if plan is None:
+            return None
+        start, replay_from = plan
+        state, resume = None, 0
+        cached = self.replayed
+        if cached is not None and cached[0] == plan and cached[1] <= leo:
+            bases = [s.base_offset for s in self.remaining]
+            if cached[3] is None or cached[3] in bases:
+                state, resume = cached[2].copy(), len(bases) if cached[3] is None else bases.index(cached[3])
+        if state is None:
+            state = (ProducerStateManager() if start is None else
+                     load_from_snapshot(self.partition_dir, start, self.now_ms or None,
+                                        self.config.producer_id_expiration_ms))
+            if state is None:
+                return None
+            state.track_completed()
+        return self._replayed(state, plan, leo, resume)
+
+    def _replayed(self, state: ProducerStateManager, plan: tuple[int | None, int], leo: int,
+                  resume: int) -> ProducerStateManager | None:
+        """``state`` with the batches from ``plan``'s replay offset to ``leo`` of the segments the load keeps,
+        from segment ``resume`` on, applied (None: one throws). Kept for the next ask (``replayed``) when the
+        replay stopped at ``leo`` only in segments from which it took nothing, every one after the first of them:
+        a replay further on reads from that segment on and finds the same before it."""
+        replay_from = plan[1]
+        stopped_at: int | None = None  # the first segment the replay stopped in at leo
+        whole = True  # no batch taken from a segment after it, none left in a segment before it
+        for i in range(resume, len(self.remaining)):
+            s = self.remaining[i]
+            if self._below_the_replay(i, replay_from):
+                continue
+            took, stopped = False, False
             with open_log(s.log_path) as buf:
-                whole = memoryview(buf)
-                held = whole[:self.size[s.base_offset]]
+                all_bytes = memoryview(buf)
+                held = all_bytes[:self.size[s.base_offset]]
                 try:
                     for batch in batches(held):
                         if batch.base_offset >= leo:
+                            stopped = True
                             break
                         if batch.magic >= 2 and batch.base_offset >= replay_from:
                             state.update(held, batch)
+                            took = True
                 except SegdexError:
                     return None
                 finally:
                     held.release()
-                    whole.release()
+                    all_bytes.release()
+            if stopped_at is None and stopped and not took:
+                stopped_at = s.base_offset
+            elif (stopped_at is None and stopped) or (stopped_at is not None and took):
+                whole = False
+        if whole:
+            self.replayed = (plan, leo, state.copy(), stopped_at)
         return state
 
     def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:

@@ -85,11 +85,26 @@ class ProducerStateEntry:
 
 @dataclass
 class ProducerStateManager:
-    """Producer entries by id, in the order they were put (which fixes a snapshot's entry order), and the open
-    transactions by first offset (Kafka's ``ongoingTxns``, a TreeMap)."""
+    """Producer entries by id, in the order they were put (which fixes a snapshot's entry order), the open
+    transactions by first offset (Kafka's ``ongoingTxns``, a TreeMap) and, where kept, the completed ones
+    (``unreplicatedTxns``: ``completeTxn`` moves a transaction there, and only a high watermark or log start offset
+    past its marker, ``removeUnreplicatedTransactions``, or a reload drops it).
+
+    ``unreplicated_txns`` is None where nothing reads them: a recovery's manager, which Kafka makes anew for each
+    segment (``LogLoader.recoverSegment``) and discards after it, and this package's scans, which carry one manager
+    through a whole partition (keeping every transaction it completed would hold them all in memory). A manager
+    standing in for the log's own (the load's last ``rebuildProducerState``) keeps them: ``track_completed``."""
 
     producers: dict[int, ProducerStateEntry] = field(default_factory=dict)
     ongoing_txns: dict[int, int] = field(default_factory=dict)  # firstOffset -> producerId
+    # firstOffset -> lastOffset (its marker's offset) of each completed transaction; None: not kept
+    unreplicated_txns: dict[int, int] | None = None
+
+    def track_completed(self) -> ProducerStateManager:
+        """From now on keep the transactions completed (``unreplicatedTxns``); returns this manager."""
+        if self.unreplicated_txns is None:
+            self.unreplicated_txns = {}
+        return self
 
     @property
     def has_ongoing_txns(self) -> bool:
@@ -140,7 +155,9 @@ class ProducerStateManager:
             return None
         completed = CompletedTxn(producer_id, first, offset, control_type == "ABORT")
         lso = self.last_stable_offset(completed)
-        self.ongoing_txns.pop(first, None)  # completeTxn
+        self.ongoing_txns.pop(first, None)  # completeTxn: from ongoingTxns to unreplicatedTxns
+        if self.unreplicated_txns is not None:
+            self.unreplicated_txns[first] = offset
         return AbortedTxn(producer_id, first, completed.last_offset, lso) if completed.is_aborted else None
 
     def append_data_batch(self, producer_id: int, producer_epoch: int, base_sequence: int, base_offset: int,
@@ -159,12 +176,20 @@ class ProducerStateManager:
             self.ongoing_txns[base_offset] = producer_id
 
     def first_unstable_offset(self, log_start_offset: int = 0) -> int | None:
-        """``ProducerStateManager.firstUnstableOffset`` from the open transactions (those completed count as
-        replicated: the high watermark is taken at or above their markers), never below the log start offset
-        (``UnifiedLog.maybeIncrementFirstUnstableOffset``); None when no transaction is open."""
-        if not self.ongoing_txns:
+        """``ProducerStateManager.firstUnstableOffset``: the first offset of the earliest transaction open or
+        completed but kept (``unreplicatedTxns``: its marker not yet below the high watermark), never below the log
+        start offset (``UnifiedLog.maybeIncrementFirstUnstableOffset``); None when there is none."""
+        firsts = [*self.ongoing_txns, *(self.unreplicated_txns or ())]
+        if not firsts:
             return None
-        return max(min(self.ongoing_txns), log_start_offset)
+        return max(min(firsts), log_start_offset)
+
+    def remove_unreplicated_transactions(self, offset: int) -> None:
+        """``removeUnreplicatedTransactions``: the completed transactions whose marker lies below ``offset``
+        dropped (``onHighWatermarkUpdated`` with the high watermark, ``onLogStartOffsetIncremented`` with the log
+        start offset)."""
+        if self.unreplicated_txns:
+            self.unreplicated_txns = {f: last for f, last in self.unreplicated_txns.items() if last >= offset}
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """First offset of the earliest other open transaction, else the marker's offset + 1."""
@@ -174,11 +199,12 @@ class ProducerStateManager:
         return completed.last_offset + 1
 
     def copy(self) -> ProducerStateManager:
-        """An exact copy: same entries in the same order, same open transactions."""
+        """An exact copy: same entries in the same order, same open and completed transactions."""
         return ProducerStateManager(
             {pid: ProducerStateEntry(pid, e.producer_epoch, e.coordinator_epoch, e.last_timestamp,
                                      e.current_txn_first_offset, e.last_batch) for pid, e in self.producers.items()},
-            dict(self.ongoing_txns))
+            dict(self.ongoing_txns),
+            None if self.unreplicated_txns is None else dict(self.unreplicated_txns))
 
     def replay(self, events: list[tuple]) -> list[AbortedTxn]:
         """Apply what a ``ProducerEventLog`` recorded of a segment, in order; returns the segment's txn index
@@ -197,7 +223,8 @@ class ProducerStateManager:
     def reloaded(self, now_ms: int | None, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
                  ) -> ProducerStateManager:
         """The state a new manager loads from a snapshot of this one (``loadFromSnapshot``): same entry order,
-        producers expired at ``now_ms`` dropped (none when ``now_ms`` is None), open transactions kept."""
+        producers expired at ``now_ms`` dropped (none when ``now_ms`` is None), open transactions kept, completed
+        ones not (a snapshot holds none; ``truncateAndReload`` clears ``unreplicatedTxns``)."""
         from segdex.indexcore.log.java_hash_map import hash_map_order
 
         fresh = ProducerStateManager()

@@ -640,6 +640,230 @@ def test_a_recovered_segments_producer_state_is_the_loads_not_the_scans(tmp_path
     assert segments[1].result.error.startswith("InvalidTxnStateException")  # the caller's segment as it was
 
 
+# ------------------------------------------------------------------ the load's producer state, case by case
+
+DIRECTED = GOLDEN / "startup_preview_directed_loads.json"  # Kafka's loads of the directed producer-state cases
+
+
+def _txn7(offset: int, transactional: bool = True, sequence: int = 0) -> bytes:
+    """Producer 7's one-record batch at ``offset``: a transactional write, or a plain one."""
+    return build_batch(offset, [(T + offset, b"t", b"v")], producer_id=7, producer_epoch=0, base_sequence=sequence,
+                       is_transactional=transactional)
+
+
+def _codec_damage(part: Path, base: int, at: int) -> None:
+    """The batch at byte ``at`` of segment ``base`` gets a negative magic byte and older-format attributes of
+    compression type 5 (as ``_served_damage``): its size field still chains, and a search that asks it for its
+    offset throws."""
+    data = bytearray((part / segment_name(base)).read_bytes())
+    data[at + 16], data[at + 17] = 0xFF, 0xF5
+    (part / segment_name(base)).write_bytes(bytes(data))
+
+
+def _snapshot7(part: Path, offset: int, txn_first: int | None, last: int) -> None:
+    """A snapshot at ``offset`` holding producer 7 (its last batch at ``last``) with its open transaction's first
+    offset (None: none open)."""
+    from segdex.indexcore.log.producer_state import BatchMetadata, ProducerStateEntry
+
+    entry = ProducerStateEntry(7, 0, -1, T + last, txn_first, BatchMetadata(0, last, 0, T + last))
+    (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([entry]))
+
+
+def _snapshot_above_the_recovered_segment(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: the recovery of segment 10 rebuilds producer state up to 10, where
+    ``truncateAndReload`` deletes the snapshot at 11 (above 10, its transaction open at 3) and loads the one at 10
+    (none open); the state at the log end is that one's, replayed: no transaction open, nothing read, and the
+    damaged batch 1 of segment 0, served as it is, stays unread. The start from the stale snapshot at 11 would read
+    from 3 and fail."""
+    _served_damage(part, {10: None, 11: 3})
+    return False, 10
+
+
+def _stray_snapshot_below_the_recovered_segment(part: Path) -> tuple[bool, int]:
+    """Producer 7's transaction opens at 1 (then that batch is damaged) in segment 0, with an index entry at each
+    batch after the first. Recovery point 10: the recovery of segment 10 loads the snapshot at 2, no segment's base
+    (every file on disk counts there; ``removeStraySnapshots`` deletes it only after the recovery), and replays
+    from 2 (its search starts at the index entry of batch 2, past the damage). The transaction it holds open at 1
+    is the first unstable offset, and the read from 1 meets the damaged batch: the start fails. A replay from the
+    log start instead would pass the damaged batch by size and find no transaction open."""
+    _put(part, 0, _batch(0) + _txn7(1) + _batches(2, 2), interval=1)
+    _put(part, 10, _batch(10))
+    _codec_damage(part, 0, len(_batch(0)))
+    _snapshot7(part, 2, 1, 1)
+    _snapshot7(part, 11, 1, 1)
+    return False, 10
+
+
+def _replay_from_a_snapshot_inside_a_served_segment(part: Path) -> tuple[bool, int]:
+    """Marker, one segment: the snapshot at 4 (a stray above every base, kept) holds no open transaction, though
+    producer 7's transactional batch at 2 lies below it. The replay from 4 reads only the batches at or above 4
+    (its search from the index entry at 3, past the damaged batch 1): no transaction is open and the start serves
+    the segment. Replaying the batch at 2 as well would open one, and its read from 2 (no index entry below it)
+    would meet the damage."""
+    t2 = _txn7(2)
+    _put(part, 0, _batches(0, 2) + t2 + _batches(3, 2))
+    size = len(_batch(0))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(3, 2 * size + len(t2))]))
+    _codec_damage(part, 0, size)
+    _snapshot7(part, 4, None, 2)
+    return True, 5
+
+
+def _transaction_opened_in_a_later_segment_the_replay_reads(part: Path) -> tuple[bool, int]:
+    """Marker, a snapshot at 10 without producers: the replay skips segment 0 (wholly below 10) and reads segment
+    10, whose damaged batch 11 it passes by size and whose batch 12 opens producer 7's transaction. The read from
+    12, from the start of segment 10 (no index entry), meets the damaged batch: the start fails."""
+    _put(part, 0, _batches(0, 3))
+    _put(part, 10, _batches(10, 2) + _txn7(12) + _batch(13))
+    _put(part, 20, _batch(20))
+    _codec_damage(part, 10, len(_batch(10)))
+    (part / producer_snapshot_file_name(10)).write_bytes(snapshot_bytes([]))
+    return True, 21
+
+
+def _recovered_segment_whose_failure_the_loads_state_keeps(part: Path) -> tuple[bool, int]:
+    """Producer 7 opens a transaction at 10 (the offset of the snapshot, without producers, the recovery of
+    segment 20 loads) and writes a plain batch at 20: the scan and the load's state (the snapshot, then the replay
+    of segment 10 from its first batch) both find it inside the open transaction (``InvalidTxnStateException``),
+    and the start fails there."""
+    _put(part, 0, _batches(0, 3))
+    _put(part, 10, _txn7(10) + _batch(11))
+    _put(part, 20, _txn7(20, transactional=False, sequence=1))
+    (part / producer_snapshot_file_name(10)).write_bytes(snapshot_bytes([]))
+    return False, 20
+
+
+def _recovered_segment_judged_again_before_a_later_one(part: Path) -> tuple[bool, int]:
+    """``test_a_recovered_segments_producer_state_is_the_loads_not_the_scans``'s partition with a segment 20 after
+    segment 10: segment 10 takes the result of its recovery from the load's state (no failure) and the load goes
+    on to segment 20, whose end is the log end offset (21)."""
+    first = _txn7(0)
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    marker = build_batch(2, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 2)
+    _put(part, 0, first + bytes(damaged) + marker)
+    _put(part, 10, _txn7(10, transactional=False, sequence=1))
+    _put(part, 20, _batch(20))
+    _snapshot7(part, 10, None, 0)
+    return False, 10
+
+
+def _plain_batch_inside_the_snapshots_open_transaction(part: Path) -> tuple[bool, int]:
+    """Segment 0: batch 1 damaged (its last byte flipped), then producer 7's transactional batch at 2, which the
+    scan, stopped at batch 1, never sees; segment 10: producer 7's plain batch at 10. Recovery point 10: the
+    recovery of segment 10 loads the snapshot at 10, which holds producer 7's transaction open at 2
+    (``LogLoader.recoverSegment``: ``rebuildProducerState``, then ``segment.recover`` into that state), and meets
+    the plain batch inside it: the start fails (``InvalidTxnStateException``), though the scan's recovery of segment
+    10 found nothing wrong."""
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    _put(part, 0, _batch(0) + bytes(damaged) + _txn7(2))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1))
+    _snapshot7(part, 10, 2, 2)
+    return False, 10
+
+
+def _transaction_completed_in_the_last_replay(part: Path) -> tuple[bool, int]:
+    """``_transaction_opened_in_a_later_segment_the_replay_reads`` with a COMMIT at 13: the replay from the
+    snapshot at 10 opens producer 7's transaction at 12 and completes it at 13 (``loadProducersFromRecords``:
+    ``completeTxn`` moves it to ``unreplicatedTxns``). No high watermark has passed its marker when ``UnifiedLog``'s
+    constructor reads ``firstUnstableOffset``, so it is 12 still, and the read from 12 meets the damaged batch 11:
+    the start fails."""
+    marker = build_batch(13, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 13)
+    _put(part, 0, _batches(0, 3))
+    _put(part, 10, _batches(10, 2) + _txn7(12) + marker + _batch(14))
+    _put(part, 20, _batch(20))
+    _codec_damage(part, 10, len(_batch(10)))
+    (part / producer_snapshot_file_name(10)).write_bytes(snapshot_bytes([]))
+    return True, 21
+
+
+def _transaction_completed_before_the_last_replays_snapshot(part: Path) -> tuple[bool, int]:
+    """Segment 0 (served as it is, below recovery point 10, no index entry): batch 1 damaged, producer 7's
+    transaction opened at 2; segment 10 commits it at 10. The recovery of segment 10 completes it and takes a
+    snapshot at 12; the log's own manager loads that one and replays nothing, so it holds no transaction, completed
+    or open, and the start serves the partition. Counting the transaction completed in a replay from the log start
+    would read from 2 and meet the damaged batch 1."""
+    marker = build_batch(10, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 10)
+    _put(part, 0, _batches(0, 2) + _txn7(2) + _batch(3))
+    _put(part, 10, marker + _batch(11))
+    _codec_damage(part, 0, len(_batch(0)))
+    return False, 10
+
+
+def _transaction_carried_through_the_recovered_segments(part: Path) -> tuple[bool, int]:
+    """Recovery point 10, a snapshot at 10 holding producer 7's transaction open at 2: segment 10 goes on with it
+    (a transactional batch at 10), segment 20 commits it (20), segment 30 holds producer 7's plain batch at 30.
+    Each recovery rebuilds its state from the snapshot at 10 and the segments recovered before it (the dry run
+    takes its replay up where the last one stopped): the plain batch at 30 comes after the commit, and the start
+    serves the partition, its log end at 31."""
+    marker = build_batch(20, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 20)
+    _put(part, 0, _batches(0, 2) + _txn7(2))
+    _put(part, 10, _txn7(10, sequence=1) + _batch(11))
+    _put(part, 20, marker + _batch(21))
+    _put(part, 30, _txn7(30, transactional=False, sequence=2))
+    _snapshot7(part, 10, 2, 2)
+    return False, 10
+
+
+PRODUCER_STATE_CASES = {  # name -> (builder, whether Kafka's start fails)
+    "snapshot above the recovered segment": (_snapshot_above_the_recovered_segment, False),
+    "stray snapshot below the recovered segment": (_stray_snapshot_below_the_recovered_segment, True),
+    "replay from a snapshot inside a served segment": (_replay_from_a_snapshot_inside_a_served_segment, False),
+    "transaction opened in a later segment": (_transaction_opened_in_a_later_segment_the_replay_reads, True),
+    "recovered segment's failure kept": (_recovered_segment_whose_failure_the_loads_state_keeps, True),
+    "recovered segment judged again": (_recovered_segment_judged_again_before_a_later_one, False),
+    "plain batch inside the snapshot's open transaction": (_plain_batch_inside_the_snapshots_open_transaction, True),
+    "transaction completed in the last replay": (_transaction_completed_in_the_last_replay, True),
+    "transaction completed before the last replay's snapshot": (
+        _transaction_completed_before_the_last_replays_snapshot, False),
+    "transaction carried through the recovered segments": (_transaction_carried_through_the_recovered_segments,
+                                                            False),
+}
+
+
+def _producer_state_cases(oracle, tmp_path: Path) -> None:
+    """Each case of ``PRODUCER_STATE_CASES`` previewed, then loaded by Kafka (clean or not, at its recovery
+    point): the preview fails where Kafka's start throws, with its exception's class, else names the segments
+    Kafka recovered and its log end offset."""
+    for name, (build, fails) in PRODUCER_STATE_CASES.items():
+        part = tmp_path / name.replace(" ", "_").replace("'", "") / "t-0"
+        part.parent.mkdir()
+        clean, recovery_point = build(part)
+        preview = preview_start(on_disk(part), clean, recovery_point, None)
+        answer = oracle.load(part, T + 200, recovery_point=recovery_point, clean=clean)
+        assert ("exception" in answer) == fails, (name, answer)
+        if fails:
+            assert preview.action == "fail", (name, preview, answer)
+            kafkas = answer["exception"].split(":", 1)[0].rsplit(".", 1)[1]
+            assert kafkas in preview.notes[0], (name, preview.notes, answer)
+        else:
+            assert preview.action != "fail", (name, preview, answer)
+            assert (preview.recovered, preview.log_end_offset) == (answer["recovered"], answer["logEndOffset"]), (
+                name, preview, answer)
+
+
+def test_the_loads_producer_state_says_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` against Kafka 4.4's own loads (``LogLoader.recoverSegment``'s
+    ``rebuildProducerState``, then the log's first unstable offset read in ``UnifiedLog``'s constructor); its
+    answers equal the recorded ones (``SEGDEX_RECORD_GOLDEN=1`` records them)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path)
+    keep_recording("producer state", recording, DIRECTED)
+
+
+def test_the_loads_producer_state_equals_kafkas_recorded_loads(tmp_path: Path):
+    """``_producer_state_cases`` against Kafka's recorded loads, in the test process (what the mutation run
+    checks ``_producer_state_at`` and ``_recovered_from_the_loads_state`` with)."""
+    kafka = recorded("producer state", DIRECTED)
+    _producer_state_cases(kafka, tmp_path)
+    assert not kafka.recorded
+
+
 PREVIEWS = GOLDEN / "startup_preview_loads.json"  # Kafka's loads of the judged preview cases
 
 

@@ -114,3 +114,40 @@ def test_a_transaction_opened_at_offset_0_is_read_as_open():
     got = read_snapshot(data)
     assert [(e.producer_id, e.current_txn_first_offset) for e in got] == [(3, 0), (4, None), (5, 1)]
     assert got[0] == ProducerStateEntry(3, 1, 5, TS, 0, BatchMetadata(4, 9, 2, TS))
+
+
+def _committed(ps: ProducerStateManager, pid: int, first: int, marker: int) -> None:
+    """Producer ``pid``'s transactional batch at ``first``, committed by a marker at ``marker``."""
+    ps.append_data_batch(pid, 0, 0, first, first, TS + first, True)
+    assert ps.append_end_txn_marker(pid, 0, marker, ("COMMIT", 0, TS + marker)) is None
+
+
+def test_a_completed_transaction_stays_unstable_until_an_offset_passes_its_marker():
+    """``ProducerStateManager.completeTxn`` moves a transaction from ``ongoingTxns`` to ``unreplicatedTxns``, and
+    ``firstUnstableOffset`` is the earlier first offset of the two; ``removeUnreplicatedTransactions`` (the high
+    watermark or log start offset moved) drops those whose marker lies below the offset, not at it."""
+    ps = ProducerStateManager().track_completed()
+    _committed(ps, 7, 12, 13)
+    ps.append_data_batch(8, 0, 0, 14, 14, TS, True)
+    assert (ps.ongoing_txns, ps.unreplicated_txns) == ({14: 8}, {12: 13})
+    assert ps.first_unstable_offset() == 12
+    assert ps.first_unstable_offset(log_start_offset=13) == 13
+    ps.remove_unreplicated_transactions(13)
+    assert ps.first_unstable_offset() == 12
+    ps.remove_unreplicated_transactions(14)
+    assert (ps.unreplicated_txns, ps.first_unstable_offset()) == ({}, 14)
+
+
+def test_completed_transactions_are_kept_only_where_asked_and_never_reloaded():
+    """A recovery's manager (Kafka's, made anew for each segment and dropped after it) keeps none; a copy keeps
+    what its original keeps; a manager loaded from a snapshot of one starts without any (``truncateAndReload``
+    clears ``unreplicatedTxns`` before ``loadFromSnapshot``)."""
+    plain = ProducerStateManager()
+    _committed(plain, 7, 12, 13)
+    assert (plain.unreplicated_txns, plain.first_unstable_offset()) == (None, None)
+    kept = ProducerStateManager().track_completed()
+    _committed(kept, 7, 12, 13)
+    copy = kept.copy()
+    _committed(copy, 7, 14, 15)
+    assert (kept.unreplicated_txns, copy.unreplicated_txns) == ({12: 13}, {12: 13, 14: 15})
+    assert (plain.copy().unreplicated_txns, kept.reloaded(None).unreplicated_txns) == (None, None)
