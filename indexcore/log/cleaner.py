@@ -58,6 +58,8 @@ from segdex.indexcore.errors import (
     CorruptRecordException,
     DecompressionException,
     IndexFullException,
+    IndexOffsetOverflowException,
+    InvalidOffsetException,
     InvalidRecordException,
     JavaException,
     KafkaReadException,
@@ -69,6 +71,7 @@ from segdex.indexcore.index.time_index import ENTRY_SIZE as TIME_INDEX_ENTRY_SIZ
 from segdex.indexcore.index.time_index import TimeIndex
 from segdex.indexcore.index.transaction_index import AbortedTxn, TransactionIndex, parse_transaction_index
 from segdex.indexcore.log.cleaned_transaction_metadata import CleanedTransactionMetadata
+from segdex.indexcore.log.layout import segment_file_name
 from segdex.indexcore.log.log_cleaner_manager import LONG_MAX, LogToClean, SegmentFacts, segments
 from segdex.indexcore.log.log_segment import last_batch
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap, native_next_txn
@@ -539,65 +542,115 @@ def _batches_before(buf, end: int, start: int = 0):
         yield batch
 
 
-def _chunk_starts(buf, buffers: IoBuffers, capacity: int | None, walked) -> tuple[list[int], int]:
+def _chunk_starts(buf, buffers: IoBuffers, capacity: int | None, walked,
+                  written: list[tuple[int, int]] | None = None, until: int | None = None) -> tuple[list[int], int]:
     """Where each of ``cleanInto``'s reads of a source segment starts, over the batches ``walked`` (in order from
     the segment's start), and the buffer's capacity after them: a read holds the whole batches within the buffer,
-    which grows while one batch does not fit (``IoBuffers``). ``capacity``: the buffer's at the segment's first
-    read (``SegmentReads``)."""
-    chunks, start, cap = [], 0, capacity or buffers.io_buffer_size
+    which grows while one batch does not fit (``IoBuffers``), and ends early after a batch whose rewritten bytes
+    outgrow the write buffer (of the read buffer's capacity): ``MemoryRecords.filterTo`` returns there, the output
+    buffer grown (``ByteBufferOutputStream``), so that a read of v0/v1 messages rebuilt as larger v2 batches ends
+    before its input does. ``written``: the bytes each kept batch was written as, by its source position (a batch
+    not in it wrote none). ``until``: a batch after the walked ones (a damaged one), which begins a read of its own
+    where the last read ended early. ``capacity``: the buffer's at the segment's first read (``SegmentReads``)."""
+    sizes = dict(written or ())
+    chunks, start, cap, out = [], 0, capacity or buffers.io_buffer_size, 0
     for batch in walked:
         size = batch.size_in_bytes
-        if batch.position > start and batch.position + size - start > cap:  # past this read: the next one
+        if batch.position > start and (batch.position + size - start > cap or out > cap):  # the next read
             chunks.append(start)
-            start = batch.position
+            start, out = batch.position, 0
         while size > cap:  # growBuffersOrFail: a read that holds no whole batch (the buffer stays grown)
             cap = buffers.grown(cap, size)
+        out += sizes.get(batch.position, 0)
+    if until is not None and until > start and out > cap:
+        chunks.append(start)
+        start = until
     chunks.append(start)
     return chunks, cap
 
 
-def _chunk_end(buf, buffers: IoBuffers, capacity: int | None, position: int) -> int | None:
-    """Where the read after the one holding the batch at ``position`` starts (None: that read is the segment's
-    last, or the walk meets a damaged batch first)."""
-    chunks, _ = _chunk_starts(buf, buffers, capacity, _batches_before(buf, len(buf)))
-    return next((c for c in chunks if c > position), None)
+@dataclass
+class _FullRead:
+    """The read holding the batch whose index append threw (``_full_read_done``): where it starts, the buffers'
+    capacity, where its bytes end (None: at a damaged batch whose header it holds), and the bytes its kept batches
+    were written as so far (``seen``: of ``_CleanedLog.written``'s entries, those counted)."""
+
+    start: int
+    capacity: int
+    end: int | None
+    out: int = 0
+    seen: int = 0
 
 
 def _overflow_first(buf, out: _CleanedLog, buffers: IoBuffers, capacity: int | None, **where) -> None:
     """``_chunk_overflow`` of what ``out`` kept of this segment, where some kept offset does not fit it: the
     overflow Kafka's appends throw before the segment's end, or before a failure met at ``where``."""
     if out.overflows():
-        _chunk_overflow(buf, out.kept, out.base_offset, buffers, capacity, **where)
+        _chunk_overflow(buf, out.kept, out.base_offset, buffers, capacity, written=out.written, **where)
 
 
 def _full_read_done(out: _CleanedLog, buf, buffers: IoBuffers, capacity: int | None, position: int) -> bool:
-    """Whether the cleaning of this segment stops at ``position`` because an index append found the index full
-    (``_CleanedLog.index_full``): Kafka filters the whole read holding that batch and checks its offsets before
-    its append meets the full index, and reads nothing after it."""
-    if out.index_full is None:
+    """Whether the cleaning of this segment stops at ``position`` because an index append threw
+    (``_CleanedLog.index_error``): Kafka filters the whole read holding that batch and checks its offsets before
+    its append meets the failure, and reads nothing after it. That read (``_chunk_starts``) ends where its bytes
+    hold no further whole batch (``_read_end``), or after the batch whose rewritten bytes outgrow the write buffer
+    (``filterTo`` returns there); where its bytes end at a damaged header they hold, the cleaning goes on to it and
+    throws there (``read_batch``), as Kafka's read throws while it is filtered."""
+    if out.index_error is None:
         return False
-    if out.full_read_end is None:
-        out.full_read_end = _chunk_end(buf, buffers, capacity, out.index_full[1]) or len(buf)
-    return position >= out.full_read_end
+    read = out.full_read
+    if read is None:
+        at = out.index_error[1]
+        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, at + 1), out.written)
+        read = out.full_read = _FullRead(chunks[-1], cap, _read_end(buf, chunks[-1], cap, at))
+    for source_position, size in out.written[read.seen:]:
+        if source_position >= read.start:
+            read.out += size
+    read.seen = len(out.written)
+    return read.out > read.capacity or (read.end is not None and position >= read.end)
+
+
+def _read_end(buf, start: int, capacity: int, at: int) -> int | None:
+    """Where the read from ``start`` (``capacity`` bytes, fewer at the segment's end) that holds the whole batch at
+    ``at`` ends by its bytes: at the first batch after it not whole in them (the segment's end), as
+    ``ByteBufferLogInputStream.nextBatch`` finds it. None where that batch's header in reach is damaged (its size
+    field below 14, or its magic byte outside 0..2): the read throws there (``read_batch``)."""
+    limit = start + min(capacity, len(buf) - start)
+    position = at + LOG_OVERHEAD + int.from_bytes(buf[at + LENGTH_OFFSET:at + LOG_OVERHEAD], "big", signed=True)
+    while True:
+        left = limit - position
+        if left < LOG_OVERHEAD:
+            return position
+        size = int.from_bytes(buf[position + LENGTH_OFFSET:position + LOG_OVERHEAD], "big", signed=True)
+        if size < RECORD_OVERHEAD_V0:
+            return None
+        if left < HEADER_SIZE_UP_TO_MAGIC:
+            return position
+        if not 0 <= int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True) <= 2:
+            return None
+        if size + LOG_OVERHEAD > left:
+            return position
+        position += size + LOG_OVERHEAD
 
 
 def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers: IoBuffers,
                     capacity: int | None = None, damaged_at: int | None = None,
-                    filtered_at: int | None = None) -> None:
+                    filtered_at: int | None = None, written: list[tuple[int, int]] | None = None) -> None:
     """``cleanInto`` reads a source segment a buffer at a time (``_chunk_starts``) and appends each buffer's kept
     batches at once, ``LogSegment.ensureOffsetInRange`` checking only their largest offset:
     ``LogSegmentOffsetOverflowException`` for the first buffer whose largest kept offset does not fit the cleaned
     segment (a batch below its base passes where a later one in its buffer fits). Called only when some kept
     offset does not fit. ``damaged_at``: the read stops at a damaged batch there; the buffer that holds its header
     throws while it is filtered (its size field below 14, or its magic byte, in reach: ``ByteBufferLogInputStream``),
-    so its kept batches are never appended, where a buffer that ends before it (the batch incomplete in it) is.
-    ``filtered_at``: the buffer holding the whole batch there throws while it is filtered (``filterTo``), so only
-    the buffers before it are appended."""
+    so its kept batches are never appended, where a buffer that ends before it (the batch incomplete in it, or the
+    buffer's filtering returned early) is. ``filtered_at``: the buffer holding the whole batch there throws while it
+    is filtered (``filterTo``), so only the buffers before it are appended. ``written``: the bytes each kept batch
+    was written as (``_chunk_starts``)."""
     if damaged_at is not None:
-        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, damaged_at))
+        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, damaged_at), written, damaged_at)
     else:
-        chunks, cap = _chunk_starts(buf, buffers, capacity, batches(buf, 0) if filtered_at is None
-                                    else _batches_before(buf, filtered_at + 1))
+        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, len(buf)) if filtered_at is None
+                                    else _batches_before(buf, filtered_at + 1), written)
     start = chunks[-1]
     if filtered_at is not None:
         kept = [(position, offset) for position, offset in kept if position < start]  # that buffer throws
@@ -624,6 +677,8 @@ REFUSED_RECORDS = (InvalidRecordException, CorruptRecordException, BufferBoundsE
 LAST_OFFSET_END = 27
 PRODUCER_ID_END = 51
 ILLEGAL_STATE = "java.lang.IllegalStateException"
+INVALID_OFFSET = "org.apache.kafka.common.errors.InvalidOffsetException"
+INDEX_OFFSET_OVERFLOW = "org.apache.kafka.storage.internals.log.IndexOffsetOverflowException"
 
 
 def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
@@ -1213,7 +1268,7 @@ class Cleaner:
         """``Cleaner.cleanSegments``: one group into one segment (its ``.log`` bytes into ``sink`` when given)."""
         base = group[0].base_offset
         out = _CleanedLog(base, config.index_interval_bytes, config.segment_index_bytes,
-                          self.keep_files and sink is None, sink)
+                          self.keep_files and sink is None, sink, os.path.dirname(os.path.abspath(group[0].log_path)))
         tm.cleaned_index = out.txn_index
         for i, seg in enumerate(group):
             seg_upper = group[i + 1].base_offset if i + 1 < len(group) else group_next_offset(seg)
@@ -1239,6 +1294,7 @@ class Cleaner:
         """``Cleaner.cleanInto`` with ``MemoryRecords.filterTo`` (Kafka 4.x)."""
         m = self.offset_map
         out.kept.clear()
+        out.written.clear()
         first = self._first[1] if self._first is not None and seg is self._first[0] else None
         capacity = first and first.capacity
         with _open_segment(seg) as buf:
@@ -1248,7 +1304,8 @@ class Cleaner:
                     status, position, size, *counts, rebuilt, max_offset = m.native.filter(
                         buf, position, now_ms, high_watermark, delete_retention_ms)
                     stats.add_counts(*counts)
-                    if status == _END and position >= len(buf):
+                    if status == _END and position >= len(buf) or _full_read_done(out, buf, self.buffers, capacity,
+                                                                                  position):
                         break
                     if status in (_COPY, _REBUILT):
                         out.append(rebuilt if status == _REBUILT else bytes(buf[position:position + size]), position,
@@ -1276,8 +1333,8 @@ class Cleaner:
                         _refused_records(seg, batch, e)
                     raise
             _overflow_first(buf, out, self.buffers, capacity)
-            if out.index_full is not None:
-                raise out.index_full[0]
+            if out.index_error is not None:
+                raise out.index_error[0]
 
     def _clean_batch(self, buf, batch: RecordBatch, out: _CleanedLog, retain_legacy_deletes: bool,
                      delete_retention_ms: int, tm: CleanedTransactionMetadata,
@@ -1374,14 +1431,16 @@ class Cleaner:
 class _CleanedLog:
     """The ``.cleaned`` segment being written: its bytes and indexes as ``LogSegment.append`` builds them, batch
     by batch (an offset entry, keyed by the batch's last offset at its start, once more than
-    ``index.interval.bytes`` were written since the last)."""
+    ``index.interval.bytes`` were written since the last). ``directory``: where its files are (the paths in
+    Kafka's index messages)."""
 
     def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool = True,
-                 sink=None) -> None:
+                 sink=None, directory: str = "") -> None:
         self.base_offset = base_offset
         self.interval = index_interval_bytes
         self.log: bytearray | None = bytearray() if keep else None  # None: streamed to ``sink``, or only counted
         self.sink = sink  # a binary file the bytes are written to as they are appended
+        self.directory = directory
         self.size = 0
         self.offset_index = OffsetIndex(base_offset, max_index_size)
         self.time_index = TimeIndex(base_offset, max_index_size)
@@ -1390,17 +1449,20 @@ class _CleanedLog:
         self.offset_of_max_timestamp = -1
         self.bytes_since_last_index_entry = 0
         self.kept: list[tuple[int, int]] = []  # of the source segment: each kept batch's position there, max offset
-        # an index append that found it full, and the source position of its batch: raised by cleanInto once that
-        # batch's read is filtered and its offsets checked, as Kafka's LogSegment.append meets it (no index
-        # entry is appended after it)
-        self.index_full: tuple[IndexFullException, int] | None = None
-        self.full_read_end: int | None = None  # where the source segment's read holding that batch ends
+        self.written: list[tuple[int, int]] = []  # and the bytes it was written as (``_chunk_starts``)
+        # an index append that threw (the index full: ``IndexFullException``; an offset not above the last entry's
+        # or below the base: Kafka's exception as ``LogCleaningException``), and the source position of its batch:
+        # raised by cleanInto once that batch's read is filtered and its offsets checked, as Kafka's
+        # LogSegment.append meets it after ``filterTo`` (no index entry is appended after it)
+        self.index_error: tuple[IndexFullException | LogCleaningException, int] | None = None
+        self.full_read: _FullRead | None = None  # the source segment's read holding that batch
 
     def append(self, batch_bytes: bytes, source_position: int, max_offset: int | None = None) -> None:
         """One kept batch (read from ``source_position`` of the source segment; ``max_offset``: its largest kept
         record's offset, ``filterTo``'s ``maxOffset``, when not its last offset)."""
         batch = read_batch_header(batch_bytes, 0)
         self.kept.append((source_position, batch.last_offset if max_offset is None else max_offset))
+        self.written.append((source_position, len(batch_bytes)))
         position = self.size
         if self.log is not None:
             self.log += batch_bytes
@@ -1409,14 +1471,55 @@ class _CleanedLog:
         self.size += len(batch_bytes)
         if batch.max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
-        if self.bytes_since_last_index_entry > self.interval and self.index_full is None:
+        if self.bytes_since_last_index_entry > self.interval and self.index_error is None:
             try:
-                self.offset_index.append(batch.last_offset, position)
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            except IndexFullException as e:
-                self.index_full = (e, source_position)
+                self._index_entry(batch.last_offset, position)
+            except (IndexFullException, LogCleaningException) as e:
+                self.index_error = (e, source_position)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += len(batch_bytes)
+
+    def _index_entry(self, offset: int, position: int) -> None:
+        """``LogSegment.append``'s entries for one batch: ``OffsetIndex.append``, then ``TimeIndex.maybeAppend``.
+        A full index raises ``IndexFullException``; an offset Kafka's index refuses (not above its last entry's:
+        ``InvalidOffsetException``; below the base offset: ``IndexOffsetOverflowException``) raises
+        ``LogCleaningException`` with Kafka's exception, as Kafka's message gives it."""
+        index, path = self.offset_index, self._path(".index")
+        try:
+            index.append(offset, position)
+        except InvalidOffsetException:
+            raise self._failed(f"{INVALID_OFFSET}: Attempt to append an offset {offset} to position {len(index)} no "
+                               f"larger than the last offset appended ({index.last_offset}) to {path}") from None
+        except IndexOffsetOverflowException:
+            raise self._failed(f"{INDEX_OFFSET_OVERFLOW}: Integer overflow for offset: {offset} ({path})") from None
+        self._time_entry()
+
+    def _time_entry(self, skip_full_check: bool = False) -> None:
+        """``TimeIndex.maybeAppend`` of the largest timestamp so far and its batch's last offset (see
+        ``_index_entry``)."""
+        index, path = self.time_index, self._path(".timeindex")
+        timestamp, offset = self.max_timestamp, self.offset_of_max_timestamp
+        try:
+            index.maybe_append(timestamp, offset, skip_full_check=skip_full_check)
+        except InvalidOffsetException:
+            last_timestamp, last_offset = index.last_entry()
+            raise self._failed(
+                f"{INVALID_OFFSET}: Attempt to append an offset ({offset}) to slot {len(index)} no larger than the "
+                f"last offset appended ({last_offset}) to {path}" if offset < last_offset else
+                f"{ILLEGAL_STATE}: Attempt to append a timestamp ({timestamp}) to slot {len(index)} no larger than "
+                f"the last timestamp appended ({last_timestamp}) to {path}") from None
+        except IndexOffsetOverflowException:
+            raise self._failed(f"{INDEX_OFFSET_OVERFLOW}: Integer overflow for offset: {offset} ({path})") from None
+
+    def _path(self, suffix: str) -> str:
+        """The cleaned segment's index file as Kafka names it (``LogSegment.open`` with the ``.cleaned`` suffix)."""
+        return os.path.join(self.directory, segment_file_name(self.base_offset, suffix + ".cleaned"))
+
+    def _failed(self, kafka: str) -> LogCleaningException:
+        return LogCleaningException(
+            f"Kafka's cleaner fails this round ({kafka}): an offset its cleaned segment {self.base_offset}'s index "
+            f"refuses (a batch's offset rewritten below the one before it); a broker marks the partition uncleanable "
+            f"and leaves it dirty", kafka_exception=kafka)
 
     def overflows(self) -> bool:
         """Whether some kept batch's offset does not fit this segment (``_chunk_overflow`` then says which
@@ -1426,4 +1529,4 @@ class _CleanedLog:
     def become_inactive(self) -> None:
         """``LogSegment.onBecomeInactiveSegment``: the time index's last entry."""
         if self.offset_of_max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True)
+            self._time_entry(skip_full_check=True)

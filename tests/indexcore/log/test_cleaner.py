@@ -385,6 +385,15 @@ def test_each_read_is_appended_whole_or_not_at_all_as_kafkas(kafka44, tmp_path: 
     _against_kafka(kafka44, "reads", tmp_path)
 
 
+def test_a_read_ends_and_its_index_appends_throw_as_kafkas(kafka44, tmp_path: Path):
+    """``READ_END_CASES`` against Kafka 4.4's own start and round: a read of ``cleanInto`` ends where its input
+    does, or after the batch whose rewritten bytes outgrow the write buffer (``MemoryRecords.filterTo`` returns
+    there), which decides the read the index fills in and the damaged header it holds; a read's index entries are
+    appended after it is filtered and its largest offset checked, and an offset the index refuses (not above the
+    last entry's, below the base) is Kafka's exception. Kafka's answers equal the recorded ones."""
+    _against_kafka(kafka44, "read ends", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -605,6 +614,123 @@ def _reads(oracle, tmp_path: Path) -> None:
         assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (i, v.mismatches, v.kafka_threw)
 
 
+def _entries_refused(rewritten: dict[int, int], codec_at: int | None = None, interval: int = 1,
+                     buffer: int = 200, timestamps: dict[int, int] | None = None,
+                     segment_bytes: int = 1 << 30) -> tuple:
+    """Segment 100's ten batches (offsets 100-109, 71 bytes each, their timestamps T0 + their offset but where
+    ``timestamps`` says) with the base offset fields of ``rewritten`` (index: offset) rewritten below the cleaned
+    segment's base, then (``codec_at``) one of an unknown codec; an index entry once ``interval`` bytes were
+    written, the read buffer ``buffer`` bytes, the checkpoint at 108 (every batch of segment 100 kept whole)."""
+    seg = [_one(100 + i, b"k%d" % i, ts=(timestamps or {}).get(i, T0 + 100 + i)) for i in range(10)]
+    first, last = min(rewritten), max(rewritten) if codec_at is None else codec_at
+    tail = b"".join(_based_at(seg[i], rewritten[i]) if i in rewritten else _unknown_codec(seg[i]) if i == codec_at
+                    else seg[i] for i in range(first, last + 1))
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=interval, segment_bytes=segment_bytes)
+    segments = {100: b"".join(seg), 110: _one(110, b"z", ts=T0 + 110) + _one(111, b"y", ts=T0 + 111),
+                112: _one(112, b"x", ts=T0 + 112) + _one(113, b"w", ts=T0 + 113)}
+    return (segments, config, T0 + 10 * HOUR_MS, 24 * 100, (buffer, 2_500_000), 108,
+            {100: (sum(map(len, seg[:first])), tail)})
+
+
+def _source_entries(batches: list[bytes], interval: int = 40) -> int:
+    """The offset index entries ``LogSegment.append`` gives a segment of ``batches`` (one per batch once more
+    than ``interval`` bytes were appended since the last)."""
+    entries, since = 0, 0
+    for batch in batches:
+        if since > interval:
+            entries, since = entries + 1, 0
+        since += len(batch)
+    return entries
+
+
+def _outgrown(n: int, large: int, magic_at: int, buffer: int, dedupe: int, checkpoint: int | None) -> tuple:
+    """``n`` v1 messages of 38 bytes (the one at offset 3 of ``large`` bytes), each rebuilt as a v2 batch of 72
+    bytes, whose cleaned offset index (entries every 40 bytes, ``segment.index.bytes`` the source's entries) fills
+    halfway; the magic byte of message ``magic_at`` reads 7."""
+    msgs = [_one(i, b"k%02d" % i, large if i == 3 else 1, magic=1) for i in range(n)]
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=40, segment_index_bytes=8 * _source_entries(msgs))
+    segments = {0: b"".join(msgs), n: _one(n, b"z", magic=1) + _one(n + 1, b"y", magic=1)}
+    if checkpoint is not None:
+        segments[n + 2] = _one(n + 2, b"x", magic=1) + _one(n + 3, b"w", magic=1)
+    return (segments, config, T0 + 10 * HOUR_MS, dedupe, (buffer, 2_500_000), checkpoint,
+            {0: (sum(map(len, msgs[:magic_at])) + 16, b"\x07")})
+
+
+def _in_reach() -> tuple:
+    """A v1 message of 3,000 bytes and 14 of 1 (rebuilt as v2 batches of 72 bytes), then a v2 batch of 573 bytes
+    whose magic byte reads 7, at byte 3,569 of the read of 4,096 bytes from 0 (its header in the read, its end
+    not), then two small ones; the cleaned offset index (``segment.index.bytes`` the source's 10 entries) fills at
+    byte 3,417, in that read."""
+    msgs = [_one(0, b"k00", 3000, magic=1)] + [_one(i, b"k%02d" % i, magic=1) for i in range(1, 15)]
+    x = len(msgs)
+    msgs += [_one(x, b"k%02d" % x, 500), _one(x + 1, b"k%02d" % (x + 1)), _one(x + 2, b"k%02d" % (x + 2))]
+    n = len(msgs)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=40, segment_index_bytes=8 * _source_entries(msgs))
+    return ({0: b"".join(msgs), n: _one(n, b"z") + _one(n + 1, b"y"), n + 2: _one(n + 2, b"x") + _one(n + 3, b"w")},
+            config, T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), n, {0: (sum(map(len, msgs[:x])) + 16, b"\x07")})
+
+
+def _below_then_damaged(below: int) -> tuple:
+    """Segment 100's 70 v1 messages (38 bytes, rebuilt as v2 batches of 72), read 4,096 bytes at a time from its
+    start: the first ``below`` rewritten to offsets 40 on (below the cleaned segment's base), the magic byte of the
+    next reading 7 (its header within the first read's 4,096 bytes); the checkpoint at 170."""
+    msgs = [_one(100 + i, b"k%02d" % i, magic=1) for i in range(70)]
+    tail = b"".join(_based_at(msgs[i], 40 + i) for i in range(below)) + msgs[below][:16] + b"\x07"
+    segments = {100: b"".join(msgs), 170: _one(170, b"z", magic=1) + _one(171, b"y", magic=1),
+                172: _one(172, b"x", magic=1) + _one(173, b"w", magic=1)}
+    return (segments, LogConfig(cleanup_policy="compact"), T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), 170,
+            {100: (0, tail)})
+
+
+INVALID_OFFSET = "org.apache.kafka.common.errors.InvalidOffsetException: Attempt to append an offset "
+
+# (case, what Kafka's round throws): where a read ends (``_chunk_starts``: also after the batch whose rewritten bytes
+# outgrow the write buffer, ``filterTo`` returning early), and what the index appends of a read throw, once it is
+# filtered and its largest offset checked (``LogSegment.append``: ``ensureOffsetInRange``, then the entries)
+READ_END_CASES = [
+    # every batch indexed (index.interval.bytes 1): the 2nd read's batch rewritten to offset 50 is refused by the
+    # offset index (Kafka's own InvalidOffsetException), with the read buffer at 200 bytes or at 4,096
+    (_entries_refused({2: 50}), INVALID_OFFSET + "50 to position 1 no larger than the last offset appended (101) "
+                                "to "),
+    (_entries_refused({2: 50}, buffer=4096), INVALID_OFFSET + "50 to position 1 no larger than the last offset "),
+    # a batch of an unknown codec later in that read throws while it is filtered, before its append
+    (_entries_refused({2: 50}, codec_at=3), UNKNOWN_CODEC),
+    # two batches below the base in a read: its largest overflows the cleaned segment before its entries
+    (_entries_refused({2: 40, 3: 50}, codec_at=4), SPLIT),
+    # the first entry below the base offset: IndexOffsetOverflowException
+    (_entries_refused({1: 50}), "org.apache.kafka.storage.internals.log.IndexOffsetOverflowException: Integer "
+                                "overflow for offset: 50 ("),
+    # entries every 100 bytes: the batch below the base holds the largest timestamp when the next entry is made
+    # (the time index's offset goes back), or when the segment becomes inactive (segment.bytes 800: segment 100
+    # cleaned alone)
+    (_entries_refused({5: 50}, interval=100, buffer=4096, timestamps={5: T0 + 1000}),
+     INVALID_OFFSET + "(50) to slot 2 no larger than the last offset appended (104) to "),
+    (_entries_refused({9: 50}, interval=100, buffer=4096, timestamps={9: T0 + 1000}, segment_bytes=800),
+     INVALID_OFFSET + "(50) to slot 4 no larger than the last offset appended (108) to "),
+    # 110 v1 messages rebuilt 34 bytes larger: the first read of 4,096 bytes returns after 57 of them (its output
+    # outgrew the write buffer), where the index fills, before the damaged message 100 its input would hold
+    (_outgrown(110, 100, 100, 4096, 24 * 100, 110), "java.lang.IllegalArgumentException: Attempt to append to a "
+                                                    "full index (size = 54)."),
+    # the round's first read (4,096 bytes, as the build grew it) returns at message 44 (byte 3,607); the next read,
+    # in which the index fills, holds message 45's damaged header
+    (_outgrown(54, 3000, 45, 128, 24 * 7, None), "org.apache.kafka.common.errors.CorruptRecordException: Invalid "
+                                                 "magic found in record: 7"),
+    # the read in which the index fills ends at a batch whose damaged header it holds: it throws while filtered
+    (_in_reach(), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"),
+    # the first read's 57 messages below the base outgrow the write buffer (57 x 72 bytes): it returns before the
+    # damaged header its input holds, and its append overflows; with 56 the read goes on to that header and throws
+    (_below_then_damaged(57), SPLIT),
+    (_below_then_damaged(56), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in "
+                              "record: 7")]
+
+
+def _read_ends(oracle, tmp_path: Path) -> None:
+    """The ``READ_END_CASES``: the round throws what Kafka's throws."""
+    for i, (case, throws) in enumerate(READ_END_CASES):
+        v = judge_given(oracle, tmp_path / "case", *case)
+        assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (i, v.mismatches, v.kafka_threw)
+
+
 def _damaged(oracle, tmp_path: Path) -> None:
     """Damaged cases: 24 drawn (a bad size field, a bad magic byte or a batch cut short fails Kafka's round and
     segdex's with the same exception, segdex's copy left as it was; a wrong CRC is read through by both to the same
@@ -670,7 +796,7 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
           "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
-          "inner": _inner, "grown": _grown, "drawn": _drawn, "reads": _reads}
+          "inner": _inner, "grown": _grown, "drawn": _drawn, "reads": _reads, "read ends": _read_ends}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
