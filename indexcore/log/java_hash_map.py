@@ -1,7 +1,9 @@
 """The iteration order of a ``java.util.HashMap`` (or ``HashSet``), which fixes the order of what Kafka writes or
 prints by iterating one: the entries of a producer snapshot (``ProducerStateManager.writeSnapshot`` iterates its
 ``HashMap<Long, ...>``), a transaction's partitions as ``kafka-transactions describe`` prints them
-(``HashSet<TopicPartition>``). Java 17's ``HashMap``, the JVM Kafka runs on here."""
+(``HashSet<TopicPartition>``). Java 17's ``HashMap``, the JVM Kafka runs on here. And the order of Kafka's own
+``TimelineHashMap`` (``timeline_hash_order``): the members of a consumer-protocol group as ``ConsumerGroupDescribe``
+lists them."""
 
 from __future__ import annotations
 
@@ -89,3 +91,39 @@ def _count(hashes: list[int], capacity: int) -> dict[int, int]:
         b = h & (capacity - 1)
         out[b] = out.get(b, 0) + 1
     return out
+
+
+# ``org.apache.kafka.timeline.BaseHashTable`` (under ``TimelineHashMap``, the group coordinator's maps of a
+# consumer-protocol group's members): open slots, a slot holding its keys in put order, Fibonacci hashing
+_TIMELINE_MIN_CAPACITY = 2
+_FIBONACCI = -7046029254386353131
+
+
+def timeline_capacity(size: int, initial: int = _TIMELINE_MIN_CAPACITY) -> int:
+    """The slot count of a ``BaseHashTable`` that started at ``initial`` slots (``new TimelineHashMap<>(registry,
+    0)``: 2) and took a put while holding ``size`` keys and none while holding more: ``baseAddOrReplace`` doubles it
+    before any put, a replacing one too, while ``(size + 1) * 0.75 > slots``; it never shrinks."""
+    capacity = initial
+    while (size + 1) * _LOAD_FACTOR > capacity:
+        capacity *= 2
+    return capacity
+
+
+def timeline_slot(hash_code: int, capacity: int) -> int:
+    """``BaseHashTable.findSlot``: the 32-bit ``hashCode`` (taken as a signed int) times the 64-bit Fibonacci
+    constant, its top ``log2(capacity)`` bits (``>>> (65 - (32 - numberOfLeadingZeros(capacity)))``)."""
+    h = hash_code & 0xFFFF_FFFF
+    signed = h - (1 << 32) if h & 0x8000_0000 else h
+    shift = 65 - capacity.bit_length()
+    return ((signed * _FIBONACCI) & 0xFFFF_FFFF_FFFF_FFFF) >> shift
+
+
+def timeline_hash_order(keys_in_put_order: Iterable[K], hasher: Callable[[K], int], capacity: int) -> list[K]:
+    """The order a ``TimelineHashMap`` of ``capacity`` slots (``timeline_capacity``) iterates these keys, ``hasher``
+    giving a key's ``hashCode`` (not spread): by slot, within a slot the last put first (a slot appends its new
+    keys, a removal and a rehash keep the others' order, a replacing put keeps the key's place; the iterators,
+    ``CurrentIterator`` and ``HistoricalIterator``, unpack a slot and take from its end). Read at the latest epoch,
+    or at a snapshot holding the same keys."""
+    keys = list(keys_in_put_order)
+    order = sorted(range(len(keys)), key=lambda i: (timeline_slot(hasher(keys[i]), capacity), -i))
+    return [keys[i] for i in order]

@@ -3,8 +3,11 @@ check: what each group's committed offsets mean for the partitions the log dirs 
 
 Kafka's tool describes each group (``describeConsumerGroups``: state, members and their assignment), lists its
 committed offsets (``listConsumerGroupOffsets``) and the partitions' log end offsets (``ListOffsets`` latest), and
-prints one row per partition: first those assigned to a member (members with the most partitions first), then the
-committed partitions no member holds, with ``-`` for the consumer. Here the groups and offsets come from the loaded
+prints one row per partition: first those assigned to a member (members with the most partitions first, a stable
+sort of the members in the order the coordinator's describe lists them: ``describe_order``), then the committed
+partitions no member holds, with ``-`` for the consumer; a member's rows, and those of no member, by topic
+(``String.compareTo``) then partition (4.x's ``describePartitions``; 3.9's tool printed them in the order of a
+``HashMap``). Groups by group id (a ``TreeMap``). Here the groups and offsets come from the loaded
 ``__consumer_offsets`` partitions and the log end offsets from the data partitions as a broker's recovery leaves
 them (``cluster_view``). The groups are those ``--all-groups`` lists: every group the coordinator holds, simple
 groups (offsets only) included.
@@ -38,6 +41,7 @@ from segdex.indexcore.coordinator.group_metadata_manager import (
     RecordedGroup,
 )
 from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata
+from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_hash_order
 from segdex.indexcore.tools.cluster_view import CoordinatorPartition
 
 LogOffsets = Callable[[str, int], "tuple[int, int] | None"]  # (topic, partition) -> (log start, log end)
@@ -51,7 +55,8 @@ OK, AHEAD_OF_END, BEFORE_START, NOT_FOUND = "ok", "ahead_of_end", "before_start"
 
 @dataclass(frozen=True)
 class MemberDescription:
-    """A member as ``describeConsumerGroups`` shows it; ``assignment``: (topic, partition) pairs, sorted."""
+    """A member as ``describeConsumerGroups`` shows it; ``assignment``: (topic, partition) pairs, sorted by
+    ``row_order``."""
 
     consumer_id: str
     group_instance_id: str | None
@@ -108,18 +113,47 @@ class GroupDescription:
         return f"PARTIAL: group {self.group}: {self.partial_reason}"
 
 
+def java_string_order(text: str) -> bytes:
+    """A sort key ordering strings as ``String.compareTo`` does (by UTF-16 code unit; Python's ``str`` order differs
+    for characters past the Basic Multilingual Plane against those from U+E000)."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def row_order(tp: tuple[str, int]) -> tuple[bytes, int]:
+    """The order of a member's rows, and of the rows of no member: ``describePartitions`` (4.x) sorts them with
+    ``Comparator.comparing(topic, String::compareTo).thenComparingInt(partition)``."""
+    return java_string_order(tp[0]), tp[1]
+
+
+def describe_order(group: Group) -> list[str]:
+    """The member ids in the order the coordinator's describe lists them, which ``collectGroupsOffsets``'s stable
+    sort by assignment size keeps among members holding as many partitions. A classic group:
+    ``ClassicGroup.allMembers()``, its ``HashMap``'s order, which is the order its last ``GroupMetadataValue`` lists
+    them in (written by iterating that same map; the describe of a group whose membership changed since is not
+    that of a ``Stable`` group). A consumer-protocol group: its ``members`` ``TimelineHashMap`` (``asDescribedGroup``
+    iterates it), members put in the order of their first records, the table sized for the members it holds now (one
+    that once held more members than now has more slots, an order not modelled)."""
+    if isinstance(group, ClassicGroup):
+        return list(group.members)
+    if isinstance(group, RecordedGroup):
+        return list(group.members)
+    return timeline_hash_order(group.members, java_string_hash, timeline_capacity(len(group.members)))
+
+
 def _members(group: Group, topic_names: dict[str, str]) -> tuple[MemberDescription, ...]:
     out = []
     if isinstance(group, RecordedGroup):
-        return tuple(MemberDescription(m, None, "", "", ()) for m in group.members)
+        return tuple(MemberDescription(m, None, "", "", ()) for m in describe_order(group))
     if isinstance(group, ClassicGroup):
-        for m in group.members.values():
+        for member_id in describe_order(group):
+            m = group.members[member_id]
             out.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                         m.assignment or ()))
+                                         tuple(sorted(m.assignment or (), key=row_order))))
     else:
-        for m in group.members.values():
-            assigned = tuple(sorted((topic_names.get(tid, tid), p) for tid, ps in m.assigned_partitions.items()
-                                    for p in ps))
+        for member_id in describe_order(group):
+            m = group.members[member_id]
+            assigned = tuple(sorted(((topic_names.get(tid, tid), p) for tid, ps in m.assigned_partitions.items()
+                                     for p in ps), key=row_order))
             out.append(MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, assigned))
     return tuple(out)
 
@@ -192,11 +226,12 @@ def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: d
                 continue
             members = _members(group, topic_names)
             rows, assigned = [], set()
+            # collectGroupsOffsets: a stable sort of the described members by assignment size, descending
             for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment)):
-                for tp in sorted(member.assignment, key=lambda tp: (tp[1], tp[0])):
+                for tp in sorted(member.assignment, key=row_order):
                     assigned.add(tp)
                     rows.append(_row(log_offsets, group_id, tp, commits.get(tp), member))
-            for tp in sorted((tp for tp in commits if tp not in assigned), key=lambda tp: (tp[1], tp[0])):
+            for tp in sorted((tp for tp in commits if tp not in assigned), key=row_order):
                 rows.append(_row(log_offsets, group_id, tp, commits[tp], None))
             found[group_id] = GroupDescription(
                 group_id, group.type, group.protocol_type or "", group.state, group.assignment_strategy,
@@ -204,7 +239,7 @@ def describe_groups(coordinators: Iterable[CoordinatorPartition], topic_names: d
     for group_id in group_ids or ():
         if group_id not in found:
             found[group_id] = _not_found(group_id, coordinators, missing)
-    return [found[g] for g in sorted(found)]
+    return [found[g] for g in sorted(found, key=java_string_order)]  # describeGroups' TreeMap
 
 
 def _format(values: list[str], widths: list[int | None]) -> str:

@@ -5,12 +5,17 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
 ``run_group_workload`` leaves, in one log dir (three ``__consumer_offsets`` partitions, two
 ``__transaction_state`` partitions):
 
-- data topics ``orders`` (3 partitions), ``events`` (2) and ``txdata`` (1), with known record counts;
-- ``classic-live``: two classic consumers, subscribed and polling at the kill (Stable, two members);
+- data topics ``orders`` (3 partitions), ``events`` (2), ``audit`` (3), ``ledger`` (2) and ``txdata`` (1), with
+  known record counts;
+- ``classic-live``: two classic consumers, subscribed and polling at the kill (Stable, two members), one to
+  ``orders`` and ``events``, the other to ``audit`` and ``ledger`` (``LIVE_SUBSCRIPTIONS``): each holds five
+  partitions, the same partition number on two topics (the order of a member's rows, and of members holding as
+  many partitions, is Kafka's to match);
 - ``classic-empty``: a classic consumer that committed and closed (Empty, offsets kept);
 - ``simple-assign``: offsets committed by a consumer that only assigned partitions (a "simple" group, no
   protocol type), one of them (``events``/1) past the log end;
 - ``modern-live`` and ``modern-empty``: the same with ``group.protocol=consumer`` (KIP-848), on 4.x only (below);
+  ``modern-live``'s members subscribe to ``audit`` and ``events``, and to ``orders`` and ``ledger``;
 - ``deleted-group``: committed, closed, then deleted with ``AdminClient.delete_consumer_groups``;
 - ``expired-group``: committed and closed first; the broker expired its offsets (and dropped the group) before
   the tools ran (``offsets.retention.minutes=1``, the smallest the broker accepts: about 60 s);
@@ -75,8 +80,8 @@ RESTORE_BROKER_PROPS: dict[str, str] = {
     "offsets.retention.check.interval.ms": "600000",
 }
 
-TOPICS: dict[str, int] = {"orders": 3, "events": 2, "txdata": 1}
-RECORDS_PER_PARTITION: dict[str, int] = {"orders": 200, "events": 150}
+TOPICS: dict[str, int] = {"orders": 3, "events": 2, "audit": 3, "ledger": 2, "txdata": 1}
+RECORDS_PER_PARTITION: dict[str, int] = {"orders": 200, "events": 150, "audit": 50, "ledger": 40}
 PAST_END = 10_000  # a committed offset past the log end (simple-assign, events/1)
 METADATA = "segdex-group-workload"
 
@@ -85,13 +90,20 @@ MODERN_LIVE, MODERN_EMPTY = "modern-live", "modern-empty"
 DELETED_GROUP, EXPIRED_GROUP = "deleted-group", "expired-group"
 TXN_GROUP, TXN_GROUP_ABORTED = "txn-group", "txn-group-aborted"
 MODERN_GROUPS = (MODERN_LIVE, MODERN_EMPTY)
+# the live groups' members, one subscription each: both hold five partitions (a tie in --describe's member order),
+# each the same partition numbers on two topics (a tie in the order of its rows by partition)
+LIVE_SUBSCRIPTIONS: dict[str, list[list[str]]] = {
+    CLASSIC_LIVE: [["orders", "events"], ["audit", "ledger"]],
+    MODERN_LIVE: [["audit", "events"], ["orders", "ledger"]],
+}
 
 # what each group commits: (topic, partition) -> offset
 GROUP_OFFSETS: dict[str, dict[tuple[str, int], int]] = {
-    CLASSIC_LIVE: {("orders", 0): 40, ("orders", 1): 41, ("orders", 2): 42},
+    CLASSIC_LIVE: {("orders", 0): 40, ("orders", 1): 41, ("orders", 2): 42, ("events", 0): 43, ("audit", 0): 44,
+                   ("ledger", 0): 45},
     CLASSIC_EMPTY: {("orders", 0): 100, ("orders", 1): 110, ("orders", 2): 120, ("events", 0): 30},
     SIMPLE_ASSIGN: {("orders", 1): 150, ("events", 1): PAST_END},
-    MODERN_LIVE: {("events", 0): 60, ("events", 1): 61},
+    MODERN_LIVE: {("events", 0): 60, ("events", 1): 61, ("audit", 0): 62, ("orders", 1): 63, ("ledger", 0): 64},
     MODERN_EMPTY: {("events", 0): 10, ("events", 1): 20},
     DELETED_GROUP: {("orders", 0): 5},
     EXPIRED_GROUP: {("orders", 2): 7},
@@ -275,20 +287,20 @@ def _commit_assigned(consumers: list[Consumer], group: str) -> None:
         raise RuntimeError(f"{group}: no member holds {missing}")
 
 
-def _subscribed_group(broker: KafkaBroker, group: str, topics: list[str], members: int, modern: bool = False,
+def _subscribed_group(broker: KafkaBroker, group: str, subscriptions: list[list[str]], modern: bool = False,
                       live: bool = False) -> list[Consumer]:
-    """``members`` consumers of ``group`` subscribed to ``topics``, settled, offsets committed."""
-    consumers = [_consumer(broker, group, modern=modern, quiet=live) for _ in range(members)]
-    for c in consumers:
+    """One consumer of ``group`` per subscription (its topics), settled, offsets committed."""
+    consumers = [_consumer(broker, group, modern=modern, quiet=live) for _ in subscriptions]
+    for c, topics in zip(consumers, subscriptions, strict=True):
         c.subscribe(topics)
-    _wait_assigned(consumers, sum(TOPICS[t] for t in topics))
+    _wait_assigned(consumers, sum(TOPICS[t] for t in {t for topics in subscriptions for t in topics}))
     _commit_assigned(consumers, group)
     return consumers
 
 
 def _closed_group(broker: KafkaBroker, group: str, topics: list[str], modern: bool = False) -> None:
     """A group whose only member committed and then left (close: LeaveGroup, the group is Empty)."""
-    consumer = _subscribed_group(broker, group, topics, 1, modern=modern)[0]
+    consumer = _subscribed_group(broker, group, [topics], modern=modern)[0]
     consumer.close()
 
 
@@ -492,10 +504,11 @@ class _Run:
         return time.monotonic()
 
     def live_groups_and_transactions(self) -> None:
-        self.live += _subscribed_group(self.broker, CLASSIC_LIVE, ["orders"], 2, live=True)
+        self.live += _subscribed_group(self.broker, CLASSIC_LIVE, LIVE_SUBSCRIPTIONS[CLASSIC_LIVE], live=True)
         self.groups.append(CLASSIC_LIVE)
         if self.modern:
-            self.live += _subscribed_group(self.broker, MODERN_LIVE, ["events"], 2, modern=True, live=True)
+            self.live += _subscribed_group(self.broker, MODERN_LIVE, LIVE_SUBSCRIPTIONS[MODERN_LIVE], modern=True,
+                                           live=True)
             self.groups.append(MODERN_LIVE)
         _idempotent(self.broker, self.produced)
         _tx_data(self.broker, self.produced)

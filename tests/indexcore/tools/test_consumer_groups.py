@@ -11,6 +11,7 @@ import pytest
 from segdex.indexcore.coordinator.coordinator_loader import ANSWERS
 from segdex.indexcore.coordinator.coordinator_loader import UNKNOWN as AFTER_START_UNKNOWN
 from segdex.indexcore.coordinator.group_coordinator_shard import load_group_coordinator
+from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_hash_order
 from segdex.indexcore.protocol.message_format import uuid_string
 from segdex.indexcore.tools.cluster_view import CONSUMER_OFFSETS, ClusterView, CoordinatorPartition
 from segdex.indexcore.tools.consumer_groups import (
@@ -216,12 +217,14 @@ def _groups(log_dir: Path, group_ids: list[str] | None = None, **kwargs) -> dict
 def test_consumer_protocol_members_carry_their_instance_id_and_named_assignment(groups_dir: Path):
     """A consumer-protocol (KIP-848) group's members as ``ConsumerGroupDescribe`` gives them
     (``ConsumerGroupMember.asConsumerGroupDescribeMember``): member id, instance id, client id, host, and the
-    assigned partitions by topic name (the topic id named by the partition dirs' ``partition.metadata``)."""
+    assigned partitions by topic name (the topic id named by the partition dirs' ``partition.metadata``); in the
+    order of the group's ``members`` ``TimelineHashMap`` (``asDescribedGroup``): m2 (slot 0 of 4) before m1 (slot 2),
+    though m1 was put first."""
     g = _groups(groups_dir)["b-848"]
     assert (g.type, g.state, g.epoch, g.assignment_strategy, g.coordinator, g.coordinator_partition) == (
         "consumer", "Assigning", 5, "uniform", 3, 0)
-    assert g.members == (MemberDescription("m1", "i-1", "c1", "/10.0.0.1", (("orders", 0), ("orders", 2))),
-                         MemberDescription("m2", None, "c2", "/10.0.0.2", (("orders", 1),)))
+    assert g.members == (MemberDescription("m2", None, "c2", "/10.0.0.2", (("orders", 1),)),
+                         MemberDescription("m1", "i-1", "c1", "/10.0.0.1", (("orders", 0), ("orders", 2))))
 
 
 def test_a_static_classic_member_keeps_its_group_instance_id(groups_dir: Path):
@@ -325,3 +328,90 @@ def test_a_partial_load_without_an_after_start_answer_marks_its_groups(tmp_path:
                                    f"to offset 1 only; {CONSUMER_OFFSETS}-5 in none of the log dirs given: not known")
     out, _err = format_offsets([g])
     assert out.startswith(f"\nPARTIAL: group g: {reason}\n" + HEADER)
+
+
+# The order of --describe's rows where several come in a tie: a member holding the same partition number on two
+# topics, members holding as many partitions, groups whose ids differ past the Basic Multilingual Plane.
+
+AUDIT_ID = bytes(range(32, 48))  # the topic id audit-0..2's partition.metadata names
+
+
+@pytest.fixture(scope="module")
+def ties_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``__consumer_offsets-0`` (node 3) holding:
+
+    - ``c-ties``: a classic group whose ``GroupMetadataValue`` lists ``x2`` (orders-0, orders-1, audit-1) before
+      ``x1`` (audit-0, audit-2, orders-2), each assignment written topic by topic, partitions out of order;
+      commits on orders-1 and audit-2;
+    - ``k-ties``: a consumer-protocol group, ``m1`` (orders-2, audit-0) put before ``m2`` (orders-0, audit-1),
+      both by topic id, and a commit on orders-1, which neither holds;
+    - ``s-ties``: a simple group (commits only) on orders-1, audit-2 and audit-0;
+    - ``z\U0001F600`` and ``z\uff5e``: simple groups committed in that order.
+
+    orders-0..2 and audit-0..2 hold 10 records each."""
+    log_dir = tmp_path_factory.mktemp("ties") / "logs"
+    simple = [offset_commit_key("s-ties", t, p) for t, p in (("orders", 1), ("audit", 2), ("audit", 0))]
+    write_partition(log_dir, CONSUMER_OFFSETS, 0, [
+        build_batch(0, [(TV, i16(2) + s16("c-ties"), _classic_value([
+            ("x2", None, "cx2", "/10.0.0.2", {"orders": [1, 0], "audit": [1]}),
+            ("x1", None, "cx1", "/10.0.0.1", {"orders": [2], "audit": [2, 0]})]))]),
+        build_batch(1, [
+            (TV, cg_key(3, "k-ties"), cg_epoch(3, 4)),
+            (TV, cg_key(6, "k-ties"), cg_epoch(6, 4)),
+            (TV, cg_key(5, "k-ties", "m1"), _member_value(None, "c1", "/10.0.0.1")),
+            (TV, cg_key(8, "k-ties", "m1"), _current_assignment(4, {ORDERS_ID: [2], AUDIT_ID: [0]})),
+            (TV, cg_key(5, "k-ties", "m2"), _member_value(None, "c2", "/10.0.0.2")),
+            (TV, cg_key(8, "k-ties", "m2"), _current_assignment(4, {AUDIT_ID: [1], ORDERS_ID: [0]})),
+        ]),
+        build_batch(7, [
+            (TV, offset_commit_key("c-ties", "orders", 1), offset_commit_value(3, 1)),
+            (TV, offset_commit_key("c-ties", "audit", 2), offset_commit_value(3, 2)),
+            (TV, offset_commit_key("k-ties", "orders", 1), offset_commit_value(3, 3)),
+            *((TV, key, offset_commit_value(3, 4)) for key in simple),
+            (TV, offset_commit_key("z\U0001F600", "orders", 0), offset_commit_value(3, 5)),
+            (TV, offset_commit_key("z\uff5e", "orders", 0), offset_commit_value(3, 6)),
+        ]),
+    ])
+    for p in range(3):
+        _data_partition(log_dir, "orders", p, 10, ORDERS_ID)
+        _data_partition(log_dir, "audit", p, 10, AUDIT_ID)
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=3\ncluster.id=c\n")
+    return log_dir
+
+
+def _row_keys(g: GroupDescription) -> list[tuple[str, str, int]]:
+    return [(r.consumer_id, r.topic, r.partition) for r in g.offsets]
+
+
+def test_a_members_rows_come_by_topic_then_partition(ties_dir: Path):
+    """Kafka 4.4's ``describePartitions`` sorts a member's rows with ``Comparator.comparing(topic,
+    String::compareTo).thenComparingInt(partition)`` (``javap -c`` of ``ConsumerGroupCommand$ConsumerGroupService``
+    in kafka-tools-4.4.0.jar): a member holding the same partition number on two topics prints one topic's rows,
+    then the other's; so do the rows of no member. Classic members in the order of their group's
+    ``GroupMetadataValue`` (``ClassicGroup.allMembers()``, the ``HashMap`` that record was written from): x2
+    first, though x1 sorts before it, both holding three partitions."""
+    g = _groups(ties_dir)["c-ties"]
+    assert _row_keys(g) == [("x2", "audit", 1), ("x2", "orders", 0), ("x2", "orders", 1),
+                            ("x1", "audit", 0), ("x1", "audit", 2), ("x1", "orders", 2)]
+    assert _row_keys(_groups(ties_dir)["s-ties"]) == [("-", "audit", 0), ("-", "audit", 2), ("-", "orders", 1)]
+
+
+def test_members_holding_as_many_partitions_come_in_the_coordinators_describe_order(ties_dir: Path):
+    """``collectGroupsOffsets`` sorts the described members by assignment size, descending, with a stable sort:
+    members holding as many partitions keep the order ``ConsumerGroupDescribe`` lists them in, that of the group's
+    ``members`` ``TimelineHashMap`` (``ConsumerGroup.asDescribedGroup`` iterates it): by slot
+    (``BaseHashTable.findSlot``: the member id's ``hashCode`` times the Fibonacci constant, its top bits), the last
+    put first within a slot, 4 slots for 2 members. m2 comes before m1, which was put first; each member's rows by
+    topic then partition, then the commit no member holds."""
+    g = _groups(ties_dir)["k-ties"]
+    order = timeline_hash_order(["m1", "m2"], java_string_hash, timeline_capacity(2))
+    assert order == ["m2", "m1"] and [m.consumer_id for m in g.members] == order
+    assert _row_keys(g) == [("m2", "audit", 1), ("m2", "orders", 0), ("m1", "audit", 0), ("m1", "orders", 2),
+                            ("-", "orders", 1)]
+
+
+def test_groups_come_in_java_string_order(ties_dir: Path):
+    """``collectGroupsOffsets`` keeps the groups in a ``TreeMap``: by ``String.compareTo``, UTF-16 code unit by code
+    unit. U+1F600 is the surrogate pair D83D DE00, which sorts before U+FF5E (Python's code point order puts it
+    after)."""
+    assert [g for g in _groups(ties_dir) if g.startswith("z")] == ["z\U0001F600", "z\uff5e"]
