@@ -826,11 +826,140 @@ PRODUCER_STATE_CASES = {  # name -> (builder, whether Kafka's start fails)
 }
 
 
-def _producer_state_cases(oracle, tmp_path: Path) -> None:
+def _replay_resumed_past_a_segment_that_opens_a_transaction(part: Path) -> tuple[bool, int]:
+    """Recovery point 20, a snapshot at 10 holding producer 7's transaction open at 2 (segment 0, served as it is,
+    its batch 1 damaged). The recovery of segment 20 replays segment 10 from the snapshot: producer 8's plain batch
+    at 10, then its transaction opened at 11. The log's own manager (the snapshot at 21 the recovery took) holds
+    both open: the read from 2 meets the damaged batch and the start fails. The dry run takes its last replay up
+    at segment 20, where the recovery's stopped; replaying segment 10 again would find producer 8's plain batch
+    inside its own open transaction."""
+    _put(part, 0, _batches(0, 2) + _txn7(2))
+    _put(part, 10, _txn8(10, transactional=False) + _txn8(11, sequence=1))
+    _put(part, 20, _batch(20))
+    _codec_damage(part, 0, len(_batch(0)))
+    _snapshot7(part, 10, 2, 2)
+    return False, 20
+
+
+def _segment_judged_again_opens_a_transaction_a_later_one_meets(part: Path) -> tuple[bool, int]:
+    """``_recovered_segment_judged_again_before_a_later_one`` with producer 8's transaction opened at 11 in
+    segment 10 (after producer 7's plain batch at 10, where the scan stopped) and producer 8's plain batch at 20.
+    The scan never saw producer 8's transaction; the load's recovery of segment 20 replays segment 10 (judged
+    again: its result is the load's, not the scan's) from the snapshot at 10 and meets the plain batch inside it:
+    the start fails (``InvalidTxnStateException``)."""
+    first = _txn7(0)
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    marker = build_batch(2, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 2)
+    _put(part, 0, first + bytes(damaged) + marker)
+    _put(part, 10, _txn7(10, transactional=False, sequence=1) + _txn8(11))
+    _put(part, 20, _txn8(20, transactional=False, sequence=1))
+    _snapshot7(part, 10, None, 0)
+    return False, 10
+
+
+def _unreadable_snapshot_at_the_recovered_segment(part: Path) -> tuple[bool, int]:
+    """Recovery point 10 and a snapshot file at 10 that is not a snapshot (its CRC fails): the load deletes it
+    (``loadFromSnapshot``) and replays from the log start, where producer 7's transaction opens at 2 and commits
+    at 3; the start recovers segment 10 and serves the partition. The dry run cannot tell the state from the
+    file, and keeps the scan's judgement of segment 10."""
+    marker = build_batch(3, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 3)
+    _put(part, 0, _batches(0, 2) + _txn7(2) + marker)
+    _put(part, 10, _batch(10))
+    (part / producer_snapshot_file_name(10)).write_bytes(b"\0" * 30)
+    return False, 10
+
+
+def _transaction_opened_past_the_damage_of_a_served_segment(part: Path) -> tuple[bool, int]:
+    """``_plain_batch_inside_the_snapshots_open_transaction`` without any snapshot: the recovery of segment 10
+    replays segment 0 from the log start, by batch size past its damaged batch 1, finds producer 7's transaction
+    opened at 2 and meets its plain batch at 10 inside it: the start fails (``InvalidTxnStateException``). The
+    scan stopped at batch 1."""
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    _put(part, 0, _batch(0) + bytes(damaged) + _txn7(2))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1))
+    return False, 10
+
+
+def _damaged_segment_ending_at_the_snapshot(part: Path) -> tuple[bool, int]:
+    """``_transaction_opened_in_a_later_segment_the_replay_reads`` with a zero-filled tail in segment 0: the
+    replay from the snapshot at 10 skips segment 0 (the next segment begins at 10) and never reads its tail, so
+    the start fails as before (the read from 12)."""
+    _transaction_opened_in_a_later_segment_the_replay_reads(part)
+    with open(part / segment_name(0), "ab") as f:
+        f.write(ZEROS)
+    return True, 21
+
+
+def _empty_segment_recovered_after_a_snapshots_open_transaction(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: segment 10 is empty, and the snapshot at 10 holds producer 7's transaction open at 2
+    (segment 0, served as it is, its batch 1 damaged). The recovery of segment 10 replays nothing and the log end
+    offset is 10; the log's own manager holds the transaction open, and the read from 2 meets the damaged batch:
+    the start fails. The dry run's last replay is the recovery's, taken up at the end of the segments."""
+    _put(part, 0, _batches(0, 2) + _txn7(2))
+    _put(part, 10, b"")
+    _codec_damage(part, 0, len(_batch(0)))
+    _snapshot7(part, 10, 2, 2)
+    return False, 10
+
+
+def _first_unstable_offset_read_from_the_served_segments_own_index(part: Path) -> tuple[bool, int]:
+    """Marker, the snapshot at the log end (11) holding producer 7's transaction open at 2, in segment 0 past its
+    damaged batch 1; segment 0's ``.index`` on disk has an entry at offset 2 (a recovery of these bytes would
+    write none). ``UnifiedLog``'s constructor reads from 2 through the index on disk: the search starts at that
+    entry, past the damage, and the start serves the partition."""
+    _put(part, 0, _batches(0, 2) + _txn7(2) + _batch(3))
+    _put(part, 10, _batch(10))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(2, 2 * len(_batch(0)))]))
+    _codec_damage(part, 0, len(_batch(0)))
+    _snapshot7(part, 11, 2, 2)
+    return True, 11
+
+
+def _first_unstable_offset_read_from_the_recovered_segments_index(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: segment 0 (its batch 1 damaged) is served as it is, segment 10 recovered, its ``.index``
+    on disk wrong (offset 11 at byte 5, inside the first batch). Producer 7's transaction opens at 11: the read
+    from 11 goes through the index the recovery rebuilt (no entry: from the segment's start) and the start serves
+    the partition; the index on disk would start it inside a batch."""
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _batch(10) + _txn7(11))
+    (part / segment_name(10)).with_suffix(".index").write_bytes(_index_bytes([(1, 5)]))
+    _codec_damage(part, 0, len(_batch(0)))
+    return False, 10
+
+
+def _txn8(offset: int, transactional: bool = True, sequence: int = 0) -> bytes:
+    """Producer 8's one-record batch at ``offset``."""
+    return build_batch(offset, [(T + offset, b"u", b"v")], producer_id=8, producer_epoch=0, base_sequence=sequence,
+                       is_transactional=transactional)
+
+
+REPLAY_CASES = {  # name -> (builder, whether Kafka's start fails): the replays the dry run resumes or skips
+    "replay resumed past a segment that opens a transaction": (
+        _replay_resumed_past_a_segment_that_opens_a_transaction, True),
+    "segment judged again opens a transaction a later one meets": (
+        _segment_judged_again_opens_a_transaction_a_later_one_meets, True),
+    "unreadable snapshot at the recovered segment": (_unreadable_snapshot_at_the_recovered_segment, False),
+    "transaction opened past the damage of a served segment": (
+        _transaction_opened_past_the_damage_of_a_served_segment, True),
+    "damaged segment ending at the snapshot": (_damaged_segment_ending_at_the_snapshot, True),
+    "empty segment recovered after a snapshot's open transaction": (
+        _empty_segment_recovered_after_a_snapshots_open_transaction, True),
+    "first unstable offset read through the served segment's own index": (
+        _first_unstable_offset_read_from_the_served_segments_own_index, False),
+    "first unstable offset read through the recovered segment's index": (
+        _first_unstable_offset_read_from_the_recovered_segments_index, False),
+}
+
+
+def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_CASES) -> None:
     """Each case of ``PRODUCER_STATE_CASES`` previewed, then loaded by Kafka (clean or not, at its recovery
     point): the preview fails where Kafka's start throws, with its exception's class, else names the segments
     Kafka recovered and its log end offset."""
-    for name, (build, fails) in PRODUCER_STATE_CASES.items():
+    for name, (build, fails) in cases.items():
         part = tmp_path / name.replace(" ", "_").replace("'", "") / "t-0"
         part.parent.mkdir()
         clean, recovery_point = build(part)
@@ -861,6 +990,23 @@ def test_the_loads_producer_state_equals_kafkas_recorded_loads(tmp_path: Path):
     checks ``_producer_state_at`` and ``_recovered_from_the_loads_state`` with)."""
     kafka = recorded("producer state", DIRECTED)
     _producer_state_cases(kafka, tmp_path)
+    assert not kafka.recorded
+
+
+def test_the_loads_resumed_replays_say_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` over ``REPLAY_CASES`` against Kafka 4.4's own loads: the replays the dry run
+    takes up where an earlier one stopped (``LogLoader._replayed``) or skips as the scan's
+    (``_replays_as_scanned``), and the index the first unstable offset is read through, give Kafka's answer;
+    recorded as the other cases are (``SEGDEX_RECORD_GOLDEN=1``)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path, REPLAY_CASES)
+    keep_recording("producer state, replays", recording, DIRECTED)
+
+
+def test_the_loads_resumed_replays_equal_kafkas_recorded_loads(tmp_path: Path):
+    """``REPLAY_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
+    kafka = recorded("producer state, replays", DIRECTED)
+    _producer_state_cases(kafka, tmp_path, REPLAY_CASES)
     assert not kafka.recorded
 
 
