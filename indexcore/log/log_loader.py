@@ -72,6 +72,7 @@ from segdex.indexcore.errors import (
     UnknownCompressionTypeException,
 )
 from segdex.indexcore.fs.atomic_file import fsync_dir
+from segdex.indexcore.index.offset_index import OffsetIndex
 from segdex.indexcore.index.transaction_index import TransactionIndex
 from segdex.indexcore.log.checkpoints import format_leader_epoch_checkpoint, read_leader_epoch_checkpoint
 from segdex.indexcore.log.layout import (
@@ -211,8 +212,11 @@ class LogLoader:
             self.readable: dict[int, str | None] = {}
             self.out = StartupPreview(ACTION_NONE)
             self.rejudged: set[int] = set()  # segments whose recovery from the load's state differs from the scan's
-            # the last replay _producer_state_at can take up: (its plan, up to, the state, where it stopped)
-            self.replayed: tuple[tuple[int | None, int], int, ProducerStateManager, int | None] | None = None
+            # the last replay _producer_state_at can take up: (its plan, the segments it read whole, in order, each
+            # as (segment, bytes held, recovered), the state after them)
+            self.replayed: tuple[tuple[int | None, int], list[tuple[SegmentOnDisk, int, bool]],
+                                 ProducerStateManager] | None = None
+            self.disk_index: dict[int, OffsetIndex] = {}  # base offset -> the .index a segment served is read with
             return
         self.recovery = PartitionRecovery(self.config, precomputed)
         path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
@@ -257,7 +261,7 @@ class LogLoader:
                 continue
             self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments[:i])
             self._recovered(seg)
-            seg = self._recovered_from_the_loads_state(i)
+            seg = self._recovered_from_the_loads_state(i, opened=True)
             if seg.result.error is not None:
                 raise LoadFailed(f"{os.path.basename(seg.log_path)}: {seg.result.error}")
             self._cut(seg, seg.result.valid_bytes)
@@ -284,7 +288,7 @@ class LogLoader:
                 self.remaining = self.segments[:i + 1]
                 return
 
-    def _recovered_from_the_loads_state(self, i: int) -> SegmentOnDisk:
+    def _recovered_from_the_loads_state(self, i: int, opened: bool = False) -> SegmentOnDisk:
         """Segment ``i`` as the load's recovery finds it. The scan recovered it with the producer state of every
         batch before it, read from the log start; the load recovers it from the state it rebuilds
         (``LogLoader.recoverSegment``: ``rebuildProducerState``, then ``segment.recover`` into that state: the
@@ -296,15 +300,17 @@ class LogLoader:
         The state bears on the recovery only through ``InvalidTxnStateException`` (a plain batch of a producer
         whose transaction is open), so the segment is recovered again only where the scan failed so, or where the
         load's state holds a transaction open that the scan's may not have: the load's state at the segment has
-        one, and its replay is not the scan's (``_replays_as_scanned``)."""
+        one, and its replay is not the scan's (``_replays_as_scanned``). ``opened``: the segment is recovered as
+        ``loadSegmentFiles`` opens it, before it is among the log's segments (the replay's end then falls in the
+        segment before it)."""
         seg = self.segments[i]
         if not self.producer_state:
             return seg
         failed = (seg.result.error or "").startswith("InvalidTxnStateException")
         plan = self._replay_plan(seg.base_offset, self.checkpoint_lso)
-        if plan is None or (not failed and self._replays_as_scanned(seg.base_offset, plan)):
+        if plan is None or (not failed and self._replays_as_scanned(seg.base_offset, plan, opened)):
             return seg
-        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso, plan)
+        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso, plan, opened)
         if state is None or (not failed and not state.has_ongoing_txns):
             return seg
         recovery = PartitionRecovery(self.config)
@@ -318,12 +324,15 @@ class LogLoader:
         self.rejudged.add(seg.base_offset)
         return seg
 
-    def _replays_as_scanned(self, upto: int, plan: tuple[int | None, int]) -> bool:
+    def _replays_as_scanned(self, upto: int, plan: tuple[int | None, int], opened: bool = False) -> bool:
         """Whether the load's state at ``upto`` (a segment it recovers) holds no transaction open that the scan's
         state there did not: the replay starts from no open transaction (an empty state, or a snapshot without
         one), and every segment it reads below ``upto`` is read as the scan read it (no failure, its valid part
-        only: whole, or cut there by the load; not judged again; no batch at or past ``upto``). Each transaction
-        the replay opens, the scan then opened too, or found open already, and each it closes, the scan closed."""
+        only: whole, or cut there by the load; not judged again; no batch at or past ``upto``; its read starting
+        at its first batch, whose base offset is not below the segment's; not the floor segment of ``upto`` a
+        segment ``opened`` reads up to a search). Each transaction the replay opens, the scan then opened too, or
+        found open already, and each it closes, the scan closed (the replay may skip a first stretch of the first
+        segment it reads: what it skips, it opens nowhere)."""
         start, replay_from = plan
         if start is not None:
             initial = load_from_snapshot(self.partition_dir, start, self.now_ms or None,
@@ -337,15 +346,17 @@ class LogLoader:
                 continue
             r = s.result
             if (r.error is not None or self.size[s.base_offset] != r.valid_bytes or s.base_offset in self.rejudged
-                    or r.last_offset >= upto):
+                    or r.last_offset >= upto or 0 <= r.first_offset < s.base_offset):
+                return False
+            last = i + 1 == len(self.remaining) or self.remaining[i + 1].base_offset >= upto
+            if opened and last and s.base_offset not in self.out.recovered:
                 return False
         return True
 
     def _below_the_replay(self, i: int, replay_from: int) -> bool:
-        """Whether the replay from ``replay_from`` skips segment ``i`` of those the load keeps, wholly below it."""
-        s = self.remaining[i]
-        return (i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from) or (
-            s.result.intact and s.result.next_offset <= replay_from)
+        """Whether the replay from ``replay_from`` skips segment ``i`` of those the load keeps: below the floor
+        segment of ``replay_from`` (``LogSegments.values``)."""
+        return i + 1 < len(self.remaining) and self.remaining[i + 1].base_offset <= replay_from
 
     def recover_segment(self, log_path: str, base_offset: int, native: bool | None = None) -> SegmentRecovery:
         """``recoverSegment`` (real run): producer state rebuilt up to the segment with the checkpointed log start
@@ -484,7 +495,9 @@ class LogLoader:
     def _replay_plan(self, leo: int, log_start: int) -> tuple[int | None, int] | None:
         """Where the load's state at ``leo`` starts (``_producer_state_at``): the snapshot file it loads (None: an
         empty state) and the offset its replay reads from; None where there is no state (a clean start without a
-        snapshot skips the rebuild: no open transaction)."""
+        snapshot skips the rebuild: no open transaction). Where the load recovers a segment, its state is the one
+        the first recovery built (``LogLoader.recoverSegment``: ``rebuildProducerState`` with the checkpointed log
+        start offset, not ``log_start``), carried on through the snapshots each recovery takes at its end."""
         recovered = [b for b in self.out.recovered if any(s.base_offset == b for s in self.remaining)]
         on_disk = {snapshot_offset(n) for n in snapshot_files_in(self.partition_dir)}
         # a segment's recovery loads from every snapshot file; the last rebuild only from those left after
@@ -492,30 +505,57 @@ class LogLoader:
         loadable = on_disk if recovered else {o for o in self.snapshots if o in on_disk}
         if self.clean_shutdown and not recovered and not loadable:
             return None
+        if recovered:
+            log_start = self.checkpoint_lso
         start = snapshot_to_load(loadable, log_start, min(recovered) if recovered else leo)
         return start, (log_start if start is None else start)
 
-    def _producer_state_at(self, leo: int, log_start: int,
-                           plan: tuple[int | None, int] | None = None) -> ProducerStateManager | None:
+    def _producer_state_at(self, leo: int, log_start: int, plan: tuple[int | None, int] | None = None,
+                           opened: bool = False) -> ProducerStateManager | None:
         """The producer state the load has at offset ``leo`` (dry run; the log end offset, or a segment it
-        recovers): the snapshot file the load starts from (the latest above the log start offset, at or below the
-        first segment it recovers, else, of those ``remove_stray_snapshots`` leaves, at or below ``leo``), then
-        the batches of the segments from there to ``leo``, as the load keeps them (``_replay_plan``), the
-        transactions completed kept (``track_completed``). None where it cannot be told (an unreadable snapshot,
-        a batch the replay throws on: the load's own checks say what happens then).
-
-        The load asks for it at each segment it recovers, in offset order: a replay that stopped short of every
-        batch from some segment on (``_replayed``) is taken up there by the next ask from the same start."""
+        recovers, ``opened``: as ``loadSegmentFiles`` opens it): the snapshot file the load starts from (the
+        latest above the log start offset, at or below the first segment it recovers, else, of those
+        ``remove_stray_snapshots`` leaves, at or below ``leo``), then the batches ``_replayed`` reads from there
+        to ``leo`` (``_replay_plan``), the transactions completed kept (``track_completed``). None where it cannot
+        be told (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens
+        then)."""
         plan = plan if plan is not None else self._replay_plan(leo, log_start)
         if plan is None:
             return None
+        return self._replayed(plan, leo, opened)
+
+    def _replayed(self, plan: tuple[int | None, int], leo: int, opened: bool) -> ProducerStateManager | None:
+        """The state of ``plan``'s snapshot (an empty one: None) with the batches ``rebuildProducerState`` reads
+        from ``plan``'s replay offset to ``leo`` applied (None: one throws). It reads the segments the load keeps
+        from the floor segment of the replay offset, those below ``leo`` (``LogSegments.values``), each from its
+        start offset (its base, the replay offset in the first) to its size, the floor segment of ``leo`` (the
+        segment before it when ``opened``: that one is not among the log's segments yet) to the batch the search
+        for ``leo`` finds (``translateOffset``: the read's ``maxPosition``); it reads from the batch the search for
+        the start offset finds (none: nothing) and applies every batch with a producer id on the way
+        (``loadProducersFromRecords``), whatever its base offset. A segment the load recovered is applied whole,
+        its valid part (``LogSegment.recover`` feeds the state each batch, and the next recovery loads the
+        snapshot it takes at its end).
+
+        The load asks for it at each segment it recovers, in offset order: the state after the segments a replay
+        read whole is kept (``replayed``), and a replay from the same plan that reads those same segments whole
+        first takes it up after them."""
         start, replay_from = plan
-        state, resume = None, 0
+        reads = [i for i, s in enumerate(self.remaining)
+                 if s.base_offset < leo and not self._below_the_replay(i, replay_from)]
+        floor = None  # the segment read up to the search for leo
+        if reads:
+            last = self.remaining[reads[-1]]
+            if (last.base_offset not in self.out.recovered and (opened or reads[-1] + 1 == len(self.remaining)
+                                                                 or self.remaining[reads[-1] + 1].base_offset > leo)):
+                floor = reads[-1]
+        keys = [(self.remaining[i], self.size[self.remaining[i].base_offset],
+                 self.remaining[i].base_offset in self.out.recovered) for i in reads if i != floor]
+        state, done = None, 0
         cached = self.replayed
-        if cached is not None and cached[0] == plan and cached[1] <= leo:
-            bases = [s.base_offset for s in self.remaining]
-            if cached[3] is None or cached[3] in bases:
-                state, resume = cached[2].copy(), len(bases) if cached[3] is None else bases.index(cached[3])
+        if (cached is not None and cached[0] == plan and len(cached[1]) <= len(keys)
+                and all(a[0] is b[0] and a[1:] == b[1:] for a, b in zip(cached[1], keys[:len(cached[1])],
+                                                                        strict=True))):
+            state, done = cached[2].copy(), len(cached[1])
         if state is None:
             state = (ProducerStateManager() if start is None else
                      load_from_snapshot(self.partition_dir, start, self.now_ms or None,
@@ -523,45 +563,53 @@ class LogLoader:
             if state is None:
                 return None
             state.track_completed()
-        return self._replayed(state, plan, leo, resume)
-
-    def _replayed(self, state: ProducerStateManager, plan: tuple[int | None, int], leo: int,
-                  resume: int) -> ProducerStateManager | None:
-        """``state`` with the batches from ``plan``'s replay offset to ``leo`` of the segments the load keeps,
-        from segment ``resume`` on, applied (None: one throws). Kept for the next ask (``replayed``) when the
-        replay stopped at ``leo`` only in segments from which it took nothing, every one after the first of them:
-        a replay further on reads from that segment on and finds the same before it."""
-        replay_from = plan[1]
-        stopped_at: int | None = None  # the first segment the replay stopped in at leo
-        whole = True  # no batch taken from a segment after it, none left in a segment before it
-        for i in range(resume, len(self.remaining)):
-            s = self.remaining[i]
-            if self._below_the_replay(i, replay_from):
-                continue
-            took, stopped = False, False
-            with open_log(s.log_path) as buf:
-                all_bytes = memoryview(buf)
-                held = all_bytes[:self.size[s.base_offset]]
-                try:
-                    for batch in batches(held):
-                        if batch.base_offset >= leo:
-                            stopped = True
-                            break
-                        if batch.magic >= 2 and batch.base_offset >= replay_from:
-                            state.update(held, batch)
-                            took = True
-                except SegdexError:
-                    return None
-                finally:
-                    held.release()
-                    all_bytes.release()
-            if stopped_at is None and stopped and not took:
-                stopped_at = s.base_offset
-            elif (stopped_at is None and stopped) or (stopped_at is not None and took):
-                whole = False
-        if whole:
-            self.replayed = (plan, leo, state.copy(), stopped_at)
+        for n, i in enumerate(reads[done:], done):
+            if i == floor:
+                self.replayed = (plan, keys, state.copy())
+            if not self._replay_segment(state, self.remaining[i], max(self.remaining[i].base_offset, replay_from),
+                                        leo if i == floor else None):
+                return None
+            if n + 1 == len(keys):
+                self.replayed = (plan, keys, state.copy())
         return state
+
+    def _replay_segment(self, state: ProducerStateManager, seg: SegmentOnDisk, offset: int,
+                        upto: int | None) -> bool:
+        """``state`` with the batches of ``seg`` the replay reads applied (``_replayed``): from the batch the search
+        for ``offset`` finds to the one the search for ``upto`` finds (None: to its end; a segment the load
+        recovered, all of it). False where the read or a batch throws."""
+        size = self.size[seg.base_offset]
+        begin, end = 0, size
+        try:
+            if seg.base_offset not in self.out.recovered:
+                log_segment = LogSegment(seg.log_path, seg.base_offset)
+                index = self.disk_index.get(seg.base_offset)
+                if index is None:
+                    index = self.disk_index[seg.base_offset] = log_segment.offset_index()
+                found = log_segment.translate_offset(offset, index, size)
+                if found is None:
+                    return True  # FileRecords.searchForOffsetWithSize: no batch reaches it, nothing read
+                begin = found.position
+                if upto is not None:
+                    until = log_segment.translate_offset(upto, index, size)
+                    end = until.position if until is not None else size
+                if end < begin:
+                    return False  # FileRecords.slice: "Invalid size"
+        except (OffsetReadException, OSError):
+            return False
+        with open_log(seg.log_path) as buf:
+            all_bytes = memoryview(buf)
+            held = all_bytes[:size]
+            try:
+                for batch in batches(held, begin, end):
+                    if batch.magic >= 2:
+                        state.update(held, batch)
+            except SegdexError:
+                return False
+            finally:
+                held.release()
+                all_bytes.release()
+        return True
 
     def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:
         """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads (``LogSegments.values``): each is

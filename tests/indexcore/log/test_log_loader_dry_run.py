@@ -955,6 +955,83 @@ REPLAY_CASES = {  # name -> (builder, whether Kafka's start fails): the replays 
 }
 
 
+def _offset_damage(data: bytes, at: int, offset: int) -> bytes:
+    """``data`` with the base offset of the batch at byte ``at`` (its log header's first field, which no CRC covers)
+    written as ``offset``: recovery's scan finds the batch valid."""
+    return data[:at] + struct.pack(">q", offset) + data[at + 8:]
+
+
+def _marker8(offset: int) -> bytes:
+    """Producer 8's COMMIT marker at ``offset``."""
+    return build_batch(offset, [], producer_id=8, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                       control_timestamp=T + offset)
+
+
+def _marker_past_the_replay_end_in_a_segment_read_whole(part: Path) -> tuple[bool, int]:
+    """Recovery point 20: producer 8's transaction opens at 10 and its COMMIT marker follows, its base offset damaged
+    to 25; segment 20 holds producer 8's plain batch. The recovery of segment 20 replays segment 10 whole
+    (``rebuildProducerState``: a segment below the floor segment of 20 is read from its start offset to its size),
+    the marker with it, whatever its base offset: the transaction is committed and the start serves the partition."""
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _offset_damage(_txn8(10) + _marker8(11), len(_txn8(10)), 25))
+    _put(part, 20, _txn8(20, transactional=False, sequence=1))
+    return False, 20
+
+
+def _marker_past_the_replay_end_in_the_floor_segment(part: Path) -> tuple[bool, int]:
+    """Marker; segment 10 has no ``.index`` and is recovered as it is opened (``loadSegmentFiles``), before it is
+    among the log's segments: the replay to 10 reads segment 0, the floor segment of 10, up to the batch the search
+    for 10 finds (``translateOffset(10)``, the read's end position): producer 8's COMMIT marker at 2, its base
+    offset damaged to 25. The transaction opened at 1 stays open and producer 8's plain batch at 10 fails the start
+    (``InvalidTxnStateException``)."""
+    _put(part, 0, _offset_damage(_batch(0) + _txn8(1) + _marker8(2) + _batch(3), len(_batch(0)) + len(_txn8(1)), 25))
+    _put(part, 10, _txn8(10, transactional=False, sequence=1), index=False)
+    return True, 11
+
+
+def _marker_below_its_segment_skipped_by_the_replays_start(part: Path) -> tuple[bool, int]:
+    """Recovery point 20: producer 8's transaction opens at 2 in segment 0; segment 10 begins with its COMMIT marker,
+    the base offset damaged to 3, then a plain batch at 11; segment 20 holds producer 8's plain batch. The replay
+    reads segment 10 from the batch the search for 10 finds (``translateOffset``: the batch at 11, the marker's
+    base offset below 10): the marker is not replayed, the transaction stays open and the plain batch at 20 fails
+    the start (``InvalidTxnStateException``). Recovery's scan applied the marker."""
+    _put(part, 0, _batches(0, 2) + _txn8(2))
+    _put(part, 10, _offset_damage(_marker8(10) + _batch(11), 0, 3), index=False)
+    (part / segment_name(10)).with_suffix(".index").write_bytes(b"")  # (a recovery would throw: offset 3 < 10)
+    _put(part, 20, _txn8(20, transactional=False, sequence=1))
+    return False, 20
+
+
+def _snapshot_below_the_first_segment_holds_an_open_transaction(part: Path) -> tuple[bool, int]:
+    """Recovery point 20, no log start checkpoint (0): the snapshot at 5, below the first segment, holds producer
+    7's transaction open at 12; segment 10's batch 11 is damaged. The recovery of segment 20 loads that snapshot
+    (above the checkpointed log start offset 0) and leaves the transaction in its snapshot at 21, which the log's
+    own manager loads: its first unstable offset is 12, and the read from 12 meets the damaged batch 11."""
+    _put(part, 10, _batches(10, 3))
+    _put(part, 20, _batch(20))
+    _codec_damage(part, 10, len(_batch(10)))
+    _snapshot7(part, 5, 12, 4)
+    return False, 20
+
+
+def _snapshot_at_the_log_start_checkpoint_is_not_loaded(part: Path) -> tuple[bool, int, int]:
+    """``_snapshot_below_the_first_segment_holds_an_open_transaction`` with the log start offset checkpointed at
+    5: the snapshot at 5 is not above it, the recovery of segment 20 starts from an empty state and the start serves
+    the partition."""
+    return (*_snapshot_below_the_first_segment_holds_an_open_transaction(part), 5)
+
+
+READ_CASES = {  # name -> (builder, whether Kafka's start fails): what rebuildProducerState's reads return
+    "marker past the replay end in a segment read whole": (_marker_past_the_replay_end_in_a_segment_read_whole, False),
+    "marker past the replay end in the floor segment": (_marker_past_the_replay_end_in_the_floor_segment, True),
+    "marker below its segment skipped by the replay's start": (
+        _marker_below_its_segment_skipped_by_the_replays_start, True),
+    "snapshot below the first segment holds an open transaction": (
+        _snapshot_below_the_first_segment_holds_an_open_transaction, True),
+    "snapshot at the log start checkpoint is not loaded": (_snapshot_at_the_log_start_checkpoint_is_not_loaded, False),
+}
+
+
 def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_CASES) -> None:
     """Each case of ``PRODUCER_STATE_CASES`` previewed, then loaded by Kafka (clean or not, at its recovery
     point): the preview fails where Kafka's start throws, with its exception's class, else names the segments
@@ -962,9 +1039,10 @@ def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_C
     for name, (build, fails) in cases.items():
         part = tmp_path / name.replace(" ", "_").replace("'", "") / "t-0"
         part.parent.mkdir()
-        clean, recovery_point = build(part)
-        preview = preview_start(on_disk(part), clean, recovery_point, None)
-        answer = oracle.load(part, T + 200, recovery_point=recovery_point, clean=clean)
+        clean, recovery_point, *log_start = build(part)  # and the checkpointed log start offset, when any
+        preview = preview_start(on_disk(part), clean, recovery_point, log_start[0] if log_start else None)
+        answer = oracle.load(part, T + 200, recovery_point=recovery_point, clean=clean,
+                             **({"log_start_offset": log_start[0]} if log_start else {}))
         assert ("exception" in answer) == fails, (name, answer)
         if fails:
             assert preview.action == "fail", (name, preview, answer)
@@ -1007,6 +1085,23 @@ def test_the_loads_resumed_replays_equal_kafkas_recorded_loads(tmp_path: Path):
     """``REPLAY_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
     kafka = recorded("producer state, replays", DIRECTED)
     _producer_state_cases(kafka, tmp_path, REPLAY_CASES)
+    assert not kafka.recorded
+
+
+def test_the_loads_replay_reads_say_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` over ``READ_CASES`` against Kafka 4.4's own loads: the batches
+    ``rebuildProducerState`` reads (each segment from the search for its start offset to its size, the floor segment
+    of the replay's end to the search for that end; every batch between, whatever its base offset) and the snapshot
+    the recoveries start from (above the checkpointed log start offset), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path, READ_CASES)
+    keep_recording("producer state, reads", recording, DIRECTED)
+
+
+def test_the_loads_replay_reads_equal_kafkas_recorded_loads(tmp_path: Path):
+    """``READ_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
+    kafka = recorded("producer state, reads", DIRECTED)
+    _producer_state_cases(kafka, tmp_path, READ_CASES)
     assert not kafka.recorded
 
 
