@@ -394,6 +394,15 @@ def test_a_read_ends_and_its_index_appends_throw_as_kafkas(kafka44, tmp_path: Pa
     _against_kafka(kafka44, "read ends", tmp_path)
 
 
+def test_the_edges_of_a_read_and_of_its_index_appends_are_kafkas(kafka44, tmp_path: Path):
+    """``READ_EDGE_CASES`` against Kafka 4.4's own start and round: the byte counts at which
+    ``ByteBufferLogInputStream.nextBatch`` reads a size field and a magic byte, the sizes and magic bytes it
+    refuses, the output at which ``MemoryRecords.filterTo`` returns, and the first index entries of a cleaned
+    segment (``LogSegment.append``'s interval, ``TimeIndex.maybeAppend`` below the base). Kafka's answers equal the
+    recorded ones."""
+    _against_kafka(kafka44, "read edges", tmp_path)
+
+
 def test_flawed_v0_and_v1_wrappers_get_what_kafkas_load_and_cleaner_make_of_them(kafka44, tmp_path: Path):
     """A compressed v0/v1 wrapper whose inner messages are flawed (``WRAPPER_CASES``), against Kafka 4.4's own load
     and rounds. Kafka's answers equal the recorded ones."""
@@ -656,26 +665,29 @@ def _outgrown(n: int, large: int, magic_at: int, buffer: int, dedupe: int, check
             {0: (sum(map(len, msgs[:magic_at])) + 16, b"\x07")})
 
 
-def _in_reach() -> tuple:
+def _in_reach(magic: int = 7) -> tuple:
     """A v1 message of 3,000 bytes and 14 of 1 (rebuilt as v2 batches of 72 bytes), then a v2 batch of 573 bytes
-    whose magic byte reads 7, at byte 3,569 of the read of 4,096 bytes from 0 (its header in the read, its end
-    not), then two small ones; the cleaned offset index (``segment.index.bytes`` the source's 10 entries) fills at
-    byte 3,417, in that read."""
+    whose magic byte reads ``magic``, at byte 3,569 of the read of 4,096 bytes from 0 (its header in the read, its
+    end not), then two small ones; the cleaned offset index (``segment.index.bytes`` the source's 10 entries) fills
+    at byte 3,417, in that read."""
     msgs = [_one(0, b"k00", 3000, magic=1)] + [_one(i, b"k%02d" % i, magic=1) for i in range(1, 15)]
     x = len(msgs)
     msgs += [_one(x, b"k%02d" % x, 500), _one(x + 1, b"k%02d" % (x + 1)), _one(x + 2, b"k%02d" % (x + 2))]
     n = len(msgs)
     config = LogConfig(cleanup_policy="compact", index_interval_bytes=40, segment_index_bytes=8 * _source_entries(msgs))
     return ({0: b"".join(msgs), n: _one(n, b"z") + _one(n + 1, b"y"), n + 2: _one(n + 2, b"x") + _one(n + 3, b"w")},
-            config, T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), n, {0: (sum(map(len, msgs[:x])) + 16, b"\x07")})
+            config, T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), n,
+            {0: (sum(map(len, msgs[:x])) + 16, bytes([magic]))})
 
 
-def _below_then_damaged(below: int) -> tuple:
+def _below_then_damaged(below: int, damaged: bool = True) -> tuple:
     """Segment 100's 70 v1 messages (38 bytes, rebuilt as v2 batches of 72), read 4,096 bytes at a time from its
     start: the first ``below`` rewritten to offsets 40 on (below the cleaned segment's base), the magic byte of the
-    next reading 7 (its header within the first read's 4,096 bytes); the checkpoint at 170."""
+    next reading 7 (its header within the first read's 4,096 bytes; ``damaged`` False: left whole); the checkpoint
+    at 170."""
     msgs = [_one(100 + i, b"k%02d" % i, magic=1) for i in range(70)]
-    tail = b"".join(_based_at(msgs[i], 40 + i) for i in range(below)) + msgs[below][:16] + b"\x07"
+    tail = b"".join(_based_at(msgs[i], 40 + i) for i in range(below)) + (msgs[below][:16] + b"\x07" if damaged
+                                                                        else b"")
     segments = {100: b"".join(msgs), 170: _one(170, b"z", magic=1) + _one(171, b"y", magic=1),
                 172: _one(172, b"x", magic=1) + _one(173, b"w", magic=1)}
     return (segments, LogConfig(cleanup_policy="compact"), T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), 170,
@@ -729,6 +741,125 @@ def _read_ends(oracle, tmp_path: Path) -> None:
     for i, (case, throws) in enumerate(READ_END_CASES):
         v = judge_given(oracle, tmp_path / "case", *case)
         assert not v.mismatches and (v.kafka_threw or "").startswith(throws), (i, v.mismatches, v.kafka_threw)
+
+
+def _full_at_the_end(tail: str) -> tuple:
+    """``_full_index(grown=False)``'s segment 0 (the second read, 4,096 bytes from byte 3,227, holds its last three
+    batches and ends at the segment's end, 4,343; the index fills at its first) with its end damaged (``tail``):
+    the last batch's size field 10 bytes past the segment's end ("short"), or its codec one Kafka does not know
+    ("codec"); or 12 bytes appended, a size field of 0 ("size") or -16 ("negative": too few for
+    ``FileLogInputStream`` to read it), or 17, a size of 100 and a magic byte of 7 ("magic")."""
+    from segdex.indexcore.record.file_records import batches
+
+    segments, config, now, dedupe, buffers, checkpoint, _ = _full_index(grown=False)
+    last = list(batches(segments[0], 0))[-1].position
+    end = len(segments[0])
+    damage = {"short": (last + 8, struct.pack(">i", end - last - 12 + 10)),
+              "negative": (end, struct.pack(">qi", 9, -16)), "codec": (last, _unknown_codec(segments[0][last:])),
+              "size": (end, struct.pack(">qi", 9, 0)), "magic": (end, struct.pack(">qiib", 9, 100, 0, 7))}[tail]
+    return segments, config, now, dedupe, buffers, checkpoint, {0: damage}
+
+
+def _v0_in_reach() -> tuple:
+    """Forty v1 messages of 38 bytes (rebuilt as v2 batches of 72), the 31st a v0 message of 14 bytes (no key, no
+    value: the least a size field may give), then a v2 batch of 3,073 bytes of a codec Kafka does not know at byte
+    1,508, past the first read's 4,096 bytes (it begins the second read); the cleaned offset index (the source's 20
+    entries) fills in the first read, before the v0 message."""
+    msgs = [_one(i, b"k%02d" % i, magic=1) for i in range(40)]
+    msgs[30] = build_batch(30, [(T0, None, None)], magic=0)
+    large = _one(40, b"k40", 3000)
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=40,
+                       segment_index_bytes=8 * _source_entries([*msgs, large]))
+    segments = {0: b"".join(msgs) + large, 41: _one(41, b"z") + _one(42, b"y"), 43: _one(43, b"x") + _one(44, b"w")}
+    return (segments, config, T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), 41,
+            {0: (sum(map(len, msgs)), _unknown_codec(large))})
+
+
+def _write_buffer_filled(n: int, below: int, magic_at: int | None = None, indexed: bool = False,
+                         keyless: int | None = None, first: int = 0) -> tuple:
+    """Segment 100's ``n`` v1 messages of 38 bytes (rebuilt as v2 batches of 72), but for the 4th and 5th from
+    ``first`` (values of 63 and 2 bytes: 135 and 73), so that the 56 kept from ``first`` are rebuilt in exactly
+    4,096 bytes, the write buffer of a read of 4,096 bytes (from 0, which holds them all, or from ``first``, where
+    the read before returned after 57 messages, 4,104 bytes); ``keyless``: that message has no key (dropped). The
+    ``below`` messages from ``first`` rewritten to offsets 40 on (below the cleaned segment's base), the magic byte
+    of message ``magic_at`` reading 7; ``indexed``: index entries every 40 bytes and ``segment.index.bytes`` the
+    source's entries (the cleaned index fills halfway). The checkpoint after segment 100."""
+    sizes = {first + 3: 63, first + 4: 2}
+    msgs = [_one(100 + i, None if i == keyless else b"%03d" % i, sizes.get(i, 1), magic=1) for i in range(n)]
+    config = LogConfig(cleanup_policy="compact")
+    if indexed:
+        config = LogConfig(cleanup_policy="compact", index_interval_bytes=40,
+                           segment_index_bytes=8 * _source_entries(msgs))
+    segments = {100: b"".join(msgs), 100 + n: _one(100 + n, b"z", magic=1) + _one(101 + n, b"y", magic=1),
+                102 + n: _one(102 + n, b"x", magic=1) + _one(103 + n, b"w", magic=1)}
+    at = sum(map(len, msgs[:first]))
+    damage = (at, b"".join(_based_at(msgs[i], 40 + i - first) for i in range(first, first + below))
+              + (msgs[magic_at][:16] + b"\x07" if magic_at == first + below else b"")) if below else (
+        sum(map(len, msgs[:magic_at])) + 16, b"\x07")
+    return segments, config, T0 + 10 * HOUR_MS, 24 * 100, (4096, 2_500_000), 100 + n, {100: damage}
+
+
+def _interval_of_one_batch() -> tuple:
+    """Segment 100's ten batches (71 bytes each) cleaned whole with ``index.interval.bytes`` 71: an offset entry
+    once more than 71 bytes were written since the last, so none at the second batch (71 bytes before it)."""
+    return (*_entries_refused({0: 100}, interval=71)[:6], None)
+
+
+INDEX_FULL = "java.lang.IllegalArgumentException: Attempt to append to a full index (size = 5)."
+MAGIC_7 = "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 7"
+OVERFLOW_40 = "org.apache.kafka.storage.internals.log.IndexOffsetOverflowException: Integer overflow for offset: 40 ("
+
+# (case, what Kafka's round throws, None where it cleans): the edges of where a read ends by its bytes
+# (``ByteBufferLogInputStream.nextBatch``: 12 bytes for a size field, 17 for the magic byte, the size and magic
+# checks) and by its output (``filterTo`` returning once the write buffer is outgrown), and of the index appends
+READ_EDGE_CASES = [
+    # the index fills in the read ending at the segment's end: a last batch cut short (by 10 bytes) ends it, and
+    # the round throws the full index; a size field of -16, a tail of 12 bytes whose size is 0, or of 17 whose magic
+    # is 7, is read by it and throws while it is filtered, as a codec batch ending exactly at its end does
+    (_full_at_the_end("short"), INDEX_FULL),
+    (_full_at_the_end("negative"), "org.apache.kafka.common.errors.CorruptRecordException: Record size -16 is "
+                                   "less than the minimum record overhead (14)"),
+    (_full_at_the_end("size"), "org.apache.kafka.common.errors.CorruptRecordException: Record size 0 is less "
+                               "than the minimum record overhead (14)"),
+    (_full_at_the_end("magic"), MAGIC_7),
+    (_full_at_the_end("codec"), UNKNOWN_CODEC),
+    # a magic byte of 3 in the read in which the index fills is as damaged as 7
+    (_in_reach(3), "org.apache.kafka.common.errors.CorruptRecordException: Invalid magic found in record: 3"),
+    # the first read returns once its output outgrows the write buffer (57 x 72 bytes), its own first batch
+    # counted: after 57 messages, before the damaged header of the 58th that its input holds
+    (_outgrown(110, 1, 57, 4096, 24 * 100, 110), "java.lang.IllegalArgumentException: Attempt to append to a "
+                                                 "full index (size = "),
+    # a v0 message of 14 bytes (magic 0, a size field of 14) after the batch whose entry finds the index full is
+    # whole in that read, which ends before the codec batch
+    (_v0_in_reach(), "java.lang.IllegalArgumentException: Attempt to append to a full index (size = 20)."),
+    # the first read's 57 messages below the base outgrow the write buffer: it returns there and its append
+    # overflows, though the segment's 70 would fit one read of 4,096 bytes whose largest offset fits
+    (_below_then_damaged(57, damaged=False), SPLIT),
+    # output of exactly the write buffer's 4,096 bytes does not outgrow it: the read goes on, to the damaged
+    # header of the 57th message, or past the 56 below the base to a batch that fits (its append then checks the
+    # offsets; the time index's first entry, at the 58th, names the first batch's offset 40, the largest timestamp's:
+    # IndexOffsetOverflowException from TimeIndex.maybeAppend)
+    (_write_buffer_filled(100, 0, 56, indexed=True), MAGIC_7),
+    (_write_buffer_filled(70, 56), OVERFLOW_40),
+    # the same where the read holds the 57th message's damaged header: it throws while filtered, never appended
+    (_write_buffer_filled(70, 56, 56), MAGIC_7),
+    # a batch dropped whole (a keyless message) writes nothing: 57 messages read, 56 rebuilt in 4,096 bytes
+    (_write_buffer_filled(71, 57, keyless=10), OVERFLOW_40),
+    # the second read (from the 58th message) rebuilt in exactly 4,096 bytes goes on past the 56 below the base
+    (_write_buffer_filled(126, 56, first=57), OVERFLOW_40),
+    # an index entry once more than index.interval.bytes were written since the last, counting from 0
+    (_interval_of_one_batch(), None)]
+
+
+def _read_edges(oracle, tmp_path: Path) -> None:
+    """The ``READ_EDGE_CASES``: the round throws what Kafka's throws, or cleans to Kafka's files."""
+    wrong = []
+    for i, (case, throws) in enumerate(READ_EDGE_CASES):
+        v = judge_given(oracle, tmp_path / "case", *case)
+        if v.mismatches or not ((v.kafka_threw or "").startswith(throws) if throws
+                                else v.kafka_threw is None and v.rounds == 1):
+            wrong.append((i, v.mismatches, v.kafka_threw, v.rounds))
+    assert not wrong, wrong
 
 
 def _damaged(oracle, tmp_path: Path) -> None:
@@ -796,7 +927,8 @@ def _wrappers(oracle, tmp_path: Path) -> None:
 
 JUDGED = {"generated": _two_rounds, "edge of a merge": _edge_of_a_merge, "v0 and v1": _old_formats,
           "failure order": _failure_order, "damaged": _damaged, "wrappers": _wrappers, "short": _short,
-          "inner": _inner, "grown": _grown, "drawn": _drawn, "reads": _reads, "read ends": _read_ends}
+          "inner": _inner, "grown": _grown, "drawn": _drawn, "reads": _reads, "read ends": _read_ends,
+          "read edges": _read_edges}
 
 
 def _against_kafka(kafka, name: str, tmp_path: Path) -> None:
