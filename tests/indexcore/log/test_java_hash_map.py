@@ -9,7 +9,15 @@ import random
 import subprocess
 from pathlib import Path
 
-from segdex.indexcore.log.java_hash_map import hash_map_order, java_long_hash
+import pytest
+
+from segdex.indexcore.log.java_hash_map import (
+    hash_map_order,
+    java_long_hash,
+    timeline_capacity,
+    timeline_hash_order,
+    timeline_slot,
+)
 
 JAVA = """
 import java.io.*;
@@ -119,3 +127,58 @@ def test_a_ninth_key_after_a_treeify_resize_doubles_again():
     # capacity 64: bucket 5: 5, 69, 133; 21: 21, 85, 149, 213, 277; 37: 37, 101; 53: 53, 117, 181, 245
     assert hash_map_order(_TREEIFY_KEYS + [277]) == [5, 69, 133, 21, 85, 149, 213, 277, 37, 101, 53, 117, 181,
                                                      245]
+
+
+# --- Kafka's TimelineHashMap (org.apache.kafka.timeline, kafka-server-common 4.4.0), asked by reflection -----------
+# BaseHashTable.findSlot(key, capacity) of keys whose hashCode is the dict's key, at each of TIMELINE_CAPACITIES
+TIMELINE_CAPACITIES = [2, 4, 8, 16, 64, 1024, 65536, 1048576, 1073741824]
+TIMELINE_SLOTS = {
+    0: [0, 0, 0, 0, 0, 0, 0, 0, 0],
+    1: [1, 2, 4, 9, 39, 632, 40503, 648055, 663608942],
+    -1: [0, 1, 3, 6, 24, 391, 25032, 400520, 410132881],
+    7: [0, 1, 2, 5, 20, 334, 21380, 342085, 350295300],
+    42: [1, 3, 7, 15, 61, 980, 62745, 1003935, 1028029979],
+    12345: [1, 2, 5, 10, 40, 644, 41260, 660174, 676018314],
+    -12345: [0, 1, 2, 5, 23, 379, 24275, 388401, 397723509],
+    2147483647: [0, 0, 1, 2, 8, 133, 8557, 136924, 140210452],
+    -2147483648: [0, 1, 2, 4, 16, 257, 16474, 263596, 269922429],
+    2147462093: [0, 0, 0, 0, 1, 26, 1703, 27250, 27904020],
+    -2147478988: [0, 1, 2, 4, 18, 296, 18990, 303848, 311140773],
+    1431655765: [1, 3, 7, 15, 61, 982, 62897, 1006352, 1030504498],
+    -1431655766: [0, 1, 3, 6, 27, 432, 27671, 442744, 453370207],
+    987654321: [1, 2, 4, 8, 32, 526, 33665, 538652, 551580138],
+    -987654321: [0, 1, 3, 7, 31, 497, 31870, 509923, 522161685],
+    31: [0, 0, 1, 2, 10, 162, 10423, 166779, 170782557],
+    65536: [0, 1, 3, 7, 30, 486, 31161, 498583, 510549970],
+    65537: [0, 0, 0, 1, 5, 95, 6128, 98063, 100417088],
+}
+
+
+def test_a_timeline_slot_is_kafkas_find_slot():
+    """``timeline_slot`` gives ``BaseHashTable.findSlot``'s slot for hash codes of every sign and size, from 2 slots
+    to 2^30 (Kafka 4.4's answers, by reflection)."""
+    for hash_code, expected in TIMELINE_SLOTS.items():
+        assert [timeline_slot(hash_code, c) for c in TIMELINE_CAPACITIES] == expected, hash_code
+
+
+def test_a_timeline_table_grows_as_kafkas():
+    """``BaseHashTable``'s slots after each of 200 puts (Kafka 4.4's ``elements.length``): 2 up to 2 keys, then
+    doubled while (size + 1) * 0.75 exceeds them."""
+    grown = {2: 2, 5: 4, 10: 8, 21: 16, 42: 32, 85: 64, 170: 128, 200: 256}  # the last key count of each size
+    previous = 0
+    for last, slots in grown.items():
+        for keys in range(previous + 1, last + 1):
+            assert timeline_capacity(keys - 1) == slots, keys
+        previous = last
+
+
+@pytest.mark.parametrize(("keys", "kafkas"), [
+    ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [5, 0, 2, 7, 4, 9, 1, 6, 3, 8]),
+    ([42, 7, 12345, -1, 31, 65536, 987654321], [31, 7, 65536, -1, 987654321, 12345, 42]),
+    ([5, 5000, 500000, 50, 500, 50000, 5000000, 3, 30, 300, 3000, 30000],
+     [30000, 500, 3000, 5, 5000, 300, 30, 50000, 3, 50, 5000000, 500000]),
+])
+def test_a_timeline_hash_map_iterates_as_kafkas(keys: list[int], kafkas: list[int]):
+    """``timeline_hash_order`` of Integer keys put in this order is the order Kafka 4.4's ``TimelineHashMap.keySet``
+    gives them (a map made with ``new TimelineHashMap<>(registry, 0)``)."""
+    assert timeline_hash_order(keys, lambda k: k, timeline_capacity(len(keys) - 1)) == kafkas
