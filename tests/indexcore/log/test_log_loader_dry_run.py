@@ -1186,3 +1186,113 @@ def test_the_replays_search_opens_a_v1_wrapper_no_recovery_opens(tmp_path: Path,
         f"the producer-state replay's read of the log from offset 6: org.apache.kafka.common.InvalidRecordException: "
         f"Found invalid compressed record set with null value (magic = 1) (a damaged batch at byte 111 of "
         f"{part / '00000000000000000000.log'}, met by the read from offset 6)")])
+
+
+def _batch_spanning_the_opened_segments_base(part: Path) -> tuple[bool, int]:
+    """Marker; segment 0's last batch holds offsets 3 to 12, past the base of segment 10, which has no ``.index``
+    and is recovered as it is opened (``loadSegmentFiles``). The snapshot at 5 holds producer 7's transaction open
+    at 3. The replay to 10 reads segment 0 from the batch the search for 5 finds to the one the search for 10 finds:
+    the same batch, so nothing (``LogSegment.read`` with a size of 0). The state is the snapshot's, and producer
+    7's plain batch at 10 fails the start (``InvalidTxnStateException``); the scan, from the log start, found no
+    transaction open."""
+    _put(part, 0, _batches(0, 3) + build_batch(3, [(T + o, b"k", b"v") for o in range(3, 13)]))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1), index=False)
+    _snapshot7(part, 5, 3, 4)
+    return True, 11
+
+
+def _floor_segment_after_another_cut_at_the_opened_segments_base(part: Path) -> tuple[bool, int]:
+    """``_marker_past_the_replay_end_in_the_floor_segment`` with segment 0 split: segment 0 holds plain batches,
+    segment 5 producer 8's transaction opened at 5, then its COMMIT marker (base offset damaged to 25), then a plain
+    batch at 7 (the segment's last offset: 7, below 10). The replay to 10 for segment 10 (opened, no ``.index``)
+    starts from the snapshot at 5 (no producers) and reads segment 5, the floor segment of 10 and the second
+    segment the load keeps, up to the batch the search for 10 finds: the marker. The transaction stays open and
+    producer 8's plain batch at 10 fails the start (``InvalidTxnStateException``); the scan applied the marker."""
+    _put(part, 0, _batches(0, 3))
+    _put(part, 5, _offset_damage(_txn8(5) + _marker8(6) + _batch(7), len(_txn8(5)), 25))
+    _put(part, 10, _txn8(10, transactional=False, sequence=1), index=False)
+    _snapshot(part, 5)
+    return True, 11
+
+
+def _stray_snapshot_of_a_clean_start_is_not_loaded(part: Path) -> tuple[bool, int]:
+    """``_stray_snapshot_below_the_recovered_segment``'s segment 0 alone, with the marker: the snapshot at 2 (its
+    transaction open at 1) is a stray and ``removeStraySnapshots`` deletes it, the one at 9 (the highest) stays
+    but lies above the log end (4). The log's own manager starts empty at the log start and replays segment 0,
+    passing its damaged batch 1 by size: no transaction is open and the start serves the partition. Loading the
+    deleted snapshot at 2 would hold the transaction open at 1, whose read meets the damage."""
+    _put(part, 0, _batch(0) + _txn7(1) + _batches(2, 2), interval=1)
+    _codec_damage(part, 0, len(_batch(0)))
+    _snapshot7(part, 2, 1, 1)
+    _snapshot7(part, 9, None, 1)
+    return True, 4
+
+
+def _marker_past_the_replay_end_in_a_first_segment_read_whole(part: Path) -> tuple[bool, int]:
+    """Recovery point 10, three segments: segment 0 holds producer 8's transaction opened at 1 and its COMMIT marker,
+    the base offset damaged to 25; segment 10 producer 8's plain batch. The snapshot at 1 holds producer 7's
+    transaction open at 0, so the recovery of segment 10 replays from it: segment 0 lies below the floor segment of
+    10 and is read whole (``rebuildProducerState``), the marker with it: producer 8's transaction is committed and
+    the start serves the partition. A read of segment 0 only up to the search for 10 would stop at the marker."""
+    _put(part, 0, _offset_damage(_batch(0) + _txn8(1) + _marker8(2) + _batch(3), len(_batch(0)) + len(_txn8(1)), 25))
+    _put(part, 10, _txn8(10, transactional=False, sequence=1))
+    _put(part, 20, _batch(20))
+    _snapshot7(part, 1, 0, 0)
+    return False, 10
+
+
+def _transaction_committed_two_segments_before_the_last(part: Path) -> tuple[bool, int]:
+    """``_transaction_carried_through_the_recovered_segments`` with one more segment: recovery point 10, the
+    snapshot at 10 holds producer 7's transaction open at 2, segment 10 goes on with it, segment 20 commits it,
+    segment 30 holds a plain batch of no producer and segment 40 producer 7's plain batch. The recovery of segment
+    40 replays segments 10, 20 and 30 from the snapshot (the dry run takes up the replay the recovery of segment 30
+    left after segment 20): the commit comes first and the start serves the partition, its log end at 41."""
+    marker = build_batch(20, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 20)
+    _put(part, 0, _batches(0, 2) + _txn7(2))
+    _put(part, 10, _txn7(10, sequence=1) + _batch(11))
+    _put(part, 20, marker + _batch(21))
+    _put(part, 30, _batch(30))
+    _put(part, 40, _txn7(40, transactional=False, sequence=2))
+    _snapshot7(part, 10, 2, 2)
+    return False, 10
+
+
+def _empty_last_segment_at_the_log_end(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: segment 0 (served as it is) has its batch 1 damaged and producer 8's transaction opened
+    at 2; segment 10, recovered, is empty, so the log end offset is its base, 10. The log's state at the log end
+    comes from a read of segment 0 to its size (the floor segment of 10 is segment 10): the transaction is open,
+    and the read from 2 (no index entry) meets the damaged batch 1: the start fails. Segment 0 read only up to the
+    search for 10 would meet that batch first."""
+    _put(part, 0, _batches(0, 2) + _txn8(2) + _batch(3))
+    _codec_damage(part, 0, len(_batch(0)))
+    _put(part, 10, b"")
+    return False, 10
+
+
+SEARCH_CASES = {  # name -> (builder, whether Kafka's start fails): where rebuildProducerState's searches meet
+    "batch spanning the opened segment's base": (_batch_spanning_the_opened_segments_base, True),
+    "floor segment after another, cut at the opened segment's base": (
+        _floor_segment_after_another_cut_at_the_opened_segments_base, True),
+    "stray snapshot of a clean start is not loaded": (_stray_snapshot_of_a_clean_start_is_not_loaded, False),
+    "marker past the replay end in a first segment read whole": (
+        _marker_past_the_replay_end_in_a_first_segment_read_whole, False),
+    "transaction committed two segments before the last": (_transaction_committed_two_segments_before_the_last,
+                                                            False),
+    "empty last segment at the log end": (_empty_last_segment_at_the_log_end, True),
+}
+
+
+def test_the_loads_replay_searches_say_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` over ``SEARCH_CASES`` against Kafka 4.4's own loads: the read between the searches
+    for the replay's start and end offsets (``LogLoader._replay_segment``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path, SEARCH_CASES)
+    keep_recording("producer state, searches", recording, DIRECTED)
+
+
+def test_the_loads_replay_searches_equal_kafkas_recorded_loads(tmp_path: Path):
+    """``SEARCH_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
+    kafka = recorded("producer state, searches", DIRECTED)
+    _producer_state_cases(kafka, tmp_path, SEARCH_CASES)
+    assert not kafka.recorded
