@@ -66,6 +66,7 @@ from segdex.indexcore.errors import (
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
+    InvalidTxnStateException,
     KafkaReadException,
     OffsetReadException,
     SegdexError,
@@ -463,11 +464,14 @@ class LogLoader:
         load's last replay completed) read from the log as the load leaves it
         (``convert_to_offset_metadata_or_throw``); ``LoadFailed`` where that read throws. Only a segment served as
         it is with a damaged batch can make it throw, so the producer state is rebuilt only then
-        (``_producer_state_at``)."""
+        (``_producer_state_at``), or where the replay that builds it may throw itself (``LoadFailed``): where it
+        is not the scan's (``_replays_as_scanned``: its snapshot holds a transaction open, say)."""
         served = [s for s in self.remaining if s.base_offset not in self.out.recovered]
-        if all(s.result.intact for s in served):
-            return
         log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
+        if all(s.result.intact for s in served):
+            plan = self._replay_plan(leo, log_start)
+            if plan is None or self._replays_as_scanned(leo, plan):
+                return
         state = self._producer_state_at(leo, log_start)
         if state is None:
             return
@@ -517,8 +521,9 @@ class LogLoader:
         latest above the log start offset, at or below the first segment it recovers, else, of those
         ``remove_stray_snapshots`` leaves, at or below ``leo``), then the batches ``_replayed`` reads from there
         to ``leo`` (``_replay_plan``), the transactions completed kept (``track_completed``). None where it cannot
-        be told (an unreadable snapshot, a batch the replay throws on: the load's own checks say what happens
-        then)."""
+        be told (an unreadable snapshot, a batch the replay cannot read: the load's own checks say what happens
+        then); ``LoadFailed`` where the replay itself throws (``loadProducersFromRecords``: a plain batch of a
+        producer whose transaction is open, ``InvalidTxnStateException``)."""
         plan = plan if plan is not None else self._replay_plan(leo, log_start)
         if plan is None:
             return None
@@ -577,7 +582,8 @@ class LogLoader:
                         upto: int | None) -> bool:
         """``state`` with the batches of ``seg`` the replay reads applied (``_replayed``): from the batch the search
         for ``offset`` finds to the one the search for ``upto`` finds (None: to its end; a segment the load
-        recovered, all of it). False where the read or a batch throws."""
+        recovered, all of it). False where the read or a batch cannot be read; ``LoadFailed`` where
+        ``ProducerAppendInfo`` throws on a batch (``InvalidTxnStateException``), as Kafka's replay does."""
         size = self.size[seg.base_offset]
         begin, end = 0, size
         try:
@@ -603,7 +609,14 @@ class LogLoader:
             try:
                 for batch in batches(held, begin, end):
                     if batch.magic >= 2:
-                        state.update(held, batch)
+                        try:
+                            state.update(held, batch)
+                        except InvalidTxnStateException:
+                            raise LoadFailed(
+                                f"the producer-state replay (rebuildProducerState) of {os.path.basename(seg.log_path)}"
+                                f": org.apache.kafka.common.errors.InvalidTxnStateException: Expected transactional "
+                                f"write from producer {batch.producer_id} at offset (offset={batch.base_offset}, "
+                                f"segment=[-1:-1]) in partition {os.path.basename(self.partition_dir)}") from None
             except SegdexError:
                 return False
             finally:
@@ -635,11 +648,15 @@ class LogLoader:
         read's start). Each searches from the offset index entry at or below its offset, asking each batch it
         passes for its base offset; ``LoadFailed`` where that throws. A batch of the formats before 0.11 opens a
         compressed wrapper there (``records.legacy_records``), which a recovery never does, so a segment holding
-        one is searched even when recovered or whole; another whole segment passes."""
-        if (seg.result.intact or recovered) and not seg.result.legacy:
+        one is searched even when recovered; another recovered segment passes (its index rebuilt). A segment served
+        as it is is searched through the ``.index`` on disk, even whole: an entry of that file that points inside a
+        batch makes the search read a size field there."""
+        if recovered and not seg.result.legacy:
             return
         log_segment = LogSegment(seg.log_path, seg.base_offset)
-        index = seg.result.offset_index if recovered else None
+        index = seg.result.offset_index if recovered else self.disk_index.get(seg.base_offset)
+        if index is None:
+            index = self.disk_index[seg.base_offset] = log_segment.offset_index()
         for target in (upto, offset):
             if target is None:
                 continue

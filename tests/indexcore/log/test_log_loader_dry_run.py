@@ -1296,3 +1296,127 @@ def test_the_loads_replay_searches_equal_kafkas_recorded_loads(tmp_path: Path):
     kafka = recorded("producer state, searches", DIRECTED)
     _producer_state_cases(kafka, tmp_path, SEARCH_CASES)
     assert not kafka.recorded
+
+
+def _replay_of_the_recovery_pass_throws(part: Path) -> tuple[bool, int]:
+    """Recovery point 10, the snapshot at 5 holding producer 7's transaction open at 3: the recovery of segment 10
+    rebuilds producer state from it and replays segment 0 from 5, whose producer 7's plain batch at 6 lies inside
+    that transaction. ``rebuildProducerState``'s replay itself throws (``loadProducersFromRecords``:
+    ``ProducerAppendInfo``, ``InvalidTxnStateException``) and the start fails, though the scan, from the log start,
+    found no transaction open and every segment whole."""
+    _put(part, 0, _batches(0, 6) + _txn7(6, transactional=False, sequence=1) + _batch(7))
+    _put(part, 10, _batch(10))
+    _snapshot7(part, 5, 3, 3)
+    return False, 10
+
+
+def _replay_of_the_last_rebuild_throws(part: Path) -> tuple[bool, int]:
+    """``_replay_of_the_recovery_pass_throws``'s segment 0 alone, with the marker: nothing is recovered, and the log's
+    own manager (the load's last ``rebuildProducerState``) loads the snapshot at 5 and replays segment 0 from there:
+    producer 7's plain batch at 6 inside its open transaction throws and the start fails, though every segment the
+    load serves is whole."""
+    _put(part, 0, _batches(0, 6) + _txn7(6, transactional=False, sequence=1) + _batch(7))
+    _snapshot7(part, 5, 3, 3)
+    return True, 8
+
+
+def _replay_up_to_the_plain_batch_in_the_floor_segment(part: Path) -> tuple[bool, int]:
+    """``_replay_of_the_recovery_pass_throws`` with producer 7's plain batch at 10, the first of segment 10, and
+    nothing after it in segment 0: the replay to 10 reads segment 0 (from 5 to its end) without a batch of producer
+    7, then the recovery of segment 10 meets the plain batch inside the snapshot's open transaction
+    (``LogSegment.recover``): the start fails there, not in the replay."""
+    _put(part, 0, _batches(0, 8))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1))
+    _snapshot7(part, 5, 3, 3)
+    return False, 10
+
+
+THROWING_REPLAY_CASES = {  # name -> (builder, whether Kafka's start fails): rebuildProducerState's replay throws
+    "replay of the recovery pass throws": (_replay_of_the_recovery_pass_throws, True),
+    "replay of the last rebuild throws": (_replay_of_the_last_rebuild_throws, True),
+    "replay up to the plain batch in the floor segment": (_replay_up_to_the_plain_batch_in_the_floor_segment, True),
+}
+
+
+def test_the_loads_throwing_replays_say_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` over ``THROWING_REPLAY_CASES`` against Kafka 4.4's own loads: a batch
+    ``rebuildProducerState``'s replay throws on (``loadProducersFromRecords``) fails the start, in the recovery pass
+    and in the load's last rebuild alike (``LogLoader._replay_segment``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path, THROWING_REPLAY_CASES)
+    keep_recording("producer state, throwing replays", recording, DIRECTED)
+
+
+def test_the_loads_throwing_replays_equal_kafkas_recorded_loads(tmp_path: Path):
+    """``THROWING_REPLAY_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
+    kafka = recorded("producer state, throwing replays", DIRECTED)
+    _producer_state_cases(kafka, tmp_path, THROWING_REPLAY_CASES)
+    assert not kafka.recorded
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_a_replay_that_throws_fails_the_load_with_kafkas_exception(case: int, tmp_path: Path):
+    """The note of a start whose ``rebuildProducerState`` replay throws carries Kafka's exception text as its load
+    threw it (``THROWING_REPLAY_CASES``' recorded answers): ``ProducerAppendInfo`` names the batch's offset as a
+    ``LogOffsetMetadata`` without a segment, and the partition."""
+    name, (build, _) = list(THROWING_REPLAY_CASES.items())[case]
+    part = tmp_path / "t-0"
+    clean, recovery_point = build(part)
+    out = preview_start(on_disk(part), clean, recovery_point, None)
+    kafkas = recorded("producer state, throwing replays", DIRECTED).recorded[case]["answer"]["exception"]
+    assert (out.action, out.notes) == ("fail", [FAILS.format(
+        f"the producer-state replay (rebuildProducerState) of 00000000000000000000.log: {kafkas}")]), name
+
+
+def _index_entry_inside_a_batch_of_a_whole_segment(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: segment 0 (served as it is, every batch whole) has a ``.index`` of one entry, offset 0 at
+    byte 5, inside its first batch. The recovery of segment 10 replays segment 0 from the log start: the search for
+    0 (``LogSegment.translateOffset``) starts at that entry and reads a size field of 2 there: the start fails
+    (``CorruptRecordException``), though the segment's batches are sound."""
+    _put(part, 0, _batches(0, 3))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(0, 5)]))
+    _put(part, 10, _batch(10))
+    return False, 10
+
+
+def _index_entry_inside_a_batch_below_the_replay(part: Path) -> tuple[bool, int]:
+    """``_index_entry_inside_a_batch_of_a_whole_segment`` with a snapshot at 10 (no producers): the replay for segment
+    10 starts there and reads no part of segment 0, whose bad index entry no search meets: the start serves the
+    partition."""
+    _index_entry_inside_a_batch_of_a_whole_segment(part)
+    _snapshot(part, 10)
+    return False, 10
+
+
+def _index_entry_inside_a_batch_met_by_the_last_rebuild(part: Path) -> tuple[bool, int]:
+    """Marker, segment 0 alone with the bad entry of ``_index_entry_inside_a_batch_of_a_whole_segment`` and a sound
+    one for 2 after it (the one ``readNextOffset`` reads from), and a snapshot at 1 (no producers, the highest
+    stray: kept): nothing is recovered, and the log's own manager replays from 1, whose search starts at the entry
+    for 0, inside the first batch: the start fails."""
+    _put(part, 0, _batches(0, 3))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(0, 5), (2, 2 * len(_batch(0)))]))
+    _snapshot(part, 1)
+    return True, 3
+
+
+BAD_INDEX_CASES = {  # name -> (builder, whether Kafka's start fails): a served segment's .index the replay searches
+    "index entry inside a batch of a whole segment": (_index_entry_inside_a_batch_of_a_whole_segment, True),
+    "index entry inside a batch below the replay": (_index_entry_inside_a_batch_below_the_replay, False),
+    "index entry inside a batch met by the last rebuild": (_index_entry_inside_a_batch_met_by_the_last_rebuild, True),
+}
+
+
+def test_the_loads_searches_of_a_whole_segments_index_say_what_kafkas_start_does(kafka44, tmp_path: Path):
+    """``_producer_state_cases`` over ``BAD_INDEX_CASES`` against Kafka 4.4's own loads: ``rebuildProducerState``
+    searches a segment it serves as it is through its ``.index`` on disk, even when every batch is whole
+    (``LogLoader._search_replayed``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
+    recording = RecordingOracle(kafka44)
+    _producer_state_cases(recording, tmp_path, BAD_INDEX_CASES)
+    keep_recording("producer state, whole segments' indexes", recording, DIRECTED)
+
+
+def test_the_loads_searches_of_a_whole_segments_index_equal_kafkas_recorded_loads(tmp_path: Path):
+    """``BAD_INDEX_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
+    kafka = recorded("producer state, whole segments' indexes", DIRECTED)
+    _producer_state_cases(kafka, tmp_path, BAD_INDEX_CASES)
+    assert not kafka.recorded
