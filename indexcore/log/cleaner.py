@@ -1480,7 +1480,8 @@ class _CleanedLog:
         self.bytes_since_last_index_entry += len(batch_bytes)
 
     def _index_entry(self, offset: int, position: int) -> None:
-        """``LogSegment.append``'s entries for one batch: ``OffsetIndex.append``, then ``TimeIndex.maybeAppend``.
+        """The index entries of one batch, as ``LogSegment.append`` makes them: ``OffsetIndex.append``, then
+        ``TimeIndex.maybeAppend``.
         A full index raises ``IndexFullException``; an offset Kafka's index refuses (not above its last entry's:
         ``InvalidOffsetException``; below the base offset: ``IndexOffsetOverflowException``) raises
         ``LogCleaningException`` with Kafka's exception, as Kafka's message gives it."""
@@ -1495,8 +1496,8 @@ class _CleanedLog:
         self._time_entry()
 
     def _time_entry(self, skip_full_check: bool = False) -> None:
-        """``TimeIndex.maybeAppend`` of the largest timestamp so far and its batch's last offset (see
-        ``_index_entry``)."""
+        """The time index's entry of the largest timestamp so far and its batch's last offset
+        (``time_index.maybe_append``, Kafka's ``TimeIndex.maybeAppend``; see ``_index_entry``)."""
         index, path = self.time_index, self._path(".timeindex")
         timestamp, offset = self.max_timestamp, self.offset_of_max_timestamp
         try:
