@@ -1054,57 +1054,6 @@ def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_C
                 name, preview, answer)
 
 
-def test_the_loads_producer_state_says_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` against Kafka 4.4's own loads (``LogLoader.recoverSegment``'s
-    ``rebuildProducerState``, then the log's first unstable offset read in ``UnifiedLog``'s constructor); its
-    answers equal the recorded ones (``SEGDEX_RECORD_GOLDEN=1`` records them)."""
-    recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path)
-    keep_recording("producer state", recording, DIRECTED)
-
-
-def test_the_loads_producer_state_equals_kafkas_recorded_loads(tmp_path: Path):
-    """``_producer_state_cases`` against Kafka's recorded loads, in the test process (what the mutation run
-    checks ``_producer_state_at`` and ``_recovered_from_the_loads_state`` with)."""
-    kafka = recorded("producer state", DIRECTED)
-    _producer_state_cases(kafka, tmp_path)
-    assert not kafka.recorded
-
-
-def test_the_loads_resumed_replays_say_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` over ``REPLAY_CASES`` against Kafka 4.4's own loads: the replays the dry run
-    takes up where an earlier one stopped (``LogLoader._replayed``) or skips as the scan's
-    (``_replays_as_scanned``), and the index the first unstable offset is read through, give Kafka's answer;
-    recorded as the other cases are (``SEGDEX_RECORD_GOLDEN=1``)."""
-    recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path, REPLAY_CASES)
-    keep_recording("producer state, replays", recording, DIRECTED)
-
-
-def test_the_loads_resumed_replays_equal_kafkas_recorded_loads(tmp_path: Path):
-    """``REPLAY_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
-    kafka = recorded("producer state, replays", DIRECTED)
-    _producer_state_cases(kafka, tmp_path, REPLAY_CASES)
-    assert not kafka.recorded
-
-
-def test_the_loads_replay_reads_say_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` over ``READ_CASES`` against Kafka 4.4's own loads: the batches
-    ``rebuildProducerState`` reads (each segment from the search for its start offset to its size, the floor segment
-    of the replay's end to the search for that end; every batch between, whatever its base offset) and the snapshot
-    the recoveries start from (above the checkpointed log start offset), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
-    recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path, READ_CASES)
-    keep_recording("producer state, reads", recording, DIRECTED)
-
-
-def test_the_loads_replay_reads_equal_kafkas_recorded_loads(tmp_path: Path):
-    """``READ_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
-    kafka = recorded("producer state, reads", DIRECTED)
-    _producer_state_cases(kafka, tmp_path, READ_CASES)
-    assert not kafka.recorded
-
-
 PREVIEWS = GOLDEN / "startup_preview_loads.json"  # Kafka's loads of the judged preview cases
 
 
@@ -1283,21 +1232,6 @@ SEARCH_CASES = {  # name -> (builder, whether Kafka's start fails): where rebuil
 }
 
 
-def test_the_loads_replay_searches_say_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` over ``SEARCH_CASES`` against Kafka 4.4's own loads: the read between the searches
-    for the replay's start and end offsets (``LogLoader._replay_segment``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
-    recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path, SEARCH_CASES)
-    keep_recording("producer state, searches", recording, DIRECTED)
-
-
-def test_the_loads_replay_searches_equal_kafkas_recorded_loads(tmp_path: Path):
-    """``SEARCH_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
-    kafka = recorded("producer state, searches", DIRECTED)
-    _producer_state_cases(kafka, tmp_path, SEARCH_CASES)
-    assert not kafka.recorded
-
-
 def _replay_of_the_recovery_pass_throws(part: Path) -> tuple[bool, int]:
     """Recovery point 10, the snapshot at 5 holding producer 7's transaction open at 3: the recovery of segment 10
     rebuilds producer state from it and replays segment 0 from 5, whose producer 7's plain batch at 6 lies inside
@@ -1336,22 +1270,6 @@ THROWING_REPLAY_CASES = {  # name -> (builder, whether Kafka's start fails): reb
     "replay of the last rebuild throws": (_replay_of_the_last_rebuild_throws, True),
     "replay up to the plain batch in the floor segment": (_replay_up_to_the_plain_batch_in_the_floor_segment, True),
 }
-
-
-def test_the_loads_throwing_replays_say_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` over ``THROWING_REPLAY_CASES`` against Kafka 4.4's own loads: a batch
-    ``rebuildProducerState``'s replay throws on (``loadProducersFromRecords``) fails the start, in the recovery pass
-    and in the load's last rebuild alike (``LogLoader._replay_segment``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
-    recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path, THROWING_REPLAY_CASES)
-    keep_recording("producer state, throwing replays", recording, DIRECTED)
-
-
-def test_the_loads_throwing_replays_equal_kafkas_recorded_loads(tmp_path: Path):
-    """``THROWING_REPLAY_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
-    kafka = recorded("producer state, throwing replays", DIRECTED)
-    _producer_state_cases(kafka, tmp_path, THROWING_REPLAY_CASES)
-    assert not kafka.recorded
 
 
 @pytest.mark.parametrize("case", [0, 1])
@@ -1406,17 +1324,43 @@ BAD_INDEX_CASES = {  # name -> (builder, whether Kafka's start fails): a served 
 }
 
 
-def test_the_loads_searches_of_a_whole_segments_index_say_what_kafkas_start_does(kafka44, tmp_path: Path):
-    """``_producer_state_cases`` over ``BAD_INDEX_CASES`` against Kafka 4.4's own loads: ``rebuildProducerState``
-    searches a segment it serves as it is through its ``.index`` on disk, even when every batch is whole
-    (``LogLoader._search_replayed``), recorded (``SEGDEX_RECORD_GOLDEN=1``)."""
+# Kafka 4.4's loads of the directed partitions, by golden key (``DIRECTED``): each group's cases through
+# ``_producer_state_cases``
+DIRECTED_LOADS = {
+    # the producer state each recovered segment is judged from (``_producer_state_at``,
+    # ``_recovered_from_the_loads_state``)
+    "producer state": PRODUCER_STATE_CASES,
+    # replays taken up where an earlier one stopped (``_replayed``) or skipped as the scan's (``_replays_as_scanned``),
+    # and the index the first unstable offset is read through
+    "producer state, replays": REPLAY_CASES,
+    # the batches ``rebuildProducerState`` reads (each segment from the search for its start offset, the floor segment
+    # of the replay's end to the search for that end; every batch between, whatever its base offset) and the snapshot
+    # the recoveries start from (above the checkpointed log start offset)
+    "producer state, reads": READ_CASES,
+    # the read between the searches for the replay's start and end offsets (``_replay_segment``)
+    "producer state, searches": SEARCH_CASES,
+    # a batch the replay throws on (``loadProducersFromRecords``) fails the start, in the recovery pass and in the
+    # load's last rebuild alike
+    "producer state, throwing replays": THROWING_REPLAY_CASES,
+    # a segment served as it is searched through its ``.index`` on disk, even when every batch is whole
+    # (``_search_replayed``)
+    "producer state, whole segments' indexes": BAD_INDEX_CASES,
+}
+
+
+@pytest.mark.parametrize("group", DIRECTED_LOADS)
+def test_the_directed_loads_say_what_kafkas_start_does(group: str, kafka44, tmp_path: Path):
+    """Each group of ``DIRECTED_LOADS`` against Kafka 4.4's own loads: the dry run's answer is Kafka's, and Kafka's
+    answers equal the recorded ones (``SEGDEX_RECORD_GOLDEN=1`` records them)."""
     recording = RecordingOracle(kafka44)
-    _producer_state_cases(recording, tmp_path, BAD_INDEX_CASES)
-    keep_recording("producer state, whole segments' indexes", recording, DIRECTED)
+    _producer_state_cases(recording, tmp_path, DIRECTED_LOADS[group])
+    keep_recording(group, recording, DIRECTED)
 
 
-def test_the_loads_searches_of_a_whole_segments_index_equal_kafkas_recorded_loads(tmp_path: Path):
-    """``BAD_INDEX_CASES`` against Kafka's recorded loads, in the test process (for the mutation run)."""
-    kafka = recorded("producer state, whole segments' indexes", DIRECTED)
-    _producer_state_cases(kafka, tmp_path, BAD_INDEX_CASES)
+@pytest.mark.parametrize("group", DIRECTED_LOADS)
+def test_the_directed_loads_equal_kafkas_recorded_loads(group: str, tmp_path: Path):
+    """Each group of ``DIRECTED_LOADS`` against Kafka's recorded loads, in the test process (what the mutation run
+    checks the load's producer state with); every recorded answer is asked for."""
+    kafka = recorded(group, DIRECTED)
+    _producer_state_cases(kafka, tmp_path, DIRECTED_LOADS[group])
     assert not kafka.recorded
