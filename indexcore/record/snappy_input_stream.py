@@ -134,8 +134,7 @@ class SnappyInputStream:
         self.pos += len(chunk)
         if len(chunk) < chunk_size:
             raise JavaException(IO_EXCEPTION, "failed to read chunk")
-        _uncompressed_length(chunk)
-        self.uncompressed = _uncompress(chunk)
+        self.uncompressed = _uncompress(chunk)  # its length read first: PARSING_ERROR before FAILED_TO_UNCOMPRESS
         return True
 
     def available(self) -> int:
