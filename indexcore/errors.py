@@ -25,10 +25,6 @@ class CorruptRecordException(SegdexError):
     """
 
 
-class DecompressionException(CorruptRecordException):
-    """A batch payload its codec cannot decode (Kafka: a ``KafkaException`` from the codec's stream)."""
-
-
 class BufferBoundsException(SegdexError):
     """A field Kafka reads past the end of a damaged batch or message: the exception ``java.nio.ByteBuffer`` throws
     there (``kafka_class``: ``IndexOutOfBoundsException``, which has no message, or ``IllegalArgumentException``),

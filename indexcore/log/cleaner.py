@@ -56,7 +56,6 @@ from segdex.indexcore.errors import (
     INDEX_OUT_OF_BOUNDS,
     BufferBoundsException,
     CorruptRecordException,
-    DecompressionException,
     IndexFullException,
     IndexOffsetOverflowException,
     InvalidOffsetException,
@@ -790,10 +789,7 @@ def _short_header(batch: RecordBatch) -> None:
 def _refused_records(seg: CleanerSegment, batch: RecordBatch, e: SegdexError) -> None:
     """A batch whose records Kafka's reader refuses, met where the round reads them: a message set of the formats
     before 0.11 (``records.legacy_records``: its inner messages, a key or value past its end), a v2 batch shorter
-    than its header or whose records do not fit it (``default_record``). Kafka's round throws there. A payload its
-    codec cannot decode is raised as it is."""
-    if isinstance(e, DecompressionException):
-        raise e
+    than its header or whose records do not fit it (``default_record``). Kafka's round throws there."""
     kafka = f"{e.kafka_class or CORRUPT_RECORD}: {e}"
     path = os.path.abspath(seg.log_path)
     raise LogCleaningException(
@@ -854,8 +850,8 @@ def _read_whole(seg: CleanerSegment, buffers: IoBuffers, reads: SegmentReads | N
                 try:
                     for _ in records(buf, batch):
                         pass
-                except REFUSED_RECORDS as e:
-                    unreadable = not isinstance(e, DecompressionException)
+                except REFUSED_RECORDS:
+                    unreadable = True
     return unreadable
 
 

@@ -1,8 +1,7 @@
 """Batch payloads' codecs. ``wrap_for_input`` opens a payload as Kafka's record readers read it (``Compression.
 wrapForInput``: each codec's own decompressing stream under a ``ChunkedBytesStream``, so that a damaged payload
-delivers what Kafka's delivers, then fails where Kafka's fails); ``decompress`` decodes a payload whole with cramjam
-(Kafka's xerial snappy framing included), for the readers that need every byte or none; ``compress`` writes what
-the sample-data writer needs (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
+delivers what Kafka's delivers, then fails where Kafka's fails); ``compress`` writes what the sample-data writer
+needs (LZ4 frames with python-lz4, laid out as Kafka's producer lays them)."""
 
 from __future__ import annotations
 
@@ -13,22 +12,19 @@ import cramjam
 import lz4.frame
 
 from segdex.indexcore.errors import (
-    CorruptRecordException,
-    DecompressionException,
     JavaException,
     KafkaReadException,
     UnknownCompressionTypeException,
 )
 from segdex.indexcore.record.gzip_input_stream import GZIPInputStream
 from segdex.indexcore.record.lz4_block_input_stream import Lz4BlockInputStream
-from segdex.indexcore.record.record_batch import CompressionType, compression_name
+from segdex.indexcore.record.record_batch import CompressionType
 from segdex.indexcore.record.snappy_input_stream import SnappyInputStream
 from segdex.indexcore.record.zstd_input_stream import ZstdInputStreamNoFinalizer
 from segdex.indexcore.utils.chunked_bytes_stream import ChunkedBytesStream
 
 # Kafka's SnappyOutputStream (xerial snappy-java) writes this header, then [int32 length][raw snappy] blocks.
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
-XERIAL_HEADER_SIZE = 16
 XERIAL_BLOCK_SIZE = 32 * 1024  # SnappyOutputStream's default block (Kafka's SnappyFactory keeps it)
 INT32 = struct.Struct(">i")
 
@@ -64,41 +60,6 @@ def xerial_snappy(data: bytes, compress_raw=None) -> bytes:
         block = raw(data[at:at + XERIAL_BLOCK_SIZE])
         out += [INT32.pack(len(block)), block]
     return b"".join(out)
-
-
-def _xerial_snappy(data: bytes) -> bytes:
-    if not data.startswith(XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
-    out = bytearray()
-    pos = XERIAL_HEADER_SIZE
-    while pos < len(data):
-        (length,) = INT32.unpack_from(data, pos)
-        pos += 4
-        if length < 0 or pos + length > len(data):
-            raise CorruptRecordException("Truncated xerial snappy block")
-        out += cramjam.snappy.decompress_raw(data[pos:pos + length])
-        pos += length
-    return bytes(out)
-
-
-def decompress(codec: int, data: bytes) -> bytes:
-    """Decompress a batch payload; any codec failure becomes CorruptRecordException."""
-    try:
-        if codec == CompressionType.NONE:
-            return bytes(data)
-        if codec == CompressionType.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
-        if codec == CompressionType.SNAPPY:
-            return _xerial_snappy(bytes(data))
-        if codec == CompressionType.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == CompressionType.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
-    except CorruptRecordException as e:
-        raise DecompressionException(str(e)) from e
-    except Exception as e:  # cramjam raises its own DecompressionError and ValueError
-        raise DecompressionException(f"Cannot decompress {compression_name(codec)} payload: {e}") from e
-    raise DecompressionException(f"Unknown compression codec id {codec}")
 
 
 # Compression.decompressionOutputSize: the ChunkedBytesStream buffer each codec's stream is read through

@@ -43,13 +43,14 @@ from segdex.indexcore.log.cleaner import Cleaner, CleaningRound, LogCleaningExce
 from segdex.indexcore.log.log_cleaner import SwapWriter, load_for_cleaning
 from segdex.indexcore.log.log_cleaner_manager import cleaning_view, last_stable_offset
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
-from segdex.indexcore.record.compression import KNOWN_CODECS, compress, decompress
+from segdex.indexcore.record.compression import KNOWN_CODECS, compress
 from segdex.indexcore.record.file_records import batches
 from segdex.indexcore.record.record_batch import LOG_OVERHEAD
 from segdex.indexcore.record.records import LegacyRecord, records
 from segdex.indexcore.tools.segment_writer import build_batch, legacy_message, segment_name
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.fixtures import GOLDEN
+from tests.support.kafka_bytes import decompress
 from tests.support.kafka_harness import KafkaOracle
 
 T0 = 1_700_000_000_000

@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+import cramjam
+
 # The v2 record batch header (DefaultRecordBatch, RECORD_BATCH_OVERHEAD = 61 bytes): baseOffset int64,
 # batchLength int32, partitionLeaderEpoch int32, magic int8, crc uint32 (CRC-32C from attributes on), attributes
 # int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64, producerId int64, producerEpoch int16,
@@ -75,3 +77,22 @@ def i32(v: int) -> bytes:
 
 def i64(v: int) -> bytes:
     return struct.pack(">q", v)
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    """A whole batch payload decoded by cramjam, not by segdex's readers (``record/compression.wrap_for_input``),
+    for tests that compare the inner bytes of payloads Kafka wrote: gzip, snappy (xerial's ``SnappyOutputStream``
+    framing, [int32 length][raw block] after a 16-byte header, or one raw block without it), LZ4 frames, zstd
+    frames; codec 0 is the bytes themselves."""
+    if codec == 0:
+        return bytes(data)
+    if codec == 2:
+        if not data.startswith(b"\x82SNAPPY\x00"):
+            return bytes(cramjam.snappy.decompress_raw(data))
+        out, pos = bytearray(), 16
+        while pos < len(data):
+            (length,) = struct.unpack_from(">i", data, pos)
+            out += cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + length])
+            pos += 4 + length
+        return bytes(out)
+    return bytes({1: cramjam.gzip, 3: cramjam.lz4, 4: cramjam.zstd}[codec].decompress(data))

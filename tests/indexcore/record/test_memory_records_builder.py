@@ -70,9 +70,9 @@ def test_gzip_and_zstd_give_back_every_payload_kafka_wrote(case, codec):
     """Kafka's ``GzipCompression`` (deflate level 6, memLevel 8) and ``ZstdCompression`` (level 3, no content size,
     no checksum) over each batch's records of the fixture, byte for byte: other levels give other bytes for some
     of its 120 batches."""
-    from segdex.indexcore.record.compression import decompress
     from segdex.indexcore.record.memory_records_builder import REBUILDABLE_CODECS
     from tests.support.fixtures import FIXTURES
+    from tests.support.kafka_bytes import decompress
 
     log = (FIXTURES / case / "broker" / "00000000000000000000.log").read_bytes()
     payloads = [log[b.position + 61:b.position + b.size_in_bytes] for b in batches(log)]

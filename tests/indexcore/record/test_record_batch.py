@@ -26,10 +26,8 @@ import pytest
 
 from segdex.indexcore.errors import (
     CorruptRecordException,
-    DecompressionException,
 )
 from segdex.indexcore.log.log_segment import recover
-from segdex.indexcore.record.compression import decompress
 from segdex.indexcore.record.record_batch import RecordBatch, ensure_valid, increment_sequence
 from segdex.indexcore.record.records import Record, v2_records
 from tests.support.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER  # 61 bytes: RECORD_BATCH_OVERHEAD
@@ -146,24 +144,6 @@ def test_legacy_message_with_a_wrong_crc():
     batch.crc = good ^ 0x80000000
     assert error_text(CorruptRecordException, ensure_valid, data, batch) == (
         f"Record is corrupt (stored crc = {good ^ 0x80000000}, computed crc = {good})")
-
-
-# --- decompression ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("codec", "name"), [(1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")])
-def test_undecodable_payload_names_its_codec(codec: int, name: str):
-    """A payload its codec cannot decode: the text names Kafka's codec name and carries the codec's own reason."""
-    with pytest.raises(DecompressionException) as info:
-        decompress(codec, b"not compressed at all")
-    cause = info.value.__cause__
-    assert cause is not None
-    assert str(info.value) == f"Cannot decompress {name} payload: {cause}"
-
-
-def test_unknown_codec_id():
-    """Codec ids 5..7 are not Kafka compression types (segdex's own text)."""
-    assert error_text(DecompressionException, decompress, 7, b"") == "Unknown compression codec id 7"
 
 
 # --- what recovery reports ----------------------------------------------------------------------------------

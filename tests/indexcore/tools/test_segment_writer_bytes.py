@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from segdex.indexcore.record.compression import compress, decompress
+from segdex.indexcore.record.compression import compress
 from segdex.indexcore.tools.segment_writer import build_batch
 from tests.support.fixtures import FIXTURES
 from tests.support.kafka_bytes import RECORD_BATCH_V2_HEADER as V2_HEADER
+from tests.support.kafka_bytes import decompress
 from tests.support.kafka_bytes import varint as zz
 
 GZIP, SNAPPY, LZ4 = 1, 2, 3

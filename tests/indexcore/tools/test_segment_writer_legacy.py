@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from segdex.indexcore.record.compression import decompress
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.record.records import records
 from segdex.indexcore.tools.segment_writer import build_legacy
 from tests.support.fixtures import FIXTURES
+from tests.support.kafka_bytes import decompress
 
 HEADER = 8 + 4 + 4  # offset, size, crc
 
