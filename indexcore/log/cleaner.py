@@ -45,6 +45,7 @@ import contextlib
 import copy
 import functools
 import os
+import struct
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,11 @@ from segdex.indexcore.record.record_batch import (
 from segdex.indexcore.record.records import FILTER, KEYS, control_record, count_or_null, records, streaming_iterator
 
 INT32_MAX = 2**31 - 1
+# a batch's header fields read in place (at ``batch_header``'s offsets from its position): the size (int32 at
+# LENGTH_OFFSET), the magic byte (int8 at MAGIC_OFFSET), a v2 batch's base timestamp (int64 at BASE_TIMESTAMP_OFFSET)
+SIZE_FIELD = struct.Struct(">i")
+MAGIC_FIELD = struct.Struct(">b")
+TIMESTAMP_FIELD = struct.Struct(">q")
 THREADS_ENV = "SEGDEX_CLEAN_THREADS"  # a round's threads where the caller names none (1: the one-thread round)
 # a split round's groups cleaned ahead of the one being written hold their .log bytes in memory, at most this many
 # bytes of them by their sources' sizes (a group larger than this is cleaned in its turn alone): one group of
@@ -541,7 +547,7 @@ def _batches_before(buf, end: int, start: int = 0):
         yield batch
 
 
-def _chunk_starts(buf, buffers: IoBuffers, capacity: int | None, walked,
+def _chunk_starts(buffers: IoBuffers, capacity: int | None, walked,
                   written: list[tuple[int, int]] | None = None, until: int | None = None) -> tuple[list[int], int]:
     """Where each of ``cleanInto``'s reads of a source segment starts, over the batches ``walked`` (in order from
     the segment's start), and the buffer's capacity after them: a read holds the whole batches within the buffer,
@@ -600,7 +606,7 @@ def _full_read_done(out: _CleanedLog, buf, buffers: IoBuffers, capacity: int | N
     read = out.full_read
     if read is None:
         at = out.index_error[1]
-        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, at + 1), out.written)
+        chunks, cap = _chunk_starts(buffers, capacity, _batches_before(buf, at + 1), out.written)
         read = out.full_read = _FullRead(chunks[-1], cap, _read_end(buf, chunks[-1], cap, at))
     for source_position, size in out.written[read.seen:]:
         if source_position >= read.start:
@@ -615,17 +621,17 @@ def _read_end(buf, start: int, capacity: int, at: int) -> int | None:
     ``ByteBufferLogInputStream.nextBatch`` finds it. None where that batch's header in reach is damaged (its size
     field below 14, or its magic byte outside 0..2): the read throws there (``read_batch``)."""
     limit = start + min(capacity, len(buf) - start)
-    position = at + LOG_OVERHEAD + int.from_bytes(buf[at + LENGTH_OFFSET:at + LOG_OVERHEAD], "big", signed=True)
+    position = at + LOG_OVERHEAD + SIZE_FIELD.unpack_from(buf, at + LENGTH_OFFSET)[0]
     while True:
         left = limit - position
         if left < LOG_OVERHEAD:
             return position
-        size = int.from_bytes(buf[position + LENGTH_OFFSET:position + LOG_OVERHEAD], "big", signed=True)
+        size = SIZE_FIELD.unpack_from(buf, position + LENGTH_OFFSET)[0]
         if size < RECORD_OVERHEAD_V0:
             return None
         if left < HEADER_SIZE_UP_TO_MAGIC:
             return position
-        if not 0 <= int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True) <= 2:
+        if not 0 <= MAGIC_FIELD.unpack_from(buf, position + MAGIC_OFFSET)[0] <= 2:
             return None
         if size + LOG_OVERHEAD > left:
             return position
@@ -646,16 +652,16 @@ def _chunk_overflow(buf, kept: list[tuple[int, int]], cleaned_base: int, buffers
     is filtered (``filterTo``), so only the buffers before it are appended. ``written``: the bytes each kept batch
     was written as (``_chunk_starts``)."""
     if damaged_at is not None:
-        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, damaged_at), written, damaged_at)
+        chunks, cap = _chunk_starts(buffers, capacity, _batches_before(buf, damaged_at), written, damaged_at)
     else:
-        chunks, cap = _chunk_starts(buf, buffers, capacity, _batches_before(buf, len(buf)) if filtered_at is None
+        chunks, cap = _chunk_starts(buffers, capacity, _batches_before(buf, len(buf)) if filtered_at is None
                                     else _batches_before(buf, filtered_at + 1), written)
     start = chunks[-1]
     if filtered_at is not None:
         kept = [(position, offset) for position, offset in kept if position < start]  # that buffer throws
     if damaged_at is not None and damaged_at > start:
         left = min(cap, len(buf) - start) - (damaged_at - start)
-        size = int.from_bytes(buf[damaged_at + LENGTH_OFFSET:damaged_at + LOG_OVERHEAD], "big", signed=True) \
+        size = SIZE_FIELD.unpack_from(buf, damaged_at + LENGTH_OFFSET)[0] \
             if left >= LOG_OVERHEAD else None
         magic = buf[damaged_at + MAGIC_OFFSET] if left >= HEADER_SIZE_UP_TO_MAGIC else 0
         if (size is not None and size < RECORD_OVERHEAD_V0) or magic > 2:
@@ -697,13 +703,13 @@ def read_batch(buf, position: int, seg: CleanerSegment, buffers: IoBuffers,
     left = len(buf) - position
     if left <= 0:
         return None
-    size = int.from_bytes(buf[position + LENGTH_OFFSET:position + LOG_OVERHEAD], "big", signed=True) \
+    size = SIZE_FIELD.unpack_from(buf, position + LENGTH_OFFSET)[0] \
         if left >= LOG_OVERHEAD else None
     if size is not None and size < RECORD_OVERHEAD_V0:
         _damaged(seg, position, f"{CORRUPT_RECORD}: Record size {size} is less than the minimum record overhead "
                                 f"({RECORD_OVERHEAD_V0})")
     if left >= HEADER_SIZE_UP_TO_MAGIC:
-        magic = int.from_bytes(buf[position + MAGIC_OFFSET:position + MAGIC_OFFSET + 1], "big", signed=True)
+        magic = MAGIC_FIELD.unpack_from(buf, position + MAGIC_OFFSET)[0]
         if not 0 <= magic <= 2:
             _damaged(seg, position, f"{CORRUPT_RECORD}: Invalid magic found in record: {magic}")
         if size + LOG_OVERHEAD <= left:
@@ -859,8 +865,7 @@ def _delete_horizon(buf, batch: RecordBatch) -> int | None:
     """``RecordBatch.deleteHorizonMs``: the base timestamp when attribute bit 6 is set."""
     if batch.magic < 2 or not batch.attributes & DELETE_HORIZON_FLAG_MASK:
         return None
-    return int.from_bytes(buf[batch.position + BASE_TIMESTAMP_OFFSET:batch.position + BASE_TIMESTAMP_OFFSET + 8],
-                          "big", signed=True)
+    return TIMESTAMP_FIELD.unpack_from(buf, batch.position + BASE_TIMESTAMP_OFFSET)[0]
 
 
 def _control_type(buf, batch: RecordBatch) -> str | None:
@@ -1430,8 +1435,8 @@ class _CleanedLog:
     ``index.interval.bytes`` were written since the last). ``directory``: where its files are (the paths in
     Kafka's index messages)."""
 
-    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool = True,
-                 sink=None, directory: str = "") -> None:
+    def __init__(self, base_offset: int, index_interval_bytes: int, max_index_size: int, keep: bool, sink,
+                 directory: str) -> None:
         self.base_offset = base_offset
         self.interval = index_interval_bytes
         self.log: bytearray | None = bytearray() if keep else None  # None: streamed to ``sink``, or only counted

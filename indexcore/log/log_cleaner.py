@@ -639,8 +639,8 @@ class _Prepared:
 
 def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_ms: int,
              log_start_offset_checkpoint: int, high_watermark: int | None, checkpoint: int | None,
-             threads: int | None = None, clean_shutdown: bool = False,
-             recovery_point: int | None = None) -> tuple[CleaningPlan, _Prepared | None]:
+             threads: int | None, clean_shutdown: bool,
+             recovery_point: int | None) -> tuple[CleaningPlan, _Prepared | None]:
     """The partition loaded, ``LogCleanerManager``'s choice made; the round's context (None: no round)."""
     plan = CleaningPlan(checkpoint=checkpoint)
     try:
