@@ -464,6 +464,23 @@ def test_a_damaged_batch_names_its_segment_file_and_position():
                             f"broker marks the partition uncleanable and leaves it dirty")
 
 
+# --- cleaner._segment_range: LogSegments.values refuses a range that ends before it starts ------------------------
+
+
+def test_an_offset_map_asked_for_a_range_ending_before_its_start_fails_as_kafkas_segments_do():
+    """``buildOffsetMap`` asks ``LogSegments.values(start, end)`` for the dirty segments; Kafka's refuses an end
+    below the start with ``IllegalArgumentException("Invalid log segment range: ...")``, and so does the round here
+    (no view asks for one: its cleanable bytes are 0 then), its message beginning as Kafka's. An empty range is no
+    segment."""
+    from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
+
+    segs = [_cleaner_segment(0, 2), _cleaner_segment(2, 4)]
+    clean = cleaner.Cleaner(SkimpyOffsetMap(2400), threads=1)
+    with pytest.raises(LogCleaningException, match="^Invalid log segment range: "):
+        clean.build_offset_map(segs, 0, 3, 1, cleaner.CleanerStats())
+    assert cleaner._segment_range(segs, 3, 3) == [] and cleaner._segment_range(segs, 3, 4) == segs[1:]
+
+
 # --- cleaner._txn_events: what a split round reads of a segment ahead of the pass ---------------------------------
 
 

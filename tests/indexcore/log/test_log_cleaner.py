@@ -1078,3 +1078,123 @@ def test_a_swap_writer_with_a_quarantine_elsewhere_needs_room_there_for_every_or
     assert str(e.value).startswith(f"{other}: ") and str(e.value).endswith(
         f" bytes free, {originals:,} needed; nothing was changed")
     assert not os.path.exists(os.path.dirname(quarantine))
+
+
+# --- rounds whose failure an operator reads word for word (the plan's error), and one read only a round that ends
+# a read early on its output tells apart, judged by Kafka 4.4's own start and round (``judge_given``); recorded in
+# ``cleaner_wording.json`` so that the mutation run (no JVM) checks them too.
+
+WORDING_ROUNDS = GOLDEN / "cleaner_wording.json"
+ROUND_FAILS = ("Kafka's cleaner fails this round ({kafka}): {what}; a broker marks the partition uncleanable and "
+               "leaves it dirty")
+
+
+def _failed_round(part: Path, config: LogConfig, cleaner_config: CleanerConfig, now: int, checkpoint: int | None,
+                  leo: int) -> tuple[str | None, LogCleaningException]:
+    """The plan's error for the round of ``judge_given`` over ``part`` (a clean start, the recovery point at the log
+    end ``leo``), and the exception that round raises."""
+    from segdex.indexcore.log.log_cleaner import _prepare
+
+    plan = plan_cleaning(str(part), config, cleaner_config, now, checkpoint=checkpoint, clean_shutdown=True,
+                         recovery_point=leo)
+    _, prepared = _prepare(str(part), config, cleaner_config, now, 0, None, checkpoint, None, True, leo)
+    with pytest.raises(LogCleaningException) as e:
+        prepared.clean()
+    return plan.error, e.value
+
+
+def _wording(oracle, tmp_path: Path) -> None:
+    """Two rounds Kafka's cleaner fails, each said in the plan's error with Kafka's exception, where and why, and a
+    start that fails, said as the dry run of the start says it:
+
+    - a v2 batch (offset 1, the second of segment 0) whose record's length varint reads 9, one byte past the batch:
+      the offset map's build reads its records and Kafka's reader refuses them (``DefaultRecord.readFrom``); the
+      error names the batch's file and byte position, which the exception carries too (``path``, ``position``);
+    - segment 100's third batch rewritten to offset 50, an index entry every byte: the cleaned segment's offset
+      index refuses 50 after 101 (``OffsetIndex.append``'s ``InvalidOffsetException``), naming the cleaned index
+      file (``_CleanedLog._failed``);
+    - an entry of version 256 in segment 0's ``.txnindex``: Kafka's load throws (``TransactionIndex.sanityCheck``),
+      the broker does not start, and no round is planned (``load_for_cleaning``'s ``preview_start``)."""
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10 * HOUR_MS
+    first = [_one(0, b"a"), _one(1, b"b")]
+    work = tmp_path / "refused"
+    v = judge_given(oracle, work, {0: b"".join(first), 2: _one(2, b"c") + _one(3, b"d"), 4: _one(4, b"e")}, config,
+                    now, 24 * 100, (262_144, 1_048_588), None, damage={0: (len(first[0]) + 61, b"\x12")})
+    kafka = ("org.apache.kafka.common.InvalidRecordException: Invalid record size: expected 9 bytes in record "
+             "payload, but instead the buffer has only 8 remaining bytes.")
+    assert not v.mismatches and v.kafka_threw == kafka, v
+    part = work / "ours" / "c-0"
+    path = str(part / segment_name(0))
+    error, e = _failed_round(part, config, CleanerConfig(), now, None, 5)
+    assert error == str(e) == ROUND_FAILS.format(kafka=kafka, what=f"the batch at byte {len(first[0])} of {path}, "
+                                                                   f"whose records Kafka's reader refuses")
+    assert (e.kafka_exception, e.path, e.position) == (kafka, path, len(first[0]))
+
+    config = LogConfig(cleanup_policy="compact", index_interval_bytes=1)
+    seg = [_one(100 + i, b"k%d" % i) for i in range(10)]
+    work = tmp_path / "index"
+    v = judge_given(oracle, work, {100: b"".join(seg), 110: _one(110, b"z") + _one(111, b"y"),
+                                   112: _one(112, b"x") + _one(113, b"w")}, config, now, 24 * 100, (200, 2_500_000),
+                    108, damage={100: (2 * len(seg[0]), struct.pack(">q", 50))})
+    part = work / "ours" / "c-0"
+    index = part / (segment_name(100)[:-4] + ".index.cleaned")
+    kafka = ("org.apache.kafka.common.errors.InvalidOffsetException: Attempt to append an offset 50 to position 1 no "
+             f"larger than the last offset appended (101) to {index}")
+    assert not v.mismatches and v.kafka_threw == kafka, v
+    error, e = _failed_round(part, config, CleanerConfig(dedupe_buffer_size=24 * 100, io_buffer_size=400), now, 108,
+                             114)
+    assert error == str(e) == ROUND_FAILS.format(kafka=kafka, what="an offset its cleaned segment 100's index "
+                                                                   "refuses (a batch's offset rewritten below the one "
+                                                                   "before it)")
+
+    ours, theirs = (tmp_path / "txn" / side / "c-0" for side in ("ours", "theirs"))
+    for part in (ours, theirs):
+        part.mkdir(parents=True)
+        for base in (0, 2):
+            (part / segment_name(base)).write_bytes(_one(base, b"a") + _one(base + 1, b"b"))
+            (part / (segment_name(base)[:-4] + ".index")).write_bytes(b"")
+        (part / (segment_name(0)[:-4] + ".txnindex")).write_bytes(struct.pack(">hqqqq", 256, 7, 0, 1, 2))
+    answer = oracle.load(theirs, now)
+    assert "Unexpected aborted transaction version 256" in answer.get("exception", ""), answer
+    plan = plan_cleaning(str(ours), LogConfig(cleanup_policy="compact"), CleanerConfig(), now)
+    assert plan.error == ("not loaded: the broker's load fails: unexpected aborted transaction version 256 in "
+                          "00000000000000000000.txnindex; the broker will not start (LogManager.loadLogs rethrows it: "
+                          "\"Error starting LogManager\")")
+
+
+def _filtered_after_an_early_read(oracle, tmp_path: Path) -> None:
+    """Segment 100's 120 v1 messages of 38 bytes, each rebuilt as a v2 batch of 72, read 4,096 bytes at a time:
+    the first read's output outgrows the write buffer after 57 of them, and ``filterTo`` returns there (its input
+    would hold 107). Those 57 are rewritten below the cleaned segment's base (offsets 40-96), message 110 names an
+    unknown codec, the checkpoint at 220 (the build reads segment 220 only). Kafka's round appends the first read,
+    whose largest offset (96) overflows the cleaned segment, before it reads message 110: it throws the split's
+    failure, not the codec's (a read ending at 107 would end with 206, which fits)."""
+    msgs = [_one(100 + i, b"%03d" % i, magic=1) for i in range(120)]
+    codec = bytearray(msgs[110])
+    codec[17] = (codec[17] & ~7) | 5  # the v1 message's attributes
+    damage = b"".join(struct.pack(">q", 40 + i) + msgs[i][8:] for i in range(57)) + b"".join(msgs[57:110]) + codec
+    segments = {100: b"".join(msgs), 220: _one(220, b"z", magic=1) + _one(221, b"y", magic=1),
+                222: _one(222, b"x", magic=1) + _one(223, b"w", magic=1)}
+    v = judge_given(oracle, tmp_path / "case", segments, LogConfig(cleanup_policy="compact"), T0 + 10 * HOUR_MS,
+                    24 * 100, (4096, 2_500_000), 220, damage={100: (0, damage)})
+    assert not v.mismatches and (v.kafka_threw or "").startswith(
+        "java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow"), v
+
+
+WORDING_JUDGED = {"wording": _wording, "filtered after an early read": _filtered_after_an_early_read}
+
+
+@pytest.mark.parametrize("name", list(WORDING_JUDGED))
+def test_failed_rounds_and_their_words_equal_kafkas(kafka44, tmp_path: Path, name: str):
+    """The cases above against Kafka 4.4's own start and round; its answers equal the recorded ones."""
+    recording = RecordingOracle(kafka44)
+    WORDING_JUDGED[name](recording, tmp_path)
+    keep_recording(name, recording, WORDING_ROUNDS)
+
+
+@pytest.mark.parametrize("name", list(WORDING_JUDGED))
+def test_failed_rounds_and_their_words_equal_kafkas_recorded_answers(tmp_path: Path, name: str):
+    """The cases above against Kafka's recorded answers, in the test process (the mutation run's check)."""
+    kafka = recorded(name, WORDING_ROUNDS)
+    WORDING_JUDGED[name](kafka, tmp_path)
+    assert not kafka.recorded

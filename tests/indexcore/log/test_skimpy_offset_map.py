@@ -38,6 +38,19 @@ def test_put_get_and_the_latest_offset(native: bool):
     assert (m.size, m.latest_offset, m.get(b"a")) == (0, -1, -1)
 
 
+def test_the_kernel_and_the_dict_refuse_a_full_map_in_the_same_words():
+    """A new key put into a full map raises ``ValueError`` (Kafka's ``put`` checks the entry count first); the
+    kernel's map and the dict say it alike, so a refusal reads the same whichever map a round ran with."""
+    said = []
+    for native in (True, False):
+        m = _map(24, native)
+        m.put(b"a", 1)
+        with pytest.raises(ValueError) as e:
+            m.put(b"b", 2)
+        said.append(str(e.value))
+    assert said[0] == said[1] and "full offset map" in said[0]
+
+
 def test_the_kernels_table_answers_as_the_dict_past_its_growth():
     """The kernel's table starts at 1,024 entries and doubles: 50,000 keys, overwritten, read back."""
     kernel, plain = _map(24 * 60_000, True), _map(24 * 60_000, False)
