@@ -109,6 +109,14 @@ class IndexFullException(SegdexError):
     kafka_class = ILLEGAL_ARGUMENT
 
 
+class OffsetMapFullException(SegdexError):
+    """``SkimpyOffsetMap.put`` into a map already holding ``slots`` entries, a new key or not (reached only where
+    ``log.cleaner.io.buffer.load.factor`` is above 1, which Kafka accepts: the build stops at the factor's share
+    of the slots otherwise). Kafka's message."""
+
+    kafka_class = ILLEGAL_ARGUMENT
+
+
 class CorruptIndexException(SegdexError):
     """An index file that fails Kafka's sanity check."""
 

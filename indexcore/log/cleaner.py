@@ -63,6 +63,7 @@ from segdex.indexcore.errors import (
     InvalidRecordException,
     JavaException,
     KafkaReadException,
+    OffsetMapFullException,
     SegdexError,
     UnknownCompressionTypeException,
 )
@@ -949,12 +950,20 @@ class Cleaner:
         tm = CleanedTransactionMetadata()
         tm.add_aborted_transactions(collect_aborted_transactions(segs, log_start_offset, start, end))
         max_desired = int(m.slots * self.load_factor)
-        if not (self._pool is not None and len(dirty) > 1 and self._split_build(dirty, start, end, max_desired, tm)):
-            for i, seg in enumerate(dirty):
-                next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
-                if fill := self._build_for_segment(m, seg, start, next_start, max_desired, tm):
-                    self._fill = fill
-                    break
+        try:
+            if not (self._pool is not None and len(dirty) > 1
+                    and self._split_build(dirty, start, end, max_desired, tm)):
+                for i, seg in enumerate(dirty):
+                    next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+                    if fill := self._build_for_segment(m, seg, start, next_start, max_desired, tm):
+                        self._fill = fill
+                        break
+        except OffsetMapFullException as e:
+            kafka = f"{e.kafka_class}: {e}"
+            raise LogCleaningException(
+                f"Kafka's cleaner fails this round ({kafka}): its offset map of {m.slots} slots filled before "
+                f"log.cleaner.io.buffer.load.factor={self.load_factor} of them were taken; a broker marks the "
+                f"partition uncleanable and leaves it dirty", kafka_exception=kafka) from None
         stats.map_keys = m.size
 
     def _split_build(self, dirty: list[CleanerSegment], start: int, end: int, max_desired: int,
@@ -997,7 +1006,7 @@ class Cleaner:
                 if submitted < len(dirty):
                     futures.append(self._pool.submit(partial, submitted))
                     submitted += 1
-                if not full and m.merge(part, max_desired):
+                if not full and m.merge(part, min(max_desired, m.slots)):
                     if i in found:
                         self._events[id(seg)] = found[i]
                     self.merged_ahead += 1
@@ -1039,8 +1048,10 @@ class Cleaner:
         with _open_segment(seg) as buf:
             while True:
                 if m.native is not None:  # plain batches in the kernel, up to the next one for Python
-                    status, position = m.native.build(buf, position, start, max_desired)
-                    if status == _FULL:
+                    # at most ``slots`` keys: a load factor above 1 leaves the put that meets a full map to Python's
+                    # path, which throws Kafka's exception (``SkimpyOffsetMap.put``)
+                    status, position = m.native.build(buf, position, start, min(max_desired, m.slots))
+                    if status == _FULL and m.size >= max_desired:
                         return seg, reads.start, position
                     if status == _END and position >= len(buf):
                         break

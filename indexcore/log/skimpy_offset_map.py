@@ -18,6 +18,8 @@ import hashlib
 import importlib
 import os
 
+from segdex.indexcore.errors import OffsetMapFullException
+
 _md5: tuple[object, int] | None = None  # (the library, MD5's address), found once per process
 
 
@@ -104,12 +106,14 @@ class SkimpyOffsetMap:
         return hashlib.new(self.hash_algorithm, key).digest()
 
     def put(self, key: bytes, offset: int) -> None:
-        """``put``: the key's latest offset; ``latest_offset`` moves to it."""
+        """``put``: the key's latest offset; ``latest_offset`` moves to it. A map holding ``slots`` entries refuses
+        any put, a key it holds too (``OffsetMapFullException``, Kafka's check comes first)."""
+        if self.size >= self.slots:
+            raise OffsetMapFullException(f"Attempted to add a new entry to a full offset map, entries: {self.size}, "
+                                         f"slots: {self.slots}")
         if self.native is not None:
             self.native.put(key, offset)
             return
-        if len(self._offsets) >= self.slots:
-            raise ValueError("attempted to add a new entry to a full offset map")
         self._offsets[self._digest(key)] = offset
         self._latest_offset = offset
 

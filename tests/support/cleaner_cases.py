@@ -607,12 +607,13 @@ def keep_recording(name: str, recording: RecordingOracle, path: Path = RECORDED)
 
 def judge_given(oracle: KafkaOracle, work: Path, segments: dict[int, bytes], config: LogConfig, now: int,
                 dedupe: int, io_buffers: tuple[int, int], checkpoint: int | None,
-                damage: dict[int, tuple[int, bytes]] | None = None) -> CleanerVerdict:
+                damage: dict[int, tuple[int, bytes]] | None = None, load_factor: float = 0.9) -> CleanerVerdict:
     """One round of a partition given whole (``segments``: base offset -> ``.log`` bytes), judged as a damaged
     case of ``judge_cleaning``: Kafka's clean start and stop writes its indexes and snapshots, then ``damage``
     (base offset -> (position, bytes written there)) is written into both copies; both load as after a clean
     shutdown with the recovery point at the log end, and one round from ``checkpoint`` (high watermark: the log
-    end) with these buffers is compared: the view, what it throws, or every file it cleans."""
+    end) with these buffers is compared: the view, what it throws, or every file it cleans. ``load_factor``: the
+    round's ``log.cleaner.io.buffer.load.factor``."""
     shutil.rmtree(work, ignore_errors=True)
     ours, theirs = work / "ours" / "c-0", work / "theirs" / "c-0"
     theirs.mkdir(parents=True)
@@ -643,12 +644,14 @@ def judge_given(oracle: KafkaOracle, work: Path, segments: dict[int, bytes], con
     view = cleaning_view(loaded.facts, start, leo, last_stable_offset(loaded.first_unstable_offset, leo), checkpoint,
                          now, config)
     answer = oracle.cleanable(theirs, now, start, leo, checkpoint, dedupe if view.log.cleanable_bytes else 0,
-                              config=kafka_config, recovery_point=leo, clean=True, io_buffers=io_buffers)
+                              config=kafka_config, recovery_point=leo, clean=True, io_buffers=io_buffers,
+                              **({} if load_factor == 0.9 else {"load_factor": load_factor}))
     differ = _view_differs(view, last_stable_offset(loaded.first_unstable_offset, leo), leo, answer)
     if differ or not view.log.cleanable_bytes:
         verdict.mismatches += [differ] if differ else []
         return verdict
-    cleaner = Cleaner(SkimpyOffsetMap(dedupe), io_buffer_size=io_buffers[0], max_io_buffer_size=io_buffers[1])
+    cleaner = Cleaner(SkimpyOffsetMap(dedupe), load_factor, io_buffer_size=io_buffers[0],
+                      max_io_buffer_size=io_buffers[1])
     round_, failed = _round(functools.partial(cleaner.clean, segs, view.log, start, leo, loaded.active_producers(),
                                               config, now, SwapWriter(str(ours), None, None)),
                             answer, verdict, ours, theirs)

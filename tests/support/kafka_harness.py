@@ -361,7 +361,7 @@ class KafkaOracle:
     def cleanable(self, partition_dir: Path, now_ms: int, log_start_offset: int = 0, high_watermark: int = -1,
                   checkpoint: int | None = None, dedupe_bytes: int = 0,
                   config: dict[str, object] | None = None, recovery_point: int = 0, clean: bool = False,
-                  io_buffers: tuple[int, int] = (262_144, 1_048_588)) -> dict:
+                  io_buffers: tuple[int, int] = (262_144, 1_048_588), load_factor: float = 0.9) -> dict:
         """Kafka's log cleaner's view of ``partition_dir`` (a ``<topic>-<n>`` dir, loaded in place as ``load``
         loads it): ``LogCleanerManager.cleanableOffsets``, ``maxCompactionDelay`` and ``LogToClean`` at ``now_ms``
         with the checkpointed offset ``checkpoint`` (None: no entry) and the high watermark (-1: the log end);
@@ -369,12 +369,13 @@ class KafkaOracle:
         dir. Kafka 4.x's Java cleaner, or 3.x's Scala one (``kafka.log``) by the same names. The log is opened with
         ``recovery_point`` and the clean-shutdown flag ``clean`` (both: a clean start, no segment re-read, so a
         damaged batch below the recovery point reaches the cleaner as it is). ``io_buffers``: the round's
-        ``Cleaner``'s read buffer at its start, and the broker's ``message.max.bytes`` (``maxIoBufferSize``)."""
+        ``Cleaner``'s read buffer at its start, and the broker's ``message.max.bytes`` (``maxIoBufferSize``);
+        ``load_factor``: ``log.cleaner.io.buffer.load.factor`` (the ``Cleaner``'s ``dupBufferLoadFactor``)."""
         pairs = ";".join(f"{k}={v}" for k, v in (config or {}).items())
         cp = "-" if checkpoint is None else str(checkpoint)
         return self._ask(f"cleanable\t{partition_dir}\t{log_start_offset}\t{now_ms}\t{high_watermark}\t{cp}"
                          f"\t{dedupe_bytes}\t{pairs}\t{recovery_point}\t{int(clean)}\t{io_buffers[0]}"
-                         f"\t{io_buffers[1]}",
+                         f"\t{io_buffers[1]}\t{load_factor}",
                          f"cleaner view of {partition_dir}")
 
     def validate(self, name: str, value: str) -> str | None:

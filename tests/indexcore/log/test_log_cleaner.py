@@ -1181,7 +1181,31 @@ def _filtered_after_an_early_read(oracle, tmp_path: Path) -> None:
         "java.lang.IllegalArgumentException: Split operation is only permitted for segments with overflow"), v
 
 
-WORDING_JUDGED = {"wording": _wording, "filtered after an early read": _filtered_after_an_early_read}
+def _load_factor_above_one(oracle, tmp_path: Path) -> None:
+    """``log.cleaner.io.buffer.load.factor`` 1.5, which Kafka's config accepts, over a map of 5 slots (120 bytes):
+    the build stops at 7 keys, so the sixth distinct key meets a full map and ``SkimpyOffsetMap.put`` throws
+    (``IllegalArgumentException``, "entries: 5, slots: 5"); the round fails, in the plan's words too. The same
+    round planned with the one-thread cleaner and split over two threads (the kernel's build, its partial maps'
+    merge, and Python's path each stop at the slots)."""
+    config, now = LogConfig(cleanup_policy="compact"), T0 + 10 * HOUR_MS
+    segments = {0: b"".join(_one(i, b"k%d" % i) for i in range(4)),
+                4: b"".join(_one(i, b"k%d" % i) for i in range(4, 9)), 9: _one(9, b"z") + _one(10, b"y")}
+    v = judge_given(oracle, tmp_path / "case", segments, config, now, 24 * 5, (262_144, 1_048_588), None,
+                    load_factor=1.5)
+    kafka = ("java.lang.IllegalArgumentException: Attempted to add a new entry to a full offset map, entries: 5, "
+             "slots: 5")
+    assert not v.mismatches and v.kafka_threw == kafka, v
+    part = tmp_path / "case" / "ours" / "c-0"
+    for threads in (1, 2):
+        plan = plan_cleaning(str(part), config, CleanerConfig(dedupe_buffer_size=24 * 5, dedupe_buffer_load_factor=1.5),
+                             now, clean_shutdown=True, recovery_point=11, threads=threads)
+        assert plan.error == ROUND_FAILS.format(kafka=kafka, what="its offset map of 5 slots filled before "
+                                                                  "log.cleaner.io.buffer.load.factor=1.5 of them "
+                                                                  "were taken"), threads
+
+
+WORDING_JUDGED = {"wording": _wording, "filtered after an early read": _filtered_after_an_early_read,
+                  "load factor above one": _load_factor_above_one}
 
 
 @pytest.mark.parametrize("name", list(WORDING_JUDGED))

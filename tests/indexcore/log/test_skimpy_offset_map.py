@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from segdex.indexcore.errors import OffsetMapFullException
 from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 
 
@@ -32,23 +33,26 @@ def test_put_get_and_the_latest_offset(native: bool):
     m.update_latest_offset(20)
     assert m.latest_offset == 20 and m.utilization == 2 / 3
     m.put(b"c", 21)
-    with pytest.raises(ValueError, match="full offset map"):
+    with pytest.raises(OffsetMapFullException, match="full offset map, entries: 3, slots: 3"):
         m.put(b"a", 22)  # Kafka checks the entry count before it looks the key up
     m.clear()
     assert (m.size, m.latest_offset, m.get(b"a")) == (0, -1, -1)
 
 
-def test_the_kernel_and_the_dict_refuse_a_full_map_in_the_same_words():
-    """A new key put into a full map raises ``ValueError`` (Kafka's ``put`` checks the entry count first); the
-    kernel's map and the dict say it alike, so a refusal reads the same whichever map a round ran with."""
-    said = []
+def test_the_kernel_and_the_dict_refuse_a_full_map_in_kafkas_words():
+    """``SkimpyOffsetMap.put`` into a map holding ``slots`` entries throws before it looks at the key, a key the
+    map holds too, with Kafka's ``IllegalArgumentException`` text; the kernel's map and the dict alike."""
     for native in (True, False):
         m = _map(24, native)
+        assert (m.native is not None) == native
         m.put(b"a", 1)
-        with pytest.raises(ValueError) as e:
-            m.put(b"b", 2)
-        said.append(str(e.value))
-    assert said[0] == said[1] and "full offset map" in said[0]
+        for key in (b"b", b"a"):
+            with pytest.raises(OffsetMapFullException) as e:
+                m.put(key, 2)
+            assert (e.value.kafka_class, str(e.value)) == (
+                "java.lang.IllegalArgumentException",
+                "Attempted to add a new entry to a full offset map, entries: 1, slots: 1"), native
+        assert (m.size, m.get(b"a")) == (1, 1)
 
 
 def test_the_kernels_table_answers_as_the_dict_past_its_growth():
@@ -74,7 +78,7 @@ def test_a_fresh_map_is_empty_and_alike(native: bool):
     assert (fresh.native is not None) == native and (fresh.native is None or fresh.native is not m.native)
     for i in range(5):  # its own slots, all of them
         fresh.put(b"k%d" % i, i)
-    with pytest.raises(ValueError):
+    with pytest.raises(OffsetMapFullException):
         fresh.put(b"k5", 5)
     assert (m.size, m.get(b"a")) == (1, 3)
 

@@ -91,7 +91,8 @@ public final class KafkaOracle {
                         Long.parseLong(f[4]), f[5], Integer.parseInt(f[6]), f.length > 7 ? f[7] : "",
                         f.length > 8 ? Long.parseLong(f[8]) : 0, f.length > 9 && f[9].equals("1"),
                         f.length > 10 ? Integer.parseInt(f[10]) : 262144,
-                        f.length > 11 ? Integer.parseInt(f[11]) : 1048588);
+                        f.length > 11 ? Integer.parseInt(f[11]) : 1048588,
+                        f.length > 12 ? Double.parseDouble(f[12]) : 0.9);
                 } else if (f[0].equals("validate")) {
                     answer = validate(f[1], f.length > 2 ? f[2] : "");
                 } else if (f[0].equals("broker")) {
@@ -454,7 +455,7 @@ public final class KafkaOracle {
      */
     private static String cleanable(File dir, long logStartOffset, long now, long hw, String checkpoint, int dedupe,
                                     String configPairs, long recoveryPoint, boolean clean, int ioBufferSize,
-                                    int maxIoBufferSize) throws Exception {
+                                    int maxIoBufferSize, double loadFactor) throws Exception {
         CleanerClasses k = CleanerClasses.find();
         if (k == null) return "{\"unsupported\":\"no log cleaner classes found\"}";
         Object[] opened = openLog(dir, logStartOffset, recoveryPoint, clean, now, configPairs);
@@ -487,7 +488,7 @@ public final class KafkaOracle {
                 Class<?> offsetMap = Class.forName(CleanerClasses.STORAGE + "OffsetMap");
                 Object cleaner = k.cleaner.getConstructor(int.class, offsetMap, int.class, int.class, double.class,
                     throttlerClass, Time.class, k.checkDoneType)
-                    .newInstance(0, map, ioBufferSize, maxIoBufferSize, 0.9, throttler, time, k.checkDone());
+                    .newInstance(0, map, ioBufferSize, maxIoBufferSize, loadFactor, throttler, time, k.checkDone());
                 long t0 = System.nanoTime();
                 try {
                     Object result = k.cleaner.getMethod("doClean", k.toClean, long.class).invoke(cleaner, ltc, now);
