@@ -231,6 +231,13 @@ def after_broker_start(partition_dir: str | os.PathLike, summary: LoadSummary, c
                           f"index missing, or its transaction index failing the load's check) and cuts it there, but "
                           f"keeps the later segments, up to offset {preview.log_end_offset} (an offset gap); its "
                           f"coordinator loads their records too: not Kafka's answer")
+    if preview.action == ACTION_TRUNCATE and preview.log_end_offset < (summary.next_offset or 0):
+        # the start re-reads a segment below the damaged one and cuts the log there: fewer records than this load's
+        return AfterStart(DIFFERS, preview.log_end_offset,
+                          f"a broker's start truncates it at offset {preview.log_end_offset} ({preview.lost_bytes} "
+                          f"bytes deleted), below where this load stopped (offset {summary.next_offset}); its "
+                          f"coordinator loads only the records below offset {preview.log_end_offset}: not Kafka's "
+                          f"answer")
     why = ("the log dir's clean-shutdown marker" if clean_shutdown else
            f"the recovery point {recovery_point or 0} is past the damaged segment")
     return AfterStart(DIFFERS, preview.log_end_offset,

@@ -156,6 +156,61 @@ def test_a_start_that_keeps_the_damage_says_why_in_its_note(tmp_path):
                     f"segment) {tail}")
 
 
+def _cut_below_the_stop(root):
+    """Segment 0: a transactional batch at 0, its abort marker at 1 whose control key version is -1, a batch at 2;
+    segment 3: batches 3 and 4, batch 4's payload flipped. With the log start at 2 the coordinator's load skips the
+    marker and stops at batch 4; a start without a clean-shutdown marker or recovery point re-reads segment 0, cuts
+    it at the marker's batch end (offset 2) and deletes segment 3."""
+    import struct
+
+    from segdex.indexcore.coordinator.coordinator_loader import PartitionReplay
+    from segdex.indexcore.record import crc32c
+    from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+
+    t = 1_700_000_000_000
+    part = root / "__consumer_offsets-0"
+    part.mkdir(parents=True)
+    marker = bytearray(build_batch(1, [], producer_id=7, producer_epoch=0, control=("ABORT", 0), control_timestamp=t))
+    marker[66:68] = b"\xff\xff"  # the control key's version
+    struct.pack_into(">I", marker, 17, crc32c.crc32c(memoryview(marker)[21:]))
+    last = bytearray(build_batch(4, [(t, b"d", b"4")]))
+    last[-2] ^= 1
+    (part / segment_name(0)).write_bytes(
+        build_batch(0, [(t, b"a", b"1")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+        + bytes(marker) + build_batch(2, [(t, b"b", b"2")]))
+    (part / segment_name(3)).write_bytes(build_batch(3, [(t, b"c", b"3")]) + bytes(last))
+    for base in (0, 3):
+        (part / (segment_name(base)[:-4] + ".index")).write_bytes(b"")
+    summary = PartitionReplay([(b, str(part / segment_name(b))) for b in (0, 3)], lambda _p, _r: None,
+                              log_start_offset=2).finish()
+    return part, summary
+
+
+def test_a_start_that_cuts_below_where_the_load_stopped_says_so(tmp_path):
+    """The start re-reads the segment below the damaged one and truncates there (``_cut_below_the_stop``): its
+    coordinator loads fewer records than this load did, and the note says where the start cuts, not that it serves
+    the damaged segment as it is."""
+    from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
+
+    part, summary = _cut_below_the_stop(tmp_path)
+    assert (summary.next_offset, summary.stopped_segment) == (4, 3)
+    for point in (None, 0):
+        after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=point, log_start_offset=2)
+        assert after.answer == DIFFERS and after.log_end_offset == 2, point
+        assert after.note.startswith("a broker's start truncates it at offset 2 (") and after.note.endswith(
+            "bytes deleted), below where this load stopped (offset 4); its coordinator loads only the records below "
+            "offset 2: not Kafka's answer"), after.note
+
+
+def test_kafkas_start_cuts_below_where_the_load_stopped(kafka44, tmp_path):
+    """Kafka 4.4's own load of the same partition (log start 2, no clean shutdown, recovery point 0): log end 2,
+    segment 3 deleted, as the note above says."""
+    part, _ = _cut_below_the_stop(tmp_path)
+    answer = kafka44.load(part, 1_700_000_001_000, log_start_offset=2, recovery_point=0, clean=False)
+    assert answer.get("logEndOffset") == 2, answer
+    assert not (part / "00000000000000000003.log").exists()
+
+
 def test_a_start_whose_load_fails_is_offline_with_the_failure_in_its_note(tmp_path):
     import struct
 
