@@ -366,11 +366,13 @@ def without_bytes(cleaned: CleanedSegment) -> CleanedSegment:
 
 def _segment_range(segs: list[CleanerSegment], start: int, end: int) -> list[CleanerSegment]:
     """``LogSegments.values(from, to)`` (``log_cleaner_manager.segments``); a range Kafka refuses aborts the
-    round."""
+    round with its ``IllegalArgumentException``, which names the partition (its directory's name)."""
     try:
         return segments(segs, start, end)
     except ValueError as e:
-        raise LogCleaningException(f"Invalid log segment range: {e}") from None
+        partition = os.path.basename(os.path.dirname(os.path.abspath(segs[0].log_path)))
+        kafka = f"{ILLEGAL_ARGUMENT}: Invalid log segment range: requested segments in {partition} {e}"
+        raise LogCleaningException(f"Kafka's cleaner fails this round ({kafka})", kafka_exception=kafka) from None
 
 
 def _open_segment(seg: CleanerSegment):

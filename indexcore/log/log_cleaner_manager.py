@@ -50,7 +50,7 @@ def segments(segs: list, start: int, end: int) -> list:
     if start == end:
         return []
     if end < start:
-        raise ValueError(f"invalid segment range: end {end} below start {start}")
+        raise ValueError(f"from offset {start} which is greater than limit offset {end}")  # Kafka's words
     lo = max(bisect.bisect_right(segs, start, key=_base) - 1, 0)
     return segs[lo:bisect.bisect_left(segs, end, key=_base)]
 

@@ -469,15 +469,18 @@ def test_a_damaged_batch_names_its_segment_file_and_position():
 
 def test_an_offset_map_asked_for_a_range_ending_before_its_start_fails_as_kafkas_segments_do():
     """``buildOffsetMap`` asks ``LogSegments.values(start, end)`` for the dirty segments; Kafka's refuses an end
-    below the start with ``IllegalArgumentException("Invalid log segment range: ...")``, and so does the round here
-    (no view asks for one: its cleanable bytes are 0 then), its message beginning as Kafka's. An empty range is no
-    segment."""
+    below the start with ``IllegalArgumentException("Invalid log segment range: ...")`` naming the partition, and
+    so does the round here (no view asks for one: its cleanable bytes are 0 then), in Kafka's words (``LogSegments``'
+    source). An empty range is no segment."""
     from segdex.indexcore.log.skimpy_offset_map import SkimpyOffsetMap
 
     segs = [_cleaner_segment(0, 2), _cleaner_segment(2, 4)]
     clean = cleaner.Cleaner(SkimpyOffsetMap(2400), threads=1)
-    with pytest.raises(LogCleaningException, match="^Invalid log segment range: "):
+    with pytest.raises(LogCleaningException) as e:
         clean.build_offset_map(segs, 0, 3, 1, cleaner.CleanerStats())
+    kafka = ("java.lang.IllegalArgumentException: Invalid log segment range: requested segments in p-0 from offset 3 "
+             "which is greater than limit offset 1")
+    assert (str(e.value), e.value.kafka_exception) == (f"Kafka's cleaner fails this round ({kafka})", kafka)
     assert cleaner._segment_range(segs, 3, 3) == [] and cleaner._segment_range(segs, 3, 4) == segs[1:]
 
 
