@@ -8,11 +8,13 @@ Kafka 4.x's ``GroupMetadataManager.replay`` rebuilds each group from its records
   tombstone removes it (the group was deleted, or expired with its offsets);
 - a consumer-protocol group (KIP-848, types 3-8) is built record by record: the group epoch (3), subscription
   metadata (4), each member's metadata (5) and current assignment (8), the target assignment's epoch (6) and each
-  member's target (7). Its state is Kafka's ``ConsumerGroup.maybeUpdateGroupState``: ``Empty`` without members,
-  ``Assigning`` while the group epoch is ahead of the target assignment epoch, ``Reconciling`` while a member is not
-  ``STABLE`` at the target epoch, else ``Stable``. Tombstones must come in Kafka's order (a member's current
-  assignment and target before its metadata; the target epoch before the group): a tombstone out of that order
-  fails Kafka's load (``IllegalStateException``), and is reported here as ``GroupLoadException``;
+  member's target (7); its members in the order, and with the slot count, of Kafka's ``members``
+  ``TimelineHashMap`` after the same puts and removals (``ConsumerGroup.put_member``). Its state is Kafka's
+  ``ConsumerGroup.maybeUpdateGroupState``: ``Empty`` without members, ``Assigning`` while the group epoch is
+  ahead of the target assignment epoch, ``Reconciling`` while a member is not ``STABLE`` at the target epoch, else
+  ``Stable``. Tombstones must come in Kafka's order (a member's current assignment and target before its
+  metadata; the target epoch before the group): a tombstone out of that order fails Kafka's load
+  (``IllegalStateException``), and is reported here as ``GroupLoadException``;
 - offsets committed by a group no record describes create a *simple* group: a classic group without a protocol
   type, ``Empty`` (``getOrMaybeCreateClassicGroup``), which a later consumer-protocol record replaces.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.coordinator.records import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from segdex.indexcore.errors import SegdexError
+from segdex.indexcore.log.java_hash_map import timeline_capacity
 from segdex.indexcore.protocol.message_format import (
     INT16,
     Message,
@@ -144,9 +147,25 @@ class ConsumerGroup:
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
     subscription_metadata: dict[str, str] = field(default_factory=dict)  # topic name -> topic id
+    # the slot count of Kafka's ``members`` ``TimelineHashMap`` (``new TimelineHashMap<>(registry, 0)``: 2), grown by
+    # every put of the replay (``put_member``), never shrunk: a group that once held more members has more slots
+    member_slots: int = 2
 
     type = CONSUMER
     protocol_type = "consumer"
+
+    def put_member(self, member_id: str) -> ConsumerGroupMember:
+        """The member, created when absent: ``ConsumerGroup.updateMember``'s ``members.put``, which every record 5
+        and 8 of the member makes (its value, and a current assignment's tombstone of a member it holds).
+        ``BaseHashTable.baseAddOrReplace`` doubles the slots before any put, a replacing one too, while ``(size +
+        1) * 0.75`` exceeds them; a new member joins its slot's end (``members``' order: a replaced one keeps its
+        place, ``remove_member`` then a put moves it to the end), as ``describe_order`` reads it."""
+        self.member_slots = timeline_capacity(len(self.members), self.member_slots)
+        return self.members.setdefault(member_id, ConsumerGroupMember(member_id))
+
+    def remove_member(self, member_id: str) -> None:
+        """``ConsumerGroup.removeMember``'s ``members.remove``: the slot count stays."""
+        del self.members[member_id]
 
     @property
     def state(self) -> str:
@@ -286,7 +305,7 @@ class GroupMetadataManager:
         if group is None:
             return
         if value is not None:
-            m = group.members.setdefault(member_id, ConsumerGroupMember(member_id))
+            m = group.put_member(member_id)
             m.instance_id, m.rack_id = value["instanceId"], value["rackId"]
             m.client_id, m.client_host = value["clientId"], value["clientHost"]
             m.subscribed_topic_names = tuple(value["subscribedTopicNames"] or ())
@@ -303,7 +322,7 @@ class GroupMetadataManager:
         if member_id in group.target_assignment:
             raise GroupLoadException(f"Received a tombstone record to delete member {member_id} but did not "
                                      f"receive ConsumerGroupTargetAssignmentMetadataValue tombstone.")
-        del group.members[member_id]
+        group.remove_member(member_id)
 
     def replay_target_assignment_member(self, group_id: str, member_id: str, value: dict | None) -> None:
         """``replay(ConsumerGroupTargetAssignmentMemberKey, ...)``: a member's target assignment set or
@@ -337,14 +356,14 @@ class GroupMetadataManager:
         if group is None:
             return
         if value is not None:
-            m = group.members.setdefault(member_id, ConsumerGroupMember(member_id))
+            m = group.put_member(member_id)
             m.member_epoch, m.previous_member_epoch = value["memberEpoch"], value["previousMemberEpoch"]
             m.state = value["state"]
             m.assigned_partitions = _assignment(value["assignedPartitions"])
             m.partitions_pending_revocation = _assignment(value["partitionsPendingRevocation"])
             return
-        m = group.members.get(member_id)
-        if m is not None:
+        if member_id in group.members:  # the member replaced (updateMember): a put, its slots may grow
+            m = group.put_member(member_id)
             m.member_epoch = m.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH
             m.assigned_partitions, m.partitions_pending_revocation = {}, {}
 

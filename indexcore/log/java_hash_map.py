@@ -100,9 +100,11 @@ _FIBONACCI = -7046029254386353131
 
 
 def timeline_capacity(size: int, initial: int = _TIMELINE_MIN_CAPACITY) -> int:
-    """The slot count of a ``BaseHashTable`` that started at ``initial`` slots (``new TimelineHashMap<>(registry,
-    0)``: 2) and took a put while holding ``size`` keys and none while holding more: ``baseAddOrReplace`` doubles it
-    before any put, a replacing one too, while ``(size + 1) * 0.75 > slots``; it never shrinks."""
+    """The slot count of a ``BaseHashTable`` of ``initial`` slots (new: ``new TimelineHashMap<>(registry, 0)``'s 2)
+    after a put made while it held ``size`` keys: ``baseAddOrReplace`` doubles it before any put, a replacing one
+    too, while ``(size + 1) * 0.75 > slots``; a removal never shrinks it. So a table's slots are those of the put
+    made while it held the most keys, whatever it holds now; a history of puts and removals is followed put by put
+    (``slots = timeline_capacity(len(keys), slots)`` before each)."""
     capacity = initial
     while (size + 1) * _LOAD_FACTOR > capacity:
         capacity *= 2
@@ -119,11 +121,13 @@ def timeline_slot(hash_code: int, capacity: int) -> int:
 
 
 def timeline_hash_order(keys_in_put_order: Iterable[K], hasher: Callable[[K], int], capacity: int) -> list[K]:
-    """The order a ``TimelineHashMap`` of ``capacity`` slots (``timeline_capacity``) iterates these keys, ``hasher``
-    giving a key's ``hashCode`` (not spread): by slot, within a slot the last put first (a slot appends its new
-    keys, a removal and a rehash keep the others' order, a replacing put keeps the key's place; the iterators,
-    ``CurrentIterator`` and ``HistoricalIterator``, unpack a slot and take from its end). Read at the latest epoch,
-    or at a snapshot holding the same keys."""
+    """The order a ``TimelineHashMap`` of ``capacity`` slots (``timeline_capacity`` over its whole history) iterates
+    the keys it holds, given in the order of the puts that added them: a key's first put, or its first since its
+    last removal (a Python ``dict`` that took the same puts and removals keeps them so). ``hasher`` gives a key's
+    ``hashCode`` (not spread). By slot, within a slot the last added first: a slot appends a new key, a removal
+    and a rehash keep the others' order, a replacing put keeps the key's place (a key removed and put again
+    goes to its slot's end); the iterators, ``CurrentIterator`` and ``HistoricalIterator``, unpack a slot and
+    take from its end. Read at the latest epoch, or at a snapshot with nothing put or removed since."""
     keys = list(keys_in_put_order)
     order = sorted(range(len(keys)), key=lambda i: (timeline_slot(hasher(keys[i]), capacity), -i))
     return [keys[i] for i in order]

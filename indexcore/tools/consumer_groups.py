@@ -41,7 +41,7 @@ from segdex.indexcore.coordinator.group_metadata_manager import (
     RecordedGroup,
 )
 from segdex.indexcore.coordinator.offset_metadata_manager import OffsetAndMetadata
-from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_hash_order
+from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_hash_order
 from segdex.indexcore.tools.cluster_view import CoordinatorPartition
 
 LogOffsets = Callable[[str, int], "tuple[int, int] | None"]  # (topic, partition) -> (log start, log end)
@@ -131,13 +131,16 @@ def describe_order(group: Group) -> list[str]:
     ``ClassicGroup.allMembers()``, its ``HashMap``'s order, which is the order its last ``GroupMetadataValue`` lists
     them in (written by iterating that same map; the describe of a group whose membership changed since is not
     that of a ``Stable`` group). A consumer-protocol group: its ``members`` ``TimelineHashMap`` (``asDescribedGroup``
-    iterates it), members put in the order of their first records, the table sized for the members it holds now (one
-    that once held more members than now has more slots, an order not modelled)."""
+    iterates it): the members in the order their records added them (a member's first record, or its first since
+    its metadata's tombstone removed it), the table's slots those the replay's puts grew it to
+    (``ConsumerGroup.member_slots``: a group that once held more members than now keeps the slots it had then). That
+    is the table of a coordinator that loaded the partition; one that has held the group since before the log
+    cleaner removed records of members long gone may have grown it more."""
     if isinstance(group, ClassicGroup):
         return list(group.members)
     if isinstance(group, RecordedGroup):
         return list(group.members)
-    return timeline_hash_order(group.members, java_string_hash, timeline_capacity(len(group.members)))
+    return timeline_hash_order(group.members, java_string_hash, group.member_slots)
 
 
 def _members(group: Group, topic_names: dict[str, str]) -> tuple[MemberDescription, ...]:

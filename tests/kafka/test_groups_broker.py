@@ -1,13 +1,13 @@
 """Consumer groups and transactions offline against a real broker (4.4.0 and 3.9.2): the workload of
-``tests.support.group_workload`` (classic and consumer-protocol groups, a deleted group, expired offsets,
-transactional offset commits committed and aborted, a transaction open at ``kill -9``), Kafka's own
-``kafka-consumer-groups`` and ``kafka-transactions`` run against the live broker just before the kill, then
-segdex from the killed broker's log dir alone; and a restore: a broker started on that dir, where one group's
-committed offset is past its partition's end and a data partition comes from before a transaction's marker,
-serves a consumer exactly the records segdex predicted, and Kafka's own ``find-hanging`` reports the transaction
-segdex found hanging; and, on that same restored dir, a ``__consumer_offsets`` partition with a corrupt batch:
-segdex marks every row of its groups partial, and the broker's own load after its recovery (``kafka-consumer-groups
---describe``) holds exactly the offsets segdex printed for them."""
+``tests.support.group_workload`` (classic and consumer-protocol groups, one left by most of its members, a deleted
+group, expired offsets, transactional offset commits committed and aborted, a transaction open at ``kill -9``),
+Kafka's own ``kafka-consumer-groups`` and ``kafka-transactions`` run against the live broker just before the kill,
+then segdex from the killed broker's log dir alone; and a restore: a broker started on that dir, where one group's
+committed offset is past its partition's end and a data partition comes from before a transaction's marker, serves a
+consumer exactly the records segdex predicted, and Kafka's own ``find-hanging`` reports the transaction segdex found
+hanging; and, on that same restored dir, a ``__consumer_offsets`` partition with a corrupt batch: segdex marks every
+row of its groups partial, and the broker's own load after its recovery (``kafka-consumer-groups --describe``) holds
+exactly the offsets segdex printed for them."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_hash_order
 from segdex.indexcore.log.log_segments import segment_logs
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.tools.cluster_view import ClusterView
@@ -28,6 +29,7 @@ from segdex.jobs.cli import main as cli
 from tests.support.group_workload import (
     GONE_GROUPS,
     GROUP_TOOL,
+    MODERN_SHRUNK,
     RESTORE_BROKER_PROPS,
     SIMPLE_ASSIGN,
     TX_DATA,
@@ -72,7 +74,8 @@ def _tables(text: str) -> list[tuple[list[str], list[str]]]:
 def test_groups_prints_what_kafka_consumer_groups_describe_printed(workload, capsys):
     """``segdex groups`` prints what Kafka's ``kafka-consumer-groups --describe --all-groups`` printed, row for row
     in Kafka 4.4's order: groups by id, members holding more partitions first (``classic-live``'s and
-    ``modern-live``'s two members hold five each: the order the coordinator's describe lists them), a member's rows
+    ``modern-live``'s two members hold five each, ``modern-shrunk``'s two each: the order the coordinator's describe
+    lists them, for ``modern-shrunk`` that of a table grown by members gone since), a member's rows
     and those of no member by topic then partition (every live member holds partition 0 on two topics). 3.9's tool
     prints a member's rows in its ``getLogEndOffsets`` ``HashMap``'s order: there the member blocks are compared in
     order, the rows of each table as a set."""
@@ -87,6 +90,29 @@ def test_groups_prints_what_kafka_consumer_groups_describe_printed(workload, cap
         [line for line in kafka_err.splitlines() if "has no active members" in line]
     assert not any(g in out for g in GONE_GROUPS)  # deleted, expired, and offsets of an aborted transaction
     assert code == 1 and "restore check: group simple-assign: events-1: committed offset 10000" in err
+
+
+def test_a_consumer_group_that_shrank_lists_its_tied_members_as_its_grown_table_does(workloads):
+    """``modern-shrunk`` held five members or more, two now, tied at two partitions each: Kafka 4.4's
+    ``kafka-consumer-groups --describe`` printed them in the order of the group's ``members`` ``TimelineHashMap``
+    as the replay of all its members' records grew it (``ConsumerGroup.member_slots``: 8 slots or more), which
+    here differs from the order of a table sized for two (4 slots): the order segdex gave before it followed the
+    table's history."""
+    workload = workloads["4.4.0"]  # consumer-protocol groups: 4.x here (group_workload's module doc)
+    assert workload.consumer_protocol
+    view = ClusterView([str(workload.crashed)])
+    group = next(c.load.shard.groups.groups[MODERN_SHRUNK] for c in view.group_coordinators
+                 if MODERN_SHRUNK in c.load.shard.groups.groups)
+    members = list(group.members)
+    assert len(members) == 2 and group.member_slots >= 8
+    grown = timeline_hash_order(members, java_string_hash, group.member_slots)
+    assert grown != timeline_hash_order(members, java_string_hash, timeline_capacity(len(members)))
+    kafka_rows = [line.split() for line in workload.tools["groups-describe"][0].splitlines()
+                  if line.split()[:1] == [MODERN_SHRUNK]]
+    printed = [cols[6] for cols in kafka_rows]
+    assert len(printed) == 4 and list(dict.fromkeys(printed)) == grown
+    described = describe_groups(view.group_coordinators, view.topic_names, view.log_offsets, [MODERN_SHRUNK])[0]
+    assert [r.consumer_id for r in described.offsets] == printed
 
 
 def test_groups_state_members_and_offsets_match_the_live_broker(workload):

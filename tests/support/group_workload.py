@@ -16,6 +16,10 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
   protocol type), one of them (``events``/1) past the log end;
 - ``modern-live`` and ``modern-empty``: the same with ``group.protocol=consumer`` (KIP-848), on 4.x only (below);
   ``modern-live``'s members subscribe to ``audit`` and ``events``, and to ``orders`` and ``ledger``;
+- ``modern-shrunk`` (4.x): consumer-protocol members joined one by one (5 or more) to ``events`` and ``ledger``,
+  then all but two left; the two, live at the kill, hold two partitions each. The two are chosen, by their member
+  ids and join order, so that their order in the group's ``members`` table as all those puts grew it (8 or more
+  slots: Kafka's describe order) differs from their order in a table sized for two (``order_telling_pair``);
 - ``deleted-group``: committed, closed, then deleted with ``AdminClient.delete_consumer_groups``;
 - ``expired-group``: committed and closed first; the broker expired its offsets (and dropped the group) before
   the tools ran (``offsets.retention.minutes=1``, the smallest the broker accepts: about 60 s);
@@ -27,7 +31,7 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
 
 Each group commits exactly ``GROUP_OFFSETS[group]`` (plain commits carry the metadata string ``METADATA``).
 
-Every group but the two live ones commits within the last minute before the tools run: the one-minute
+Every group but the live ones commits within the last minute before the tools run: the one-minute
 retention that expires ``expired-group`` applies to every group without members (an Empty group's offsets expire
 a minute after it became Empty, a simple group's a minute after the commit). ``run_group_workload`` checks that
 they all still hold their offsets after the tools ran. A broker restarted on the crashed dir must not keep that
@@ -55,6 +59,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_slot
 from tests.support.kafka_harness import KafkaBroker, KafkaInstall
 
 GROUP_BROKER_PROPS: dict[str, str] = {
@@ -86,10 +91,14 @@ PAST_END = 10_000  # a committed offset past the log end (simple-assign, events/
 METADATA = "segdex-group-workload"
 
 CLASSIC_LIVE, CLASSIC_EMPTY, SIMPLE_ASSIGN = "classic-live", "classic-empty", "simple-assign"
-MODERN_LIVE, MODERN_EMPTY = "modern-live", "modern-empty"
+MODERN_LIVE, MODERN_EMPTY, MODERN_SHRUNK = "modern-live", "modern-empty", "modern-shrunk"
 DELETED_GROUP, EXPIRED_GROUP = "deleted-group", "expired-group"
 TXN_GROUP, TXN_GROUP_ABORTED = "txn-group", "txn-group-aborted"
-MODERN_GROUPS = (MODERN_LIVE, MODERN_EMPTY)
+MODERN_GROUPS = (MODERN_LIVE, MODERN_EMPTY, MODERN_SHRUNK)
+# modern-shrunk: members subscribed to these topics (4 partitions: 2 each for the two left), joining one by one,
+# at least SHRUNK_MIN_MEMBERS (a table of 8 slots or more) and at most SHRUNK_MAX_MEMBERS
+SHRUNK_TOPICS = ["events", "ledger"]
+SHRUNK_MIN_MEMBERS, SHRUNK_MAX_MEMBERS = 5, 16
 # the live groups' members, one subscription each: both hold five partitions (a tie in --describe's member order),
 # each the same partition numbers on two topics (a tie in the order of its rows by partition)
 LIVE_SUBSCRIPTIONS: dict[str, list[list[str]]] = {
@@ -105,13 +114,14 @@ GROUP_OFFSETS: dict[str, dict[tuple[str, int], int]] = {
     SIMPLE_ASSIGN: {("orders", 1): 150, ("events", 1): PAST_END},
     MODERN_LIVE: {("events", 0): 60, ("events", 1): 61, ("audit", 0): 62, ("orders", 1): 63, ("ledger", 0): 64},
     MODERN_EMPTY: {("events", 0): 10, ("events", 1): 20},
+    MODERN_SHRUNK: {("events", 1): 80, ("ledger", 0): 31},
     DELETED_GROUP: {("orders", 0): 5},
     EXPIRED_GROUP: {("orders", 2): 7},
     TXN_GROUP: {("orders", 0): 77, ("orders", 2): 88},
     TXN_GROUP_ABORTED: {("orders", 1): 99},
 }
 # groups that hold offsets when the tools run, and the ones that do not (deleted, expired, aborted)
-KEPT_GROUPS = (CLASSIC_LIVE, CLASSIC_EMPTY, SIMPLE_ASSIGN, MODERN_LIVE, MODERN_EMPTY, TXN_GROUP)
+KEPT_GROUPS = (CLASSIC_LIVE, CLASSIC_EMPTY, SIMPLE_ASSIGN, MODERN_LIVE, MODERN_EMPTY, MODERN_SHRUNK, TXN_GROUP)
 GONE_GROUPS = (DELETED_GROUP, EXPIRED_GROUP, TXN_GROUP_ABORTED)
 
 TX_DATA, TX_OFFSETS_COMMIT, TX_OFFSETS_ABORT, TX_HANGING = "tx-data", "tx-offsets-commit", "tx-offsets-abort", \
@@ -302,6 +312,74 @@ def _closed_group(broker: KafkaBroker, group: str, topics: list[str], modern: bo
     """A group whose only member committed and then left (close: LeaveGroup, the group is Empty)."""
     consumer = _subscribed_group(broker, group, [topics], modern=modern)[0]
     consumer.close()
+
+
+def order_telling_pair(put_order: Sequence[str]) -> tuple[str, str] | None:
+    """Two members (in put order) whose order in a ``members`` ``TimelineHashMap`` grown by ``put_order`` (all held
+    at once: ``timeline_capacity(len)`` slots) differs from their order in the table two members need (4 slots):
+    the same slot of 4, the first put in a lower slot of the grown table (there it comes first; in 4 slots the
+    last put does). None when no two members of ``put_order`` are such."""
+    grown = timeline_capacity(len(put_order))
+    slots = {m: (timeline_slot(java_string_hash(m), timeline_capacity(2)), timeline_slot(java_string_hash(m), grown))
+             for m in put_order}
+    for i, first in enumerate(put_order):
+        for then in put_order[i + 1:]:
+            if slots[first][0] == slots[then][0] and slots[first][1] < slots[then][1]:
+                return first, then
+    return None
+
+
+def _joined(admin: AdminClient, group: str, consumer: Consumer, others: Sequence[Consumer],
+            timeout: float = 30.0) -> str:
+    """Poll ``consumer`` (and ``others``) until the coordinator's describe of ``group`` lists it: its member id,
+    its records written and replayed (its first put into the group's ``members``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _pump([consumer, *others], 0.1)
+        member_id = consumer.memberid()
+        if member_id:
+            described = admin.describe_consumer_groups([group], request_timeout=10)[group].result(15)
+            if any(m.member_id == member_id for m in described.members):
+                return member_id
+    raise RuntimeError(f"{group}: a member did not join in {timeout}s")
+
+
+def _shrunk_group(broker: KafkaBroker, group: str, others: Sequence[Consumer]) -> list[Consumer]:
+    """modern-shrunk: consumer-protocol members join one at a time (each listed by the coordinator before the next
+    subscribes: their puts come in join order) until two of them tell a table grown by all of them from one sized
+    for two (``order_telling_pair``); every other member leaves (``close``: its records' tombstones), and the two
+    left settle at two partitions each (a tie in ``--describe``'s member order) and commit."""
+    admin = _admin(broker)
+    joined: list[tuple[str, Consumer]] = []
+    try:
+        pair = None
+        while pair is None:
+            if len(joined) == SHRUNK_MAX_MEMBERS:
+                raise RuntimeError(f"{group}: no two of {[m for m, _ in joined]} tell the grown table apart")
+            c = _consumer(broker, group, modern=True, quiet=True)
+            joined.append(("", c))
+            c.subscribe(SHRUNK_TOPICS)
+            joined[-1] = (_joined(admin, group, c, [*others, *(j for _, j in joined[:-1])]), c)
+            if len(joined) >= SHRUNK_MIN_MEMBERS:
+                pair = order_telling_pair([m for m, _ in joined])
+        kept = [c for m, c in joined if m in pair]
+        for m, c in list(joined):
+            if m not in pair:
+                c.close()
+                joined.remove((m, c))
+                _pump([*others, *kept], 0.0)
+        partitions = sum(TOPICS[t] for t in SHRUNK_TOPICS)
+        deadline = time.monotonic() + 60
+        while sorted(len(c.assignment()) for c in kept) != [partitions // 2] * 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{group}: {[c.assignment() for c in kept]} not two partitions each")
+            _pump([*kept, *others], 0.1)
+        _commit_assigned(kept, group)
+        return kept
+    except BaseException:
+        for _, c in joined:
+            c.close()
+        raise
 
 
 def _simple_group(broker: KafkaBroker, group: str) -> None:
@@ -510,6 +588,10 @@ class _Run:
             self.live += _subscribed_group(self.broker, MODERN_LIVE, LIVE_SUBSCRIPTIONS[MODERN_LIVE], modern=True,
                                            live=True)
             self.groups.append(MODERN_LIVE)
+            t_shrunk = time.monotonic()
+            self.live += _shrunk_group(self.broker, MODERN_SHRUNK, self.live)
+            self.groups.append(MODERN_SHRUNK)
+            self.timings["shrunk_s"] = time.monotonic() - t_shrunk
         _idempotent(self.broker, self.produced)
         _tx_data(self.broker, self.produced)
 

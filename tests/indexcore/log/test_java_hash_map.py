@@ -1,7 +1,8 @@
 """``java_hash_map.hash_map_order`` against Java 17's own ``HashMap<Long, V>``: the order Kafka's producer
 snapshots list producers in (``ProducerStateManager.writeSnapshot`` iterates that map). Seeded key sets of every
 size up to 300 over the whole long range, and sets crowded into one bucket so that the table doubles early
-(``treeifyBin`` below capacity 64)."""
+(``treeifyBin`` below capacity 64). And ``timeline_capacity``/``timeline_hash_order`` against Kafka 4.4's own
+``TimelineHashMap`` (the members of a consumer-protocol group): over seeded histories of puts and removals."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 from segdex.indexcore.log.java_hash_map import (
     hash_map_order,
     java_long_hash,
+    java_string_hash,
     timeline_capacity,
     timeline_hash_order,
     timeline_slot,
 )
+from tests.support.kafka_harness import KafkaInstall
 
 JAVA = """
 import java.io.*;
@@ -182,3 +185,114 @@ def test_a_timeline_hash_map_iterates_as_kafkas(keys: list[int], kafkas: list[in
     """``timeline_hash_order`` of Integer keys put in this order is the order Kafka 4.4's ``TimelineHashMap.keySet``
     gives them (a map made with ``new TimelineHashMap<>(registry, 0)``)."""
     assert timeline_hash_order(keys, lambda k: k, timeline_capacity(len(keys) - 1)) == kafkas
+
+
+# --- a TimelineHashMap's history of puts and removals, against Kafka 4.4's own class ---------------------------------
+TIMELINE_JAVA = """
+import java.io.*;
+import java.lang.reflect.Field;
+import java.util.*;
+import org.apache.kafka.common.utils.internals.LogContext;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
+
+public class TimelineOrder {
+  public static void main(String[] args) throws Exception {
+    Field elements = Class.forName("org.apache.kafka.timeline.BaseHashTable").getDeclaredField("elements");
+    elements.setAccessible(true);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+    StringBuilder out = new StringBuilder();
+    for (String line; (line = in.readLine()) != null; ) {
+      SnapshotRegistry registry = new SnapshotRegistry(new LogContext());
+      TimelineHashMap<String, Integer> map = new TimelineHashMap<>(registry, 0);
+      long epoch = 0;
+      for (String op : line.trim().split(" ")) {
+        if (op.isEmpty()) continue;
+        if (op.charAt(0) == '+') map.put(op.substring(1), 0); else map.remove(op.substring(1));
+        registry.idempotentCreateSnapshot(++epoch);  // as the coordinator does after each write
+        registry.deleteSnapshotsUpTo(epoch - 1);
+      }
+      StringJoiner latest = new StringJoiner(" "), atSnapshot = new StringJoiner(" ");
+      for (String k : map.keySet()) latest.add(k);
+      for (String k : map.keySet(epoch)) atSnapshot.add(k);
+      out.append(((Object[]) elements.get(map)).length).append('|').append(latest).append('|').append(atSnapshot)
+         .append('\\n');
+    }
+    System.out.print(out);
+  }
+}
+"""
+
+
+def _timeline_histories() -> list[list[tuple[str, str]]]:
+    """Seeded histories of puts (``+``) and removals (``-``) of member-id-like keys: groups that grow, shrink and
+    grow again, keys removed and put again (to their slot's end), replacing puts, removals of absent keys."""
+    rng = random.Random(848)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    histories = []
+    for n in range(160):
+        pool = ["".join(rng.choice(alphabet) for _ in range(rng.choice((2, 5, 22)))) for _ in range(rng.randint(2, 40))]
+        pool = list(dict.fromkeys(pool))
+        present: list[str] = []
+        ops = []
+        for _ in range(rng.randint(1, 120)):
+            shrinking = (n % 3 == 0 and len(ops) > 40) or rng.random() < 0.3
+            if present and shrinking and rng.random() < 0.8:
+                k = present.pop(rng.randrange(len(present)))
+                ops.append(("-", k))
+            elif present and rng.random() < 0.25:
+                ops.append(("+", rng.choice(present)))  # a replacing put: grows the table, keeps the key's place
+            elif rng.random() < 0.05:
+                ops.append(("-", rng.choice(pool)))  # perhaps absent: changes nothing
+                present = [k for k in present if k != ops[-1][1]]
+            else:
+                k = rng.choice(pool)
+                if k not in present:
+                    present.append(k)
+                ops.append(("+", k))
+        histories.append(ops)
+    return histories
+
+
+def _replayed(history: list[tuple[str, str]]) -> tuple[int, list[str]]:
+    """The slot count and order segdex gives a ``TimelineHashMap`` after ``history``: ``timeline_capacity`` before
+    each put, the keys in a ``dict`` that took the same puts and removals."""
+    keys: dict[str, None] = {}
+    slots = timeline_capacity(0)
+    for op, k in history:
+        if op == "+":
+            slots = timeline_capacity(len(keys), slots)
+            keys.setdefault(k)
+        else:
+            keys.pop(k, None)
+    return slots, timeline_hash_order(keys, java_string_hash, slots)
+
+
+def test_a_timeline_hash_map_after_puts_and_removals_is_kafkas(tmp_path: Path):
+    """``timeline_capacity`` put by put and ``timeline_hash_order`` over the keys left give Kafka 4.4's own
+    ``TimelineHashMap`` (kafka-server-common-4.4.0.jar, a snapshot taken after each operation as the coordinator
+    takes one after each write): its slot count (``BaseHashTable.elements.length``) and its ``keySet()`` order, at
+    the latest epoch and at the last snapshot, after seeded histories of puts, replacing puts and removals. A table
+    keeps the slots it grew to while it held more keys (in most of these histories more than its keys now need),
+    and a key removed and put again iterates from its slot's end: both change the order here."""
+    histories = _timeline_histories()
+    (tmp_path / "TimelineOrder.java").write_text(TIMELINE_JAVA)
+    classpath = KafkaInstall("4.4.0").check().classpath(tmp_path)
+    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "TimelineOrder.java")], check=True,
+                   timeout=120)
+    proc = subprocess.run(["java", "-cp", classpath, "TimelineOrder"], check=True, timeout=120, text=True,
+                          capture_output=True, input="".join(" ".join(op + k for op, k in h) + "\n" for h in histories))
+    kafka = []
+    for line in proc.stdout.split("\n")[:len(histories)]:
+        slots, latest, at_snapshot = line.split("|")
+        assert latest == at_snapshot
+        kafka.append((int(slots), latest.split()))
+    assert [_replayed(h) for h in histories] == kafka
+    # the histories tell apart a table sized for the keys it holds now, and a dict's order ignoring removals
+    now_sized = [timeline_hash_order(order, java_string_hash, timeline_capacity(len(order))) for _, order in kafka]
+    assert sum(now_sized[i] != kafka[i][1] for i in range(len(histories))) >= 80
+    assert sum(slots > timeline_capacity(len(order)) for slots, order in kafka) >= 50
+    first_put = [timeline_hash_order(list(dict.fromkeys(k for op, k in h if op == "+" and k in order)),
+                                     java_string_hash, slots)
+                 for h, (slots, order) in zip(histories, kafka, strict=True)]
+    assert sum(first_put[i] != kafka[i][1] for i in range(len(histories))) >= 40

@@ -415,3 +415,84 @@ def test_groups_come_in_java_string_order(ties_dir: Path):
     unit. U+1F600 is the surrogate pair D83D DE00, which sorts before U+FF5E (Python's code point order puts it
     after)."""
     assert [g for g in _groups(ties_dir) if g.startswith("z")] == ["z\U0001F600", "z\uff5e"]
+
+
+def _join(group: str, member: str, epoch: int, partitions: dict[bytes, list[int]]) -> list[tuple]:
+    """A member's metadata then its current assignment (records 5 and 8): two ``members.put``s."""
+    return [(TV, cg_key(5, group, member), _member_value(None, f"c-{member}", "/10.0.0.9")),
+            (TV, cg_key(8, group, member), _current_assignment(epoch, partitions))]
+
+
+def _leave(group: str, member: str) -> list[tuple]:
+    """A member leaving as Kafka writes it: its current assignment's tombstone (a put: ``updateMember`` at epoch
+    -1), then its metadata's (``removeMember``)."""
+    return [(TV, cg_key(8, group, member), None), (TV, cg_key(5, group, member), None)]
+
+
+@pytest.fixture(scope="module")
+def history_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``__consumer_offsets-0`` (node 3) of consumer-protocol groups whose ``members`` tables went through more
+    than their members now (each at group and target epoch 4, ``Stable``):
+
+    - ``k-shrunk``: p1, p2, p3, p4, p6 joined (one partition each), p2, p3 and p4 left, p1 and p6 took three
+      partitions each: the table grew to 8 slots (a put while it held 5), which 2 members alone never need;
+    - ``k-tomb``: q1..q4 joined (one partition each), q5 joined and left before any assignment: its current
+      assignment's tombstone is a put made while the table held 5 members, its only one: 8 slots;
+    - ``k-rejoin``: r1 then r4 joined (one partition each), r1 left and joined again (the same member id, as a
+      consumer keeps its id, KIP-1082) with the same partition.
+
+    orders-0..2 and audit-0..2 hold 10 records each."""
+    log_dir = tmp_path_factory.mktemp("history") / "logs"
+    epochs = [(TV, cg_key(t, g), cg_epoch(t, 4)) for g in ("k-shrunk", "k-tomb", "k-rejoin") for t in (3, 6)]
+    one = [{ORDERS_ID: [0]}, {ORDERS_ID: [1]}, {ORDERS_ID: [2]}, {AUDIT_ID: [0]}, {AUDIT_ID: [1]}]
+    shrunk = [r for m, p in zip(("p1", "p2", "p3", "p4", "p6"), one, strict=True) for r in _join("k-shrunk", m, 4, p)]
+    shrunk += [r for m in ("p2", "p3", "p4") for r in _leave("k-shrunk", m)]
+    shrunk += [(TV, cg_key(8, "k-shrunk", "p1"), _current_assignment(4, {ORDERS_ID: [0, 1, 2]})),
+               (TV, cg_key(8, "k-shrunk", "p6"), _current_assignment(4, {AUDIT_ID: [0, 1, 2]}))]
+    tomb = [r for m, p in zip(("q1", "q2", "q3", "q4"), one, strict=False) for r in _join("k-tomb", m, 4, p)]
+    tomb += [(TV, cg_key(5, "k-tomb", "q5"), _member_value(None, "c-q5", "/10.0.0.9")), *_leave("k-tomb", "q5")]
+    rejoin = [*_join("k-rejoin", "r1", 4, one[0]), *_join("k-rejoin", "r4", 4, one[3]), *_leave("k-rejoin", "r1"),
+              *_join("k-rejoin", "r1", 4, one[0])]
+    write_partition(log_dir, CONSUMER_OFFSETS, 0, [build_batch(0, epochs + shrunk + tomb + rejoin)])
+    for p in range(3):
+        _data_partition(log_dir, "orders", p, 10, ORDERS_ID)
+        _data_partition(log_dir, "audit", p, 10, AUDIT_ID)
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=3\ncluster.id=c\n")
+    return log_dir
+
+
+def test_a_group_that_held_more_members_lists_them_in_its_grown_tables_order(history_dir: Path):
+    """Kafka 4.4's ``GroupMetadataManager.replay`` of a member's records 5 and 8 calls ``ConsumerGroup.updateMember``,
+    whose ``members.put`` grows the ``TimelineHashMap``'s ``BaseHashTable`` before any put while ``(size + 1) * 0.75``
+    exceeds its slots; ``removeMember``'s ``members.remove`` never shrinks it (``javap -c`` of kafka-group-coordinator
+    and kafka-server-common 4.4.0; the table against Kafka's own class: test_java_hash_map.py). ``k-shrunk`` held 5
+    members: 8 slots, where p1 (slot 0) comes before p6 (slot 1); in the 4 slots two members need, both share slot
+    0 and p6, put last, would come first. ``collectGroupsOffsets`` keeps that order between the two, tied at three
+    partitions each."""
+    g = _groups(history_dir)["k-shrunk"]
+    assert timeline_hash_order(["p1", "p6"], java_string_hash, timeline_capacity(2)) == ["p6", "p1"]
+    assert [m.consumer_id for m in g.members] == timeline_hash_order(["p1", "p6"], java_string_hash, 8) == ["p1", "p6"]
+    assert g.state == "Stable" and [r.consumer_id for r in g.offsets] == ["p1"] * 3 + ["p6"] * 3
+
+
+def test_a_current_assignments_tombstone_is_a_put_that_grows_the_table(history_dir: Path):
+    """A current assignment's tombstone replays as ``updateMember`` of the member at epoch -1: a put, replacing, which
+    grows the table as any put does. ``k-tomb``'s q5 joined as fifth member (a put while the table held 4: 4 slots)
+    and left before any assignment: its tombstone is the only put made while the table held 5 (8 slots). The four
+    left, one partition each, come in the order of 8 slots, not 4."""
+    members = ["q1", "q2", "q3", "q4"]
+    assert timeline_hash_order(members, java_string_hash, 4) == ["q4", "q3", "q1", "q2"]
+    g = _groups(history_dir)["k-tomb"]
+    assert [m.consumer_id for m in g.members] == timeline_hash_order(members, java_string_hash, 8) == \
+        ["q4", "q1", "q3", "q2"]
+    assert [r.consumer_id for r in g.offsets] == ["q4", "q1", "q3", "q2"]
+
+
+def test_a_member_that_left_and_joined_again_comes_from_its_slots_end(history_dir: Path):
+    """``removeMember`` takes the member out of its slot; its next put (``BaseHashTable.baseAddOrReplace``) appends it
+    to the slot's end, which the iterators read first. ``k-rejoin``'s r1 and r4 share slot 1 of 4: r4, put last,
+    came first until r1 left and joined again; now r1 does."""
+    assert timeline_hash_order(["r1", "r4"], java_string_hash, 4) == ["r4", "r1"]
+    g = _groups(history_dir)["k-rejoin"]
+    assert [m.consumer_id for m in g.members] == ["r1", "r4"]
+    assert [r.consumer_id for r in g.offsets] == ["r1", "r4"]
