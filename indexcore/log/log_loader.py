@@ -20,10 +20,14 @@ Kafka's load of a partition (``LogLoader.load``), in the order it runs:
 5. Producer state (``UnifiedLog.rebuildProducerState``, record version 2 only): each ``recoverSegment`` first
    replays the segments from the latest producer snapshot up to the one it recovers, and the load ends by
    replaying from the latest snapshot to the log end (skipped on a clean start without any snapshot). Those
-   segments are read as they are, by batch size: one not recovered with a size field below 14 (a zero-filled
-   tail) fails the load even where recovery itself never looks. Snapshots are taken at each recovered segment's
-   base and end offsets. The leader-epoch cache is cut at the log end offset (``truncateFromEnd``) and at the
-   checkpointed log start offset (``truncateFromStart``).
+   segments are read as they are, each from the batch the search for the replay's start finds (through the
+   ``.index`` on disk, for one not recovered), the floor segment of the replay's end up to the batch the search
+   for that end finds, by batch size: in a segment not recovered, a size field below 14 (a zero-filled tail), a
+   transaction marker that does not read, or a stretch that ends before it starts (a damaged ``.index``:
+   ``FileRecords.slice``) fails the load even where recovery itself never looks; bytes outside the stretch are
+   never read. Snapshots are taken at each recovered segment's base and end offsets. The leader-epoch cache is
+   cut at the log end offset (``truncateFromEnd``) and at the checkpointed log start offset
+   (``truncateFromStart``).
 
 Before those phases, the load's first three passes finish or roll back what an interrupted cleaning left
 (``removeTempFilesAndCollectSwapFiles``, then the ``.swap`` files' covered segments deleted and the swaps renamed
@@ -63,6 +67,7 @@ from dataclasses import dataclass, field
 
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.indexcore.errors import (
+    CORRUPT_RECORD,
     BufferBoundsException,
     CorruptRecordException,
     InvalidRecordException,
@@ -101,6 +106,7 @@ from segdex.indexcore.log.producer_snapshot import (
 from segdex.indexcore.log.producer_state import ProducerStateManager
 from segdex.indexcore.log.unloadable import WILL_NOT_START, Unloadable, fail_notes
 from segdex.indexcore.record.file_records import batches, open_log
+from segdex.indexcore.record.records import end_txn_marker
 
 ACTION_NONE = "none"  # nothing re-read: the broker serves the files as they are
 ACTION_RECOVER = "recover"  # segments re-read, nothing lost
@@ -207,17 +213,15 @@ class LogLoader:
         self.log_end_offset: int | None = None
         if dry_run:
             self.snapshots = dict.fromkeys(snapshot_offset(n) for n in snapshot_files_in(partition_dir))
-            self.segments: list[SegmentOnDisk] = []
-            self.remaining: list[SegmentOnDisk] = []
-            self.size: dict[int, int] = {}
-            self.readable: dict[int, str | None] = {}
+            self.readable: dict[tuple[int, int, int], str | None] = {}  # (base, stretch) -> why not
             self.out = StartupPreview(ACTION_NONE)
             self.rejudged: set[int] = set()  # segments whose recovery from the load's state differs from the scan's
-            # the last replay _producer_state_at can take up: (its plan, the segments it read whole, in order, each
+            # the last replay _replayed can take up: (its plan, the segments it read whole, in order, each
             # as (segment, bytes held, recovered), the state after them)
             self.replayed: tuple[tuple[int | None, int], list[tuple[SegmentOnDisk, int, bool]],
                                  ProducerStateManager] | None = None
             self.disk_index: dict[int, OffsetIndex] = {}  # base offset -> the .index a segment served is read with
+            self.snapshot_states: dict[int, ProducerStateManager | None] = {}  # offset -> its file as loaded
             return
         self.recovery = PartitionRecovery(self.config, precomputed)
         path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)
@@ -260,7 +264,7 @@ class LogLoader:
         for i, seg in enumerate(self.segments):
             if self.recovered_when_opened(seg.log_path, seg.base_offset, seg.index_present) is None:
                 continue
-            self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments[:i])
+            self._rebuild_for_recovery(seg.base_offset, self.segments[:i])
             self._recovered(seg)
             seg = self._recovered_from_the_loads_state(i, opened=True)
             if seg.result.error is not None:
@@ -274,7 +278,7 @@ class LogLoader:
         start = _floor_index([s.base_offset for s in self.segments], self.recovery_point)
         for i in range(start, len(self.segments)):
             seg = self.segments[i]
-            self.rebuild_producer_state(seg.base_offset, self.checkpoint_lso, self.segments)
+            self._rebuild_for_recovery(seg.base_offset, self.segments)
             self._recovered(seg)
             seg = self._recovered_from_the_loads_state(i)
             if seg.result.error is not None:
@@ -289,11 +293,20 @@ class LogLoader:
                 self.remaining = self.segments[:i + 1]
                 return
 
+    def _rebuild_for_recovery(self, upto: int, loaded: list[SegmentOnDisk]) -> None:
+        """``LogLoader.recoverSegment``'s ``rebuildProducerState`` up to ``upto`` (dry run), with the checkpointed
+        log start offset, then what its ``truncateAndReload`` deleted: the snapshot files above ``upto`` and those
+        at or below the log start offset, gone for the load's later rebuilds (the snapshots its recovery takes are
+        ``_snapshot_after_recovery``'s)."""
+        self.rebuild_producer_state(upto, self.checkpoint_lso, loaded)
+        if self.producer_state:
+            self.snapshots = {o: None for o in self.snapshots if self.checkpoint_lso < o <= upto}
+
     def _recovered_from_the_loads_state(self, i: int, opened: bool = False) -> SegmentOnDisk:
         """Segment ``i`` as the load's recovery finds it. The scan recovered it with the producer state of every
         batch before it, read from the log start; the load recovers it from the state it rebuilds
         (``LogLoader.recoverSegment``: ``rebuildProducerState``, then ``segment.recover`` into that state: the
-        snapshot it loads, then the replay, ``_producer_state_at``). The two differ where the snapshot does not
+        snapshot it loads, then the replay, ``_replayed``). The two differ where the snapshot does not
         hold what the scan's replay found (a transaction the scan never saw open: its batch beyond damage the scan
         stopped at) or where an earlier segment the load serves as it is holds damage the scan stopped at. The
         segment then takes the new result in the load's lists (the caller's ``SegmentOnDisk`` is left as it is).
@@ -311,7 +324,7 @@ class LogLoader:
         plan = self._replay_plan(seg.base_offset, self.checkpoint_lso)
         if plan is None or (not failed and self._replays_as_scanned(seg.base_offset, plan, opened)):
             return seg
-        state = self._producer_state_at(seg.base_offset, self.checkpoint_lso, plan, opened)
+        state = self._replayed(plan, seg.base_offset, opened)
         if state is None or (not failed and not state.has_ongoing_txns):
             return seg
         recovery = PartitionRecovery(self.config)
@@ -325,19 +338,20 @@ class LogLoader:
         self.rejudged.add(seg.base_offset)
         return seg
 
-    def _replays_as_scanned(self, upto: int, plan: tuple[int | None, int], opened: bool = False) -> bool:
+    def _replays_as_scanned(self, upto: int, plan: tuple[int | None, int], opened: bool) -> bool:
         """Whether the load's state at ``upto`` (a segment it recovers) holds no transaction open that the scan's
         state there did not: the replay starts from no open transaction (an empty state, or a snapshot without
         one), and every segment it reads below ``upto`` is read as the scan read it (no failure, its valid part
         only: whole, or cut there by the load; not judged again; no batch at or past ``upto``; its read starting
         at its first batch, whose base offset is not below the segment's; not the floor segment of ``upto`` a
-        segment ``opened`` reads up to a search). Each transaction the replay opens, the scan then opened too, or
-        found open already, and each it closes, the scan closed (the replay may skip a first stretch of the first
-        segment it reads: what it skips, it opens nowhere)."""
+        segment ``opened`` reads up to a search; one served as it is searched through the ``.index`` its recovery
+        rebuilds, as the scan's reads were: another, an entry inside a batch or past the batch its offset starts
+        in, makes the replay's search throw or skip batches). Each transaction the replay opens, the scan then
+        opened too, or found open already, and each it closes, the scan closed (the replay may skip a first stretch
+        of the first segment it reads: what it skips, it opens nowhere)."""
         start, replay_from = plan
         if start is not None:
-            initial = load_from_snapshot(self.partition_dir, start, self.now_ms or None,
-                                         self.config.producer_id_expiration_ms)
+            initial = self._snapshot_state(start)
             if initial is None or initial.has_ongoing_txns:
                 return False
         for i, s in enumerate(self.remaining):
@@ -351,6 +365,8 @@ class LogLoader:
                 return False
             last = i + 1 == len(self.remaining) or self.remaining[i + 1].base_offset >= upto
             if opened and last and s.base_offset not in self.out.recovered:
+                return False
+            if s.base_offset not in self.out.recovered and self._disk_index(s).data != r.offset_index.data:
                 return False
         return True
 
@@ -383,8 +399,8 @@ class LogLoader:
         Real run: the segments were replayed in order already, so this state is the replay's; snapshots at or
         below the log start offset are deleted, the latest other one is loaded (expired producers dropped), the
         map end moves to ``upto`` and the snapshot is taken. Dry run (record version 2 only): the segments of
-        ``loaded`` the replay reads that were not recovered are read as they are, by batch size (``LoadFailed``
-        where their sizes do not chain)."""
+        ``loaded`` the replay reads are searched, and the stretch read of each not recovered is read as it is
+        (``_read_replayed``: ``LoadFailed`` where Kafka's replay throws)."""
         if self.dry_run:
             if self.producer_state:
                 start = snapshot_to_load(self.snapshots, log_start_offset, upto)
@@ -438,9 +454,9 @@ class LogLoader:
 
     def load(self, segments: list[SegmentOnDisk]) -> StartupPreview:
         """The dry run over ``segments`` (offset order, at least one): the broker's next start predicted."""
-        self.segments = list(segments)
-        self.remaining = list(segments)
-        self.size = {s.base_offset: s.result.size_bytes for s in segments}
+        self.segments: list[SegmentOnDisk] = list(segments)
+        self.remaining: list[SegmentOnDisk] = list(segments)
+        self.size: dict[int, int] = {s.base_offset: s.result.size_bytes for s in segments}
         try:
             self.load_segment_files()
             if not self.clean_shutdown:
@@ -463,16 +479,18 @@ class LogLoader:
         run): the producer state's first unstable offset (``firstUnstableOffset``: open transactions and those the
         load's last replay completed) read from the log as the load leaves it
         (``convert_to_offset_metadata_or_throw``); ``LoadFailed`` where that read throws. Only a segment served as
-        it is with a damaged batch can make it throw, so the producer state is rebuilt only then
-        (``_producer_state_at``), or where the replay that builds it may throw itself (``LoadFailed``): where it
-        is not the scan's (``_replays_as_scanned``: its snapshot holds a transaction open, say)."""
+        it is with a damaged batch can make it throw (even one the replay skips: a batch whose base offset is
+        damaged can open a transaction below its segment), or one searched through an ``.index`` its recovery would
+        not write, so the producer state is rebuilt (``_replayed``) only then, or where the replay that builds it
+        may throw itself (``LoadFailed``): where it is not the scan's (``_replays_as_scanned``: its snapshot holds a
+        transaction open, or such an index, say)."""
         served = [s for s in self.remaining if s.base_offset not in self.out.recovered]
         log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
-        if all(s.result.intact for s in served):
-            plan = self._replay_plan(leo, log_start)
-            if plan is None or self._replays_as_scanned(leo, plan):
-                return
-        state = self._producer_state_at(leo, log_start)
+        plan = self._replay_plan(leo, log_start)
+        if plan is None or (all(s.result.intact for s in served)
+                            and self._replays_as_scanned(leo, plan, opened=False)):
+            return
+        state = self._replayed(plan, leo, opened=False)
         if state is None:
             return
         # The log's own manager loads the latest snapshot left (one a recovery took, at the end of the last segment
@@ -488,8 +506,7 @@ class LogLoader:
             return
         recovered = set(self.out.recovered)
         segments = [(s.base_offset, s.log_path, s.result.offset_index if s.base_offset in recovered
-                     else LogSegment(s.log_path, s.base_offset).offset_index(), self.size[s.base_offset])
-                    for s in self.remaining]
+                     else self._disk_index(s), self.size[s.base_offset]) for s in self.remaining]
         try:
             convert_to_offset_metadata_or_throw(segments, first, leo)
         except OffsetReadException as e:
@@ -497,7 +514,7 @@ class LogLoader:
                              f"constructor): {e}") from None
 
     def _replay_plan(self, leo: int, log_start: int) -> tuple[int | None, int] | None:
-        """Where the load's state at ``leo`` starts (``_producer_state_at``): the snapshot file it loads (None: an
+        """Where the load's state at ``leo`` starts (``_replayed``): the snapshot file it loads (None: an
         empty state) and the offset its replay reads from; None where there is no state (a clean start without a
         snapshot skips the rebuild: no open transaction). Where the load recovers a segment, its state is the one
         the first recovery built (``LogLoader.recoverSegment``: ``rebuildProducerState`` with the checkpointed log
@@ -514,24 +531,14 @@ class LogLoader:
         start = snapshot_to_load(loadable, log_start, min(recovered) if recovered else leo)
         return start, (log_start if start is None else start)
 
-    def _producer_state_at(self, leo: int, log_start: int, plan: tuple[int | None, int] | None = None,
-                           opened: bool = False) -> ProducerStateManager | None:
-        """The producer state the load has at offset ``leo`` (dry run; the log end offset, or a segment it
-        recovers, ``opened``: as ``loadSegmentFiles`` opens it): the snapshot file the load starts from (the
-        latest above the log start offset, at or below the first segment it recovers, else, of those
-        ``remove_stray_snapshots`` leaves, at or below ``leo``), then the batches ``_replayed`` reads from there
-        to ``leo`` (``_replay_plan``), the transactions completed kept (``track_completed``). None where it cannot
-        be told (an unreadable snapshot, a batch the replay cannot read: the load's own checks say what happens
-        then); ``LoadFailed`` where the replay itself throws (``loadProducersFromRecords``: a plain batch of a
-        producer whose transaction is open, ``InvalidTxnStateException``)."""
-        plan = plan if plan is not None else self._replay_plan(leo, log_start)
-        if plan is None:
-            return None
-        return self._replayed(plan, leo, opened)
-
     def _replayed(self, plan: tuple[int | None, int], leo: int, opened: bool) -> ProducerStateManager | None:
-        """The state of ``plan``'s snapshot (an empty one: None) with the batches ``rebuildProducerState`` reads
-        from ``plan``'s replay offset to ``leo`` applied (None: one throws). It reads the segments the load keeps
+        """The producer state the load has at offset ``leo`` (the log end offset, or a segment it recovers,
+        ``opened``: as ``loadSegmentFiles`` opens it), from ``plan`` (``_replay_plan``): the state of its snapshot
+        file (an empty one: None) with the batches ``rebuildProducerState`` reads from its replay offset to ``leo``
+        applied, the transactions completed kept (``track_completed``). None where it cannot be told (an
+        unreadable snapshot, a read of the dry run's own that cannot be read: ``_replay_segment``); ``LoadFailed``
+        where the replay itself throws (``loadProducersFromRecords``: a plain batch of a producer whose
+        transaction is open, ``InvalidTxnStateException``). It reads the segments the load keeps
         from the floor segment of the replay offset, those below ``leo`` (``LogSegments.values``), each from its
         start offset (its base, the replay offset in the first) to its size, the floor segment of ``leo`` (the
         segment before it when ``opened``: that one is not among the log's segments yet) to the batch the search
@@ -562,12 +569,10 @@ class LogLoader:
                                                                         strict=True))):
             state, done = cached[2].copy(), len(cached[1])
         if state is None:
-            state = (ProducerStateManager() if start is None else
-                     load_from_snapshot(self.partition_dir, start, self.now_ms or None,
-                                        self.config.producer_id_expiration_ms))
-            if state is None:
+            initial = ProducerStateManager() if start is None else self._snapshot_state(start)
+            if initial is None:
                 return None
-            state.track_completed()
+            state = initial.copy().track_completed()
         for n, i in enumerate(reads[done:], done):
             if i == floor:
                 self.replayed = (plan, keys, state.copy())
@@ -578,31 +583,33 @@ class LogLoader:
                 self.replayed = (plan, keys, state.copy())
         return state
 
+    def _snapshot_state(self, offset: int) -> ProducerStateManager | None:
+        """The snapshot file at ``offset`` as ``loadFromSnapshot`` reads it (None: it does not read), read once a
+        load (a replay starts from a copy). No producer expires: the dry run has no clock."""
+        if offset not in self.snapshot_states:
+            self.snapshot_states[offset] = load_from_snapshot(self.partition_dir, offset, None,
+                                                              self.config.producer_id_expiration_ms)
+        return self.snapshot_states[offset]
+
     def _replay_segment(self, state: ProducerStateManager, seg: SegmentOnDisk, offset: int,
                         upto: int | None) -> bool:
         """``state`` with the batches of ``seg`` the replay reads applied (``_replayed``): from the batch the search
-        for ``offset`` finds to the one the search for ``upto`` finds (None: to its end; a segment the load
-        recovered, all of it). False where the read or a batch cannot be read; ``LoadFailed`` where
-        ``ProducerAppendInfo`` throws on a batch (``InvalidTxnStateException``), as Kafka's replay does."""
+        for ``offset`` finds to the one the search for ``upto`` finds (``_read_window``; None: to its end; a segment
+        the load recovered, all of it). ``LoadFailed`` where ``ProducerAppendInfo`` throws on a batch
+        (``InvalidTxnStateException``), as Kafka's replay does. Each search and stretch the load's replays make was
+        read first by ``_read_replayed``, which fails the load where Kafka's does; one of the dry run's own (a
+        segment read whole that a replay read up to a search, the one before a segment opened; a segment read from
+        its base that a replay read from a snapshot inside it) can throw: False, the state cannot be told."""
         size = self.size[seg.base_offset]
         begin, end = 0, size
-        try:
-            if seg.base_offset not in self.out.recovered:
-                log_segment = LogSegment(seg.log_path, seg.base_offset)
-                index = self.disk_index.get(seg.base_offset)
-                if index is None:
-                    index = self.disk_index[seg.base_offset] = log_segment.offset_index()
-                found = log_segment.translate_offset(offset, index, size)
-                if found is None:
-                    return True  # FileRecords.searchForOffsetWithSize: no batch reaches it, nothing read
-                begin = found.position
-                if upto is not None:
-                    until = log_segment.translate_offset(upto, index, size)
-                    end = until.position if until is not None else size
-                if end < begin:
-                    return False  # FileRecords.slice: "Invalid size"
-        except (OffsetReadException, OSError):
-            return False
+        if seg.base_offset not in self.out.recovered:
+            try:
+                window = self._read_window(seg, offset, upto)
+            except (LoadFailed, OSError):
+                return False
+            if window is None:
+                return True  # LogSegment.read: no batch reaches the offset, nothing read
+            begin, end = window
         with open_log(seg.log_path) as buf:
             all_bytes = memoryview(buf)
             held = all_bytes[:size]
@@ -625,8 +632,9 @@ class LogLoader:
         return True
 
     def _read_replayed(self, upto: int, start: int, loaded: list[SegmentOnDisk]) -> None:
-        """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads (``LogSegments.values``): each is
-        searched (``_search_replayed``), and one not recovered is read as it is."""
+        """The segments of ``loaded`` the replay from ``start`` to ``upto`` reads (``LogSegments.values``), each as
+        ``rebuildProducerState`` reads it: searched (``_search_replayed``), then, one not recovered, its stretch
+        between the searches read as it is (``_read_as_is``)."""
         if upto <= start:
             return
         for i, seg in enumerate(loaded):
@@ -638,48 +646,79 @@ class LogLoader:
             recovered = seg.base_offset in self.out.recovered
             # the floor segment of upto among those loaded, when the replay reads it (its base below upto)
             floor = end is None or end > upto
-            self._search_replayed(seg, max(start, seg.base_offset), upto if floor else None, recovered)
-            if not recovered:
-                self._read_as_is(seg)
+            window = self._search_replayed(seg, max(start, seg.base_offset), upto if floor else None, recovered)
+            if window is not None and not recovered:
+                self._read_as_is(seg, *window)
 
-    def _search_replayed(self, seg: SegmentOnDisk, offset: int, upto: int | None, recovered: bool) -> None:
-        """``rebuildProducerState``'s searches of a segment it reads (``LogSegment.translateOffset``): for ``upto``
-        when the segment is the floor segment of ``upto`` (the read's end position), then for ``offset`` (the
-        read's start). Each searches from the offset index entry at or below its offset, asking each batch it
-        passes for its base offset; ``LoadFailed`` where that throws. A batch of the formats before 0.11 opens a
-        compressed wrapper there (``records.legacy_records``), which a recovery never does, so a segment holding
-        one is searched even when recovered; another recovered segment passes (its index rebuilt). A segment served
-        as it is is searched through the ``.index`` on disk, even whole: an entry of that file that points inside a
-        batch makes the search read a size field there."""
+    def _search_replayed(self, seg: SegmentOnDisk, offset: int, upto: int | None,
+                         recovered: bool) -> tuple[int, int] | None:
+        """``rebuildProducerState``'s searches of a segment it reads (``_read_window``): its stretch, None where no
+        batch reaches ``offset`` (nothing read) or where a recovered segment needs no search. A batch of the
+        formats before 0.11 opens a compressed wrapper there (``records.legacy_records``), which a recovery never
+        does, so a segment holding one is searched even when recovered (through the index its recovery rebuilt);
+        another recovered segment passes. A segment served as it is is searched through the ``.index`` on disk,
+        even whole: an entry of that file that points inside a batch makes the search read a size field there."""
         if recovered and not seg.result.legacy:
-            return
-        log_segment = LogSegment(seg.log_path, seg.base_offset)
-        index = seg.result.offset_index if recovered else self.disk_index.get(seg.base_offset)
-        if index is None:
-            index = self.disk_index[seg.base_offset] = log_segment.offset_index()
-        for target in (upto, offset):
-            if target is None:
-                continue
-            try:
-                log_segment.translate_offset(target, index, self.size[seg.base_offset])
-            except OffsetReadException as e:
-                raise LoadFailed(f"the producer-state replay's read of the log from offset {target}: {e}") from None
+            return None
+        return self._read_window(seg, offset, upto, seg.result.offset_index if recovered else None)
 
-    def _read_as_is(self, seg: SegmentOnDisk) -> None:
-        """A segment not recovered, read by batch size as the producer-state replay reads it."""
+    def _read_window(self, seg: SegmentOnDisk, offset: int, upto: int | None,
+                     index: OffsetIndex | None = None) -> tuple[int, int] | None:
+        """The stretch of ``seg`` (its first and end positions) ``rebuildProducerState`` reads from ``offset``:
+        the search for ``upto`` when the segment is the floor segment of the replay's end (``translateOffset``: the
+        read's ``maxPosition``; None, or no batch found: the segment's size), then ``LogSegment.read`` from the
+        batch the search for ``offset`` finds (None: none does, nothing read), to that end. Each search starts at
+        the offset index entry at or below its offset (``index``; None: the ``.index`` on disk, as for a segment
+        served as it is) and asks each batch it passes for its base offset. ``LoadFailed`` where a search throws,
+        or where the stretch ends before it starts (a damaged index: ``FileRecords.slice``'s "Invalid size")."""
+        size = self.size[seg.base_offset]
+        log_segment = LogSegment(seg.log_path, seg.base_offset)
+        index = self._disk_index(seg) if index is None else index
+        try:
+            until = None if upto is None else log_segment.translate_offset(upto, index, size)
+            found = log_segment.translate_offset(offset, index, size)
+        except OffsetReadException as e:
+            raise LoadFailed(f"the producer-state replay's read of the log from offset {e.offset}: {e}") from None
+        if found is None:
+            return None
+        end = size if until is None else until.position
+        if end < found.position:
+            raise LoadFailed(
+                f"the producer-state replay's read of the log from offset {offset}: java.lang.IllegalArgumentException"
+                f": Invalid size: {end - found.position} in read from FileRecords(size={size}, file="
+                f"{os.path.abspath(seg.log_path)}, start=0, end=2147483647)")
+        return found.position, end
+
+    def _disk_index(self, seg: SegmentOnDisk) -> OffsetIndex:
+        """The ``.index`` on disk of a segment served as it is, which Kafka's reads of it search through."""
+        index = self.disk_index.get(seg.base_offset)
+        if index is None:
+            index = self.disk_index[seg.base_offset] = LogSegment(seg.log_path, seg.base_offset).offset_index()
+        return index
+
+    def _read_as_is(self, seg: SegmentOnDisk, begin: int, end: int) -> None:
+        """The stretch from ``begin`` to ``end`` of a segment not recovered, read as the producer-state replay reads
+        it (``loadProducersFromRecords`` over ``FileLogInputStream``): by batch size, each control batch's marker
+        read (``EndTransactionMarker``); ``LoadFailed`` where that throws (a size field below 14, a marker Kafka
+        cannot read). The bytes outside the stretch are not read."""
         if seg.result.intact:
-            return  # every batch valid to the end: its sizes chain too (verify read it already)
-        if seg.base_offset not in self.readable:
+            return  # every batch valid to the end: its sizes chain and its markers read (verify read it already)
+        key = (seg.base_offset, begin, end)
+        if key not in self.readable:
             why = None
             try:
                 with open_log(seg.log_path) as buf:
-                    for _ in batches(buf):
-                        pass
+                    for batch in batches(buf, begin, end):
+                        if batch.magic >= 2 and batch.has_producer_id and batch.is_control:
+                            end_txn_marker(buf, batch)
             except CorruptRecordException as e:
-                why = f"{os.path.basename(seg.log_path)} read for producer state: {e}"
-            self.readable[seg.base_offset] = why
-        if self.readable[seg.base_offset]:
-            raise LoadFailed(self.readable[seg.base_offset])
+                why = f"{CORRUPT_RECORD}: {e} in file {os.path.abspath(seg.log_path)}."
+            except SegdexError as e:
+                why = f"{e.kafka_class}: {e}" if e.kafka_class else str(e)
+            self.readable[key] = why and (f"the producer-state replay (rebuildProducerState) of "
+                                          f"{os.path.basename(seg.log_path)}: {why}")
+        if self.readable[key]:
+            raise LoadFailed(self.readable[key])
 
     def _snapshot_after_recovery(self, seg: SegmentOnDisk) -> None:
         """The snapshots the recovery of ``seg`` leaves: at its base (the rebuild before it), and at the map end

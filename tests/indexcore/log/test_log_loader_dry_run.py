@@ -81,6 +81,13 @@ def _zero_size_field(log: Path, position: int) -> None:
     log.write_bytes(bytes(data))
 
 
+def _replay_size_zero(part: Path, base: int) -> str:
+    """What the load's producer-state replay throws on a size field of 0 in segment ``base`` (Kafka's
+    ``FileLogInputStream``)."""
+    return (f"the producer-state replay (rebuildProducerState) of {segment_name(base)}: org.apache.kafka.common.errors."
+            f"CorruptRecordException: {SIZE_ZERO} in file {part / segment_name(base)}.")
+
+
 def _snapshot(part: Path, offset: int) -> None:
     (part / producer_snapshot_file_name(offset)).write_bytes(snapshot_bytes([]))
 
@@ -199,8 +206,7 @@ def test_replay_reads_the_floor_segment_of_the_snapshot(tmp_path: Path):
     _put(part, 30, _batch(30), index=False)
     _snapshot(part, 10)
     out = preview_start(on_disk(part), True, None, None)
-    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000010.log read for producer state: "
-                                                             f"{SIZE_ZERO}")])
+    assert (out.action, out.notes) == ("fail", [FAILS.format(_replay_size_zero(part, 10))])
 
 
 def test_a_clean_start_replays_only_with_a_snapshot(tmp_path: Path):
@@ -213,8 +219,7 @@ def test_a_clean_start_replays_only_with_a_snapshot(tmp_path: Path):
     _zero_size_field(log, len(_batch(0)))
     _snapshot(part, 0)
     out = preview_start(on_disk(part), True, None, None)
-    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
-                                                             f"{SIZE_ZERO}")])
+    assert (out.action, out.notes) == ("fail", [FAILS.format(_replay_size_zero(part, 0))])
     (part / producer_snapshot_file_name(0)).unlink()
     out = preview_start(on_disk(part), True, None, None)
     assert out == StartupPreview("none", log_end_offset=6, notes=[_marker_note("00000000000000000000.log")])
@@ -230,8 +235,7 @@ def test_only_the_highest_stray_snapshot_survives(tmp_path: Path):
     _snapshot(part, 15)
     _snapshot(part, 1000)
     out = preview_start(on_disk(part), True, None, None)
-    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
-                                                             f"{SIZE_ZERO}")])
+    assert (out.action, out.notes) == ("fail", [FAILS.format(_replay_size_zero(part, 0))])
 
 
 def _flipped(offset: int) -> bytes:
@@ -402,8 +406,7 @@ def test_the_recovery_pass_replays_the_segments_before_the_recovery_point(tmp_pa
     _put(part, 0, _batch(0) + ZEROS)
     _put(part, 10, _batch(10) + ZEROS)
     out = preview_start(on_disk(part), False, 10, None)
-    assert (out.action, out.notes) == ("fail", [FAILS.format(f"00000000000000000000.log read for producer state: "
-                                                             f"{SIZE_ZERO}")])
+    assert (out.action, out.notes) == ("fail", [FAILS.format(_replay_size_zero(part, 0))])
     _put(part, 0, _batch(0))
     assert preview_start(on_disk(part), False, 10, None) == StartupPreview(
         "truncate", recovered=[10], truncated={10: len(ZEROS)}, lost_bytes=len(ZEROS), log_end_offset=11,
@@ -643,6 +646,7 @@ def test_a_recovered_segments_producer_state_is_the_loads_not_the_scans(tmp_path
 # ------------------------------------------------------------------ the load's producer state, case by case
 
 DIRECTED = GOLDEN / "startup_preview_directed_loads.json"  # Kafka's loads of the directed producer-state cases
+MESSAGE = "fails, with Kafka's message"  # a case's Kafka start fails, and the preview's note carries its exception
 
 
 def _txn7(offset: int, transactional: bool = True, sequence: int = 0) -> bytes:
@@ -1034,8 +1038,8 @@ READ_CASES = {  # name -> (builder, whether Kafka's start fails): what rebuildPr
 
 def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_CASES) -> None:
     """Each case of ``PRODUCER_STATE_CASES`` previewed, then loaded by Kafka (clean or not, at its recovery
-    point): the preview fails where Kafka's start throws, with its exception's class, else names the segments
-    Kafka recovered and its log end offset."""
+    point): the preview fails where Kafka's start throws, with its exception's class (``MESSAGE``: its whole
+    text), else names the segments Kafka recovered and its log end offset."""
     for name, (build, fails) in cases.items():
         part = tmp_path / name.replace(" ", "_").replace("'", "") / "t-0"
         part.parent.mkdir()
@@ -1043,15 +1047,16 @@ def _producer_state_cases(oracle, tmp_path: Path, cases: dict = PRODUCER_STATE_C
         preview = preview_start(on_disk(part), clean, recovery_point, log_start[0] if log_start else None)
         answer = oracle.load(part, T + 200, recovery_point=recovery_point, clean=clean,
                              **({"log_start_offset": log_start[0]} if log_start else {}))
-        assert ("exception" in answer) == fails, (name, answer)
+        assert ("exception" in answer) == bool(fails), (name, answer)
         if fails:
             assert preview.action == "fail", (name, preview, answer)
-            kafkas = answer["exception"].split(":", 1)[0].rsplit(".", 1)[1]
+            kafkas = answer["exception"] if fails == MESSAGE else answer["exception"].split(":", 1)[0].rsplit(".", 1)[1]
             assert kafkas in preview.notes[0], (name, preview.notes, answer)
         else:
             assert preview.action != "fail", (name, preview, answer)
-            assert (preview.recovered, preview.log_end_offset) == (answer["recovered"], answer["logEndOffset"]), (
-                name, preview, answer)
+            # the preview's in the load's order (a segment recovered as it is opened first), Kafka's sorted
+            got = (sorted(preview.recovered), preview.log_end_offset)
+            assert got == (answer["recovered"], answer["logEndOffset"]), (name, preview, answer)
 
 
 PREVIEWS = GOLDEN / "startup_preview_loads.json"  # Kafka's loads of the judged preview cases
@@ -1324,6 +1329,293 @@ BAD_INDEX_CASES = {  # name -> (builder, whether Kafka's start fails): a served 
 }
 
 
+def _marker7(offset: int) -> bytes:
+    """Producer 7's COMMIT marker at ``offset``."""
+    return build_batch(offset, [], producer_id=7, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                       control_timestamp=T + offset)
+
+
+def _stretch_that_ends_before_it_starts(part: Path) -> tuple[bool, int]:
+    """Marker; segment 10 has no ``.index`` and is recovered as it is opened: its ``rebuildProducerState`` loads the
+    snapshot at 4 and reads segment 0, the floor segment of 10. Segment 0's batch 2 has its base offset damaged to
+    12, and its ``.index`` on disk holds (3, batch 3) then (8, batch 1), out of order: the search for 10 (the read's
+    end, ``translateOffset``) starts at batch 1 and stops at batch 2; the search for 4 (its start) starts at batch 3
+    and stops at batch 4. ``LogSegment.read`` slices a negative size and ``FileRecords.slice`` throws
+    (IllegalArgumentException "Invalid size"): the start fails."""
+    size = len(_batch(0))
+    _put(part, 0, _offset_damage(_batches(0, 8), 2 * size, 12))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(3, 3 * size), (8, size)]))
+    _put(part, 10, _batch(10), index=False)
+    _snapshot(part, 4)
+    return True, 11
+
+
+def _marker_the_recovery_passs_replay_cannot_read(part: Path) -> tuple[bool, int]:
+    """Recovery point 10: segment 0 (served as it is) ends with producer 7's COMMIT marker of control type 100
+    (``_bad_control_type``). The recovery of segment 10 replays segment 0 from the log start, and
+    ``loadProducersFromRecords`` reads the marker (``EndTransactionMarker``), which throws: the start fails
+    (IllegalArgumentException), though nothing it recovers holds the marker."""
+    data, _ = _bad_control_type()
+    _put(part, 0, data, index=False)
+    (part / segment_name(0)).with_suffix(".index").write_bytes(b"")  # an index in place: no recovery at open
+    _put(part, 10, _batch(10))
+    return False, 10
+
+
+def _marker_the_last_rebuild_cannot_read(part: Path) -> tuple[bool, int]:
+    """``_marker_the_recovery_passs_replay_cannot_read`` with the marker and a snapshot at 0: nothing is recovered,
+    and the load's last ``rebuildProducerState`` replays segment 0 from the snapshot and throws on the marker."""
+    _marker_the_recovery_passs_replay_cannot_read(part)
+    _snapshot(part, 0)
+    return True, 11
+
+
+def _size_field_below_14_before_the_replays_start(part: Path) -> tuple[bool, int]:
+    """``_replay_from_a_snapshot_inside_a_served_segment`` with batch 1's size field 0 instead: the replay from the
+    snapshot at 4 searches from the index entry at 3 and reads from batch 4 to the end; ``FileLogInputStream``
+    never reaches the size field of 0 and the start serves the partition (the log end read from the last index
+    entry on)."""
+    t2 = _txn7(2)
+    _put(part, 0, _batches(0, 2) + t2 + _batches(3, 2))
+    size = len(_batch(0))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(3, 2 * size + len(t2))]))
+    _zero_size_field(part / segment_name(0), size)
+    _snapshot7(part, 4, None, 2)
+    return True, 5
+
+
+def _zero_filled_tail_past_the_floor_segments_read(part: Path) -> tuple[bool, int]:
+    """Marker; segment 10 has no ``.index`` and is recovered as it is opened. Segment 0's last batch has its base
+    offset damaged to 25, and a zero-filled tail follows: the replay to 10 reads segment 0 up to the batch the
+    search for 10 finds (that last batch), never the tail, and the start serves the partition (nothing else reads
+    segment 0)."""
+    size = len(_batch(0))
+    _put(part, 0, _offset_damage(_batches(0, 3), 2 * size, 25) + ZEROS)
+    _put(part, 10, _batch(10), index=False)
+    return True, 11
+
+
+STRETCH_CASES = {  # name -> (builder, whether Kafka's start fails): the stretch rebuildProducerState reads
+    "stretch that ends before it starts": (_stretch_that_ends_before_it_starts, MESSAGE),
+    "marker the recovery pass's replay cannot read": (_marker_the_recovery_passs_replay_cannot_read, True),
+    "marker the last rebuild cannot read": (_marker_the_last_rebuild_cannot_read, True),
+    "size field below 14 before the replay's start": (_size_field_below_14_before_the_replays_start, False),
+    "zero-filled tail past the floor segment's read": (_zero_filled_tail_past_the_floor_segments_read, False),
+}
+
+
+def _first_unstable_offset_met_by_an_entry_inside_a_batch(part: Path) -> tuple[bool, int]:
+    """Marker, a snapshot at 0 (no producers): every batch is whole, but segment 0's ``.index`` has one entry,
+    offset 2 at byte 5, inside its first batch. The replay from 0 (its search for 0 starts at the segment's start)
+    opens producer 7's transaction at 2; ``UnifiedLog``'s constructor then reads from 2, its search starting at
+    that entry, and reads a size field of 2 there: the start fails (``CorruptRecordException``), though the replay
+    read every segment as the scan did."""
+    _put(part, 0, _batches(0, 2) + _txn7(2) + _batch(3))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(2, 5)]))
+    _put(part, 10, _batch(10))
+    _snapshot(part, 0)
+    return True, 11
+
+
+def _first_unstable_offset_past_a_recovered_segment(part: Path) -> tuple[bool, int]:
+    """``_first_unstable_offset_met_by_an_entry_inside_a_batch`` without the snapshot, recovery point 10: segment
+    10 is recovered, the log's own manager holds the transaction the recovery's replay opened at 2, and the read
+    from 2 through segment 0's ``.index`` (segment 0 is served as it is) fails the start."""
+    _put(part, 0, _batches(0, 2) + _txn7(2) + _batch(3))
+    (part / segment_name(0)).with_suffix(".index").write_bytes(_index_bytes([(2, 5)]))
+    _put(part, 10, _batch(10))
+    return False, 10
+
+
+def _marker_skipped_by_a_served_segments_index(part: Path) -> tuple[bool, int]:
+    """Recovery point 20: producer 7's transaction opens at 2 in segment 0; segment 10 begins with its COMMIT marker,
+    but its ``.index`` on disk holds offset 10 at batch 12. The recovery of segment 20 replays segment 10 from the
+    batch the search for 10 finds from there (batch 12): the marker is skipped, the transaction stays open and
+    producer 7's plain batch at 20 fails the start (``InvalidTxnStateException``). The scan applied the marker."""
+    _put(part, 0, _batches(0, 2) + _txn7(2))
+    ten = _marker7(10) + _batches(11, 2)
+    _put(part, 10, ten)
+    (part / segment_name(10)).with_suffix(".index").write_bytes(_index_bytes([(0, len(ten) - len(_batch(12)))]))
+    _put(part, 20, _txn7(20, transactional=False, sequence=1))
+    return False, 20
+
+
+def _transaction_opened_below_its_segment(part: Path) -> tuple[bool, int]:
+    """Marker, a snapshot at 10 (no producers): segment 0 (its batch 1 damaged) lies wholly below the replay, which
+    reads segment 10 as the scan did. Segment 10's second batch, producer 7's transaction of ten records, has its
+    base offset damaged to 5 (its last offset, 14, still in the segment): the transaction it opens starts at 5, so
+    ``UnifiedLog``'s constructor reads from 5 in segment 0, the floor segment of 5, and meets the damaged batch:
+    the start fails."""
+    _put(part, 0, _batches(0, 3))
+    _codec_damage(part, 0, len(_batch(0)))
+    spanning = build_batch(11, [(T + 11 + o, b"t", b"v") for o in range(10)], producer_id=7, producer_epoch=0,
+                           base_sequence=0, is_transactional=True)
+    _put(part, 10, _batch(10) + _offset_damage(spanning, 0, 5))
+    _snapshot(part, 10)
+    return True, 15
+
+
+def _snapshot_deleted_by_an_earlier_recovery(part: Path) -> tuple[bool, int]:
+    """Marker; segments 0 and 20 have no ``.index`` and are recovered as they are opened. Segment 10's ``.index``
+    holds offset 10 at byte 5 (inside its first batch), then offset 12 at batch 12; a snapshot lies at 13. The
+    recovery of segment 0 rebuilds producer state up to 0, and its ``truncateAndReload`` deletes every snapshot
+    file above 0, the one at 13 too: the recovery of segment 20 replays from the snapshot at 2 that the first
+    recovery took at its end, searches segment 10 for 10 from the bad entry and fails the start
+    (``CorruptRecordException``). A replay from the snapshot at 13 would search from the entry at 12 and pass."""
+    _put(part, 0, _txn7(0) + _batch(1), index=False)
+    ten = _marker7(10) + _batches(11, 4)
+    _put(part, 10, ten)
+    (part / segment_name(10)).with_suffix(".index").write_bytes(
+        _index_bytes([(0, 5), (2, len(_marker7(10)) + len(_batch(11)))]))
+    _snapshot7(part, 13, None, 10)
+    _put(part, 20, _txn7(20, transactional=False, sequence=1), index=False)
+    return True, 21
+
+
+SERVED_INDEX_CASES = {  # name -> (builder, whether Kafka's start fails): the served segments the reads search
+    "first unstable offset met by an entry inside a batch": (
+        _first_unstable_offset_met_by_an_entry_inside_a_batch, MESSAGE),
+    "first unstable offset past a recovered segment": (_first_unstable_offset_past_a_recovered_segment, MESSAGE),
+    "marker skipped by a served segment's index": (_marker_skipped_by_a_served_segments_index, True),
+    "transaction opened below its segment": (_transaction_opened_below_its_segment, MESSAGE),
+    "snapshot deleted by an earlier recovery": (_snapshot_deleted_by_an_earlier_recovery, MESSAGE),
+}
+
+
+def _empty_stretch_at_the_opened_segments_base(part: Path) -> tuple[bool, int]:
+    """Marker; segment 10 (no ``.index``) is recovered as it is opened, from the snapshot at 5, which holds producer
+    7's transaction open at 1. Segment 0 ends with producer 7's COMMIT marker, its base offset damaged to 25: the
+    searches for 5 and for 10 both find it, so the replay reads nothing (``LogSegment.read`` with a size of 0), the
+    transaction stays open and producer 7's plain batch at 10 fails the start (``InvalidTxnStateException``). A
+    replay of the rest of segment 0 (the load's last one, say) applies the marker."""
+    head = _batch(0) + _txn7(1) + _batches(2, 3)
+    _put(part, 0, _offset_damage(head + _marker7(5), len(head), 25))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1), index=False)
+    _snapshot7(part, 5, 1, 1)
+    return True, 11
+
+
+def _replay_of_another_plan_not_taken_up(part: Path) -> tuple[bool, int]:
+    """Recovery point 10; segment 20 (no ``.index``) is recovered as it is opened, from the snapshot at 15 (producer
+    7's transaction open at 12). ``recoverLog`` then recovers segment 10 from the log start (``truncateAndReload``
+    deletes every snapshot above 10), replaying segment 0 (its batch 1 damaged, read by size): no transaction is
+    open and producer 7's plain batch at 10 passes; the start serves the partition. The state of the replay from
+    the snapshot at 15 is not the one this replay starts from."""
+    damaged = bytearray(_batch(1))
+    damaged[-1] ^= 1
+    _put(part, 0, _batch(0) + bytes(damaged) + _batch(2))
+    _put(part, 10, _txn7(10, transactional=False, sequence=1) + _batch(11))
+    _put(part, 20, _batch(20), index=False)
+    _snapshot7(part, 15, 12, 12)
+    return False, 10
+
+
+def _segment_replayed_as_served_then_recovered(part: Path) -> tuple[bool, int]:
+    """Recovery point 10, the snapshot at 10 holding producer 7's transaction open at 5. Segment 30 (no ``.index``)
+    is recovered as it is opened: its replay reads segment 10 as it is, through its ``.index`` on disk (offset 10
+    at batch 12), past its COMMIT marker at 10, and segment 20, whose first batch's base offset (damaged to 35)
+    ends the read at once (an empty ``.index``: not recovered when opened). ``recoverLog`` then recovers segment 10
+    (the marker applied) and segment 20, whose producer 7's plain batch at 21 comes after the commit: the start
+    serves the partition. The state of the replay that read segment 10 as it is (the marker skipped) is not the one
+    the recovery of segment 20 starts from."""
+    _put(part, 0, _batches(0, 3))
+    ten = _marker7(10) + _batches(11, 2)
+    _put(part, 10, ten)
+    (part / segment_name(10)).with_suffix(".index").write_bytes(_index_bytes([(0, len(ten) - len(_batch(12)))]))
+    _put(part, 20, _offset_damage(_batch(20) + _txn7(21, transactional=False, sequence=1), 0, 35), index=False)
+    (part / segment_name(20)).with_suffix(".index").write_bytes(b"")
+    _put(part, 30, _batch(30), index=False)
+    _snapshot7(part, 10, 5, 5)
+    return False, 10
+
+
+def _floor_segment_read_to_a_search_then_whole(part: Path) -> tuple[bool, int]:
+    """Marker; segments 20 and 40 have no ``.index`` and are recovered as they are opened. The replay to 40 reads
+    segment 30 up to the batch the search for 40 finds (its last, base offset damaged to 45): producer 8's plain
+    batch at 30, then its transaction opened at 31. The load's last rebuild loads the snapshot at 41 the recovery of
+    segment 40 took, the transaction open, and the read from 31 passes: the start serves the partition. The dry run
+    rebuilds that state from the log start, segment 30 read whole, each batch once (taken up after the stretch of
+    segment 30 the replay to 40 read, it would meet producer 8's plain batch inside its own open transaction)."""
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _batches(10, 2))
+    _put(part, 20, _batch(20), index=False)
+    head = _txn8(30, transactional=False) + _txn8(31, sequence=1)
+    _put(part, 30, _offset_damage(head + _batch(32), len(head), 45))
+    _put(part, 40, _batch(40), index=False)
+    return True, 41
+
+
+def _floor_segment_read_whole_past_the_stretch_read(part: Path) -> tuple[bool, int]:
+    """``_floor_segment_read_to_a_search_then_whole``'s segments, segment 30 holding producer 8's plain batch at 30,
+    a batch whose base offset is damaged to 45, producer 8's transaction opened at 32, then a zero-filled tail;
+    segment 40 producer 8's plain batch. The replay to 40 reads segment 30 up to the damaged batch (the plain
+    batch), the recovery of segment 40 passes, and the load's last rebuild loads the snapshot at 41 its recovery
+    took: nothing reads the transaction at 32 or the tail, and the start serves the partition. The dry run's
+    replay of segment 30 whole (the log's own state, from the log start) meets the tail: it cannot tell that
+    state, and the transaction it opened at 32 is not carried on to segment 40."""
+    _put(part, 0, _batches(0, 2))
+    _put(part, 10, _batches(10, 2))
+    _put(part, 20, _batch(20), index=False)
+    head = _txn8(30, transactional=False)
+    _put(part, 30, _offset_damage(head + _batch(31), len(head), 45) + _txn8(32, sequence=1) + ZEROS)
+    _put(part, 40, _txn8(40, transactional=False, sequence=2), index=False)
+    return True, 41
+
+
+def _segment_searched_from_its_base_by_the_dry_run_alone(part: Path) -> tuple[bool, int]:
+    """Marker; segments 0 and 20 have no ``.index`` and are recovered as they are opened. Producer 7's transaction
+    opens at 0 and segment 0's last batch has its base offset damaged to 11, so its recovery takes its snapshot at
+    12, inside segment 10. Segment 10's ``.index`` holds offset 10 at byte 5 (inside its first batch), then offset
+    12 at its COMMIT marker. The recovery of segment 20 replays from the snapshot at 12: segment 10 from its marker,
+    searched from the entry at 12; the transaction is committed, producer 7's plain batch at 20 passes and the start
+    serves the partition. The dry run's replay from the log start searches segment 10 for 10, from the bad entry,
+    which throws: it cannot tell that state and keeps the scan's judgement."""
+    first = _txn7(0)
+    _put(part, 0, _offset_damage(first + _batch(1), len(first), 11), index=False)
+    _put(part, 10, _batches(10, 2) + _marker7(12) + _batch(13))
+    (part / segment_name(10)).with_suffix(".index").write_bytes(_index_bytes([(0, 5), (2, 2 * len(_batch(10)))]))
+    _put(part, 20, _txn7(20, transactional=False, sequence=1), index=False)
+    return True, 21
+
+
+def _txn9(offset: int, transactional: bool = True, sequence: int = 0) -> bytes:
+    """Producer 9's one-record batch at ``offset``."""
+    return build_batch(offset, [(T + offset, b"w", b"v")], producer_id=9, producer_epoch=0, base_sequence=sequence,
+                       is_transactional=transactional)
+
+
+def _replay_stopped_inside_its_keys(part: Path) -> tuple[bool, int]:
+    """Marker; segments 20, 40 and 60 have no ``.index`` and are recovered as they are opened. Producer 9's
+    transaction opens at 0; segment 30 commits it at 30, then holds a batch whose base offset is damaged to 45 and a
+    zero-filled tail. The replay to 40 reads segment 30 up to that batch (the commit); the recovery of segment 60
+    loads the snapshot the recovery of segment 40 took, and producer 9's plain batch at 60 passes: the start serves
+    the partition. The dry run's replays to 60 and to the log end read segment 30 whole and meet the tail: they
+    cannot tell the state, and neither keeps a state taken before segment 30 as one after it (taken up by the
+    other, it would miss the commit)."""
+    commit = build_batch(30, [], producer_id=9, producer_epoch=0, is_transactional=True, control=("COMMIT", 0),
+                         control_timestamp=T + 30)
+    _put(part, 0, _txn9(0) + _batch(1))
+    _put(part, 10, _batches(10, 2))
+    _put(part, 20, _batch(20), index=False)
+    _put(part, 30, _offset_damage(commit + _batch(31), len(commit), 45) + ZEROS)
+    _put(part, 40, _batch(40), index=False)
+    _put(part, 50, _batch(50))
+    _put(part, 60, _txn9(60, transactional=False, sequence=1), index=False)
+    return True, 61
+
+
+CACHED_REPLAY_CASES = {  # name -> (builder, whether Kafka's start fails): the replays _replayed takes up or not
+    "empty stretch at the opened segment's base": (_empty_stretch_at_the_opened_segments_base, True),
+    "replay of another plan not taken up": (_replay_of_another_plan_not_taken_up, False),
+    "segment replayed as served, then recovered": (_segment_replayed_as_served_then_recovered, False),
+    "floor segment read to a search, then whole": (_floor_segment_read_to_a_search_then_whole, False),
+    "floor segment read whole past the stretch read": (_floor_segment_read_whole_past_the_stretch_read, False),
+    "segment searched from its base by the dry run alone": (_segment_searched_from_its_base_by_the_dry_run_alone,
+                                                            False),
+    "replay stopped inside its keys": (_replay_stopped_inside_its_keys, False),
+}
+
+
 # Kafka 4.4's loads of the directed partitions, by golden key (``DIRECTED``): each group's cases through
 # ``_producer_state_cases``
 DIRECTED_LOADS = {
@@ -1345,6 +1637,14 @@ DIRECTED_LOADS = {
     # a segment served as it is searched through its ``.index`` on disk, even when every batch is whole
     # (``_search_replayed``)
     "producer state, whole segments' indexes": BAD_INDEX_CASES,
+    # the stretch between the replay's searches, read as it is (``_read_window``, ``_read_as_is``): what throws
+    # there fails the start, what lies outside it is never read
+    "producer state, stretches": STRETCH_CASES,
+    # the segments served as they are that the replay's and the first unstable offset's searches meet, through
+    # their ``.index`` on disk (``_replays_as_scanned``, ``maybe_increment_first_unstable_offset``)
+    "producer state, served indexes": SERVED_INDEX_CASES,
+    # replays taken up from the last one kept (``_replayed``): the same plan and the same segments, read alike
+    "producer state, cached replays": CACHED_REPLAY_CASES,
 }
 
 
