@@ -83,7 +83,6 @@ from segdex.indexcore.log.log_loader import (
     SegmentOnDisk,
     _floor_index,
     complete_swaps,
-    preview_start,
 )
 from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
@@ -166,6 +165,9 @@ class LoadedForCleaning:
     as_is: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
     # UnifiedLog's firstUnstableOffsetMetadata after the load (None: no transaction open): ``_first_unstable``
     first_unstable_offset: int | None = None
+    # the transactions of the log's own producer state after the load, as the start's dry run predicts them (open
+    # ones, and those its last replay completed: ``LogLoader.producer_state_at_end``); None: ``producer_state``'s
+    txn_state: ProducerStateManager | None = None
 
     def carried_through(self, round_: CleaningRound) -> str | None:
         """What a round that did not throw says of the damaged segments served as they are."""
@@ -177,6 +179,18 @@ class LoadedForCleaning:
                     else "not read by this round")
             notes.append(f"{path} byte {position} ({why}): {what}")
         return "; ".join(notes) or None
+
+    def first_unstable_at(self, high_watermark: int) -> int | None:
+        """The first unstable offset once the broker sets the high watermark (``UnifiedLog.updateHighWatermark``:
+        ``ProducerStateManager.onHighWatermarkUpdated`` drops the transactions the load's last replay completed
+        whose marker lies below it, those at or above it still count; ``maybeIncrementFirstUnstableOffset`` then
+        reads it from the log again, ``_first_unstable``)."""
+        state = self.txn_state
+        if state is None or not state.unreplicated_txns:
+            return self.first_unstable_offset
+        kept = state.copy()
+        kept.remove_unreplicated_transactions(high_watermark)
+        return _first_unstable(self.segments, kept.first_unstable_offset(self.log_start_offset), self.log_end_offset)
 
     def active_producers(self) -> dict[int, LastRecord]:
         """``UnifiedLog.lastRecordsOfActiveProducers``."""
@@ -227,17 +241,24 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
         facts.append(fact)
         if bad_magic:
             as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
+    txns = None
     if None not in on_disk:  # the load's own reads (its producer-state replay's searches) can throw
-        preview = preview_start(on_disk, clean_shutdown, recovery_point, log_start_offset_checkpoint)
+        dry = LogLoader(partition_dir, config, now_ms, log_start_offset_checkpoint, dry_run=True,
+                        clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0)
+        preview = dry.load(on_disk)
         if preview.action == ACTION_FAIL:
             raise LogCleaningException("; ".join(preview.notes))
+        txns = dry.producer_state_at_end()
     loaded = loader.finish()
     leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset
     producers = loader.recovery.producer_state
     if clean_shutdown:  # a clean start loads the snapshot at the log end (a replay of cleaned segments differs)
         producers = load_from_snapshot(partition_dir, leo, now_ms, config.producer_id_expiration_ms) or producers
-    unstable = _first_unstable(segs, producers.first_unstable_offset(loaded.log_start_offset), leo)
-    return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is, unstable)
+    if txns is not None and not txns.producers:  # no producer at all (a clean start without a snapshot skips the
+        producers = txns                         # rebuild), expired or not
+    unstable = _first_unstable(segs, (producers if txns is None else txns).first_unstable_offset(
+        loaded.log_start_offset), leo)
+    return LoadedForCleaning(segs, facts, loaded.log_start_offset, leo, producers, as_is, unstable, txns)
 
 
 def _first_unstable(segs: list[CleanerSegment], offset: int | None, log_end_offset: int) -> int | None:
@@ -651,7 +672,7 @@ def _prepare(partition_dir: str, config: LogConfig, cleaner: CleanerConfig, now_
         return plan, None
     start, end = loaded.log_start_offset, loaded.log_end_offset
     hw = clamped_high_watermark(high_watermark, start, end)
-    lso = last_stable_offset(loaded.first_unstable_offset, hw)
+    lso = last_stable_offset(loaded.first_unstable_at(hw), hw)
     view = cleaning_view(loaded.facts, start, end, lso, checkpoint, now_ms, config)
     ratio = view.log.cleanable_ratio
     plan.first_dirty_offset = view.offsets.first_dirty_offset

@@ -490,17 +490,9 @@ class LogLoader:
         if plan is None or (all(s.result.intact for s in served)
                             and self._replays_as_scanned(leo, plan, opened=False)):
             return
-        state = self._replayed(plan, leo, opened=False)
+        state = self._state_at_end(plan, leo, log_start)
         if state is None:
             return
-        # The log's own manager loads the latest snapshot left (one a recovery took, at the end of the last segment
-        # it recovered, among them) and replays from there: the transactions it completes there stay in its
-        # unreplicatedTxns, as no high watermark passed them yet (UnifiedLog's constructor starts it at the log
-        # start offset and does not move it), and count; those completed before that snapshot, in a replay from an
-        # earlier one here, are not its.
-        final = snapshot_to_load(self.snapshots, log_start, leo)
-        if final is not None:
-            state.remove_unreplicated_transactions(final)
         first = state.first_unstable_offset(log_start)
         if first is None:
             return
@@ -512,6 +504,37 @@ class LogLoader:
         except OffsetReadException as e:
             raise LoadFailed(f"the read of the log from its first unstable offset {first} (UnifiedLog's "
                              f"constructor): {e}") from None
+
+    def _state_at_end(self, plan: tuple[int | None, int], leo: int, log_start: int) -> ProducerStateManager | None:
+        """The producer state of the log's own manager after the load (``_replayed`` at ``leo``). That manager
+        loads the latest snapshot left (one a recovery took, at the end of the last segment it recovered, among
+        them) and replays from there: the transactions it completes there stay in its ``unreplicatedTxns``, as no
+        high watermark passed them yet (``UnifiedLog``'s constructor starts it at the log start offset and does not
+        move it), and count; those completed before that snapshot, in a replay from an earlier one here, are not
+        its. None where it cannot be told."""
+        state = self._replayed(plan, leo, opened=False)
+        final = snapshot_to_load(self.snapshots, log_start, leo)
+        if state is not None and final is not None:
+            state.remove_unreplicated_transactions(final)
+        return state
+
+    def producer_state_at_end(self) -> ProducerStateManager | None:
+        """The dry run's prediction (after ``load``) of the producer state the load leaves for the log
+        (``UnifiedLog``'s ``producerStateManager``): its open transactions and those its last replay completed
+        (``_state_at_end``); an empty state where the load skips the rebuild (a clean start without a snapshot).
+        None where the dry run cannot tell, or the load fails. Producers are not expired here (the dry run has no
+        clock): read its transactions, not its producers."""
+        if self.out.action == ACTION_FAIL or not self.remaining:
+            return None
+        leo = self.out.log_end_offset
+        log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
+        plan = self._replay_plan(leo, log_start)
+        if plan is None:
+            return ProducerStateManager()
+        try:
+            return self._state_at_end(plan, leo, log_start)
+        except LoadFailed:
+            return None
 
     def _replay_plan(self, leo: int, log_start: int) -> tuple[int | None, int] | None:
         """Where the load's state at ``leo`` starts (``_replayed``): the snapshot file it loads (None: an

@@ -23,7 +23,8 @@ import pytest
 from segdex.indexcore.config.cleaner_config import CleanerConfig
 from segdex.indexcore.config.log_config import LONG_MAX, LogConfig
 from segdex.indexcore.log.log_cleaner import clean_partition, plan_cleaning
-from segdex.indexcore.tools.segment_writer import segment_name
+from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+from tests.support.cleaner_cases import RecordedOracle, RecordingOracle, keep_recording, live_files, recorded
 from tests.support.compacted_partitions import HOUR_MS, compacted_partition
 from tests.support.fixtures import GOLDEN
 
@@ -151,3 +152,117 @@ def test_rounds_until_clean_in_memory_are_the_rounds_applied_one_by_one(i: int, 
     assert (whole.rounds, whole.end_offset, whole.map_full) == (rounds, last.end_offset, last.map_full)
     assert (whole.records_after, whole.bytes_after, whole.segments_after, whole.tombstones_kept, whole.keys) == (
         last.records_after, last.bytes_after, last.segments_after, last.tombstones_kept, last.keys)
+
+
+# ---------------------------------------------------------------- a clean start's last replay and the high watermark
+
+HW_RECORDED = GOLDEN / "cleaner_high_watermark.json"
+HW_NOW = T0 + 10 * HOUR_MS
+HW_CONFIG = LogConfig(cleanup_policy="compact")
+HW_KAFKA_CONFIG = {"cleanup.policy": "compact"}
+
+
+def _plain(offset: int, key: bytes) -> bytes:
+    return build_batch(offset, [(T0 + offset, key, b"v%d" % offset)])
+
+
+def _committed() -> dict[int, bytes]:
+    """Producer 7's transaction opens at 1 (segment 0) and commits at 3 (segment 2); segment 5 is the active one."""
+    return {0: _plain(0, b"a") + build_batch(1, [(T0 + 1, b"a", b"v1")], producer_id=7, producer_epoch=0,
+                                             base_sequence=0, is_transactional=True),
+            2: _plain(2, b"a") + build_batch(3, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0),
+                                             control_timestamp=T0 + 3) + _plain(4, b"b"),
+            5: _plain(5, b"c")}
+
+
+def _open() -> dict[int, bytes]:
+    """Producer 7's transaction opens at 1 and never ends; segment 4 is the active one."""
+    return {0: _plain(0, b"a") + build_batch(1, [(T0 + 1, b"a", b"v1")], producer_id=7, producer_epoch=0,
+                                             base_sequence=0, is_transactional=True),
+            2: _plain(2, b"a") + _plain(3, b"b"), 4: _plain(4, b"c")}
+
+
+def _idempotent() -> dict[int, bytes]:
+    """Idempotent producer 9's only batch at 0 (key a, superseded at 2); segment 4 is the active one."""
+    return {0: build_batch(0, [(T0, b"a", b"v0")], producer_id=9, producer_epoch=0, base_sequence=0)
+            + _plain(1, b"b"), 2: _plain(2, b"a") + _plain(3, b"b"), 4: _plain(4, b"c")}
+
+
+# name -> (segments, the snapshot files left of those Kafka's start and stop wrote, high watermark (-1: the log end),
+# offset map bytes of Kafka's round (0: no round, the view only)[, the recovery point for a start without the
+# clean-shutdown marker])
+HW_CASES = {
+    "marker above the high watermark": (_committed, {2}, 2, 0),
+    "marker at the high watermark": (_committed, {2}, 3, 0),
+    "marker below the high watermark": (_committed, {2}, 4, 0),
+    "high watermark at the log end": (_committed, {2}, -1, 0),
+    "snapshot at the log end": (_committed, {2, 5, 6}, 3, 0),
+    "open transaction, no snapshot": (_open, set(), -1, 0),
+    "idempotent producer, no snapshot": (_idempotent, set(), -1, 24 * 1000),
+    "unclean start, segments served": (_committed, {2}, 2, 0, 6),
+    "unclean start, active segment recovered": (_committed, {2}, 2, 0, 5),
+    "unclean start, from segment 2": (_committed, {2}, 3, 0, 2),
+}
+
+
+def _clean_start(oracle, name: str, root: Path) -> tuple[Path, int, int | None, dict, dict]:
+    """Case ``name`` started and stopped by Kafka (its indexes and snapshots written), its snapshots but those kept
+    removed, copied for segdex, then Kafka's cleaner's view (and round) after a clean start with the recovery point
+    at the log end: (segdex's copy, the log end offset, the high watermark (None: the log end), Kafka's answer,
+    the files of its round)."""
+    segments, kept, hw, dedupe, *unclean = HW_CASES[name]
+    theirs, ours = root / "theirs" / "c-0", root / "ours" / "c-0"
+    theirs.mkdir(parents=True)
+    for n, (base, data) in enumerate(sorted(segments().items())):
+        (theirs / segment_name(base)).write_bytes(data)
+        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+    leo = oracle.load(theirs, HW_NOW, config=HW_KAFKA_CONFIG)["logEndOffset"]
+    for snapshot in theirs.glob("*.snapshot"):
+        if int(snapshot.stem) not in kept:
+            snapshot.unlink()
+    shutil.copytree(theirs, ours)
+    answer = oracle.cleanable(theirs, HW_NOW, 0, hw, None, dedupe, config=HW_KAFKA_CONFIG,
+                              recovery_point=unclean[0] if unclean else leo, clean=not unclean)
+    files = oracle.files if isinstance(oracle, RecordedOracle) else oracle.recorded[-1]["files"]
+    return ours, leo, None if hw < 0 else hw, answer, files
+
+
+@pytest.mark.parametrize("name", HW_CASES)
+def test_the_recorded_clean_starts_are_kafkas(kafka44, name: str, tmp_path: Path):
+    recording = RecordingOracle(kafka44)
+    _clean_start(recording, name, tmp_path)
+    keep_recording(name, recording, HW_RECORDED)
+
+
+@pytest.mark.parametrize("name", [n for n, case in HW_CASES.items() if not case[3]])
+def test_a_clean_starts_replay_bounds_the_range_as_kafkas(name: str, tmp_path: Path):
+    """A clean start that finds no snapshot at the log end: its last ``rebuildProducerState`` loads the latest
+    snapshot left and replays from there, and each transaction that replay completes stays in
+    ``ProducerStateManager.unreplicatedTxns`` while its marker is at or above the high watermark
+    (``onHighWatermarkUpdated``): it still counts for ``firstUnstableOffset``, so the last stable offset, which
+    bounds ``LogCleanerManager.cleanableOffsets``, is its first offset (1, in segment 0: nothing cleanable), not
+    the high watermark. With no snapshot at all the rebuild is skipped (an empty state: a transaction the log
+    holds open does not count). A start without the clean-shutdown marker recovers from its recovery point, each
+    recovery's rebuild replaying from the latest snapshot: where that replay completes the transaction, the log's
+    manager keeps it too. Kafka 4.4's answers, recorded."""
+    ours, leo, hw, kafka, _ = _clean_start(recorded(name, HW_RECORDED), name, tmp_path)
+    unclean = HW_CASES[name][4:]
+    plan = plan_cleaning(str(ours), HW_CONFIG, CleanerConfig(dedupe_buffer_size=24 * 1000), HW_NOW,
+                         high_watermark=hw, clean_shutdown=not unclean, recovery_point=unclean[0] if unclean else leo)
+    assert plan.error is None
+    assert (plan.first_dirty_offset, plan.first_uncleanable_offset) == (kafka["firstDirtyOffset"],
+                                                                        kafka["firstUncleanableOffset"])
+    assert (plan.end_offset is None) == (kafka["cleanableBytes"] == 0)
+
+
+def test_a_clean_start_without_snapshots_holds_no_producer(tmp_path: Path):
+    """A clean start that finds no snapshot skips the producer state's rebuild (``rebuildProducerState``, Kafka's
+    upgrade path): ``lastRecordsOfActiveProducers`` is empty, so the round keeps no batch for producer 9's sake and
+    removes its only batch, superseded, as Kafka 4.4's ``Cleaner.doClean`` does (recorded)."""
+    name = "idempotent producer, no snapshot"
+    ours, leo, hw, kafka, files = _clean_start(recorded(name, HW_RECORDED), name, tmp_path)
+    plan = clean_partition(str(ours), HW_CONFIG, CleanerConfig(dedupe_buffer_size=HW_CASES[name][3]), HW_NOW,
+                           high_watermark=hw, clean_shutdown=True, recovery_point=leo, force=True)
+    assert plan.error is None and plan.applied and plan.end_offset == kafka["endOffset"]
+    logs = {n: got for n, got in live_files(ours).items() if n.endswith(".log")}
+    assert logs == {n: got for n, got in files.items() if n.endswith(".log")}
