@@ -35,6 +35,7 @@ from segdex.indexcore.log.log_loader import (
     SegmentOnDisk,
     StartupPreview,
     preview_start,
+    producer_state_after_start,
     snapshot_files_in,
 )
 from segdex.indexcore.log.log_manager import PartitionState
@@ -590,8 +591,8 @@ def _cleaner_columns(task: PartitionTask, view: CleaningView | None) -> dict[str
 def _cleaning_view(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, recovery: PartitionRecovery | None,
                    ctx: RunContext) -> CleaningView | None:
     """verify: ``LogCleanerManager``'s view of a compacted partition as the scan found it (its segments'
-    timestamps as Kafka's load rebuilds the indexes, its open transactions for the last stable offset, the high
-    watermark checkpointed, clamped to the log as the broker clamps it), at the scan's clock."""
+    timestamps as Kafka's load rebuilds the indexes, the transactions its load leaves for the last stable offset,
+    the high watermark checkpointed, clamped to the log as the broker clamps it), at the scan's clock."""
     if not on_disk or recovery is None or task.read_only is not None or not task.config.compact:
         return None
     try:
@@ -601,7 +602,15 @@ def _cleaning_view(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, rec
     start = max(task.log_start_offset or 0, on_disk[0].base_offset)
     end = on_disk[-1].result.next_offset
     hw = clamped_high_watermark(task.high_watermark, start, end)
-    lso = last_stable_offset(recovery.producer_state.first_unstable_offset(start), hw)
+    # the transactions the broker's load leaves (a clean start without a snapshot has none; those its last replay
+    # completed count until the high watermark passes their markers), else the scan's replay's
+    try:
+        state = producer_state_after_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset)
+    except OSError:  # a file gone since the scan read it: the scan's own replay
+        state = None
+    state = (state or recovery.producer_state).copy()
+    state.remove_unreplicated_transactions(hw)
+    lso = last_stable_offset(state.first_unstable_offset(start), hw)
     now = int(ctx.scanned_at.timestamp() * 1000)
     return cleaning_view(facts, start, end, lso, task.cleaner_checkpoint, now, task.config)
 

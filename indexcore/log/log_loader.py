@@ -845,6 +845,19 @@ def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_
     return out
 
 
+def producer_state_after_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
+                               log_start_offset_checkpoint: int | None) -> ProducerStateManager | None:
+    """The transactions of the producer state the broker's next load leaves for the log, as ``preview_start``'s
+    dry run predicts them (``LogLoader.producer_state_at_end``: open ones, and those its last replay completed,
+    which count until a high watermark passes their markers); None where it cannot tell or the load fails."""
+    if not segments:
+        return None
+    loader = LogLoader(os.path.dirname(segments[0].log_path), log_start_offset_checkpoint=log_start_offset_checkpoint
+                       or 0, dry_run=True, clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0)
+    loader.load(segments)
+    return loader.producer_state_at_end()
+
+
 def _lost_offsets(segments: list[SegmentOnDisk], out: StartupPreview,
                   deleted: set[int]) -> tuple[int, int | None] | None:
     """First and last offset of what the start removes: from the first cut (its valid end) or deleted segment's

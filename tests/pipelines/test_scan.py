@@ -6,6 +6,8 @@ import os
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+
 from segdex.indexcore.config.log_config import LogConfig
 from segdex.pipelines.run_context import MODE_REINDEX, MODE_VERIFY, RunContext
 from segdex.pipelines.sample_logdir import generate_sample
@@ -87,6 +89,25 @@ def test_verify_gives_a_compacted_partitions_cleaner_view(tmp_path):
     assert past.cleaner_first_dirty_offset == 0  # a checkpoint past the log end: Kafka starts over
     deleting = scan_partition(_task(part), RunContext(MODE_VERIFY, "r", NOW)).partition
     assert deleting.cleaner_first_dirty_offset is None and deleting.cleaner_would_clean is None
+
+
+@pytest.mark.parametrize("name", ["marker above the high watermark", "marker below the high watermark",
+                                  "open transaction, no snapshot", "unclean start, from segment 2"])
+def test_verify_bounds_the_cleaner_view_by_the_transactions_kafkas_load_leaves(tmp_path, name: str):
+    """The cleaner view's last stable offset comes from the producer state the broker's load leaves: a clean start
+    that replays from an older snapshot keeps the transaction that replay completes while its marker is at or
+    above the high watermark, one without any snapshot holds none open. The partitions of
+    ``test_log_cleaner_recorded``'s clean starts, against Kafka 4.4's views there (recorded)."""
+    from tests.indexcore.log.test_log_cleaner_recorded import HW_CASES, HW_RECORDED, _clean_start
+    from tests.support.cleaner_cases import recorded
+
+    ours, leo, hw, kafka, _ = _clean_start(recorded(name, HW_RECORDED), name, tmp_path)
+    unclean = HW_CASES[name][4:]
+    task = replace(_task(ours), config=LogConfig(cleanup_policy="compact"), clean_shutdown=not unclean,
+                   recovery_point=unclean[0] if unclean else leo, high_watermark=hw)
+    row = scan_partition(task, RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert (row.cleaner_first_dirty_offset, row.cleaner_first_uncleanable_offset) == (
+        kafka["firstDirtyOffset"], kafka["firstUncleanableOffset"])
 
 
 def _coordinator_partition(root, name: str) -> list:
