@@ -41,6 +41,9 @@ WHOLE, KEYS, FILTER = "whole", "keys", "filter"
 CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER_VALUE = struct.Struct(">hi")
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
+# ControlRecordType.fromTypeId's other names (Kafka 4.4); any other id is UNKNOWN
+OTHER_CONTROL_TYPES = {2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION",
+                       6: "KRAFT_VOTERS"}
 
 
 @dataclass(slots=True)
@@ -321,8 +324,9 @@ def end_txn_marker(buf, batch: RecordBatch) -> tuple[str, int, int] | None:
         if version < 0:
             raise InvalidRecordException(f"Invalid version found for control record: {version}")
         if ctype not in CONTROL_TYPES:
-            raise RecoveryFailedException(f"Invalid control record type for end transaction marker: {ctype} "
-                                          f"(Kafka: IllegalArgumentException)")
+            raise RecoveryFailedException(f"Invalid control record type for end transaction marker "
+                                          f"{OTHER_CONTROL_TYPES.get(ctype, 'UNKNOWN')} (Kafka: "
+                                          f"IllegalArgumentException)")
         if value is None:
             raise RecoveryFailedException(f"end transaction marker at offset {record.offset} has no value "
                                           f"(Kafka: NullPointerException)")

@@ -309,7 +309,7 @@ def _bad_control_type() -> tuple[bytes, str]:
     struct.pack_into(">h", marker, 61 + 5 + 2, 100)  # header 61, 5 single-byte fields, key version int16, type
     struct.pack_into(">I", marker, 17, crc32c.crc32c(bytes(marker[21:])))
     error = (f"RecoveryFailedException at position {len(data)}: Invalid control record type for end transaction "
-             f"marker: 100 (Kafka: IllegalArgumentException)")
+             f"marker UNKNOWN (Kafka: IllegalArgumentException)")
     return data + bytes(marker), error
 
 
