@@ -626,3 +626,48 @@ def test_a_transaction_value_too_short_for_its_version_is_named_as_the_value(tmp
     write_partition(tmp_path, "__transaction_state", 0, [build_batch(0, [(T, txn_key("a"), b"\x00")])])
     load = load_transactions(tmp_path / "__transaction_state-0")
     assert load.undecodable == ["offset 0: record value too short for its version (1 bytes)"]
+
+
+def _cut_above_the_stop(root):
+    """Segment 0: batches 0, 1 and 2, batch 1's payload flipped (its CRC fails); segment 3: batches 3 and 4 and
+    batch 5 cut inside. The coordinator's load stops at offset 1 in segment 0; a start without a clean-shutdown
+    marker but with recovery point 3 re-reads segment 3 alone, truncates it at 5 and serves segment 0 as it is."""
+    from segdex.indexcore.coordinator.coordinator_loader import replay_coordinator_partition
+    from segdex.indexcore.tools.segment_writer import build_batch, segment_name
+
+    t = 1_700_000_000_000
+    part = root / "__consumer_offsets-0"
+    part.mkdir(parents=True)
+    bad = bytearray(build_batch(1, [(t, b"b", b"1")]))
+    bad[-2] ^= 1
+    (part / segment_name(0)).write_bytes(build_batch(0, [(t, b"a", b"0")]) + bytes(bad)
+                                         + build_batch(2, [(t, b"c", b"2")]))
+    (part / segment_name(3)).write_bytes(build_batch(3, [(t, b"d", b"3")]) + build_batch(4, [(t, b"e", b"4")])
+                                         + build_batch(5, [(t, b"f", b"5")])[:-7])
+    for base in (0, 3):
+        (part / (segment_name(base)[:-4] + ".index")).write_bytes(b"")
+    return part, replay_coordinator_partition(part, lambda _pid, _r: None)
+
+
+def test_a_start_that_truncates_a_later_segment_says_it_serves_the_damaged_one(tmp_path):
+    """A start that truncates (segment 3's cut tail) above where the load stopped (offset 1, segment 0, below the
+    recovery point 3, ``_cut_above_the_stop``): Kafka's ``LogLoader.recoverLog`` re-reads only the segments from
+    the recovery point's floor, so the damaged batch in segment 0 is served as it is: the note says so, not that
+    the start cuts below where this load stopped."""
+    from segdex.indexcore.coordinator.coordinator_loader import after_broker_start
+
+    part, summary = _cut_above_the_stop(tmp_path)
+    assert (summary.next_offset, summary.stopped_segment) == (1, 0)
+    after = after_broker_start(part, summary, clean_shutdown=False, recovery_point=3, log_start_offset=None)
+    assert after == AfterStart(
+        DIFFERS, 5, "a broker's start does not re-read the damaged segment (the recovery point 3 is past the damaged "
+                    "segment) and serves it as it is; its coordinator reads the damaged bytes: not predicted here, "
+                    "not Kafka's answer")
+
+
+def test_kafkas_start_truncates_a_later_segment_and_keeps_the_damaged_one(kafka44, tmp_path):
+    """Kafka 4.4's own load of the same partition (no clean shutdown, recovery point 3): it recovers segment 3
+    alone and ends the log at 5, as the note above says."""
+    part, _ = _cut_above_the_stop(tmp_path)
+    answer = kafka44.load(part, 1_700_000_001_000, recovery_point=3, clean=False)
+    assert answer.get("logEndOffset") == 5 and answer.get("recovered") == [3], answer

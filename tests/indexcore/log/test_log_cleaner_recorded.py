@@ -266,3 +266,128 @@ def test_a_clean_start_without_snapshots_holds_no_producer(tmp_path: Path):
     assert plan.error is None and plan.applied and plan.end_offset == kafka["endOffset"]
     logs = {n: got for n, got in live_files(ours).items() if n.endswith(".log")}
     assert logs == {n: got for n, got in files.items() if n.endswith(".log")}
+
+
+# ---------------------------------------------------------------- what a start re-reads, and the state it leaves
+
+GAPS_RECORDED = GOLDEN / "cleaner_load_gaps.json"
+
+
+def _lone_first() -> dict[int, bytes]:
+    """Segment 0 holds offset 0 alone (segment 1 starts at 1); segment 3 is the active one."""
+    return {0: _plain(0, b"a"), 1: _plain(1, b"a") + _plain(2, b"b"), 3: _plain(3, b"c")}
+
+
+def _lone_open_first() -> dict[int, bytes]:
+    """``_lone_first`` with producer 7's transaction opening at 0 (never ended)."""
+    return {0: build_batch(0, [(T0, b"a", b"v0")], producer_id=7, producer_epoch=0, base_sequence=0,
+                           is_transactional=True), **{b: s for b, s in _lone_first().items() if b}}
+
+
+def _rewrite(part: Path, name: str, data: bytes) -> None:
+    """``name`` rewritten in ``part``, its modification time kept (the cleaner reads a ``.log``'s)."""
+    stat = (part / name).stat()
+    (part / name).write_bytes(data)
+    os.utime(part / name, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _newer_time_index(part: Path) -> None:
+    """Segment 0's ``.timeindex`` says its largest timestamp is now (its batch is ten hours older)."""
+    _rewrite(part, segment_name(0)[:-4] + ".timeindex", HW_NOW.to_bytes(8, "big") + bytes(4))
+
+
+def _untransacted_first(part: Path) -> None:
+    """Segment 0's batch at 0 rewritten without its producer: the snapshot at 1 still holds the open transaction."""
+    _rewrite(part, segment_name(0), _plain(0, b"a"))
+
+
+def _untransacted_second(part: Path) -> None:
+    """``_open``'s batch at 1 rewritten without its producer: the snapshot at 2 still holds its open transaction."""
+    _rewrite(part, segment_name(0), _plain(0, b"a") + build_batch(1, [(T0 + 1, b"a", b"v1")]))
+
+
+def _corrupt_last_snapshot(part: Path) -> None:
+    """The snapshot at the log end (5) with a byte of its entry flipped: its CRC fails."""
+    snapshot = part / "00000000000000000005.snapshot"
+    data = bytearray(snapshot.read_bytes())
+    data[-1] ^= 1
+    _rewrite(part, snapshot.name, bytes(data))
+
+
+def _backwards_tail() -> dict[int, bytes]:
+    """``_lone_open_first``'s segment 0; segment 1, the active one: batches at 1 and 5 of over 4 KiB each, one at 3
+    (offsets going back), producer 7's commit marker at 6 and a batch at 7. With ``index.interval.bytes`` at 4096
+    recovery would index 5 then 3 (``OffsetIndex.append`` throws ``InvalidOffsetException``); with the topic's
+    1 MiB it indexes nothing."""
+    big = b"x" * 4200
+    return {0: _lone_open_first()[0],
+            1: build_batch(1, [(T0 + 1, b"a", big)]) + build_batch(5, [(T0 + 5, b"b", big)]) + _plain(3, b"c")
+            + build_batch(6, [], producer_id=7, producer_epoch=0, control=("COMMIT", 0), control_timestamp=T0 + 6)
+            + _plain(7, b"d")}
+
+
+# name -> (segments, the snapshot files left of those Kafka's start and stop wrote, what is changed after them,
+# the topic's configs besides cleanup.policy, the start: "clean" (the recovery point at the log end) or a recovery
+# point with no clean-shutdown marker (0: none in the checkpoint))
+GAP_CASES = {
+    "no recovery point, segment 0's time index newer": (_lone_first, set(), _newer_time_index,
+                                                        {"min.compaction.lag.ms": HOUR_MS}, 0),
+    "no recovery point, a snapshot at 1 the log does not hold": (_lone_open_first, {1}, _untransacted_first, {}, 0),
+    "clean start, a snapshot's open transaction the log does not hold": (_open, {2}, _untransacted_second, {},
+                                                                         "clean"),
+    "clean start, the snapshot at the log end corrupt": (_open, {5}, _corrupt_last_snapshot, {}, "clean"),
+    "recovery point 1, a snapshot at 1 the log does not hold, offsets going back": (
+        _backwards_tail, {1}, _untransacted_first, {"index.interval.bytes": 1 << 20}, 1),
+}
+
+
+def _gap_start(oracle, name: str, root: Path) -> tuple[Path, int, dict]:
+    """Case ``name`` of ``GAP_CASES`` started and stopped by Kafka, its snapshots but those kept removed, changed,
+    copied for segdex, then Kafka's cleaner's view after the case's start: (segdex's copy, the log end offset,
+    Kafka's answer)."""
+    segments, kept, change, configs, start = GAP_CASES[name]
+    config = {**HW_KAFKA_CONFIG, **configs}
+    theirs, ours = root / "theirs" / "c-0", root / "ours" / "c-0"
+    theirs.mkdir(parents=True)
+    for n, (base, data) in enumerate(sorted(segments().items())):
+        (theirs / segment_name(base)).write_bytes(data)
+        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+    leo = oracle.load(theirs, HW_NOW, config=config)["logEndOffset"]
+    for snapshot in theirs.glob("*.snapshot"):
+        if int(snapshot.stem) not in kept:
+            snapshot.unlink()
+    change(theirs)
+    shutil.copytree(theirs, ours)
+    answer = oracle.cleanable(theirs, HW_NOW, 0, -1, None, 0, config=config,
+                              recovery_point=leo if start == "clean" else start, clean=start == "clean")
+    return ours, leo, answer
+
+
+@pytest.mark.parametrize("name", GAP_CASES)
+def test_the_recorded_gap_starts_are_kafkas(kafka44, name: str, tmp_path: Path):
+    recording = RecordingOracle(kafka44)
+    _gap_start(recording, name, tmp_path)
+    keep_recording(name, recording, GAPS_RECORDED)
+
+
+@pytest.mark.parametrize("name", GAP_CASES)
+def test_what_a_start_rereads_and_the_state_it_leaves_bound_the_range_as_kafkas(name: str, tmp_path: Path):
+    """Without a recovery point (none in the checkpoint: Kafka's 0) ``LogLoader.recoverLog`` re-reads every segment
+    from the first, also one holding offset 0 alone: its indexes are rebuilt (a newer ``.timeindex`` on disk does
+    not hold it back from ``min.compaction.lag.ms``), and its ``recoverSegment``'s ``rebuildProducerState`` to 0
+    deletes every snapshot above 0 (``truncateAndReload``), a stale one at 1 among them, whose open transaction
+    then never counts. A clean start loads the latest snapshot left and replays from there: an open transaction
+    that snapshot holds counts for ``firstUnstableOffset`` though the log does not hold it, and one that does not
+    read (its CRC) is deleted (``loadFromSnapshot``) and the state rebuilt from the log. From recovery point 1 the
+    stale snapshot at 1 is loaded and the segment recovered into its state (with the topic's
+    ``index.interval.bytes``: offsets going back in it are never indexed, nothing throws), whose commit marker
+    completes the transaction. Kafka 4.4's answers, recorded."""
+    ours, leo, kafka = _gap_start(recorded(name, GAPS_RECORDED), name, tmp_path)
+    _, _, _, configs, start = GAP_CASES[name]
+    clean = start == "clean"
+    plan = plan_cleaning(str(ours), HW_CONFIG.with_overrides(configs), CleanerConfig(dedupe_buffer_size=24 * 1000),
+                         HW_NOW, clean_shutdown=clean, recovery_point=leo if clean else start or None)
+    assert plan.error is None
+    assert (plan.first_dirty_offset, plan.first_uncleanable_offset) == (kafka["firstDirtyOffset"],
+                                                                        kafka["firstUncleanableOffset"])
+    assert (plan.end_offset is None) == (kafka["cleanableBytes"] == 0)
