@@ -1664,3 +1664,26 @@ def test_the_directed_loads_equal_kafkas_recorded_loads(group: str, tmp_path: Pa
     kafka = recorded(group, DIRECTED)
     _producer_state_cases(kafka, tmp_path, DIRECTED_LOADS[group])
     assert not kafka.recorded
+
+
+# --- producer_state_after_start: the transactions the load leaves, for the cleaner's view -------------------------
+
+
+@pytest.mark.parametrize(("name", "ongoing", "unreplicated"), [
+    ("marker above the high watermark", {}, {1: 3}),
+    ("snapshot at the log end", {}, {}),
+    ("open transaction, no snapshot", {}, {}),
+])
+def test_the_transactions_a_start_leaves_are_its_last_replays(tmp_path: Path, name: str, ongoing: dict,
+                                                               unreplicated: dict):
+    """``producer_state_after_start`` over ``test_log_cleaner_recorded``'s clean starts (Kafka's files, recorded):
+    the start that replays from snapshot 2 completes producer 7's transaction (1..3) there and keeps it; the one
+    that finds the snapshot at the log end replays nothing; the one without any snapshot skips the rebuild (no
+    transaction, though the log holds one open). Kafka's views of these starts: ``HW_CASES``."""
+    from segdex.indexcore.log.log_loader import producer_state_after_start
+    from tests.indexcore.log.test_log_cleaner_recorded import HW_RECORDED, _clean_start
+
+    ours, leo, _, _, _ = _clean_start(recorded(name, HW_RECORDED), name, tmp_path)
+    state = producer_state_after_start(on_disk(ours), True, leo, None)
+    assert (dict(state.ongoing_txns), dict(state.unreplicated_txns or {})) == (ongoing, unreplicated)
+    assert producer_state_after_start([], True, leo, None) is None
