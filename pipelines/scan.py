@@ -387,7 +387,7 @@ def _preview(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, out: Part
     try:
         out.startup = preview_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset,
                                     producer_state=not task.config.legacy_record_version,
-                                    unloadable=task.unloadable)
+                                    unloadable=task.unloadable, config=task.config)
     except OSError as e:
         out.notes.append(f"note: {task.path}: no startup preview: {e.strerror or e}")
         return
@@ -605,7 +605,8 @@ def _cleaning_view(task: PartitionTask, on_disk: list[SegmentOnDisk] | None, rec
     # the transactions the broker's load leaves (a clean start without a snapshot has none; those its last replay
     # completed count until the high watermark passes their markers), else the scan's replay's
     try:
-        state = producer_state_after_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset)
+        state = producer_state_after_start(on_disk, task.clean_shutdown, task.recovery_point, task.log_start_offset,
+                                           task.config)
     except OSError:  # a file gone since the scan read it: the scan's own replay
         state = None
     state = (state or recovery.producer_state).copy()

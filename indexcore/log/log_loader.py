@@ -821,23 +821,25 @@ class LogLoader:
 
 def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
                   log_start_offset_checkpoint: int | None, producer_state: bool = True,
-                  unloadable: tuple[Unloadable, ...] | list[Unloadable] = ()) -> StartupPreview:
+                  unloadable: tuple[Unloadable, ...] | list[Unloadable] = (),
+                  config: LogConfig | None = None) -> StartupPreview:
     """The broker's next load of a partition whose segments are ``segments`` (offset order): ``LogLoader``'s dry
     run. ``recovery_point`` and ``log_start_offset_checkpoint`` are the partition's checkpoint entries (None: none,
     read as 0 as ``LogManager.loadLog`` does); ``producer_state`` is False for a topic on a message format before
     0.11 (no producer state replay). ``unloadable``: what the start trips on in the partition's log dir
     (``indexcore.log.unloadable``): a failure anywhere there is this partition's outcome too (the broker exits
     before it serves anything); a ``.log`` name of this partition the start misreads is a note, and may set the
-    log end offset."""
+    log end offset. ``config``: the topic's (its ``index.interval.bytes`` and index sizes decide what a recovery's
+    index appends meet); None: the defaults."""
     failed = fail_notes(list(unloadable), clean_shutdown)
     if failed:
         return StartupPreview(ACTION_FAIL, notes=failed)
     if not segments:
         out = StartupPreview(ACTION_NONE, log_end_offset=log_start_offset_checkpoint or 0)
     else:
-        out = LogLoader(os.path.dirname(segments[0].log_path), log_start_offset_checkpoint=log_start_offset_checkpoint
-                        or 0, dry_run=True, clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0,
-                        producer_state=producer_state).load(segments)
+        out = LogLoader(os.path.dirname(segments[0].log_path), config, log_start_offset_checkpoint=
+                        log_start_offset_checkpoint or 0, dry_run=True, clean_shutdown=clean_shutdown,
+                        recovery_point=recovery_point or 0, producer_state=producer_state).load(segments)
     for u in unloadable:
         out.notes.append(f"{u.effect} ({os.path.basename(u.path)})")
         if u.log_end_offset is not None and out.action != ACTION_FAIL:
@@ -846,14 +848,16 @@ def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_
 
 
 def producer_state_after_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
-                               log_start_offset_checkpoint: int | None) -> ProducerStateManager | None:
+                               log_start_offset_checkpoint: int | None,
+                               config: LogConfig | None = None) -> ProducerStateManager | None:
     """The transactions of the producer state the broker's next load leaves for the log, as ``preview_start``'s
     dry run predicts them (``LogLoader.producer_state_at_end``: open ones, and those its last replay completed,
     which count until a high watermark passes their markers); None where it cannot tell or the load fails."""
     if not segments:
         return None
-    loader = LogLoader(os.path.dirname(segments[0].log_path), log_start_offset_checkpoint=log_start_offset_checkpoint
-                       or 0, dry_run=True, clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0)
+    loader = LogLoader(os.path.dirname(segments[0].log_path), config, log_start_offset_checkpoint=
+                       log_start_offset_checkpoint or 0, dry_run=True, clean_shutdown=clean_shutdown,
+                       recovery_point=recovery_point or 0)
     loader.load(segments)
     return loader.producer_state_at_end()
 

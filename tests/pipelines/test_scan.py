@@ -110,6 +110,23 @@ def test_verify_bounds_the_cleaner_view_by_the_transactions_kafkas_load_leaves(t
         kafka["firstDirtyOffset"], kafka["firstUncleanableOffset"])
 
 
+def test_verify_previews_a_start_with_the_topics_index_interval(tmp_path):
+    """A segment whose offsets go back (5 then 3) recovered from recovery point 1 under the topic's
+    ``index.interval.bytes`` of 1 MiB: no index entry is appended, nothing throws, and Kafka 4.4's start keeps the
+    log to its end (recorded: ``test_log_cleaner_recorded``'s gap starts); under the default 4,096 the rebuilt
+    index would refuse 3 after 5 and the start cut the segment. The preview reads the topic's config."""
+    from tests.indexcore.log.test_log_cleaner_recorded import GAP_CASES, GAPS_RECORDED, _gap_start
+    from tests.support.cleaner_cases import recorded
+
+    name = "recovery point 1, a snapshot at 1 the log does not hold, offsets going back"
+    ours, leo, kafka = _gap_start(recorded(name, GAPS_RECORDED), name, tmp_path)
+    config = LogConfig(cleanup_policy="compact").with_overrides(GAP_CASES[name][3])
+    task = replace(_task(ours), config=config, recovery_point=1)
+    row = scan_partition(task, RunContext(MODE_VERIFY, "r", NOW)).partition
+    assert (row.startup_action, row.startup_log_end_offset) == ("recover", kafka["logEndOffset"]) and leo == 8
+    assert row.cleaner_first_uncleanable_offset == kafka["firstUncleanableOffset"]
+
+
 def _coordinator_partition(root, name: str) -> list:
     """``<name>`` with the same bytes whatever its topic: a group, commits of two groups, a transactional commit
     whose marker lies two segments later, a segment a batch."""

@@ -1687,3 +1687,38 @@ def test_the_transactions_a_start_leaves_are_its_last_replays(tmp_path: Path, na
     state = producer_state_after_start(on_disk(ours), True, leo, None)
     assert (dict(state.ongoing_txns), dict(state.unreplicated_txns or {})) == (ongoing, unreplicated)
     assert producer_state_after_start([], True, leo, None) is None
+
+
+@pytest.mark.parametrize("name", ["no recovery point, a snapshot at 1 the log does not hold",
+                                  "recovery point 1, a snapshot at 1 the log does not hold, offsets going back",
+                                  "clean start, a snapshot's open transaction the log does not hold"])
+def test_the_transactions_a_start_leaves_give_kafkas_last_stable_offset(tmp_path: Path, name: str):
+    """``producer_state_after_start`` over ``test_log_cleaner_recorded``'s starts at the load's edges (Kafka's files,
+    recorded): without a recovery point every segment is recovered and a stale snapshot at 1 deleted, from recovery
+    point 1 that snapshot is loaded and its transaction completed by the recovered segment's marker (the topic's
+    ``index.interval.bytes`` of 1 MiB: the defaults' index would refuse its offsets going back and cut the
+    segment), and a clean start counts the transaction a snapshot holds open. The first unstable offset, at a high
+    watermark at the log end, is Kafka's last stable offset there."""
+    from segdex.indexcore.log.log_loader import producer_state_after_start
+    from tests.indexcore.log.test_log_cleaner_recorded import GAP_CASES, GAPS_RECORDED, _gap_start
+
+    ours, leo, kafka = _gap_start(recorded(name, GAPS_RECORDED), name, tmp_path)
+    _, _, _, configs, start = GAP_CASES[name]
+    state = producer_state_after_start(on_disk(ours), start == "clean", None if start == "clean" else start or None,
+                                       None, LogConfig().with_overrides(configs)).copy()
+    state.remove_unreplicated_transactions(leo)
+    first = state.first_unstable_offset(0)
+    assert (leo if first is None else min(first, leo)) == kafka["lastStableOffset"]
+
+
+def test_the_transactions_a_one_segment_start_leaves(tmp_path: Path):
+    """One segment holding producer 7's transaction, open: the start leaves it open (no snapshot, no recovery
+    point: the segment is recovered and the state built from it)."""
+    from segdex.indexcore.log.log_loader import producer_state_after_start
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / segment_name(0)).write_bytes(build_batch(0, [(T, b"k", b"v")]) + build_batch(
+        1, [(T, b"k", b"w")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
+    state = producer_state_after_start(on_disk(part), False, None, None)
+    assert (dict(state.ongoing_txns), state.first_unstable_offset(0)) == ({1: 7}, 1)
