@@ -205,22 +205,33 @@ HW_CASES = {
 }
 
 
+def _started_by_kafka(oracle, root: Path, segments: dict[int, bytes], kept: set[int], config: dict,
+                      change=None) -> tuple[Path, Path, int]:
+    """``segments`` (base offset -> ``.log`` bytes, an hour apart) started and stopped by Kafka (its indexes and
+    snapshots written), its snapshots but those at ``kept`` removed, ``change`` applied, then copied for segdex:
+    (Kafka's partition, segdex's copy, the log end offset)."""
+    theirs, ours = root / "theirs" / "c-0", root / "ours" / "c-0"
+    theirs.mkdir(parents=True)
+    for n, (base, data) in enumerate(sorted(segments.items())):
+        (theirs / segment_name(base)).write_bytes(data)
+        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
+    leo = oracle.load(theirs, HW_NOW, config=config)["logEndOffset"]
+    for snapshot in theirs.glob("*.snapshot"):
+        if int(snapshot.stem) not in kept:
+            snapshot.unlink()
+    if change is not None:
+        change(theirs)
+    shutil.copytree(theirs, ours)
+    return theirs, ours, leo
+
+
 def _clean_start(oracle, name: str, root: Path) -> tuple[Path, int, int | None, dict, dict]:
     """Case ``name`` started and stopped by Kafka (its indexes and snapshots written), its snapshots but those kept
     removed, copied for segdex, then Kafka's cleaner's view (and round) after a clean start with the recovery point
     at the log end: (segdex's copy, the log end offset, the high watermark (None: the log end), Kafka's answer,
     the files of its round)."""
     segments, kept, hw, dedupe, *unclean = HW_CASES[name]
-    theirs, ours = root / "theirs" / "c-0", root / "ours" / "c-0"
-    theirs.mkdir(parents=True)
-    for n, (base, data) in enumerate(sorted(segments().items())):
-        (theirs / segment_name(base)).write_bytes(data)
-        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
-    leo = oracle.load(theirs, HW_NOW, config=HW_KAFKA_CONFIG)["logEndOffset"]
-    for snapshot in theirs.glob("*.snapshot"):
-        if int(snapshot.stem) not in kept:
-            snapshot.unlink()
-    shutil.copytree(theirs, ours)
+    theirs, ours, leo = _started_by_kafka(oracle, root, segments(), kept, HW_KAFKA_CONFIG)
     answer = oracle.cleanable(theirs, HW_NOW, 0, hw, None, dedupe, config=HW_KAFKA_CONFIG,
                               recovery_point=unclean[0] if unclean else leo, clean=not unclean)
     files = oracle.files if isinstance(oracle, RecordedOracle) else oracle.recorded[-1]["files"]
@@ -347,17 +358,7 @@ def _gap_start(oracle, name: str, root: Path) -> tuple[Path, int, dict]:
     Kafka's answer)."""
     segments, kept, change, configs, start = GAP_CASES[name]
     config = {**HW_KAFKA_CONFIG, **configs}
-    theirs, ours = root / "theirs" / "c-0", root / "ours" / "c-0"
-    theirs.mkdir(parents=True)
-    for n, (base, data) in enumerate(sorted(segments().items())):
-        (theirs / segment_name(base)).write_bytes(data)
-        os.utime(theirs / segment_name(base), ns=(T0 * 10**6, (T0 + n * HOUR_MS) * 10**6))
-    leo = oracle.load(theirs, HW_NOW, config=config)["logEndOffset"]
-    for snapshot in theirs.glob("*.snapshot"):
-        if int(snapshot.stem) not in kept:
-            snapshot.unlink()
-    change(theirs)
-    shutil.copytree(theirs, ours)
+    theirs, ours, leo = _started_by_kafka(oracle, root, segments(), kept, config, change)
     answer = oracle.cleanable(theirs, HW_NOW, 0, -1, None, 0, config=config,
                               recovery_point=leo if start == "clean" else start, clean=start == "clean")
     return ours, leo, answer
