@@ -83,6 +83,7 @@ from segdex.indexcore.log.log_loader import (
     SegmentOnDisk,
     _floor_index,
     complete_swaps,
+    start_dry_run,
 )
 from segdex.indexcore.log.log_segment import MAGIC_ABOVE_V2, LogSegment
 from segdex.indexcore.log.log_segments import segment_logs
@@ -243,11 +244,9 @@ def load_for_cleaning(partition_dir: str, config: LogConfig, now_ms: int,
             as_is.append((os.path.abspath(path), _bad_magic_at(path), "a magic byte above 2"))
     txns = None
     if None not in on_disk:  # the load's own reads (its producer-state replay's searches) can throw
-        dry = LogLoader(partition_dir, config, now_ms, log_start_offset_checkpoint, dry_run=True,
-                        clean_shutdown=clean_shutdown, recovery_point=recovery_point or 0)
-        preview = dry.load(on_disk)
-        if preview.action == ACTION_FAIL:
-            raise LogCleaningException("; ".join(preview.notes))
+        dry = start_dry_run(on_disk, clean_shutdown, recovery_point, log_start_offset_checkpoint, config)
+        if dry.out.action == ACTION_FAIL:
+            raise LogCleaningException("; ".join(dry.out.notes))
         txns = dry.producer_state_at_end()
     loaded = loader.finish()
     leo = segs[-1].next_offset if segs[-1].as_is else loaded.log_end_offset

@@ -837,9 +837,8 @@ def preview_start(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_
     if not segments:
         out = StartupPreview(ACTION_NONE, log_end_offset=log_start_offset_checkpoint or 0)
     else:
-        out = LogLoader(os.path.dirname(segments[0].log_path), config, log_start_offset_checkpoint=
-                        log_start_offset_checkpoint or 0, dry_run=True, clean_shutdown=clean_shutdown,
-                        recovery_point=recovery_point or 0, producer_state=producer_state).load(segments)
+        out = start_dry_run(segments, clean_shutdown, recovery_point, log_start_offset_checkpoint, config,
+                            producer_state).out
     for u in unloadable:
         out.notes.append(f"{u.effect} ({os.path.basename(u.path)})")
         if u.log_end_offset is not None and out.action != ACTION_FAIL:
@@ -855,11 +854,21 @@ def producer_state_after_start(segments: list[SegmentOnDisk], clean_shutdown: bo
     which count until a high watermark passes their markers); None where it cannot tell or the load fails."""
     if not segments:
         return None
+    return start_dry_run(segments, clean_shutdown, recovery_point, log_start_offset_checkpoint,
+                         config).producer_state_at_end()
+
+
+def start_dry_run(segments: list[SegmentOnDisk], clean_shutdown: bool, recovery_point: int | None,
+                  log_start_offset_checkpoint: int | None, config: LogConfig | None = None,
+                  producer_state: bool = True) -> LogLoader:
+    """``LogLoader``'s dry run over ``segments`` (offset order, at least one) in their partition directory, loaded:
+    its ``out`` is the start predicted (``preview_start``), its ``producer_state_at_end`` the state the start
+    leaves. The checkpoint entries as ``preview_start`` takes them (None: 0); the dry run reads no clock."""
     loader = LogLoader(os.path.dirname(segments[0].log_path), config, log_start_offset_checkpoint=
                        log_start_offset_checkpoint or 0, dry_run=True, clean_shutdown=clean_shutdown,
-                       recovery_point=recovery_point or 0)
+                       recovery_point=recovery_point or 0, producer_state=producer_state)
     loader.load(segments)
-    return loader.producer_state_at_end()
+    return loader
 
 
 def _lost_offsets(segments: list[SegmentOnDisk], out: StartupPreview,
