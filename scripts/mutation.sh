@@ -33,7 +33,8 @@ work="${SEGDEX_MUTATION_DIR:-$repo/.mutation}"  # kept between runs: --recheck g
 report="${SEGDEX_MUTATION_REPORT:-$repo/benchmarks/mutation/report.md}"
 export SEGDEX_KAFKA_FIXTURES="$(cd "${SEGDEX_KAFKA_FIXTURES:-../shared/fixtures/kafka}" && pwd)"
 export PYTHONDONTWRITEBYTECODE=1
-# once mutmut has timed the tests, each mutant runs the quickest ones first (tests/conftest.py)
+# once mutmut has timed the tests, each mutant runs the quickest ones first, and a test its mutant makes loop ends
+# after 10 s of CPU plus 30 times its measured time, by SIGXCPU (a timeout; tests/conftest.py)
 export SEGDEX_TEST_ORDER="$work/mutants/mutmut-stats.json"
 # SEGDEX_MUTATION_EARLIER: an earlier report; a mutant it shows killed, in a function unchanged since the source
 # this scratch copy started from, keeps that result ("killed earlier") instead of being run again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -33,14 +34,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if KAFKA_CODE.intersection(names):
             item.add_marker(pytest.mark.kafka_broker)
     # the mutation run: the quickest tests first, so that a mutant a quick test notices costs only that test
-    timings = os.environ.get(ORDER_ENV)
-    if timings and os.path.exists(timings):
-        seconds = json.loads(Path(timings).read_text()).get("duration_by_test", {})
+    seconds = _measured_seconds(config)
+    if seconds is not None:
         items.sort(key=lambda item: seconds.get(item.nodeid, 0.0))
         return
     # the suite (xdist --dist loadscope hands modules out in this order): the longest modules first, so that no
     # worker is left with one of them at the end while the other idles; within a module the order is kept
     items.sort(key=lambda item: LONGEST_FIRST.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
+
+
+def _measured_seconds(config: pytest.Config) -> dict[str, float] | None:
+    """mutmut's measured time of each test (``SEGDEX_TEST_ORDER``, scripts/mutation.sh), once it has timed them."""
+    timings = os.environ.get(ORDER_ENV)
+    if not timings or not os.path.exists(timings):
+        return None
+    if MEASURED not in config.stash:
+        config.stash[MEASURED] = json.loads(Path(timings).read_text()).get("duration_by_test", {})
+    return config.stash[MEASURED]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """The mutation run: a test whose mutant makes it loop ends after ``TEST_CPU_FACTOR`` times its measured CPU
+    time plus ``TEST_CPU_FLOOR`` seconds, by the signal mutmut's own limit sends (SIGXCPU: counted a timeout).
+
+    mutmut's limit is for the whole of a mutant's tests (30 times their summed time): a mutant of a module that
+    hundreds of tests reach (a codec's stream) that loops in the first one held a worker for minutes."""
+    seconds = _measured_seconds(item.config)
+    if seconds is None:
+        yield
+        return
+    limit = TEST_CPU_FLOOR + TEST_CPU_FACTOR * seconds.get(item.nodeid, 0.0)
+    previous = signal.signal(signal.SIGPROF, lambda *_: os.kill(os.getpid(), signal.SIGXCPU))
+    signal.setitimer(signal.ITIMER_PROF, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 # modules of more than about 60 s each, longest first (the suite's --durations report)
@@ -60,6 +91,9 @@ LONGEST_FIRST = {path: rank for rank, path in enumerate((
 
 KAFKA_CODE = {"oracle", "kafka44", "kafka39"}  # the fixtures that run Kafka's own code in a JVM (_oracle)
 ORDER_ENV = "SEGDEX_TEST_ORDER"  # mutmut's stats file (scripts/mutation.sh): run tests by their measured time
+MEASURED = pytest.StashKey[dict]()
+# the mutation run's limit of one test's CPU seconds: FLOOR + FACTOR times its measured time
+TEST_CPU_FACTOR, TEST_CPU_FLOOR = 30, float(os.environ.get("SEGDEX_TEST_CPU_FLOOR", "10"))
 
 
 @pytest.fixture(scope="session")
