@@ -9,9 +9,9 @@
 #   bash scripts/mutation.sh --recheck                # after new tests: the survivors of the last run again
 #   bash scripts/mutation.sh --names FILE             # only the mutants FILE names or globs (one a line)
 #   bash scripts/mutation.sh --sync                   # after changes to indexcore/ or tests/: what is owed
-#   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --sync
+#   SEGDEX_MUTATION_EARLIER=benchmarks/mutation/report-earlier.md bash scripts/mutation.sh --sync [MODULE...]
 #       # ... where that report's run settles the mutants it killed in functions unchanged since (its .hashes.json);
-#       # in a new checkout this makes the scratch copy first
+#       # in a new checkout this makes the scratch copy first, of the MODULEs given (the earlier report's)
 #   SEGDEX_MUTATION_JOBS=1 bash scripts/mutation.sh log   # mutants run at once (default: the cores)
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
@@ -167,7 +167,13 @@ if [ "${1:-}" = "--sync" ]; then
   # After changes to indexcore/ or tests/: the scratch copy takes the repository's source and tests; mutmut
   # generates the mutants of changed functions again (their results reset) and times the tests again on a first
   # mutant; then every mutant still owed runs: survived, no tests, or not checked and not settled earlier.
-  [ -d "$work/mutants" ] || make_scratch  # a new checkout: SEGDEX_MUTATION_EARLIER's results carry over
+  shift
+  if [ ! -d "$work/mutants" ]; then  # a new checkout: SEGDEX_MUTATION_EARLIER's results carry over; MODULES
+    # (as for a first run) limit the copy to the earlier report's modules, else every module is mutated
+    paths=()
+    for m in "$@"; do p="$(module_path "$m")" || exit 2; paths+=("$p"); done
+    make_scratch "${paths[@]}"
+  fi
   # (into segdex/indexcore, the copy mutmut mutates, and indexcore/, the checkout's layout beside it)
   (cd indexcore && find . -name '*.py') | while read -r f; do
     for to in "$work/segdex/indexcore/$f" "$work/indexcore/$f"; do
@@ -177,6 +183,9 @@ if [ "${1:-}" = "--sync" ]; then
   take_tests
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
+  # none killed yet (a new scratch copy): the first mutant of the copy, whatever its status
+  [ -n "$first" ] || first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
+    --names "not checked,survived,no tests,timeout,segfault,suspicious" | sed -n 1p)
   first="${first:-segdex.indexcore.status.*}"  # none generated yet: a small module's
   (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "${SEGDEX_MUTATION_JOBS:-$(nproc)}" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
   mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
