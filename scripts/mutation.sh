@@ -107,7 +107,7 @@ module_path() {  # a module argument (log/cleaner, log/cleaner.py, cleaner, log,
 make_scratch() {  # a fresh scratch copy of the repository, set up for mutmut; ARGS: module paths (module_path)
   rm -rf "$work" && mkdir -p "$work"
   tar --exclude=./.venv --exclude=./bench-data --exclude=./sample --exclude=./.git --exclude=__pycache__ \
-    --exclude=./spark-warehouse --exclude=./mutants --exclude=./.mutation -cf - . | tar -xf - -C "$work"
+    --exclude=./spark-warehouse --exclude=./mutants --exclude='./.mutation*' -cf - . | tar -xf - -C "$work"
   # segdex/ laid out as a wheel installs it (copies of indexcore/, pipelines/, jobs/, the built kernel included):
   # mutating segdex/indexcore names the mutants after the modules the tests import (segdex.indexcore.X), which is
   # what mutmut's trampolines compare against
