@@ -521,11 +521,14 @@ class LogLoader:
     def producer_state_at_end(self) -> ProducerStateManager | None:
         """The dry run's prediction (after ``load``) of the producer state the load leaves for the log
         (``UnifiedLog``'s ``producerStateManager``): its open transactions and those its last replay completed
-        (``_state_at_end``); an empty state where the load skips the rebuild (a clean start without a snapshot).
+        (``_state_at_end``); an empty state where the load skips the rebuild (a clean start without a snapshot) or
+        deletes every segment.
         None where the dry run cannot tell, or the load fails. Producers are not expired here (the dry run has no
         clock): read its transactions, not its producers."""
-        if self.out.action == ACTION_FAIL or not self.remaining:
+        if self.out.action == ACTION_FAIL:
             return None
+        if not self.remaining:  # deleteSegmentsIfLogStartGreaterThanLogEnd: truncateFullyAndStartAt empties the
+            return ProducerStateManager()  # state and deletes every snapshot; the log starts again, empty
         leo = self.out.log_end_offset
         log_start = max(self.checkpoint_lso, self.remaining[0].base_offset)
         plan = self._replay_plan(leo, log_start)
