@@ -481,6 +481,9 @@ def test_an_offset_map_asked_for_a_range_ending_before_its_start_fails_as_kafkas
     kafka = ("java.lang.IllegalArgumentException: Invalid log segment range: requested segments in p-0 from offset 3 "
              "which is greater than limit offset 1")
     assert (str(e.value), e.value.kafka_exception) == (f"Kafka's cleaner fails this round ({kafka})", kafka)
+    with pytest.raises(LogCleaningException) as e:  # the bounds are checked before any segment is looked at
+        clean.build_offset_map(segs[:1], 0, 3, 1, cleaner.CleanerStats())
+    assert e.value.kafka_exception == kafka
     assert cleaner._segment_range(segs, 3, 3) == [] and cleaner._segment_range(segs, 3, 4) == segs[1:]
 
 
