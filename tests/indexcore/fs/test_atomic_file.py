@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,33 @@ def test_a_streamed_temporary_takes_the_mode_of_the_file_it_replaces(tmp_path: P
         os.unlink(tmp)
         _discard(tmp)  # gone already: nothing to do
     assert target.read_bytes() == b"old"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the test takes another user's id for a moment (CI runs as root)")
+def test_a_streamed_temporary_that_cannot_take_the_owner_is_closed_and_removed():
+    """``open_temporary`` run by a user who may not give a file away (segdex run as a user other than the
+    broker's, not root): the file it replaces belongs to another user, ``fchown`` fails (EPERM), and the write
+    fails with segdex's message, its temporary closed (no descriptor left open) and removed (nothing left in
+    the directory). The test process takes that user's id (effective uid and gid) around the call only;
+    pytest's ``tmp_path`` lies under a root-only directory that user cannot cross, so the directory is a fresh
+    one of its own in the system's temporary directory."""
+    from segdex.indexcore.fs.atomic_file import open_temporary
+
+    with tempfile.TemporaryDirectory() as d:
+        os.chown(d, *OTHER)  # the user's own directory: it may create the temporary there
+        target = Path(d) / "00000000000000000000.index"
+        target.write_bytes(b"old")
+        os.chown(target, 1234, 1235)  # the broker's file
+        open_before = sorted(os.listdir("/proc/self/fd"))
+        os.setegid(OTHER[1])
+        os.seteuid(OTHER[0])
+        try:
+            with pytest.raises(PermissionError) as e:
+                open_temporary(str(target))
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+        assert str(e.value) == (f"[Errno 1] cannot give 00000000000000000000.index the owner 1234:1235 of the file "
+                                f"it replaces (run segdex as that user or as root): '{target}'")
+        assert sorted(os.listdir("/proc/self/fd")) == open_before
+        assert os.listdir(d) == [target.name] and target.read_bytes() == b"old"

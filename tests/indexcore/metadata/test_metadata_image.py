@@ -212,3 +212,37 @@ def test_a_partition_change_merges_what_it_carries(tmp_path: Path):
     p = load_metadata_image(str(part)).topic("orders").partitions[0]
     assert (p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch) == ([1, 2, 3], [1], 3, 2, 4)
     assert p.directories == [uuid_string(uuid(5))] * 3
+
+
+def test_removing_what_the_image_does_not_hold_changes_nothing(tmp_path: Path):
+    """A ``RemoveTopicRecord`` for a topic id the image does not hold, an ``UnregisterBrokerRecord`` for a broker
+    it does not hold, a config deleted (null value) that is not set, for a topic and for a broker, and a topic
+    without configs removed. Kafka 4.4.0's ``MetadataDelta`` over the same records (asked once, each record
+    replayed as ``MetadataBatchLoader.loadBatch`` does): the unknown topic's removal throws ``RuntimeException:
+    Unable to delete topic with id ...: no such topic found.``, which the loader hands to its fault handler and
+    goes on with the next record (a broker-only node logs it; a node with the controller role stops), so it
+    changes nothing; the unknown broker's unregistration and the deletions of unset configs are accepted and
+    change nothing; the topic without configs goes. The image after them holds what it held before, less that
+    topic, and the records after them are applied; asking for a topic by a name it does not hold is None."""
+    part = tmp_path / PART
+    endpoint = {"name": "PLAINTEXT", "host": "10.0.0.1", "port": 9092, "securityProtocol": 0}
+    write_metadata_log(part, [
+        [record("FeatureLevelRecord", name="metadata.version", featureLevel=26), *topic("kept", 1),
+         config(2, "kept", "cleanup.policy", "compact"), *topic("bare", 2),
+         record("RegisterBrokerRecord", 4, brokerId=1, incarnationId=uuid(11), brokerEpoch=21, endPoints=[endpoint],
+                features=[], rack=None, fenced=False, logDirs=[uuid(9)])],
+        [record("RemoveTopicRecord", topicId=uuid(9)),
+         record("UnregisterBrokerRecord", brokerId=7, brokerEpoch=0),
+         config(2, "kept", "retention.ms", None),
+         config(4, "5", "log.retention.ms", None),
+         record("RemoveTopicRecord", topicId=uuid(2))],
+        topic("after", 3),
+    ])
+    image = load_metadata_image(str(part))
+    assert image.stopped is None and image.offset == 13
+    assert [t.name for t in image.topics.values()] == ["kept", "after"]
+    assert image.removed_topics == {uuid_string(uuid(2)): "bare"}
+    assert image.topic_configs("kept") == {"cleanup.policy": "compact"} and image.topic_configs("bare") == {}
+    assert list(image.brokers) == [1] and image.broker_configs(5) == ({}, {})
+    assert image.topic("missing") is None and image.topic("bare") is None
+    assert image.topic("kept").partitions[0].replicas == [1, 2]

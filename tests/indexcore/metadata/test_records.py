@@ -159,3 +159,23 @@ def test_control_record_text_is_the_label_and_the_message_as_json():
     value = write_struct(header.struct, {"version": 0, "lastContainedLogTimestamp": 1_700_000_000_000})
     assert control_record_text(3, value) == 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":1700000000000}'
     assert [control_record_text(t, v) for t, v in ((1, value), (3, None), (3, b"\x00"))] == [None, None, None]
+
+
+@pytest.mark.parametrize("control_type", [2, 3, 4, 5, 6])
+def test_a_control_record_holding_its_version_alone_cannot_be_read(control_type: int):
+    """A raft control record whose value is two bytes, its version (0) alone: the message's fields (and a
+    flexible message's tagged-field count) are missing, and Kafka 4.4.0's ``ControlRecordUtils.deserialize*``
+    throws ``java.nio.BufferUnderflowException`` for each of the five types (asked of the jars on these bytes;
+    ``kafka-dump-log`` dies on the SnapshotFooter one, recorded in tests/kafka/golden/raft_control_records):
+    segdex refuses it too, where a shorter value is no control record it decodes (None)."""
+    import json
+
+    from segdex.indexcore.metadata.records import control_record_text
+    from tests.support.fixtures import GOLDEN
+
+    with pytest.raises(MessageFormatException):
+        control_record_text(control_type, b"\x00\x00")
+    assert control_record_text(control_type, b"\x00") is None
+    recorded = json.loads((GOLDEN / "raft_control_records" / "kafka_dump_log.json").read_text())
+    assert recorded["--deep-iteration"]["cut_footer-0/00000000000000000005.log"]["died"] == (
+        "java.nio.BufferUnderflowException")

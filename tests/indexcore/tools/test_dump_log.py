@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import struct
 import zlib
@@ -32,6 +33,8 @@ from segdex.indexcore.tools.dump_log import dump, dump_index, dump_log, record_v
 from segdex.indexcore.tools.segment_writer import build_batch
 from tests.support.cli import segdex_here
 from tests.support.control_batches import control_batch
+from tests.support.dump_compare import segdex_dump
+from tests.support.fixtures import GOLDEN
 from tests.support.segment_cases import V2_FIELDS
 
 INT32_MAX = 2**31 - 1
@@ -334,3 +337,103 @@ def test_dump_refuses_other_segment_files(tmp_path: Path):
         dump(path)
     assert str(e.value) == (f"{path}: segdex dump reads .log, .index, .timeindex and .txnindex files and metadata "
                             f"snapshots (.checkpoint), not .snapshot")
+
+
+# --- raft control records and metadata snapshots, against Kafka's recorded kafka-dump-log -------------------
+
+# a real 4.4.0 broker's __cluster_metadata-0 (KafkaBroker formatted with `kafka-storage format --standalone`, a
+# topic created, a clean stop: its log and latest snapshot) and two crafted files (``crafted_raft_files``)
+RAFT = GOLDEN / "raft_control_records"
+RAFT_RECORDED = RAFT / "kafka_dump_log.json"
+METADATA_LOG = "__cluster_metadata-0/00000000000000000000.log"
+SNAPSHOT = "__cluster_metadata-0/00000000000000000032-0000000001.checkpoint"
+CUT_FOOTER = "cut_footer-0/00000000000000000005.log"
+LEGACY_WRAPPER = "legacy_wrapper-0/00000000000000000000.log"
+RAFT_FILES = (METADATA_LOG, SNAPSHOT, CUT_FOOTER, LEGACY_WRAPPER)
+RAFT_OPTIONS = ((), ("--deep-iteration",), ("--cluster-metadata-decoder",), ("--max-bytes", "1000"))
+
+
+def crafted_raft_files() -> dict[str, bytes]:
+    """The two files of ``RAFT`` built here rather than by a broker: a SnapshotFooter control record whose value
+    is two bytes, its version alone (the message's tagged-field count is missing); a magic 1 gzip wrapper whose
+    payload is not gzip."""
+    return {CUT_FOOTER: control_batch(struct.pack(">hh", 0, 4), b"\x00\x00"),
+            LEGACY_WRAPPER: legacy_v1_gzip_wrapper(3, TS, b"not gzip data")}
+
+
+def _kafka_dump_raw(options: tuple[str, ...], name: str) -> dict:
+    """Kafka 4.4.0's ``kafka-dump-log`` over one file of ``RAFT``: the lines it printed after ``Dumping``, a last
+    line it left half printed when it threw, and what it threw."""
+    import re
+    import subprocess
+
+    from tests.support.dump_compare import DUMP_CLASS, UTF8
+    from tests.support.kafka_harness import KafkaInstall
+
+    install = KafkaInstall("4.4.0").check()
+    cmd = install.java(DUMP_CLASS[install.family], *options, "--files", str(RAFT / name))
+    cmd[1:1] = UTF8
+    proc = subprocess.run(cmd, capture_output=True, timeout=300)
+    body = proc.stdout.decode("utf-8").split("\n", 1)[1]
+    lines = body.split("\n")
+    thrown = re.search(r'Exception in thread "main" ([\w.$]+(?:: .*)?)', proc.stderr.decode())
+    return {"lines": lines[:-1], "partial": lines[-1] or None, "died": thrown.group(1) if thrown else None}
+
+
+def test_the_recorded_raft_dumps_are_kafkas():
+    """Records ``RAFT_RECORDED`` with ``SEGDEX_RECORD_GOLDEN=1`` (Kafka 4.4.0's jars, a JVM per file and option
+    set); otherwise checks that the crafted files are still the bytes built by ``crafted_raft_files``."""
+    for name, data in crafted_raft_files().items():
+        assert (RAFT / name).read_bytes() == data, name
+    if os.environ.get("SEGDEX_RECORD_GOLDEN") == "1":
+        answers = {" ".join(options): {name: _kafka_dump_raw(options, name) for name in RAFT_FILES}
+                   for options in RAFT_OPTIONS}
+        RAFT_RECORDED.write_text(json.dumps(answers, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert set(json.loads(RAFT_RECORDED.read_text())) == {" ".join(o) for o in RAFT_OPTIONS}
+
+
+@pytest.mark.parametrize("options", RAFT_OPTIONS, ids=lambda o: " ".join(o) or "batches")
+def test_raft_control_records_and_snapshots_print_as_kafka_dump_log(options: tuple[str, ...]):
+    """``segdex dump`` (in this process, through ``dump``) against Kafka 4.4.0's ``kafka-dump-log`` on the same
+    files, recorded in ``RAFT_RECORDED``: a real 4.4.0 broker's metadata log and its latest snapshot (formatted
+    ``--standalone``, so that its control records are all five raft ones: ``LeaderChange:``, ``KRaftVersion``,
+    ``KRaftVoters``, ``SnapshotHeader``, ``SnapshotFooter``, each printed as the message's JSON), a snapshot
+    dumped with ``--deep-iteration``, the decoder and ``--max-bytes`` (``dump``'s snapshot branch: each option
+    reaches ``dump_log``), and the two crafted files. Where Kafka's tool throws (the footer it cannot read, the
+    wrapper it cannot open), its lines are the start of segdex's and its half-printed line the start of
+    segdex's next: segdex names the control type (``controlType: SNAPSHOT_FOOTER(4)``, as for a type Kafka
+    does not decode) and goes on, or says what stopped it."""
+    kafka = json.loads(RAFT_RECORDED.read_text())[" ".join(options)]
+    ours, _status = segdex_dump([str(RAFT / name) for name in RAFT_FILES], *options)
+    for name in RAFT_FILES:
+        mine, theirs = ours[str(RAFT / name)], kafka[name]
+        if theirs["died"] is None:
+            assert theirs["partial"] is None and mine == theirs["lines"], name
+            continue
+        assert mine[:len(theirs["lines"])] == theirs["lines"], name
+        assert mine[len(theirs["lines"])].startswith(theirs["partial"] or ""), name
+    deep = options in (("--deep-iteration",), ("--cluster-metadata-decoder",))
+    log_text = "\n".join(kafka[METADATA_LOG]["lines"] + kafka[SNAPSHOT]["lines"])
+    for shown in ("LeaderChange: {", "KRaftVersion {", "KRaftVoters {", "SnapshotHeader {", "SnapshotFooter {"):
+        assert (f"headerKeys: [] {shown}" in log_text) == deep, shown
+    if deep:
+        assert kafka[CUT_FOOTER]["died"] == "java.nio.BufferUnderflowException"
+        assert ours[str(RAFT / CUT_FOOTER)][-1].endswith(" headerKeys: [] controlType: SNAPSHOT_FOOTER(4)")
+        assert kafka[LEGACY_WRAPPER]["died"] == ("org.apache.kafka.common.KafkaException: java.util.zip.ZipException: "
+                                                 "Not in GZIP format")
+        assert ours[str(RAFT / LEGACY_WRAPPER)][-1] == (
+            'iterationStopped: "KafkaException: java.util.zip.ZipException: Not in GZIP format"')
+    if options[:1] == ("--max-bytes",):
+        assert len(kafka[SNAPSHOT]["lines"]) == 2  # the snapshot's first batch only: the next ends past 1000
+
+
+def test_a_legacy_wrapper_kafka_cannot_open_has_no_base_offset_or_count():
+    """A magic 1 gzip wrapper whose payload is not gzip: Kafka's ``baseOffset()`` opens the inner messages and
+    throws (``KafkaException: java.util.zip.ZipException: Not in GZIP format``) and its ``countOrNull()`` is null
+    (asked of 4.4.0's ``FileRecords.batches()`` on this file), so the row holds no value for either (JSON null),
+    while the wrapper's own fields print as ``kafka-dump-log`` prints them (``RAFT_RECORDED``)."""
+    [row] = list(dump_log(str(RAFT / LEGACY_WRAPPER)))
+    assert row["baseOffset"] is None and row["recordCount"] is None
+    assert (row["lastOffset"], row["magic"], row["compressionType"], row["isValid"]) == (3, 1, "gzip", True)
+    [line] = json.loads(RAFT_RECORDED.read_text())[""][LEGACY_WRAPPER]["lines"][1:]
+    assert line.startswith("offset: 3 position: 0 CreateTime: 1700000000000 size: 47 magic: 1 compresscodec: gzip")
