@@ -224,13 +224,13 @@ def _decode_consumer_protocol(message: Message, raw: bytes | None) -> Any:
         return None
     try:
         version = _version(raw, "consumer protocol")
-        return struct_json(message.struct, read_message(message, raw[INT16.size:], version), version)
+        return struct_json(message.struct, read_message(message, raw[INT16.size:], version))
     except MessageFormatException:
         return base64.b64encode(raw).decode("ascii")
 
 
 def _group_metadata_json(data: dict, version: int) -> dict:
-    out = struct_json(GROUP_METADATA_VALUE.struct, data, version)
+    out = struct_json(GROUP_METADATA_VALUE.struct, data)
     if data.get("protocolType") == "consumer":
         for member, raw in zip(out["members"], data["members"], strict=True):
             member["subscription"] = _decode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, raw["subscription"])
@@ -249,7 +249,7 @@ class CoordinatorRecordParser:
     undecoded: dict[int, str] = {}
 
     def value_json(self, record_type: int, data: dict, version: int) -> dict:
-        return struct_json(self.types[record_type][2].struct, data, version)
+        return struct_json(self.types[record_type][2].struct, data)
 
     def parse(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
         if key is None:
@@ -264,7 +264,7 @@ class CoordinatorRecordParser:
                 return f"Unknown record type {record_type} at offset {offset}, skipping.", None
             _name, key_schema, value_schema = self.types[record_type]
             key_data = read_record_key(key_schema, key)
-            key_text = json_text({"type": str(record_type), "data": struct_json(key_schema.struct, key_data, 0)})
+            key_text = json_text({"type": str(record_type), "data": struct_json(key_schema.struct, key_data)})
             if value is None:
                 return key_text, DELETE
             version = _version(value, "value")

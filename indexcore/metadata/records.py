@@ -179,7 +179,7 @@ class MetadataRecord:
     def json(self) -> str:
         """``{"type":..,"version":..,"data":{..}}`` as ``ClusterMetadataLogMessageParser`` prints it."""
         return json_text({"type": type_name(self.message), "version": self.version,
-                         "data": struct_json(self.message.struct, self.data, self.version)})
+                         "data": struct_json(self.message.struct, self.data)})
 
 
 def read_metadata_record(value: bytes | None) -> MetadataRecord:
@@ -236,7 +236,7 @@ def control_record_text(control_type: int, value: bytes | None) -> str | None:
     label, message = found
     version = INT16.unpack_from(value)[0]  # the message's own first field: the version it is written at
     data = read_message(message, value, version)
-    return f"{label} {json_text(struct_json(message.struct, data, version))}"
+    return f"{label} {json_text(struct_json(message.struct, data))}"
 
 
 class ClusterMetadataLogMessageParser:

@@ -165,7 +165,7 @@ def _java_seq3(data: bytes, i: int, b1: int) -> tuple[str, int, bool]:
 def _java_seq4(data: bytes, i: int, b1: int) -> tuple[str, int, bool]:
     """An F0..F7 lead: Java's ``isMalformed4``/``malformed4`` and its end-of-input rules."""
     n = len(data)
-    bad_b2 = i < n and ((b1 == 0xF0 and not 0x90 <= data[i] <= 0xBF) or (b1 == 0xF4 and data[i] & 0xF0 != 0x80)
+    bad_b2 = i < n and ((b1 == 0xF0 and data[i] & 0xF0 == 0x80) or (b1 == 0xF4 and data[i] & 0xF0 != 0x80)
                         or not _cont(data[i]))
     if i + 2 < n:
         b2, b3, b4 = data[i], data[i + 1], data[i + 2]
@@ -317,7 +317,7 @@ def _is_empty_default(f: Field, value: Any) -> bool:
     return value is not None and value == default_value(f)
 
 
-def _json_value(ftype: Any, value: Any, version: int) -> Any:
+def _json_value(ftype: Any, value: Any) -> Any:
     if value is None:
         return None
     if ftype == "uuid":
@@ -325,14 +325,15 @@ def _json_value(ftype: Any, value: Any, version: int) -> Any:
     if ftype == "bytes":
         return base64.b64encode(value).decode("ascii")
     if isinstance(ftype, Struct):
-        return struct_json(ftype, value, version)
+        return struct_json(ftype, value)
     if isinstance(ftype, Array):
-        return [_json_value(ftype.element, v, version) for v in value]
+        return [_json_value(ftype.element, v) for v in value]
     return value
 
 
-def struct_json(schema: Struct, values: dict[str, Any], version: int) -> dict[str, Any]:
-    """``*JsonConverter.write(struct, version)`` as a dict in Kafka's field order."""
+def struct_json(schema: Struct, values: dict[str, Any]) -> dict[str, Any]:
+    """``*JsonConverter.write(struct, version)`` as a dict in Kafka's field order. The version needs no passing:
+    ``values`` (``read_message`` of that version) holds exactly the fields the version has."""
     out: dict[str, Any] = {}
     for f in schema.fields:
         if f.name not in values:
@@ -341,7 +342,7 @@ def struct_json(schema: Struct, values: dict[str, Any], version: int) -> dict[st
         if f.tag is not None and _is_empty_default(f, value):
             continue
         out[f.name] = value if not isinstance(f.type, (Struct, Array)) and f.type not in ("uuid", "bytes") \
-            else _json_value(f.type, value, version)
+            else _json_value(f.type, value)
     return out
 
 
