@@ -183,11 +183,12 @@ if [ "${1:-}" = "--sync" ]; then
   take_tests
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
-  # none killed yet (a new scratch copy): the first mutant of the copy, whatever its status
-  [ -n "$first" ] || first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
-    --names "not checked,survived,no tests,timeout,segfault,suspicious" | sed -n 1p)
-  first="${first:-segdex.indexcore.status.*}"  # none generated yet: a small module's
-  (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "${SEGDEX_MUTATION_JOBS:-$(nproc)}" "$first" > "$work/mutmut-sync-stats.log" 2>&1)
+  # mutmut generates the mutants and times the tests before it runs the first named one; in a new scratch copy
+  # none is generated yet, so it is asked for a name none has, and fails after those steps
+  (cd "$work" && "$repo/.venv/bin/mutmut" run --max-children "${SEGDEX_MUTATION_JOBS:-$(nproc)}" \
+     "${first:-segdex.indexcore.no_such_module.*}" > "$work/mutmut-sync-stats.log" 2>&1) || {
+    [ -z "$first" ] && grep -q "nothing matches" "$work/mutmut-sync-stats.log" || {
+      tail -c 4000 "$work/mutmut-sync-stats.log" | tr '\r' '\n' | tail -30; exit 1; }; }
   mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
     --pending "${earlier[@]}")
   echo "running ${#owed[@]} mutants still owed"
