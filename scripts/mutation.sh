@@ -13,6 +13,9 @@
 #       # ... where that report's run settles the mutants it killed in functions unchanged since (its .hashes.json);
 #       # in a new checkout this makes the scratch copy first, of the MODULEs given (the earlier report's)
 #   SEGDEX_MUTATION_JOBS=1 bash scripts/mutation.sh log   # mutants run at once (default: the cores)
+#   SEGDEX_MUTATION_KEEP_SURVIVORS=1 SEGDEX_MUTATION_EARLIER=... bash scripts/mutation.sh --sync
+#       # ... where an earlier survivor in a function unchanged since is not run again ("survived earlier"): a
+#       # sync of the changed functions only (each survivor runs every test that reaches it: the costly part)
 # Works in a scratch copy of the repository (the working tree is never mutated). mutmut runs the selected tests
 # once to learn which tests reach which function, then runs each mutant against those tests only, in processes
 # forked from an already-loaded pytest. The tests are the ones that run indexcore in the test process itself:
@@ -190,7 +193,7 @@ if [ "${1:-}" = "--sync" ]; then
     [ -z "$first" ] && grep -q "nothing matches" "$work/mutmut-sync-stats.log" || {
       tail -c 4000 "$work/mutmut-sync-stats.log" | tr '\r' '\n' | tail -30; exit 1; }; }
   mapfile -t owed < <(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null \
-    --pending "${earlier[@]}")
+    --pending ${SEGDEX_MUTATION_KEEP_SURVIVORS:+--keep-survivors} "${earlier[@]}")
   echo "running ${#owed[@]} mutants still owed"
   run_and_report mutmut-sync.log -- "${owed[@]}"
   exit 0

@@ -32,6 +32,7 @@ from mutmut.utils.file_utils import walk_mutatable_files
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "segfault", "not checked")
 KERNELS = "kernels.md"  # beside the report: how the C kernels' tests are shown able to fail, appended to it
 EARLIER = "killed earlier"  # not run in this scratch copy; killed (or timed out) in the run --earlier reports
+SURVIVED_EARLIER = "survived earlier"  # not run in this scratch copy; a survivor the --earlier report lists
 
 
 Earlier = tuple[dict[str, dict[str, int]], set[str], dict[str, set[str]]]
@@ -68,16 +69,17 @@ def read_earlier(report: str) -> Earlier:
     return counts, survivors, untested
 
 
-def _carried(module: str, name: str, earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> bool:
+def _carried(module: str, name: str, earlier: Earlier | None, hashes: dict[str, dict[str, str]],
+             survivor: bool = False) -> bool:
     """Whether the earlier run's result stands for this mutant: its module was checked in full there, it was
-    not a survivor, no test reached its function there ("no tests", counted by function), and its function is
-    unchanged since (``source-hashes.json``, the function hashes mutmut took of that run's source; with none,
-    every function counts as unchanged)."""
+    not a survivor (``survivor``: it was one), no test reached its function there ("no tests", counted by
+    function), and its function is unchanged since (``source-hashes.json``, the function hashes mutmut took of
+    that run's source; with none, every function counts as unchanged)."""
     if earlier is None:
         return False
     counts, survivors, untested = earlier
     c = counts.get(module)
-    if not c or c["not checked"] or name in survivors:
+    if not c or c["not checked"] or (name in survivors) != survivor:
         return False
     if c["no tests"] and (module not in untested or _function(name).rsplit(".", 1)[1] in untested[module]):
         return False
@@ -180,13 +182,15 @@ def _scratch_scope() -> str:
     return ", ".join(rooms) if rooms else "every module of indexcore/"
 
 
-def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]]) -> None:
+def print_pending(earlier: Earlier | None, hashes: dict[str, dict[str, str]], keep_survivors: bool = False
+                  ) -> None:
     """The mutants a run still owes: survived, no tests, suspicious or interrupted (new tests may kill them),
-    and not checked unless the earlier run's result stands (``_carried``). Killed, timed out and crashed ones
-    were noticed."""
+    and not checked unless the earlier run's result stands (``_carried``; with ``keep_survivors``, an earlier
+    survivor's too: it is not run again). Killed, timed out and crashed ones were noticed."""
     for _, module, name, status in _mutants():
         if status not in ("killed", "timeout", "segfault", "not checked") or (
-                status == "not checked" and not _carried(module, name, earlier, hashes)):
+                status == "not checked" and not _carried(module, name, earlier, hashes) and not (
+                keep_survivors and _carried(module, name, earlier, hashes, survivor=True))):
             print(name)
 
 
@@ -206,10 +210,12 @@ def collect(earlier: Earlier | None, only_run: bool, hashes: dict[str, dict[str,
     for path, module, name, status in _mutants():
         if status == "not checked" and _carried(module, name, earlier, hashes or {}):
             status = EARLIER
+        if status == "not checked" and _carried(module, name, earlier, hashes or {}, survivor=True):
+            status = SURVIVED_EARLIER
         if status == "not checked" and only_run:
             continue
         counts[module][status] += 1
-        if status == "survived":
+        if status in ("survived", SURVIVED_EARLIER):
             diff = get_diff_for_mutant(name, path=path)
             old, new = _changed(diff)
             change = " / ".join(x.strip() for x in old) + "  ->  " + " / ".join(x.strip() for x in new)
@@ -231,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                     "report ran on: a function changed since does not keep its earlier result")
     ap.add_argument("--pending", action="store_true", help="print the names of the mutants still to run: "
                     "survived, no tests, suspicious, or not checked and not settled by --earlier")
+    ap.add_argument("--keep-survivors", action="store_true", help="with --pending: an earlier survivor in a "
+                    "function unchanged since is not owed (it keeps its status: 'survived earlier')")
     ap.add_argument("modules", nargs="*")
     args = ap.parse_args(argv)
     if args.names:
@@ -240,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     earlier = read_earlier(args.earlier) if args.earlier else None
     hashes = json.loads(Path(args.source_hashes).read_text()) if args.source_hashes else {}
     if args.pending:
-        print_pending(earlier, hashes)
+        print_pending(earlier, hashes, args.keep_survivors)
         return 0
-    statuses = STATUSES + ((EARLIER,) if earlier else ())
+    statuses = STATUSES + ((EARLIER, SURVIVED_EARLIER) if earlier else ())
     counts, survivors, untested = collect(earlier, bool(args.modules), hashes)
     total: Counter = Counter()
     for c in counts.values():
@@ -256,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
               + ".\n\n")
     if earlier:
         out.write(f"`{EARLIER}`: not run again here; killed or timed out in the run of "
-                  f"{Path(args.earlier).name}, in functions unchanged since.\n\n")
+                  f"{Path(args.earlier).name}, in functions unchanged since. `{SURVIVED_EARLIER}`: not run again "
+                  f"here (`SEGDEX_MUTATION_KEEP_SURVIVORS`); a survivor of that run, in a function unchanged "
+                  f"since, listed below with the survivors.\n\n")
     out.write("| | " + " | ".join(statuses) + " |\n|---|" + "---|" * len(statuses) + "\n")
     out.write("| **all** | " + " | ".join(str(total[s]) for s in statuses) + " |\n")
     for module in sorted(counts):
