@@ -84,13 +84,14 @@ def read_header(source: _Input) -> int:
 class GZIPInputStream:
     """``GZIPInputStream(in, 8192)`` over ``data``; the constructor reads the header and raises what it throws."""
 
-    __slots__ = ("input", "inflater", "pending", "crc", "written", "eos")
+    __slots__ = ("input", "inflater", "pending", "crc", "written", "eos", "reach_eof")
 
     def __init__(self, data: bytes) -> None:
         self.input = _Input(data)
         read_header(self.input)
         self._reset()
         self.eos = False
+        self.reach_eof = False  # InflaterInputStream's reachEOF: set at a member's end, never cleared
 
     def _reset(self) -> None:
         self.inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # Inflater(nowrap = true)
@@ -108,6 +109,7 @@ class GZIPInputStream:
         """``InflaterInputStream.read``: inflates until it makes a byte (None: the data's end)."""
         while True:
             if self.inflater.eof:
+                self.reach_eof = True
                 return None
             if not self.pending:
                 self._fill()
@@ -139,7 +141,10 @@ class GZIPInputStream:
         return True
 
     def read(self, n: int) -> bytes | None:
-        """``read(b, off, n)``: up to ``n`` bytes of one inflate; None at the end."""
+        """``read(b, off, n)``: up to ``n`` bytes of one inflate; None at the end (checked first: a read of
+        none there is the end too)."""
+        if self.eos:
+            return None
         if n == 0:
             return b""
         while not self.eos:
@@ -151,5 +156,8 @@ class GZIPInputStream:
         return None
 
     def available(self) -> int:
-        """``InflaterInputStream.available``: 0 once the data's end is reached, else 1."""
-        return 0 if self.eos or self.inflater.eof else 1
+        """``InflaterInputStream.available``: 0 once a member's end was reached (``reachEOF``, which nothing clears
+        when a second member follows), else 1."""
+        if self.inflater.eof:
+            self.reach_eof = True
+        return 0 if self.reach_eof else 1
