@@ -226,10 +226,10 @@ def _decode_consumer_protocol(message: Message, raw: bytes | None) -> Any:
         version = _version(raw, "consumer protocol")
         return struct_json(message.struct, read_message(message, raw[INT16.size:], version))
     except MessageFormatException:
-        return base64.b64encode(raw).decode("ascii")
+        return base64.b64encode(raw).decode()  # base64 is ASCII, which UTF-8 reads alike
 
 
-def _group_metadata_json(data: dict, version: int) -> dict:
+def _group_metadata_json(data: dict) -> dict:
     out = struct_json(GROUP_METADATA_VALUE.struct, data)
     if data.get("protocolType") == "consumer":
         for member, raw in zip(out["members"], data["members"], strict=True):
@@ -248,7 +248,7 @@ class CoordinatorRecordParser:
     types: dict[int, tuple[str, Message, Message | None]] = {}
     undecoded: dict[int, str] = {}
 
-    def value_json(self, record_type: int, data: dict, version: int) -> dict:
+    def value_json(self, record_type: int, data: dict) -> dict:
         return struct_json(self.types[record_type][2].struct, data)
 
     def parse(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
@@ -270,7 +270,7 @@ class CoordinatorRecordParser:
             version = _version(value, "value")
             data = read_message(value_schema, value[INT16.size:], version)
             return key_text, json_text({"version": str(version),
-                                       "data": self.value_json(record_type, data, version)})
+                                       "data": self.value_json(record_type, data)})
         except MessageFormatException as e:
             return f"Error at offset {offset}, skipping. {e}", None
 
@@ -281,10 +281,10 @@ class OffsetsMessageParser(CoordinatorRecordParser):
     types = GROUP_RECORD_TYPES
     undecoded = UNDECODED_GROUP_RECORD_TYPES
 
-    def value_json(self, record_type: int, data: dict, version: int) -> dict:
+    def value_json(self, record_type: int, data: dict) -> dict:
         if record_type == 2:
-            return _group_metadata_json(data, version)
-        return super().value_json(record_type, data, version)
+            return _group_metadata_json(data)
+        return super().value_json(record_type, data)
 
 
 class TransactionLogMessageParser(CoordinatorRecordParser):
@@ -292,8 +292,8 @@ class TransactionLogMessageParser(CoordinatorRecordParser):
 
     types = TRANSACTION_RECORD_TYPES
 
-    def value_json(self, record_type: int, data: dict, version: int) -> dict:
-        out = super().value_json(record_type, data, version)
+    def value_json(self, record_type: int, data: dict) -> dict:
+        out = super().value_json(record_type, data)
         status = data["transactionStatus"]
         if status not in TRANSACTION_STATES:
             raise MessageFormatException(f"Unknown transaction state id {status}")
