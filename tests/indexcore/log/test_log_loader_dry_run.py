@@ -1722,3 +1722,19 @@ def test_the_transactions_a_one_segment_start_leaves(tmp_path: Path):
         1, [(T, b"k", b"w")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True))
     state = producer_state_after_start(on_disk(part), False, None, None)
     assert (dict(state.ongoing_txns), state.first_unstable_offset(0)) == ({1: 7}, 1)
+
+
+def test_the_preview_recovers_with_the_topics_config(tmp_path: Path):
+    """``preview_start`` with the topic's config, over ``test_log_cleaner_recorded``'s start from recovery point 1
+    of a segment whose offsets go back (Kafka's files, recorded): under the topic's ``index.interval.bytes`` of 1 MiB
+    the recovery indexes nothing and Kafka's start keeps the log to its end; the defaults' index would refuse an
+    offset and cut the segment."""
+    from segdex.indexcore.log.log_loader import preview_start
+    from tests.indexcore.log.test_log_cleaner_recorded import GAP_CASES, GAPS_RECORDED, _gap_start
+
+    name = "recovery point 1, a snapshot at 1 the log does not hold, offsets going back"
+    ours, leo, _ = _gap_start(recorded(name, GAPS_RECORDED), name, tmp_path)
+    _, _, _, configs, start = GAP_CASES[name]
+    topic = preview_start(on_disk(ours), False, start, None, config=LogConfig().with_overrides(configs))
+    defaults = preview_start(on_disk(ours), False, start, None)
+    assert (topic.log_end_offset, defaults.log_end_offset) == (leo, 1)

@@ -105,6 +105,14 @@ def _every_segment_deleted(part: Path) -> tuple[bool, int, int]:
     return True, 3, 50
 
 
+def _every_segment_deleted_after_an_unclean_stop(part: Path) -> tuple[bool, int, int]:
+    """As ``_every_segment_deleted`` without the marker and no recovery point: a replay of segment 0 from the
+    checkpoint's log start taken as 0 would open producer 7's transaction at 1 (last stable offset 1); Kafka's
+    deletes the segment and empties the state (``truncateFullyAndStartAt``): 50."""
+    _put(part, 0, _batch(0) + _txn7(1) + _batch(2))
+    return False, 0, 50
+
+
 CASES = {  # name -> (builder, whether Kafka's start fails)
     "later segment meets the transaction a rejudged one opens": (
         _later_segment_meets_the_transaction_a_rejudged_one_opens, True),
@@ -112,6 +120,7 @@ CASES = {  # name -> (builder, whether Kafka's start fails)
         _served_tail_past_the_scans_valid_part_opens_a_transaction, True),
     "replay taken up past three segments": (_replay_taken_up_past_three_segments, False),
     "every segment deleted": (_every_segment_deleted, False),
+    "every segment deleted after an unclean stop": (_every_segment_deleted_after_an_unclean_stop, False),
 }
 
 
