@@ -69,3 +69,29 @@ def test_a_source_that_fails_loses_the_read_it_failed_in_not_the_ones_before():
 def test_the_end_is_minus_one_and_read_fully_stops_short_there():
     stream = ChunkedBytesStream(_Source(DATA[:10]), 100)
     assert read_fully(stream, 20) == DATA[:10] and stream.read() == -1 and stream.read_into(5) is None
+
+
+def test_a_read_past_the_buffers_end_refills_it():
+    """A read whose bytes lie on both sides of the buffer's end takes the rest of the buffer, then a fill: the
+    bytes come in order, none twice, none lost."""
+    source = _Source(DATA)
+    stream = ChunkedBytesStream(source, 100)
+    assert read_fully(stream, 60) == DATA[:60] and read_fully(stream, 60) == DATA[60:120]
+    assert source.asked == [100, 100]
+
+
+class _Hopeful(_Source):
+    """A source that says a byte is available until a read finds its end (``InflaterInputStream.available`` before
+    its inflater has met the end of the data)."""
+
+    def available(self) -> int:
+        return 1
+
+
+def test_a_read_that_meets_the_end_after_some_bytes_returns_those_bytes():
+    """``ChunkedBytesStream.read(b, off, len)``: reads until ``len`` or nothing is available; a read that then
+    finds the end returns what the earlier ones got (``n`` when ``n > 0``, as ``BufferedInputStream.read``), and
+    the next one is -1."""
+    stream = ChunkedBytesStream(_Hopeful(DATA[:25], step=10), 100)
+    assert stream.read_into(50) == DATA[:25]
+    assert stream.read_into(5) is None
