@@ -249,6 +249,7 @@ def legacy_records(buf, batch: RecordBatch, reader: str = WHOLE) -> Iterator[Rec
         return
     if batch.magic not in (0, 1):  # the header's fields first; the key and value are read after these checks
         raise InvalidRecordException(f"Invalid wrapper magic found in legacy deep record iterator {batch.magic}")
+    for_id(codec)  # the wrapper's compressionType(): ids 5 to 7 throw before anything else is read
     if codec == 4:
         raise InvalidRecordException(
             f"Invalid wrapper compressionType found in legacy deep record iterator {batch.magic}")

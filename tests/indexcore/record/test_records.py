@@ -333,3 +333,19 @@ def test_filter_reads_each_field_where_filter_batch_asks_for_it():
             (("IndexOutOfBoundsException", "null"), ("IndexOutOfBoundsException", "null"), None),
             (None, None, ("IllegalArgumentException", "newLimit > capacity: (9 > 2)"))]
         assert [(r.key, r.value) for r in got] == [(b"k", b""), (b"keys", b""), (b"", b""), (None, b"")]
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_a_legacy_wrapper_of_an_unknown_codec_throws_as_kafkas_deep_iterator(codec: int, tmp_path):
+    """``DeepRecordsIterator`` asks the wrapper's ``compressionType()`` right after its magic: ids 5 to 7 throw
+    ``IllegalArgumentException("Unknown compression type id: N")``. Recovery never opens a wrapper (it checks the
+    outer CRC only), so the segment is kept whole, its wrapper counted with no record read."""
+    from segdex.indexcore.log.log_segment import recover_file
+
+    data = wrapper(0, 1, msg(0, body(1, None, b"v")), attributes=codec) + msg(1, body(1, None, b"w"))
+    with pytest.raises(UnknownCompressionTypeException, match=f"^Unknown compression type id: {codec}$"):
+        deep(data)
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(data)
+    result = recover_file(str(log), 0)
+    assert (result.valid_bytes, result.next_offset) == (len(data), 2)
