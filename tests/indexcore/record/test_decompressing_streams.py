@@ -170,16 +170,12 @@ def _summary(counts: list[int], data: bytes, end: str | None) -> dict:
     return {"counts": counts, "sha256": hashlib.sha256(data).hexdigest(), "end": end}
 
 
-def _segdex(case: dict) -> dict:
-    """segdex's stream over the case, answered as Kafka's oracle answers (the failure: class and message; an
-    ``IOException``'s message is the codec's own, and only its class is compared)."""
-    try:
-        stream = wrap_for_input(case["codec"], base64.b64decode(case["payload"]))
-    except KafkaReadException as e:
-        return {"opening": f"org.apache.kafka.common.KafkaException: {e}"}
+def read_as_the_oracle(stream, reads: str) -> tuple[list[int], bytes, JavaException | None]:
+    """The oracle's ``stream`` reads over ``stream`` (``r``: ``read()``; ``fN``: ``readFully`` of N bytes): each
+    read's count (-1 for ``read()`` at the end), the bytes read, and the throwable that ended them (None)."""
     counts, data = [], []
     try:
-        for op in case["reads"].split(","):
+        for op in reads.split(","):
             if op == "r":
                 b = stream.read()
                 counts.append(1 if b >= 0 else -1)
@@ -189,9 +185,21 @@ def _segdex(case: dict) -> dict:
                 counts.append(len(got))
                 data.append(got)
     except JavaException as e:
-        # as the oracle gives a throwable: its class, ": ", its message ("null" for none)
-        return {**_summary(counts, b"".join(data), f"{e.kafka_class}: {e}"), "io": e.io}
-    return _summary(counts, b"".join(data), None)
+        return counts, b"".join(data), e
+    return counts, b"".join(data), None
+
+
+def _segdex(case: dict) -> dict:
+    """segdex's stream over the case, answered as Kafka's oracle answers (the failure: class and message; an
+    ``IOException``'s message is the codec's own, and only its class is compared)."""
+    try:
+        stream = wrap_for_input(case["codec"], base64.b64decode(case["payload"]))
+    except KafkaReadException as e:
+        return {"opening": f"org.apache.kafka.common.KafkaException: {e}"}
+    counts, data, e = read_as_the_oracle(stream, case["reads"])
+    if e is not None:  # as the oracle gives a throwable: its class, ": ", its message ("null" for none)
+        return {**_summary(counts, data, f"{e.kafka_class}: {e}"), "io": e.io}
+    return _summary(counts, data, None)
 
 
 def _same(kafkas: dict, ours: dict) -> bool:

@@ -53,7 +53,7 @@ from segdex.indexcore.record.gzip_input_stream import GZIPInputStream
 from segdex.indexcore.record.lz4_block_input_stream import Lz4BlockInputStream
 from segdex.indexcore.record.snappy_input_stream import SnappyInputStream
 from segdex.indexcore.record.zstd_input_stream import SRC_BUFF_SIZE, ZstdInputStreamNoFinalizer
-from segdex.indexcore.utils.chunked_bytes_stream import read_fully
+from tests.indexcore.record.test_decompressing_streams import read_as_the_oracle
 from tests.indexcore.record.test_records import body, deep, msg
 from tests.support.fixtures import GOLDEN
 
@@ -228,20 +228,9 @@ def _read_through_kafkas_wrap(case: dict) -> dict:
         stream = wrap_for_input(case["codec"], base64.b64decode(case["payload"]), case["magic"])
     except KafkaReadException as e:
         return {"opening": f"org.apache.kafka.common.KafkaException: {e}"}
-    counts, data, end = [], [], None
-    try:
-        for op in case["reads"].split(","):
-            if op == "r":
-                b = stream.read()
-                counts.append(1 if b >= 0 else -1)
-                data.append(bytes([b]) if b >= 0 else b"")
-            else:
-                got = read_fully(stream, int(op[1:]))
-                counts.append(len(got))
-                data.append(got)
-    except JavaException as e:
-        end = e.to_string()
-    return {"counts": counts, "sha256": hashlib.sha256(b"".join(data)).hexdigest(), "end": end}
+    counts, data, e = read_as_the_oracle(stream, case["reads"])
+    end = None if e is None else e.to_string()
+    return {"counts": counts, "sha256": hashlib.sha256(data).hexdigest(), "end": end}
 
 
 def _available_answers(case: dict, javas: str) -> str:
