@@ -373,3 +373,40 @@ def test_an_lz4_descriptor_refused_is_not_an_io_exception(flg: int, bd: int):
     with pytest.raises(JavaException) as raised:
         Lz4BlockInputStream(frame)
     assert raised.value.kafka_class == "java.lang.RuntimeException" and not raised.value.io
+
+
+def _lz4_stored_block(size: int) -> bytes:
+    """A frame of version 1, independent blocks, no checksums, 64 KiB blocks (BD 0x40), holding one block of
+    ``size`` bytes stored as they are (the incompressible bit), then the end mark."""
+    head = bytes([0x60, 0x40])
+    return (struct.pack("<i", 0x184D2204) + head + bytes([xxhash.xxh32_intdigest(head, 0) >> 8 & 0xFF])
+            + struct.pack("<I", size | 0x80000000) + bytes(range(256)) * (size // 256) + bytes(size % 256)
+            + struct.pack("<i", 0))
+
+
+def test_an_lz4_block_of_the_frames_maximum_size_reads_and_one_byte_more_throws():
+    """``KafkaLZ4BlockInputStream.readBlock``: a block of at most ``maxBlockSize`` (64 KiB for BD 0x40) is read;
+    a larger one throws ``IOException("Block size %d exceeded max: %d")`` before its bytes are read."""
+    stream = Lz4BlockInputStream(_lz4_stored_block(65536))
+    assert stream.read(1 << 20) == bytes(range(256)) * 256 and stream.read(1) is None
+    with pytest.raises(JavaException) as raised:
+        Lz4BlockInputStream(_lz4_stored_block(65537)).read(1)
+    assert raised.value.to_string() == "java.io.IOException: Block size 65537 exceeded max: 65536"
+    assert raised.value.io
+
+
+def test_an_lz4_frame_cut_in_a_block_or_before_its_checksum():
+    """``readBlock``: fewer than 4 bytes for a block's size, or fewer bytes than its size, throw
+    ``IOException("Stream ended prematurely")``; a block checksum the frame promises (FLG bit 4) but does not hold
+    is read by ``ByteBuffer.getInt``, which throws ``BufferUnderflowException``: no ``IOException``."""
+    whole = _lz4_stored_block(100)
+    for cut in (whole[:9], whole[:11 + 95]):
+        with pytest.raises(JavaException) as raised:
+            Lz4BlockInputStream(cut).read(1)
+        assert raised.value.to_string() == "java.io.IOException: Stream ended prematurely" and raised.value.io
+    head = bytes([0x70, 0x40])  # FLG: version 1, independent blocks, block checksums
+    frame = (struct.pack("<i", 0x184D2204) + head + bytes([xxhash.xxh32_intdigest(head, 0) >> 8 & 0xFF])
+             + struct.pack("<I", 4 | 0x80000000) + b"abcd" + b"\0\0")
+    with pytest.raises(JavaException) as raised:
+        Lz4BlockInputStream(frame).read(1)
+    assert raised.value.kafka_class == "java.nio.BufferUnderflowException" and not raised.value.io
