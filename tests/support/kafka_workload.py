@@ -4,9 +4,10 @@ what a broker serves back (records in both isolation levels, ListOffsets answers
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from tests.support.kafka_harness import INDEX_SUFFIXES, KafkaBroker
@@ -117,25 +118,27 @@ def topic_config_args() -> list[str]:
 
 
 def consume_all(broker: KafkaBroker, topic: str, isolation: str) -> list[tuple]:
+    """Every record the broker serves from partition 0 in this isolation level: (offset, key, value, timestamp).
+
+    Reads until librdkafka reports the partition's end (``enable.partition.eof``): its fetch position past the
+    high watermark, or in ``read_committed`` past the last stable offset, aborted batches and markers included.
+    """
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"check-{isolation}",
-                  "enable.auto.commit": False, "isolation.level": isolation, "fetch.wait.max.ms": 50})
+                  "enable.auto.commit": False, "isolation.level": isolation, "fetch.wait.max.ms": 50,
+                  "enable.partition.eof": True})
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        out, idle = [], 0
-        while idle < 3:
-            msgs = c.consume(2000, timeout=1.0)
-            if not msgs:
-                idle += 1
-                continue
-            idle = 0
-            for m in msgs:
-                if m.error():
+        out: list[tuple] = []
+        deadline = time.monotonic() + 60
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} ({isolation}): no end of partition after {len(out)} records")
+            for m in c.consume(2000, timeout=0.1):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        return out
                     raise KafkaException(m.error())
                 out.append((m.offset(), m.key(), m.value(), m.timestamp()))
-            if isolation == "read_uncommitted" and out and out[-1][0] + 1 >= high:
-                break
-        return out
     finally:
         c.close()
 
