@@ -170,6 +170,10 @@ class KafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
+            # a broker started again after a kill -9 cannot register until its controller has let the dead
+            # incarnation's session lapse (DUPLICATE_BROKER_REGISTRATION): 4 s of it rather than the default 9 s
+            "broker.heartbeat.interval.ms": "500",
+            "broker.session.timeout.ms": "4000",
         }
         props.update(self.extra)
         return props
