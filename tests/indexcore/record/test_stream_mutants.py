@@ -375,13 +375,14 @@ def test_an_lz4_descriptor_refused_is_not_an_io_exception(flg: int, bd: int):
     assert raised.value.kafka_class == "java.lang.RuntimeException" and not raised.value.io
 
 
-def _lz4_stored_block(size: int) -> bytes:
-    """A frame of version 1, independent blocks, no checksums, 64 KiB blocks (BD 0x40), holding one block of
-    ``size`` bytes stored as they are (the incompressible bit), then the end mark."""
-    head = bytes([0x60, 0x40])
+def _lz4_stored_block(size: int, flg: int = 0x60, tail: bytes | None = None) -> bytes:
+    """A frame of version 1, independent blocks, 64 KiB blocks (BD 0x40), no checksums unless ``flg`` says so,
+    holding one block of ``size`` bytes stored as they are (the incompressible bit), then ``tail``: by default the
+    end mark."""
+    head = bytes([flg, 0x40])
     return (struct.pack("<i", 0x184D2204) + head + bytes([xxhash.xxh32_intdigest(head, 0) >> 8 & 0xFF])
             + struct.pack("<I", size | 0x80000000) + bytes(range(256)) * (size // 256) + bytes(size % 256)
-            + struct.pack("<i", 0))
+            + (struct.pack("<i", 0) if tail is None else tail))
 
 
 def test_an_lz4_block_of_the_frames_maximum_size_reads_and_one_byte_more_throws():
@@ -404,9 +405,7 @@ def test_an_lz4_frame_cut_in_a_block_or_before_its_checksum():
         with pytest.raises(JavaException) as raised:
             Lz4BlockInputStream(cut).read(1)
         assert raised.value.to_string() == "java.io.IOException: Stream ended prematurely" and raised.value.io
-    head = bytes([0x70, 0x40])  # FLG: version 1, independent blocks, block checksums
-    frame = (struct.pack("<i", 0x184D2204) + head + bytes([xxhash.xxh32_intdigest(head, 0) >> 8 & 0xFF])
-             + struct.pack("<I", 4 | 0x80000000) + b"abcd" + b"\0\0")
+    # FLG 0x70: block checksums promised; two bytes of the block's four
     with pytest.raises(JavaException) as raised:
-        Lz4BlockInputStream(frame).read(1)
+        Lz4BlockInputStream(_lz4_stored_block(4, flg=0x70, tail=b"\0\0")).read(1)
     assert raised.value.kafka_class == "java.nio.BufferUnderflowException" and not raised.value.io
