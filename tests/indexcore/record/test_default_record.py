@@ -11,7 +11,8 @@ import gzip
 import pytest
 
 from segdex.indexcore.errors import BufferBoundsException, InvalidRecordException
-from segdex.indexcore.record.default_record import PREMATURE_EOF
+from segdex.indexcore.record.compression import wrap_for_input
+from segdex.indexcore.record.default_record import PREMATURE_EOF, stream_records
 from segdex.indexcore.record.records import Record, v2_records
 from tests.indexcore.record.test_record_batch import error_text, framed, read_all, record_body, v2_batch, v2_view, zz
 
@@ -133,6 +134,18 @@ def test_a_stream_that_ends_before_a_records_length_is_a_premature_end():
         "Invalid record size: -1 is negative.")
     assert error_text(InvalidRecordException, read_all, _gzip_batch(one + zz(2**31 - 1), 2)) == (
         "Invalid record size: 2147483647 exceeds the configured maximum record size of 2147483639.")
+
+
+def test_a_stream_record_of_exactly_the_ceiling_is_read():
+    """``readFrom`` refuses a length above ``maxRecordBodySize``, not one equal to it: a record of exactly the
+    ceiling is read (here a ceiling of the record's own length; the readers' default is Integer.MAX_VALUE - 8)."""
+    body = record_body(b"k", b"v")
+    payload = gzip.compress(framed(body), mtime=0)
+    assert [f[0] for f in stream_records(wrap_for_input(1, payload), 1, 100, 1000, None, len(body))] == [100]
+    with pytest.raises(InvalidRecordException) as info:
+        next(stream_records(wrap_for_input(1, payload), 1, 100, 1000, None, len(body) - 1))
+    assert str(info.value) == (f"Invalid record size: {len(body)} exceeds the configured maximum record size of "
+                               f"{len(body) - 1}.")
 
 
 def test_a_stream_that_ends_inside_a_record_says_so():
