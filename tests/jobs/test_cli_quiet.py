@@ -107,13 +107,15 @@ def test_time_travel_through_delta_rs(runs):
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.splitlines()[0])
 
-    # a new table's first version is the first run's rows (one commit), each later run a version more
-    assert one("SELECT count(*) AS n FROM segments VERSION AS OF 0")["n"] == n
-    assert one("SELECT count(*) AS n FROM segments")["n"] == n
-    both = one("SELECT (SELECT count(*) FROM runs VERSION AS OF 0) AS then, (SELECT count(*) FROM runs) AS now")
-    assert both == {"then": 1, "now": 2}
-    assert one("SELECT count(*) AS n FROM runs FOR SYSTEM_VERSION AS OF 0")["n"] == 1
-    assert one("SELECT count(DISTINCT segments.run_id) AS n FROM segments TIMESTAMP AS OF '2100-01-01'")["n"] >= 1
+    # a new table's first version is the first run's rows (one commit), each later run a version more; one
+    # query reads each table at several points, a column qualified by the table's name in each subquery
+    both = one("SELECT (SELECT count(*) FROM segments VERSION AS OF 0) AS first, "
+               "(SELECT count(*) FROM segments) AS n, "
+               "(SELECT count(*) FROM runs VERSION AS OF 0) AS then, (SELECT count(*) FROM runs) AS now, "
+               "(SELECT count(*) FROM runs FOR SYSTEM_VERSION AS OF 0) AS sys, "
+               "(SELECT count(DISTINCT segments.run_id) FROM segments TIMESTAMP AS OF '2100-01-01') AS runs_seen")
+    assert both.pop("runs_seen") >= 1
+    assert both == {"first": n, "n": n, "then": 1, "now": 2, "sys": 1}
     for query, message in (("SELECT * FROM segments VERSION AS OF 99", "segments as of 99"),
                            ("SELECT * FROM segments TIMESTAMP AS OF '2000-01-01 00:00:00'", "before the table's"),
                            ("SELECT * FROM segments TIMESTAMP AS OF 'soon'", "not a timestamp")):
