@@ -70,17 +70,18 @@ def rewrite_time_travel(query: str, names: list[str]) -> tuple[str, dict[str, tu
             view = known[_as_of(table, m.group("kind"), m.group("value"))]
             # without an alias of its own the view answers to the table's name, as Spark's time travel does
             # (segments.col in a subquery reading segments VERSION AS OF 3)
+            # (Spark's grammar puts a TABLESAMPLE clause before the alias: there the view keeps its own name)
             return view if _ALIAS.match(m.string, m.end()) else f"{view} AS {table}"
 
         query = pattern.sub(view_of, query)
     return query, views
 
 
-# an alias after a table reference (AS a, or a bare name that is not the next clause's keyword)
+# an alias after a table reference (AS a, or a bare name that is not the next clause's keyword), or a TABLESAMPLE
 _CLAUSE_WORDS = ("WHERE|GROUP|ORDER|HAVING|LIMIT|OFFSET|UNION|INTERSECT|EXCEPT|MINUS|JOIN|INNER|LEFT|RIGHT|FULL|"
                  "CROSS|NATURAL|SEMI|ANTI|ON|USING|LATERAL|WINDOW|CLUSTER|DISTRIBUTE|SORT|PIVOT|UNPIVOT|"
-                 "TABLESAMPLE|QUALIFY")
-_ALIAS = re.compile(rf"\s+(?:AS\s+|(?!(?:{_CLAUSE_WORDS})\b)(?=[A-Za-z_`]))", re.IGNORECASE)
+                 "QUALIFY")
+_ALIAS = re.compile(rf"\s+(?:AS\s+|TABLESAMPLE\b|(?!(?:{_CLAUSE_WORDS})\b)(?=[A-Za-z_`]))", re.IGNORECASE)
 
 
 def run_query(spark: Engine, metadata_path: str, query: str) -> tuple[list[str], list[tuple]]:

@@ -33,6 +33,9 @@ def test_a_table_read_at_one_point_keeps_its_name():
      "SELECT * FROM __segments_v0 AS segments JOIN __segments_v1 y ON true WHERE 1 = 1"),
     ("SELECT * FROM segments, segments VERSION AS OF 2\nwhere true",
      "SELECT * FROM segments, __segments_v0 AS segments\nwhere true"),
+    # Spark takes an alias only after a TABLESAMPLE clause
+    ("SELECT * FROM segments VERSION AS OF 1 TABLESAMPLE (50 PERCENT), segments VERSION AS OF 2",
+     "SELECT * FROM __segments_v0 TABLESAMPLE (50 PERCENT), __segments_v1 AS segments"),
 ])
 def test_a_table_read_at_several_points_gets_a_view_per_point(query, rewritten):
     out, views = rewrite_time_travel(query, NAMES)
