@@ -183,6 +183,12 @@ if [ "${1:-}" = "--sync" ]; then
       cmp -s "indexcore/$f" "$to" || { mkdir -p "$(dirname "$to")" && cp "indexcore/$f" "$to"; }
     done
   done
+  # the code the tests run beside indexcore (not mutated; mutmut copies it into mutants/ again at each run): the
+  # checkout's, so that the tests taken below meet the code they were written for
+  for d in pipelines jobs scripts airflow_dags; do
+    rm -rf "$work/$d" && cp -r "$d" "$work/$d"
+    case "$d" in pipelines|jobs) rm -rf "$work/segdex/$d" && cp -r "$d" "$work/segdex/$d" ;; esac
+  done
   take_tests
   first=$(cd "$work" && "$repo/.venv/bin/python" "$repo/scripts/mutation_report.py" --out /dev/null --names killed \
           | sed -n 1p)
