@@ -1,6 +1,6 @@
 """Kafka 4.4's decompressing streams in the states the mutation run found untested (the survivors of
-``report-rest.md`` in ``record/snappy_input_stream``, ``record/zstd_input_stream`` and
-``record/gzip_input_stream``), judged by Kafka's own classes and kept in ``decompressing_stream_mutants.json``
+``report-rest.md`` in ``record/snappy_input_stream``, ``record/zstd_input_stream``, ``record/gzip_input_stream``
+and ``record/lz4_block_input_stream``), judged by Kafka's own classes and kept in ``decompressing_stream_mutants.json``
 (``SEGDEX_RECORD_GOLDEN=1`` draws the cases again and records the answers):
 
 - ``streams``: payloads read through ``Compression.wrapForInput`` (the oracle's ``stream``, as in
@@ -194,6 +194,12 @@ def _stream_cases() -> dict[str, dict]:
     for magic in (0, 1):  # Kafka ignores the descriptor checksum of a v0 message's frame only
         cases[f"lz4: a wrong descriptor checksum, magic {magic}"] = (3, _lz4_frame(_inner(magic), WRONG_HC),
                                                                      "f100000,r", magic)
+    # FLG 0x68 (content size set): readHeader skips its 8 bytes when 8 remain, then the checksum byte is not there
+    # (ByteBuffer.get's BufferUnderflowException; a v0 message's frame: position past the limit); 7 are too few
+    sized = struct.pack("<iBB", 0x184D2204, 0x68, 0x40)
+    for magic in (0, 2):
+        for n in (7, 8):
+            cases[f"lz4: a content size, then {n} bytes, magic {magic}"] = (3, sized + bytes(n), "r", magic)
     return {n: {"codec": c, "payload": base64.b64encode(p).decode(), "reads": r, "magic": m}
             for n, (c, p, r, m) in cases.items()}
 
