@@ -14,6 +14,10 @@ and ``record/lz4_block_input_stream``), judged by Kafka's own classes and kept i
   - snappy: a raw block (no xerial header) of length 0: an empty stream, not a ``NegativeArraySizeException``;
     raw lengths read as negative ints (the exception's text is the length), and varints snappy refuses (a sixth
     byte, a fifth byte of 16 or more: ``PARSING_ERROR``).
+  - gzip: bytes after a member's trailer are read as another member's header only where the input has more or
+    over 26 bytes are left in the inflater's buffer (18 after the trailer: ignored; 19: read, and found cut);
+    a damaged deflate block fails with zlib's own words.
+  - lz4: a frame with a content size and nothing after it (``readHeader``'s checksum byte missing).
   - zstd: a block decoded, then the payload ends inside the next one: ``readInternal`` reads the source again only
     where it has bytes (``in.available() > 0``) or nothing was decoded yet, so the decoded block is delivered
     and the next read throws "Truncated source". A payload one byte longer than zstd-jni's source buffer
@@ -194,6 +198,14 @@ def _stream_cases() -> dict[str, dict]:
     for magic in (0, 1):  # Kafka ignores the descriptor checksum of a v0 message's frame only
         cases[f"lz4: a wrong descriptor checksum, magic {magic}"] = (3, _lz4_frame(_inner(magic), WRONG_HC),
                                                                      "f100000,r", magic)
+    # gzip (one 8 KiB fill takes the whole payload): readTrailer looks for another member only where the input has
+    # more or over 26 bytes (the trailer's 8 and 18) are left in the inflater's buffer; here a header follows,
+    # then an empty block and a trailer cut short. A damaged deflate block: ZipException with zlib's own words.
+    member = _gzip_member(b"gzip" * 500)
+    after = b"\x1f\x8b\x08\x00" + bytes(6) + b"\x03\x00" + bytes(8)
+    for n in (18, 19):
+        cases[f"gzip: {n} bytes after the member, a header in them"] = (1, member + after[:n], "f100000,r", 2)
+    cases["gzip: a deflate block of an invalid type"] = (1, member[:10] + b"\x07" + bytes(20), "f100,r", 2)
     # FLG 0x68 (content size set): readHeader skips its 8 bytes when 8 remain, then the checksum byte is not there
     # (ByteBuffer.get's BufferUnderflowException; a v0 message's frame: position past the limit); 7 are too few
     sized = struct.pack("<iBB", 0x184D2204, 0x68, 0x40)
@@ -235,7 +247,7 @@ def _read_through_kafkas_wrap(case: dict) -> dict:
     except KafkaReadException as e:
         return {"opening": f"org.apache.kafka.common.KafkaException: {e}"}
     counts, data, e = read_as_the_oracle(stream, case["reads"])
-    end = None if e is None else e.to_string()
+    end = None if e is None else f"{e.kafka_class}: {e}"  # the oracle's describe: "null" for no message
     return {"counts": counts, "sha256": hashlib.sha256(data).hexdigest(), "end": end}
 
 
