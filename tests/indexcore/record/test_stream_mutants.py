@@ -17,7 +17,8 @@ and ``record/lz4_block_input_stream``), judged by Kafka's own classes and kept i
   - gzip: bytes after a member's trailer are read as another member's header only where the input has more or
     over 26 bytes are left in the inflater's buffer (18 after the trailer: ignored; 19: read, and found cut);
     a damaged deflate block fails with zlib's own words.
-  - lz4: a frame with a content size and nothing after it (``readHeader``'s checksum byte missing).
+  - lz4: a frame with a content size and nothing after it (``readHeader``'s checksum byte missing), or only the
+    checksum byte.
   - zstd: a block decoded, then the payload ends inside the next one: ``readInternal`` reads the source again only
     where it has bytes (``in.available() > 0``) or nothing was decoded yet, so the decoded block is delivered
     and the next read throws "Truncated source". A payload one byte longer than zstd-jni's source buffer
@@ -207,10 +208,11 @@ def _stream_cases() -> dict[str, dict]:
         cases[f"gzip: {n} bytes after the member, a header in them"] = (1, member + after[:n], "f100000,r", 2)
     cases["gzip: a deflate block of an invalid type"] = (1, member[:10] + b"\x07" + bytes(20), "f100,r", 2)
     # FLG 0x68 (content size set): readHeader skips its 8 bytes when 8 remain, then the checksum byte is not there
-    # (ByteBuffer.get's BufferUnderflowException; a v0 message's frame: position past the limit); 7 are too few
+    # (ByteBuffer.get's BufferUnderflowException; a v0 message's frame: position past the limit); 7 are too few;
+    # with a ninth (the checksum byte: a v0 message's frame skips it) the header is whole and no block follows
     sized = struct.pack("<iBB", 0x184D2204, 0x68, 0x40)
     for magic in (0, 2):
-        for n in (7, 8):
+        for n in (7, 8, 9):
             cases[f"lz4: a content size, then {n} bytes, magic {magic}"] = (3, sized + bytes(n), "r", magic)
     return {n: {"codec": c, "payload": base64.b64encode(p).decode(), "reads": r, "magic": m}
             for n, (c, p, r, m) in cases.items()}
