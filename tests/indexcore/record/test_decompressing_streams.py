@@ -166,11 +166,12 @@ def _cases() -> dict[str, dict]:
     return cases
 
 
-def _summary(counts: list[int], data: bytes, end: str | None) -> dict:
+def summary(counts: list[int], data: bytes, end: str | None) -> dict:
+    """A stream answer as the tests keep it: each read's count, the bytes' digest, the failure (None)."""
     return {"counts": counts, "sha256": hashlib.sha256(data).hexdigest(), "end": end}
 
 
-def read_as_the_oracle(stream, reads: str) -> tuple[list[int], bytes, JavaException | None]:
+def _read_as_the_oracle(stream, reads: str) -> tuple[list[int], bytes, JavaException | None]:
     """The oracle's ``stream`` reads over ``stream`` (``r``: ``read()``; ``fN``: ``readFully`` of N bytes): each
     read's count (-1 for ``read()`` at the end), the bytes read, and the throwable that ended them (None)."""
     counts, data = [], []
@@ -189,17 +190,18 @@ def read_as_the_oracle(stream, reads: str) -> tuple[list[int], bytes, JavaExcept
     return counts, b"".join(data), None
 
 
-def _segdex(case: dict) -> dict:
-    """segdex's stream over the case, answered as Kafka's oracle answers (the failure: class and message; an
-    ``IOException``'s message is the codec's own, and only its class is compared)."""
+def read_as_kafka(case: dict) -> dict:
+    """segdex's stream over the case (its ``magic``: 2 where it names none), answered as Kafka's oracle answers
+    (``wrapForInput``, then the reads): the failure as the oracle describes a throwable (its class, ": ", its
+    message, "null" for none), and ``io``, whether it is an ``IOException``."""
     try:
-        stream = wrap_for_input(case["codec"], base64.b64decode(case["payload"]))
+        stream = wrap_for_input(case["codec"], base64.b64decode(case["payload"]), case.get("magic", 2))
     except KafkaReadException as e:
         return {"opening": f"org.apache.kafka.common.KafkaException: {e}"}
-    counts, data, e = read_as_the_oracle(stream, case["reads"])
-    if e is not None:  # as the oracle gives a throwable: its class, ": ", its message ("null" for none)
-        return {**_summary(counts, data, f"{e.kafka_class}: {e}"), "io": e.io}
-    return _summary(counts, data, None)
+    counts, data, e = _read_as_the_oracle(stream, case["reads"])
+    if e is not None:
+        return {**summary(counts, data, f"{e.kafka_class}: {e}"), "io": e.io}
+    return summary(counts, data, None)
 
 
 def _same(kafkas: dict, ours: dict) -> bool:
@@ -225,7 +227,7 @@ def test_kafkas_streams_are_the_recorded_ones(kafka44, tmp_path: Path):
         path.write_bytes(base64.b64decode(case["payload"]))
         answer = kafka44.stream(case["codec"], 2, path, case["reads"])
         if "opening" not in answer:
-            answer = _summary(answer["counts"], answer["data"], answer["end"])
+            answer = summary(answer["counts"], answer["data"], answer["end"])
         answers[name] = {**{k: case[k] for k in ("codec", "payload", "reads")}, "kafka": answer}
     if recording:
         ANSWERS.write_text(json.dumps(answers, indent=0, sort_keys=True) + "\n")
@@ -240,7 +242,7 @@ def test_every_stream_reads_as_kafkas(codec: int):
     kept = {n: c for n, c in json.loads(ANSWERS.read_text()).items() if c["codec"] == codec}
     differ = {}
     for name, case in kept.items():
-        ours = _segdex(case)
+        ours = read_as_kafka(case)
         if not _same(case["kafka"], ours):
             differ[name] = f"segdex {ours}, Kafka {case['kafka']}"
     assert not differ, differ
