@@ -30,6 +30,14 @@ _AS_OF = (r"\s+(?:FOR\s+)?(?P<kind>VERSION|SYSTEM_VERSION|TIMESTAMP|SYSTEM_TIME)
           r"(?P<value>'(?:[^']|'')*'|\d+)")
 
 
+# an alias after a table reference (AS a, or a bare name that is not the next clause's keyword), or a TABLESAMPLE,
+# which Spark's grammar puts before the alias
+_CLAUSE_WORDS = ("WHERE|GROUP|ORDER|HAVING|LIMIT|OFFSET|UNION|INTERSECT|EXCEPT|MINUS|JOIN|INNER|LEFT|RIGHT|FULL|"
+                 "CROSS|NATURAL|SEMI|ANTI|ON|USING|LATERAL|WINDOW|CLUSTER|DISTRIBUTE|SORT|PIVOT|UNPIVOT|"
+                 "QUALIFY")
+_ALIAS = re.compile(rf"\s+(?:AS\s+|TABLESAMPLE\b|(?!(?:{_CLAUSE_WORDS})\b)(?=[A-Za-z_`]))", re.IGNORECASE)
+
+
 def _as_of(table: str, kind: str, raw: str) -> int | datetime:
     if kind.upper() in ("VERSION", "SYSTEM_VERSION"):
         text = raw[1:-1] if raw.startswith("'") else raw
@@ -68,20 +76,12 @@ def rewrite_time_travel(query: str, names: list[str]) -> tuple[str, dict[str, tu
 
         def view_of(m: re.Match, table: str = name, known: dict = names_of) -> str:
             view = known[_as_of(table, m.group("kind"), m.group("value"))]
-            # without an alias of its own the view answers to the table's name, as Spark's time travel does
-            # (segments.col in a subquery reading segments VERSION AS OF 3)
-            # (Spark's grammar puts a TABLESAMPLE clause before the alias: there the view keeps its own name)
+            # without an alias of its own (_ALIAS) the view answers to the table's name, as Spark's time travel
+            # does (segments.col in a subquery reading segments VERSION AS OF 3)
             return view if _ALIAS.match(m.string, m.end()) else f"{view} AS {table}"
 
         query = pattern.sub(view_of, query)
     return query, views
-
-
-# an alias after a table reference (AS a, or a bare name that is not the next clause's keyword), or a TABLESAMPLE
-_CLAUSE_WORDS = ("WHERE|GROUP|ORDER|HAVING|LIMIT|OFFSET|UNION|INTERSECT|EXCEPT|MINUS|JOIN|INNER|LEFT|RIGHT|FULL|"
-                 "CROSS|NATURAL|SEMI|ANTI|ON|USING|LATERAL|WINDOW|CLUSTER|DISTRIBUTE|SORT|PIVOT|UNPIVOT|"
-                 "QUALIFY")
-_ALIAS = re.compile(rf"\s+(?:AS\s+|TABLESAMPLE\b|(?!(?:{_CLAUSE_WORDS})\b)(?=[A-Za-z_`]))", re.IGNORECASE)
 
 
 def run_query(spark: Engine, metadata_path: str, query: str) -> tuple[list[str], list[tuple]]:
