@@ -21,8 +21,9 @@ Tables on object storage (``s3://bucket/prefix``, ``s3a://``) are written by del
 once (one per broker): delta-rs commits ``_delta_log/N.json`` with S3's conditional PUT, and each commit of a
 store carries a Delta transaction identifier (a ``txn`` action: the store's app id, and the count of its commits
 to that table). When a commit's outcome is unknown (an error after the PUT may have gone through, a conflict, a
-failed read of the other writers' commits), the table is read again: a ``txn`` version at or past the commit's
-says it landed, otherwise it is tried again after a jittered backoff, a bounded number of times. So each
+failed read of the other writers' commits), the table is read again, the commits past its listing read by key: a
+``txn`` version at or past the commit's says it landed, otherwise it is tried again after a jittered backoff, a
+bounded number of times. Rows never ride in the commit that creates a table (``_create_remote``). So each
 commit's rows land once. Endpoint, region and credentials come from the standard AWS environment and profile
 chain, as delta-rs reads it; errors name the table and the reason, never a credential.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import fcntl
+import json
 import os
 import random
 import re
@@ -430,6 +432,44 @@ def _retry(fn, retries: int) -> Any:
     return None
 
 
+def _log_key(version: int | None) -> str:
+    """A file of the table's Delta log, by key: commit ``version`` (``_delta_log/<20 digits>.json``), or None for
+    ``_delta_log/_last_checkpoint``."""
+    return "_delta_log/_last_checkpoint" if version is None else f"_delta_log/{version:020d}.json"
+
+
+def _keys_present(uri: str, keys: Sequence[str]) -> list[bool]:
+    """Whether each of ``keys`` (paths under the table ``uri``) is there, asked one key at a time (a HEAD through
+    delta-rs's own object store, configured as its commits are), never by a listing."""
+    from deltalake.fs import DeltaStorageHandler
+    from pyarrow.fs import FileType
+
+    return [info.type != FileType.NotFound for info in DeltaStorageHandler(uri).get_file_info(list(keys))]
+
+
+def _commits_from(uri: str, version: int) -> Iterator[list[dict]]:
+    """The actions of the table's commits ``version``, ``version + 1``, ... each read by its key, up to the first
+    key that is not there.
+
+    Why by key: delta-rs's snapshot is what a listing of ``_delta_log/`` shows, and a listing of some
+    S3-compatible stores leaves out objects written moments before while other writers write (s3proxy's
+    filesystem backend: listings taken during 6 writers' PUTs left out up to 112 objects whose PUTs had
+    returned, objects a HEAD then found).
+    A GET of a key sees every PUT that has returned. So a commit of this run's that landed is found even where
+    the listing has not caught up with it."""
+    from deltalake.fs import DeltaStorageHandler
+
+    handler = DeltaStorageHandler(uri)
+    while True:
+        try:
+            with handler.open_input_file(_log_key(version)) as commit:
+                body = commit.read()
+        except FileNotFoundError:
+            return
+        yield [json.loads(line) for line in body.splitlines() if line.strip()]
+        version += 1
+
+
 class MetadataStore:
     """The Delta tables under ``path``, written and read through ``spark`` when it has Delta, else delta-rs."""
 
@@ -442,6 +482,7 @@ class MetadataStore:
         self.app_id = app_id or f"segdex-{uuid.uuid4().hex}"
         self._txn_versions: dict[str, int] = {}
         self._txn_guard = threading.Lock()
+        self._known_tables: set[str] = set()  # tables on object storage this store saw or created (_create_remote)
         self.commit_attempts: dict[str, int] = {}  # table -> attempts its last commit took (1 = no retry)
         self.timeout_s = store_timeout_s()
         self.wait_report_s = WAIT_REPORT_S
@@ -467,14 +508,28 @@ class MetadataStore:
             return self._txn_versions[name]
 
     def committed_version(self, name: str) -> int:
-        """The last version of this store's app id committed to table ``name`` (-1: none, or no table)."""
+        """The last version of this store's app id committed to table ``name`` (-1: none, or no table): the
+        ``txn`` of the table's snapshot and, on object storage, of the commits past it read by key
+        (``_commits_from``), so that a listing that lags behind never hides a commit that landed."""
         from deltalake import DeltaTable
 
         uri = self.uri(name)
-        if not DeltaTable.is_deltatable(uri):
+        found, past = -1, 0
+        if DeltaTable.is_deltatable(uri):
+            dt = DeltaTable(uri)
+            txn = dt.transaction_version(self.app_id)
+            found, past = (-1 if txn is None else int(txn)), dt.version() + 1
+        elif not self.remote:
             return -1
-        found = DeltaTable(uri).transaction_version(self.app_id)
-        return -1 if found is None else int(found)
+        elif _keys_present(uri, [_log_key(None)])[0]:  # a table whose first commits are cleaned up: listed short
+            raise MetadataStoreError(f"{uri}: the listing of the table's log left out its commits")
+        if self.remote:
+            for actions in _commits_from(uri, past):
+                for action in actions:
+                    txn = action.get("txn")
+                    if txn and txn.get("appId") == self.app_id:
+                        found = max(found, int(txn["version"]))
+        return found
 
     def _landed(self, name: str, version: int) -> bool:
         """Whether the commit of ``version`` is in the table, read again. A read that fails (a listing taken while
@@ -667,9 +722,9 @@ class MetadataStore:
         if data.num_rows == 0 and self.exists(table.name):
             return 0
         if self.remote:
+            self._create_remote(table, data.schema)
             self.commit_once(table.name, lambda props: write_deltalake(
-                self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props,
-                partition_by=self._partitioning(table)))
+                self.uri(table.name), data, mode="append", schema_mode="merge", commit_properties=props))
             return data.num_rows
         with _writer_lock(self.uri(table.name)):
             _retry(lambda: write_deltalake(self.uri(table.name), data, mode="append", schema_mode="merge"),
@@ -688,11 +743,47 @@ class MetadataStore:
             _retry(lambda: self._merge_spark(table, data, scope), self.retries)
             return data.num_rows
         if self.remote:
+            self._create_remote(table, data.schema)
             self.commit_once(table.name, lambda props: self._merge_deltalake(table, data, scope, props))
             return data.num_rows
         with _writer_lock(uri):
             _retry(lambda: self._merge_deltalake(table, data, scope), self.retries)
         return data.num_rows
+
+    def _create_remote(self, table: TableSpec, schema: pa.Schema) -> None:
+        """Create ``table`` on object storage, empty, when it is not there: rows never ride in the commit that
+        creates a table.
+
+        Why: delta-rs commits a new table as version 0, and a writer that finds version 0 taken commits the same
+        actions at the next free version with no conflict check (``PreparedCommit``). Its own version 0 may be
+        the one that was taken: a 5xx answered its PUT after the object was written, object_store's HTTP client
+        retried the PUT, and the store answered 412, "already exists". With rows in it, they would land twice;
+        an empty create done twice only states the schema again. Racing creators are expected (every broker of a
+        fleet's first run): a failed create counts as done when the table is there afterwards."""
+        from deltalake import DeltaTable
+
+        uri = self.uri(table.name)
+        if table.name in self._known_tables:
+            return
+        for attempt in range(5):
+            try:
+                # asked by key (the first commit, the last checkpoint's pointer), not by a listing, which may lag
+                # behind (_commits_from) and show no commit of a table that is there
+                if any(_keys_present(uri, [_log_key(0), _log_key(None)])):
+                    self._known_tables.add(table.name)
+                    return
+                DeltaTable.create(uri, schema=schema, mode="ignore", partition_by=self._partitioning(table))
+                self._known_tables.add(table.name)
+                return
+            except Exception as e:
+                reason = storage_failure(e)
+                if reason is not None and not _answer_lost(reason):
+                    raise StorageAccessError(f"{uri}: {reason}") from None
+                if reason is None and not _may_be_transient(e):
+                    raise
+                if attempt == 4:
+                    raise MetadataStoreError(f"{uri}: the table could not be created: {one_line(e)}") from None
+            time.sleep(0.05 * (attempt + 1) * (0.5 + random.random()))
 
     def _partitioning(self, table: TableSpec) -> list[str] | None:
         """New tables on object storage with an origin are partitioned by broker: one broker's rerun replaces
@@ -755,11 +846,10 @@ class MetadataStore:
         from deltalake import DeltaTable, write_deltalake
 
         uri = self.uri(table.name)
-        if not DeltaTable.is_deltatable(uri):
-            # a new table holds what MERGE would insert: one commit, no MERGE to plan. Locally the caller holds
-            # _writer_lock (no one else creates it); on object storage a writer that loses the race to create
-            # version 0 fails its commit, and its retry MERGEs into the table the winner made
-            write_deltalake(uri, data, mode="append", commit_properties=props, partition_by=self._partitioning(table))
+        if not self.remote and not DeltaTable.is_deltatable(uri):
+            # a new local table holds what MERGE would insert: one commit, no MERGE to plan (the caller holds
+            # _writer_lock: no one else creates it). On object storage _create_remote made the table already
+            write_deltalake(uri, data, mode="append", commit_properties=props)
             return
         source, deletes = self._source(table, data, scope)
         columns = {c: f"s.{_quote(c)}" for c in table.schema.names}

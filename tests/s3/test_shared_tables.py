@@ -110,3 +110,46 @@ def test_commit_failed_before_landing_is_retried(s3_env, s3_bucket):
     assert store.commit_once("events", fail_then_commit) == 1
     assert store.commit_attempts["events"] == 2
     assert _counts(store) == {3: 20}
+
+
+def test_a_lagging_listing_neither_hides_a_commit_nor_creates_the_table_again(s3_server, s3_env, s3_bucket):
+    """While other writers PUT into the table's ``_delta_log/``, s3proxy's listings leave out objects whose PUTs
+    have returned, so a snapshot may miss this store's commit, or every commit. Whether the commit landed is
+    decided by reading the commits by key as well: asked 60 times under that load, the answer is always yes (a
+    "no" would write the rows a second time). A new store's writer asks for the first commit by key before it
+    creates the table: the table is never created a second time over the first (a new schema, new partitions)."""
+    import threading
+
+    from deltalake import DeltaTable
+
+    uri = f"s3://{s3_bucket}/lag"
+    for writer in (2, 3, 4):
+        ms.MetadataStore(uri).append(APPEND, _rows(writer, 1))
+    store = ms.MetadataStore(uri)
+    store.append(APPEND, _rows(1, 5))
+    version = store.committed_version("events")
+    assert version == 1 and DeltaTable(store.uri("events")).version() == 4  # created empty, then 4 appends
+    client, stop = s3_server.client(), threading.Event()
+
+    def put_beside(worker: int) -> None:
+        i = 0
+        while not stop.is_set():
+            key = f"lag/events/_delta_log/other-{worker}-{i % 100}.tmp"  # at most 600 of them to list
+            client.put_object(Bucket=s3_bucket, Key=key, Body=b"x" * 2000)
+            i += 1
+
+    threads = [threading.Thread(target=put_beside, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        answers = []
+        for _ in range(60):
+            answers.append(store._landed("events", version))
+            ms.MetadataStore(uri)._create_remote(APPEND, _rows(2, 1).schema)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert answers == [True] * 60
+    assert DeltaTable(store.uri("events")).version() == 4
+    assert _counts(store) == {1: 5, 2: 1, 3: 1, 4: 1}
