@@ -12,6 +12,12 @@ Metadata transactions (KIP-868) are applied as Kafka's batch loader applies them
 stops at the first batch that is not whole or not valid (what recovery would truncate) and at the first record
 Kafka's serde would refuse: the image is then the prefix before it, and ``stopped`` says where and why.
 
+Records go into a delta (``MetadataDelta``) that is applied where a starting broker's ``MetadataLoader`` applies
+it: after the snapshot, at the end of each segment (what one read of the raft client hands the loader:
+Kafka 4.4 reads to the end of the segment; 3.9 reads 8 MiB at most, so a segment longer than that is several
+deltas to it and one here) and before a metadata transaction. It matters for one thing the image keeps: a
+topic's removal deletes its configs only where the delta's starting image holds them (``publish``).
+
 Offline there is no high watermark: the image is everything this replica holds, which may be ahead of what the
 quorum committed (a broker publishes only committed records).
 
@@ -92,6 +98,8 @@ class MetadataImage:
     removed_topics: dict[str, str] = field(default_factory=dict)  # topic id -> name
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    # the config resources that held configs when the current delta began: ConfigurationsDelta's image
+    delta_base: frozenset[tuple[int, str]] = field(default_factory=frozenset, repr=False)
 
     @property
     def is_kraft(self) -> bool:
@@ -127,6 +135,14 @@ class MetadataImage:
             return (f"the current replica assignment [{', '.join(map(str, registration.replicas))}] does not contain "
                     f"the local brokerId {broker_id}")
         return None
+
+    def publish(self) -> None:
+        """The delta so far applied (``MetadataDelta.apply``): a config resource left without configs goes
+        (``ConfigurationsDelta.apply``), and the next delta starts from what is left. ``MetadataLoader`` applies
+        a delta after a snapshot, after each read of the log the raft client hands it (``handleCommit``: the
+        log from where it stands to the end of that segment, at startup), and before a metadata transaction."""
+        self.configs = {resource: data for resource, data in self.configs.items() if data}
+        self.delta_base = frozenset(self.configs)
 
     # -- MetadataDelta.replay ------------------------------------------------------------------------------------
 
@@ -192,11 +208,17 @@ class MetadataImage:
         p.partition_epoch += 1
 
     def _remove_topic(self, d: dict) -> None:
-        """The topic and its configs go (``TopicsDelta`` and ``ConfigurationsDelta`` replay it)."""
+        """The topic goes (``TopicsDelta.replay``), and its configs where the delta's image holds them
+        (``ConfigurationsDelta.replay(RemoveTopicRecord)``: ``deleteAll`` on a resource of the image only).
+        Configs set within the same delta as the removal stay, under the topic's name: a topic created again
+        under that name has them. A real broker shows it: a topic created with ``cleanup.policy=compact``,
+        deleted and created again without configs is ``compact`` after a restart (3.9.2 and 4.4.0), as its log
+        replays from its last snapshot in one delta."""
         topic = self.topics.pop(uuid_string(d["topicId"]), None)
         if topic is not None:
             self.removed_topics[topic.topic_id] = topic.name
-            self.configs.pop((TOPIC_RESOURCE, topic.name), None)
+            if (TOPIC_RESOURCE, topic.name) in self.delta_base:
+                self.configs.pop((TOPIC_RESOURCE, topic.name), None)
 
     def _config(self, d: dict) -> None:
         resource = self.configs.setdefault((d["resourceType"], d["resourceName"]), {})
@@ -265,6 +287,7 @@ class _BatchLoader:
 
     def feed(self, offset: int, record: MetadataRecord) -> None:
         if record.api_key == BEGIN_TRANSACTION:
+            self.image.publish()  # what came before the transaction is applied first
             self.pending = []
         elif record.api_key == END_TRANSACTION and self.pending is not None:
             for at, held in self.pending:
@@ -294,6 +317,7 @@ def load_metadata_image(partition_dir: str) -> MetadataImage:
                 raise MetadataLogException(f"snapshot {record}")
             image.replay(record, start - 1)
         image.offset = start - 1
+    image.publish()
     logs = sorted((parse_segment_file_name(n).base_offset, n) for n in os.listdir(partition_dir)
                   if n.endswith(LOG_FILE_SUFFIX))
     if not found and not logs:
@@ -304,6 +328,8 @@ def load_metadata_image(partition_dir: str) -> MetadataImage:
                 image.stopped = record
                 return image
             loader.feed(offset, record)
+        if loader.pending is None:  # the end of one read of the log; a transaction's records wait for its end
+            image.publish()
     if loader.pending is not None:
         image.stopped = "a metadata transaction still open at the end of the log (not applied)"
     return image

@@ -74,8 +74,9 @@ def test_metadata_transactions_are_applied_at_their_end(tmp_path: Path):
 
 
 def test_removed_topics_brokers_and_features(tmp_path: Path):
-    """A removed topic goes with its configs (kept by name among the removed); a broker registers fenced, is
-    unfenced, changes its log dirs, and another one unregisters; a feature at level 0 is gone."""
+    """A removed topic goes (kept by name among the removed); its configs, set in the same delta (the log replayed
+    in one read), stay under its name, as Kafka's ``ConfigurationsDelta`` keeps them; a broker registers fenced,
+    is unfenced, changes its log dirs, and another one unregisters; a feature at level 0 is gone."""
     part = tmp_path / PART
     endpoint = {"name": "PLAINTEXT", "host": "10.0.0.1", "port": 9092, "securityProtocol": 0}
     register = [record("RegisterBrokerRecord", 4, brokerId=b, incarnationId=uuid(b), brokerEpoch=10 + b,
@@ -93,12 +94,42 @@ def test_removed_topics_brokers_and_features(tmp_path: Path):
     ])
     image = load_metadata_image(str(part))
     assert image.topics == {} and image.removed_topics == {uuid_string(uuid(4)): "gone"}
-    assert image.topic_configs("gone") == {}
+    assert image.topic_configs("gone") == {"cleanup.policy": "compact"}
     assert list(image.brokers) == [1]
     b = image.brokers[1]
     assert (b.fenced, b.rack, b.endpoints, b.log_dirs) == (False, "r1", [("PLAINTEXT", "10.0.0.1", 9092)],
                                                           [uuid_string(uuid(5))])
     assert image.features == {"metadata.version": 26}
+
+
+def test_a_removed_topics_configs_go_only_where_the_deltas_image_held_them(tmp_path: Path):
+    """``ConfigurationsDelta.replay(RemoveTopicRecord)`` deletes a topic's configs only where the image the delta
+    started from holds them; ``MetadataLoader`` starts a delta after the snapshot, after each read of the log (to
+    the end of a segment) and before a metadata transaction. Kafka 4.4.0's ``MetadataDelta`` over the same
+    records (asked once): a topic of the snapshot removed in the log loses its configs, also one set in the same
+    delta; one created and configured in one segment and removed in the next loses them; one created, configured
+    and removed within one delta keeps them, and the topic created again under its name has them and its own;
+    records before a transaction are applied before it, so a removal inside it deletes the configs."""
+    part = tmp_path / PART
+    write_snapshot(part, 3, [*topic("snap", 1), config(2, "snap", "cleanup.policy", "compact")])
+    follows = write_metadata_log(part, [
+        [config(2, "snap", "retention.ms", "5"), record("RemoveTopicRecord", topicId=uuid(1))],
+        [*topic("split", 2), config(2, "split", "cleanup.policy", "compact")],
+        [*topic("again", 3), config(2, "again", "cleanup.policy", "compact"), record("RemoveTopicRecord",
+                                                                                    topicId=uuid(3))],
+        [*topic("again", 4), config(2, "again", "retention.ms", "7")],
+    ], base=3)
+    write_metadata_log(part, [
+        [record("RemoveTopicRecord", topicId=uuid(2))],
+        [*topic("txn", 5), config(2, "txn", "cleanup.policy", "compact")],
+        [record("BeginTransactionRecord"), record("RemoveTopicRecord", topicId=uuid(5)),
+         record("EndTransactionRecord")],
+    ], base=follows)
+    image = load_metadata_image(str(part))
+    assert image.stopped is None and [t.name for t in image.topics.values()] == ["again"]
+    assert image.topic_configs("snap") == {} and image.topic_configs("split") == {}
+    assert image.topic_configs("again") == {"cleanup.policy": "compact", "retention.ms": "7"}
+    assert image.topic_configs("txn") == {}
 
 
 def test_a_torn_tail_or_an_unreadable_record_stops_the_replay_there(tmp_path: Path):
