@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from segdex.indexcore.config.topic_configs_live import describe_topics
 from segdex.indexcore.log.java_hash_map import java_string_hash, timeline_capacity, timeline_hash_order
 from segdex.indexcore.log.log_segments import segment_logs
+from segdex.indexcore.metadata.metadata_image import load_metadata_image
 from segdex.indexcore.record.file_records import batches, open_log
 from segdex.indexcore.tools.cluster_view import ClusterView
 from segdex.indexcore.tools.consumer_groups import AHEAD_OF_END, describe_groups, restore_check
@@ -30,6 +32,8 @@ from tests.support.group_workload import (
     GONE_GROUPS,
     GROUP_TOOL,
     MODERN_SHRUNK,
+    RECREATED,
+    RECREATED_CONFIGS,
     RESTORE_BROKER_PROPS,
     SIMPLE_ASSIGN,
     TX_DATA,
@@ -240,9 +244,16 @@ def test_a_restored_broker_serves_what_the_restore_check_and_find_hanging_predic
         in marks, marks
     predicted = {(g["group"], r["topic"], r["partition"], r["offset"]) for g in described if g["partial"]
                  for r in g["offsets"] if r["offset"] is not None}
+    # the topic created, deleted and created again: segdex's image of the metadata log gives it the deleted
+    # topic's config, as Kafka's MetadataDelta over the one delta the broker replays at its start does
+    image = load_metadata_image(str(data / "__cluster_metadata-0"))
+    assert image.topic_configs(RECREATED) == RECREATED_CONFIGS
     broker = workload.broker.sibling(tmp_path / "node", data, RESTORE_BROKER_PROPS)
     with broker:
         broker.start()
+        live = describe_topics(broker.bootstrap, [RECREATED])[RECREATED]
+        assert {k: v for k, v in live.values.items() if live.sources[k] == "DYNAMIC_TOPIC_CONFIG"} == \
+            image.topic_configs(RECREATED)
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "latest") == check.skipped_if_latest == 0
         assert consume_with_reset(broker, SIMPLE_ASSIGN, "events", 1, "earliest") == check.reread_if_earliest
         now_ms = int(time.time() * 1000)

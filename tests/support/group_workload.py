@@ -25,6 +25,9 @@ what it holds (``kafka-consumer-groups``, ``kafka-transactions``), then a ``kill
   the tools ran (``offsets.retention.minutes=1``, the smallest the broker accepts: about 60 s);
 - ``txn-group``: offsets committed by transactional producer ``tx-offsets-commit`` (``send_offsets_to_transaction``
   then commit); ``txn-group-aborted``: offsets sent by ``tx-offsets-abort`` in a transaction that aborted;
+- ``recreated`` (1 partition, no records): created with ``cleanup.policy=compact``, deleted, and created again
+  without configs. No metadata snapshot is taken meanwhile, so a broker started on the dir replays all three
+  in one delta and the new topic has the deleted one's config (``RECREATED_CONFIGS``);
 - on ``txdata``: an idempotent producer, ``tx-data`` (commit, abort, commit), the records of the two
   ``tx-offsets-*`` transactions, and last ``tx-hanging``: a transaction whose records were flushed and which is
   still ``Ongoing`` at the kill (``transaction.timeout.ms`` 15 minutes).
@@ -86,6 +89,7 @@ RESTORE_BROKER_PROPS: dict[str, str] = {
 }
 
 TOPICS: dict[str, int] = {"orders": 3, "events": 2, "audit": 3, "ledger": 2, "txdata": 1}
+RECREATED, RECREATED_CONFIGS = "recreated", {"cleanup.policy": "compact"}
 RECORDS_PER_PARTITION: dict[str, int] = {"orders": 200, "events": 150, "audit": 50, "ledger": 40}
 PAST_END = 10_000  # a committed offset past the log end (simple-assign, events/1)
 METADATA = "segdex-group-workload"
@@ -226,6 +230,19 @@ def _create_topics(broker: KafkaBroker) -> None:
     client = _admin(broker)
     for f in client.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()]).values():
         f.result(60)
+
+
+def _recreate_topic(broker: KafkaBroker) -> None:
+    """``recreated``: created with ``RECREATED_CONFIGS``, deleted (gone from the listing), created without."""
+    client = _admin(broker)
+    client.create_topics([NewTopic(RECREATED, 1, 1, config=RECREATED_CONFIGS)])[RECREATED].result(60)
+    client.delete_topics([RECREATED])[RECREATED].result(60)
+    deadline = time.monotonic() + 60
+    while RECREATED in client.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{RECREATED} still listed 60 s after its deletion")
+        time.sleep(0.1)
+    client.create_topics([NewTopic(RECREATED, 1, 1)])[RECREATED].result(60)
 
 
 def _produce_plain(broker: KafkaBroker, produced: dict[tuple[str, int], int]) -> None:
@@ -643,6 +660,7 @@ def run_group_workload(install: KafkaInstall, root: Path) -> GroupWorkload:
         run.wait_until(expired_closed + LATE_COMMITS_AFTER_S)
         run.late_groups()
         run.timings["late_groups_done_s"] = time.monotonic() - expired_closed
+        _recreate_topic(run.broker)  # while expired-group's offsets wait to expire
         run.timings["expiry_wait_s"] = time.monotonic() - expired_closed + _wait_expired(
             run.broker, EXPIRED_GROUP, run.live, EXPIRY_TIMEOUT_S)
         _pump(run.live)
