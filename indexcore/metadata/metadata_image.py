@@ -8,15 +8,17 @@ What is replayed, in order (``load_metadata_image``):
 
 Metadata transactions (KIP-868) are applied as Kafka's batch loader applies them: the records between a
 ``BeginTransactionRecord`` and its ``EndTransactionRecord`` are published together at the end; an
-``AbortTransactionRecord`` drops them; a transaction still open at the end of the log is not published. Reading
+``AbortTransactionRecord`` drops them when the read of the log ends there, and not when a record follows it in
+the same read (``_BatchLoader``); a transaction still open at the end of the log is not published. Reading
 stops at the first batch that is not whole or not valid (what recovery would truncate) and at the first record
 Kafka's serde would refuse: the image is then the prefix before it, and ``stopped`` says where and why.
 
 Records go into a delta (``MetadataDelta``) that is applied where a starting broker's ``MetadataLoader`` applies
 it: after the snapshot, at the end of each segment (what one read of the raft client hands the loader:
 Kafka 4.4 reads to the end of the segment; 3.9 reads 8 MiB at most, so a segment longer than that is several
-deltas to it and one here) and before a metadata transaction. It matters for one thing the image keeps: a
-topic's removal deletes its configs only where the delta's starting image holds them (``publish``).
+deltas to it and one here) and before a metadata transaction. It matters for two things: a topic's removal
+deletes its configs only where the delta's starting image holds them (``publish``), and an aborted transaction
+is dropped only at the end of a read.
 
 Offline there is no high watermark: the image is everything this replica holds, which may be ahead of what the
 quorum committed (a broker publishes only committed records).
@@ -279,28 +281,52 @@ def _log_records(path: str, start: int):
 
 
 class _BatchLoader:
-    """``MetadataBatchLoader``: records applied as they come, or held while a metadata transaction is open."""
+    """``MetadataBatchLoader``: records applied as they come, or held while a metadata transaction is open.
+
+    An ``AbortTransactionRecord`` drops the transaction's records only where the read of the log ends right after
+    it (``maybeFlushBatches`` publishes an empty delta for an aborted transaction); a record after the abort in
+    the same read (a data record, or another ``BeginTransactionRecord``) applies them with it, as Kafka's loader
+    does: its abort changes the state, not the delta (asked of Kafka 3.9.2's and 4.4.0's ``MetadataBatchLoader``).
+    An end or an abort without a transaction open is a fault Kafka's loader reports and goes past: it changes
+    nothing here."""
 
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
-        self.pending: list[tuple[int, MetadataRecord]] | None = None
+        self.pending: list[tuple[int, MetadataRecord]] | None = None  # an open transaction's records
+        self.aborted: list[tuple[int, MetadataRecord]] | None = None  # an aborted one's, this read's last so far
 
     def feed(self, offset: int, record: MetadataRecord) -> None:
         if record.api_key == BEGIN_TRANSACTION:
-            self.image.publish()  # what came before the transaction is applied first
-            self.pending = []
-        elif record.api_key == END_TRANSACTION and self.pending is not None:
-            for at, held in self.pending:
-                self.image.replay(held, at)
-            self.pending = None
-            self.image.offset = offset
-        elif record.api_key == ABORT_TRANSACTION:
-            self.pending = None
+            if self.pending is None:
+                self._apply_aborted()
+                self.image.publish()  # what came before the transaction is applied first
+                self.pending = []
+        elif record.api_key in (END_TRANSACTION, ABORT_TRANSACTION):
+            if self.pending is not None:
+                if record.api_key == END_TRANSACTION:
+                    for at, held in self.pending:
+                        self.image.replay(held, at)
+                else:
+                    self.aborted = self.pending
+                self.pending = None
             self.image.offset = offset
         elif self.pending is not None:
             self.pending.append((offset, record))
         else:
+            self._apply_aborted()
             self.image.replay(record, offset)
+
+    def _apply_aborted(self) -> None:
+        for at, held in self.aborted or ():
+            self.image.replay(held, at)
+        self.aborted = None
+
+    def end_of_read(self) -> None:
+        """One read of the log handed over (``maybeFlushBatches``): the delta applied, unless a transaction is
+        open; a transaction aborted last in the read is dropped."""
+        if self.pending is None:
+            self.aborted = None
+            self.image.publish()
 
 
 def load_metadata_image(partition_dir: str) -> MetadataImage:
@@ -328,8 +354,7 @@ def load_metadata_image(partition_dir: str) -> MetadataImage:
                 image.stopped = record
                 return image
             loader.feed(offset, record)
-        if loader.pending is None:  # the end of one read of the log; a transaction's records wait for its end
-            image.publish()
+        loader.end_of_read()
     if loader.pending is not None:
         image.stopped = "a metadata transaction still open at the end of the log (not applied)"
     return image
