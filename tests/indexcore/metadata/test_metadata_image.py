@@ -118,13 +118,14 @@ def test_a_removed_topics_configs_go_only_where_the_deltas_image_held_them(tmp_p
     started from holds them; ``MetadataLoader`` starts a delta after the snapshot, after each read of the log (to
     the end of a segment) and before a metadata transaction. Kafka 4.4.0's ``MetadataDelta`` over the same
     records (asked once): a topic of the snapshot removed in the log loses its configs, also one set in the same
-    delta; one created and configured in one segment and removed in the next loses them; one created, configured
+    delta, and the topic created again under its name and removed again in that delta has none to lose; one created and configured in one segment and removed in the next loses them; one created, configured
     and removed within one delta keeps them, and the topic created again under its name has them and its own;
     records before a transaction are applied before it, so a removal inside it deletes the configs."""
     part = tmp_path / PART
     write_snapshot(part, 3, [*topic("snap", 1), config(2, "snap", "cleanup.policy", "compact")])
     follows = write_metadata_log(part, [
-        [config(2, "snap", "retention.ms", "5"), record("RemoveTopicRecord", topicId=uuid(1))],
+        [config(2, "snap", "retention.ms", "5"), record("RemoveTopicRecord", topicId=uuid(1)), *topic("snap", 6),
+         record("RemoveTopicRecord", topicId=uuid(6))],
         [*topic("split", 2), config(2, "split", "cleanup.policy", "compact")],
         [*topic("again", 3), config(2, "again", "cleanup.policy", "compact"), record("RemoveTopicRecord",
                                                                                     topicId=uuid(3))],
