@@ -118,8 +118,9 @@ def test_a_removed_topics_configs_go_only_where_the_deltas_image_held_them(tmp_p
     started from holds them; ``MetadataLoader`` starts a delta after the snapshot, after each read of the log (to
     the end of a segment) and before a metadata transaction. Kafka 4.4.0's ``MetadataDelta`` over the same
     records (asked once): a topic of the snapshot removed in the log loses its configs, also one set in the same
-    delta, and the topic created again under its name and removed again in that delta has none to lose; one created and configured in one segment and removed in the next loses them; one created, configured
-    and removed within one delta keeps them, and the topic created again under its name has them and its own;
+    delta, and the topic created again under its name and removed again in that delta has none to lose; one
+    created and configured in one segment and removed in the next loses them; one created, configured and
+    removed within one delta keeps them, and the topic created again under its name has them and its own;
     records before a transaction are applied before it, so a removal inside it deletes the configs."""
     part = tmp_path / PART
     write_snapshot(part, 3, [*topic("snap", 1), config(2, "snap", "cleanup.policy", "compact")])
