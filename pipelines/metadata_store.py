@@ -769,7 +769,7 @@ class MetadataStore:
             try:
                 # asked by key (the first commit, the last checkpoint's pointer), not by a listing, which may lag
                 # behind (_commits_from) and show no commit of a table that is there
-                if any(_keys_present(uri, [_log_key(0), _log_key(None)])):
+                if _keys_present(uri, [_log_key(0)])[0] or _keys_present(uri, [_log_key(None)])[0]:
                     self._known_tables.add(table.name)
                     return
                 DeltaTable.create(uri, schema=schema, mode="ignore", partition_by=self._partitioning(table))
