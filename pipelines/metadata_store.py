@@ -438,13 +438,16 @@ def _log_key(version: int | None) -> str:
     return "_delta_log/_last_checkpoint" if version is None else f"_delta_log/{version:020d}.json"
 
 
-def _keys_present(uri: str, keys: Sequence[str]) -> list[bool]:
-    """Whether each of ``keys`` (paths under the table ``uri``) is there, asked one key at a time (a HEAD through
-    delta-rs's own object store, configured as its commits are), never by a listing."""
+def _key_present(uri: str, key: str) -> bool:
+    """Whether ``key`` (a path under the table ``uri``) is there: one HEAD through delta-rs's own object store,
+    configured as its commits are, never a listing (``_commits_from`` says why)."""
     from deltalake.fs import DeltaStorageHandler
-    from pyarrow.fs import FileType
 
-    return [info.type != FileType.NotFound for info in DeltaStorageHandler(uri).get_file_info(list(keys))]
+    try:
+        DeltaStorageHandler(uri).open_input_file(key).close()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _commits_from(uri: str, version: int) -> Iterator[list[dict]]:
@@ -521,7 +524,7 @@ class MetadataStore:
             found, past = (-1 if txn is None else int(txn)), dt.version() + 1
         elif not self.remote:
             return -1
-        elif _keys_present(uri, [_log_key(None)])[0]:  # a table whose first commits are cleaned up: listed short
+        elif _key_present(uri, _log_key(None)):  # a table whose first commits are cleaned up: listed short
             raise MetadataStoreError(f"{uri}: the listing of the table's log left out its commits")
         if self.remote:
             for actions in _commits_from(uri, past):
@@ -769,7 +772,7 @@ class MetadataStore:
             try:
                 # asked by key (the first commit, the last checkpoint's pointer), not by a listing, which may lag
                 # behind (_commits_from) and show no commit of a table that is there
-                if _keys_present(uri, [_log_key(0)])[0] or _keys_present(uri, [_log_key(None)])[0]:
+                if _key_present(uri, _log_key(0)) or _key_present(uri, _log_key(None)):
                     self._known_tables.add(table.name)
                     return
                 DeltaTable.create(uri, schema=schema, mode="ignore", partition_by=self._partitioning(table))
