@@ -791,10 +791,9 @@ class MetadataStore:
     def _partitioning(self, table: TableSpec) -> list[str] | None:
         """New tables on object storage with an origin are partitioned by broker: one broker's rerun replaces
         files of its own partition only, so Delta's conflict check sees the brokers' commits as disjoint (and
-        merge skips the other brokers' files). Local tables keep no partitions (one writer at a time)."""
-        if not self.remote or not fleet.has_origin_keys(table.keys) or self.exists(table.name):
-            return None  # an existing table keeps its own partitioning
-        return ["broker_id"]
+        merge skips the other brokers' files). Only ``_create_remote`` asks, for a table it found absent (an
+        existing table keeps its own partitioning); local tables keep no partitions (one writer at a time)."""
+        return ["broker_id"] if fleet.has_origin_keys(table.keys) else None
 
     def _read_existing(self, name: str, columns: list[str]) -> pa.Table | None:
         """``read`` of a table ``exists`` just saw, read again a few times while another writer is creating it on
